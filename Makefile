@@ -1,0 +1,51 @@
+# GPU Atlas: the two fresh-machine commands are `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test venv demo lint check browser-deps stack clean
+
+$(VENV)/.installed: pyproject.toml bench_client/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]' -e ./bench_client
+	touch $@
+
+venv: $(VENV)/.installed
+
+## run: install, migrate, load the real catalogue, prices and benchmark results, serve on http://$(HOST):$(PORT)
+run: venv
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## demo: (re)load the demo data without serving
+demo: venv
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+
+## test: install and run the whole test suite (SQLite, tasks in-process)
+test: venv browser-deps
+	$(PY) -m pytest -q
+
+## browser-deps: Debian's chromium for the Playwright browser tests (skipped when it cannot be installed)
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "chromium could not be installed: browser tests will be skipped"; }
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+## stack: the production topology without containers (gunicorn x2, 2 Celery workers, beat) on local PostgreSQL/Redis
+stack: venv
+	bash deploy/stack.sh
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles

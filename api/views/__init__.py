@@ -1,0 +1,1 @@
+"""API v1 views, by area."""

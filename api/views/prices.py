@@ -1,0 +1,102 @@
+"""Cloud offers and the price history behind them."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.db.models import F, QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
+
+from api.filters import OfferFilterSet, PriceFilterSet
+from api.pagination import KeysetCursorPagination
+from api.serializers import OfferSerializer, PriceObservationSerializer
+from api.views.base import READ_ERRORS, ValuesListView
+from catalog.models import Offer, PriceObservation
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="Cloud GPU offers with a per-GPU price",
+        description=(
+            "Every offer whose price can be attributed to its GPUs (not host-only VMs), current or "
+            "withdrawn (`available`). Prices are the newest observation; `price_per_gpu_hour_usd` is "
+            "converted at the exchange rate of the observation day."
+        ),
+        responses={200: OfferSerializer(many=True), **READ_ERRORS},
+    )
+)
+class OfferListView(ValuesListView):
+    serializer_class = OfferSerializer
+    filterset_class = OfferFilterSet
+    pagination_class = KeysetCursorPagination
+    search_fields = ["instance_type", "gpu_name_raw"]
+    fields: ClassVar[dict[str, str]] = {
+        "id": "id",
+        "provider": "provider__slug",
+        "provider_name": "provider__name",
+        "instance_type": "instance_type",
+        "region": "region",
+        "zone": "zone",
+        "is_spot": "is_spot",
+        "gpu": "gpu__slug",
+        "gpu_name": "gpu__name",
+        "gpu_name_raw": "gpu_name_raw",
+        "gpu_count": "gpu_count",
+        "vcpus": "vcpus",
+        "ram_gib": "ram_gib",
+        "vcpus_per_gpu": "per_gpu_vcpus",
+        "ram_gib_per_gpu": "per_gpu_ram_gib",
+        "available": "available",
+        "price_per_hour": "current_price_per_hour",
+        "currency": "current_currency",
+        "price_per_gpu_hour_usd": "current_price_per_gpu_hour_usd",
+        "observed_at": "current_observed_at",
+        "first_seen": "first_seen",
+        "last_seen": "last_seen",
+        "source": "source",
+    }
+    ordering_map: ClassVar[dict[str, str]] = {
+        "price_per_gpu_hour_usd": "current_price_per_gpu_hour_usd",
+        "last_seen": "last_seen",
+        "id": "id",
+    }
+    ordering: ClassVar[list[str]] = ["current_price_per_gpu_hour_usd"]
+
+    def base_queryset(self) -> QuerySet:
+        return Offer.objects.filter(
+            price_separable=True,
+            current_price_per_gpu_hour_usd__isnull=False,
+            current_price_per_hour__isnull=False,
+        ).annotate(per_gpu_vcpus=F("vcpus") / F("gpu_count"), per_gpu_ram_gib=F("ram_gib") / F("gpu_count"))
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="Price history: observations of offers over time",
+        description="Filter by `gpu` for every offer of a GPU, or by `offer` for one series; `since`/`until` bound the dates.",
+        responses={200: PriceObservationSerializer(many=True), **READ_ERRORS},
+    )
+)
+class PriceListView(ValuesListView):
+    serializer_class = PriceObservationSerializer
+    filterset_class = PriceFilterSet
+    pagination_class = KeysetCursorPagination
+    fields: ClassVar[dict[str, str]] = {
+        "id": "id",
+        "offer": "offer_id",
+        "provider": "offer__provider__slug",
+        "instance_type": "offer__instance_type",
+        "region": "offer__region",
+        "is_spot": "offer__is_spot",
+        "gpu": "offer__gpu__slug",
+        "observed_at": "observed_at",
+        "price_per_hour": "price_per_hour",
+        "currency": "currency",
+        "price_per_gpu_hour": "price_per_gpu_hour",
+        "price_per_gpu_hour_usd": "price_per_gpu_hour_usd",
+    }
+    ordering_map: ClassVar[dict[str, str]] = {"observed_at": "observed_at"}
+    ordering: ClassVar[list[str]] = ["observed_at"]
+
+    def base_queryset(self) -> QuerySet:
+        return PriceObservation.objects.all()

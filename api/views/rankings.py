@@ -1,0 +1,232 @@
+"""Rankings and tier lists: the same selectors, parameters and figures as the pages.
+
+Parameters are first checked against the schema (unknown vendor/provider/baseline, values
+outside the vocabularies: 400 naming the parameter), then parsed by
+``dashboard.selectors.ranking_params_from_query`` exactly as the page parses them; its
+cross-parameter rules (a precision the use case does not allow) are 400s too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import QuerySet
+from django.utils.translation import get_language
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.filters import ApiFilterBackend, RankingFilterSet
+from api.serializers import RankingSerializer, TierListSerializer
+from api.views.base import READ_ERRORS, ApiMixin
+from catalog.models import Gpu
+from dashboard import metrics
+from dashboard.selectors import (
+    Ranking,
+    RankingParamError,
+    RankingParams,
+    RankingRow,
+    ranking_params_from_query,
+    rankings_compute,
+    tiers_compute,
+)
+from gpuatlas.data_version import data_version
+
+DEFAULT_CACHE_SECONDS = 60
+
+ROW_FIELDS = {
+    "rank": "rank",
+    "gpu": "gpu_slug",
+    "gpu_name": "gpu_name",
+    "vendor": "vendor_slug",
+    "vendor_name": "vendor",
+    "segment": "segment",
+    "architecture_name": "architecture",
+    "memory_gib": "memory_gib",
+    "tdp_w": "tdp_w",
+    "perf": "perf",
+    "perf_basis": "perf_basis",
+    "perf_measured": "perf_measured",
+    "perf_estimated": "perf_estimated",
+    "n": "n",
+    "distinct_submitters": "distinct_submitters",
+    "groups": "groups",
+    "price": "price",
+    "price_unit": "price_unit",
+    "price_source": "price_source",
+    "price_providers": "price_providers",
+    "currency": "currency",
+    "perf_per_dollar": "perf_per_dollar",
+    "perf_per_dollar_unit": "perf_per_dollar_unit",
+    "perf_per_kw": "perf_per_kw",
+    "meets_memory_floor": "meets_memory_floor",
+    "tier": "tier",
+}
+
+
+def row_data(row: RankingRow) -> dict[str, Any]:
+    data = {name: getattr(row, attribute) for name, attribute in ROW_FIELDS.items()}
+    data["measured"] = row.perf_basis == "measured"
+    for name in ("price_unit", "price_source", "perf_per_dollar_unit"):
+        data[name] = str(data[name])
+    return data
+
+
+def _params_data(params: RankingParams) -> dict[str, Any]:
+    return {
+        "use_case": params.use_case,
+        "precision": params.precision,
+        "min_vram": params.min_vram,
+        "vendor": params.vendor,
+        "segment": params.segment,
+        "mode": params.mode,
+        "price": params.price,
+        "condition": params.condition,
+        "provider": params.provider,
+        "region": params.region,
+        "currency": params.currency,
+        "baseline": params.baseline,
+        "basis": params.basis,
+        "sort": params.sort,
+    }
+
+
+def ranking_header(ranking: Ranking) -> dict[str, Any]:
+    uc = ranking.use_case
+    exchange = ranking.exchange_rate
+    return {
+        "params": _params_data(ranking.params),
+        "use_case": {
+            "slug": uc.slug,
+            "label": str(uc.label),
+            "memory_floor_gib": uc.memory_floor_gib,
+            "memory_floor_source": uc.memory_floor_source,
+        },
+        "baseline": {
+            "gpu": ranking.baseline_slug,
+            "gpu_name": ranking.baseline_name,
+            "measured": ranking.baseline_measured,
+        },
+        "currency": ranking.currency,
+        "exchange_rate": None
+        if exchange is None
+        else {"usd_per_unit": exchange["usd_per_unit"], "date": exchange["date"], "source": exchange["source"]},
+        "warnings": [str(warning) for warning in ranking.warnings],
+        "skipped_without_data": ranking.skipped_without_data,
+    }
+
+
+def cached_response(kind: str, params: RankingParams, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The response body for these parameters, computed at most once per cache period.
+
+    A ranking changes only when prices, results or the catalogue are imported, while computing
+    one reads every aggregate, peak and current offer (about 15 ms on the real catalogue). The
+    cache key holds every parameter and the language (labels are translated); a period of 0
+    (setting API_RANKINGS_CACHE_SECONDS) turns the cache off. Invalid parameters are never cached.
+    """
+    seconds = getattr(settings, "API_RANKINGS_CACHE_SECONDS", DEFAULT_CACHE_SECONDS)
+    if seconds <= 0:
+        return _computed(compute)
+    digest = hashlib.sha256(repr(sorted(asdict(params).items())).encode()).hexdigest()[:32]
+    key = f"api:v1:{kind}:{get_language()}:{data_version()}:{digest}"  # new data, new key
+    data = cache.get(key)
+    if data is None:
+        data = _computed(compute)
+        cache.set(key, data, seconds)
+    return data
+
+
+def _computed(compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return compute()
+    except RankingParamError as error:
+        raise ValidationError({error.field: [str(error.message)]}) from None
+
+
+class QueryParamsSchema(AutoSchema):
+    """Document the filterset's parameters on a non-list endpoint too."""
+
+    def get_filter_backends(self) -> list[Any]:
+        return list(getattr(self.view, "filter_backends", []))
+
+
+class _RankingBase(ApiMixin, APIView):
+    schema = QueryParamsSchema()
+    filter_backends = [ApiFilterBackend]
+    filterset_class = RankingFilterSet
+
+    def ranking_params(self, request: Request) -> RankingParams:
+        filterset = RankingFilterSet(data=request.query_params, queryset=Gpu.objects.none())
+        if not filterset.is_valid():
+            raise ValidationError(filterset.errors)
+        query = {
+            name: request.query_params[name] for name in RankingFilterSet.base_filters if name in request.query_params
+        }
+        try:
+            return ranking_params_from_query(query)
+        except RankingParamError as error:
+            raise ValidationError({error.field: [str(error.message)]}) from None
+
+    def get_queryset(self) -> QuerySet:  # for the schema generator's model lookup
+        return Gpu.objects.none()
+
+
+class RankingView(_RankingBase):
+    @extend_schema(
+        summary="GPU rankings: performance, price and value",
+        description=(
+            "The rows of the rankings page (/) for the same parameters. `perf` is relative to the baseline "
+            "GPU (1.0); `perf_basis`/`measured` say whether it is measured (then `n` results back it) or "
+            "estimated from specs (`n` = 0)."
+        ),
+        responses={200: RankingSerializer, **READ_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        params = self.ranking_params(request)
+
+        def compute() -> dict[str, Any]:
+            ranking = rankings_compute(params=params)
+            rows = [row_data(row) for row in ranking.rows]
+            return {**ranking_header(ranking), "count": len(rows), "results": rows}
+
+        return Response(cached_response("rankings", params, compute))
+
+
+class TierListView(_RankingBase):
+    @extend_schema(
+        summary="Tier list of a use case",
+        description=(
+            "S..D by performance per price relative to the best GPU that meets the use case's memory floor "
+            "and has a price (the tiers page, /tiers/)."
+        ),
+        responses={200: TierListSerializer, **READ_ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        params = self.ranking_params(request)
+        return Response(cached_response("tiers", params, lambda: self.compute(params)))
+
+    def compute(self, params: RankingParams) -> dict[str, Any]:
+        tier_list = tiers_compute(params=params)
+        tiers = [
+            {
+                "tier": name,
+                "min_relative_value": tier_list.thresholds.get(name),
+                "results": [row_data(row) for row in tier_list.tiers[name]],
+            }
+            for name in metrics.TIER_NAMES
+        ]
+        return {
+            **ranking_header(tier_list.ranking),
+            "memory_floor_gib": tier_list.memory_floor_gib,
+            "tiers": tiers,
+            "below_floor": [row_data(row) for row in tier_list.below_floor],
+            "without_price": [row_data(row) for row in tier_list.without_price],
+        }

@@ -1,0 +1,70 @@
+"""The workload registry: ids and versions (from workloads.json), the cases to run, and the code hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .common import Case, Context
+from .matmul import MATMUL_PRECISIONS, matmul_cases, stress_cases
+from .membw import membw_cases
+from .pcie import pcie_cases
+from .transformer import transformer_cases
+
+# Run order: the seed 003 stress test first (where users start), then the micro-benchmarks, then models.
+WORKLOAD_ORDER = (
+    "matmul-stress",
+    "matmul",
+    "membw-copy",
+    "membw-triad",
+    "pcie-h2d",
+    "pcie-d2h",
+    "transformer-train",
+    "transformer-infer",
+)
+
+
+@cache
+def workloads_load() -> dict[str, dict[str, Any]]:
+    """workloads.json, keyed by id: what the server seeds its Workload rows from."""
+    text = resources.files("gpuatlas_bench").joinpath("workloads.json").read_text(encoding="utf-8")
+    return {entry["id"]: entry for entry in json.loads(text)["workloads"]}
+
+
+def cases_build(ctx: Context, *, workloads: tuple[str, ...], precisions: tuple[str, ...]) -> list[Case]:
+    cases: list[Case] = []
+    for workload in WORKLOAD_ORDER:
+        if workload not in workloads:
+            continue
+        if workload == "matmul-stress":
+            cases += stress_cases(ctx)
+        elif workload == "matmul":
+            cases += matmul_cases(ctx, precisions)
+        elif workload.startswith("membw-"):
+            cases += membw_cases(ctx, (workload,))
+        elif workload.startswith("pcie-"):
+            cases += pcie_cases(ctx, (workload,))
+        else:
+            cases += transformer_cases(ctx, (workload,))
+    return cases
+
+
+def workload_code_sha256() -> str:
+    """sha256 over the measuring code (this package's workload modules and the timing harness)."""
+    root = resources.files("gpuatlas_bench")
+    files = [("timing.py", root.joinpath("timing.py"))]
+    files += sorted(
+        (f"workloads/{entry.name}", entry)
+        for entry in root.joinpath("workloads").iterdir()
+        if entry.name.endswith(".py")
+    )
+    digest = hashlib.sha256()
+    for name, entry in sorted(files, key=lambda item: item[0]):
+        digest.update(name.encode() + b"\0" + entry.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+__all__ = ["MATMUL_PRECISIONS", "WORKLOAD_ORDER", "cases_build", "workload_code_sha256", "workloads_load"]

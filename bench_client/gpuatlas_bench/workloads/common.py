@@ -1,0 +1,175 @@
+"""What every workload shares: the run context, sizes, the CUDA event timer and seeded inputs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..timing import PerfCounterTimer, Timer, TimingPolicy
+
+GiB = 1024**3
+MiB = 1024**2
+
+
+class Unsupported(Exception):
+    """This GPU or build cannot run the case (no FP8, not enough memory, no CUDA): skipped, not failed."""
+
+
+@dataclass(frozen=True)
+class SizeProfile:
+    """The documented shapes (``gpu``) and the tiny ones that let the test-suite run the same code on a CPU."""
+
+    name: str
+    matmul_fixed: int
+    matmul_candidates: tuple[int, ...]
+    stress_size: int
+    stress_matmuls: int
+    membw_buffer_bytes: int
+    pcie_bytes: int
+    transformer: dict[str, int]
+    correctness_slice: int
+
+
+GPU_SIZES = SizeProfile(
+    name="gpu",
+    matmul_fixed=8192,
+    matmul_candidates=(4096, 6144, 8192, 12288, 16384),
+    stress_size=8192,
+    stress_matmuls=100,
+    membw_buffer_bytes=4 * GiB,
+    pcie_bytes=1 * GiB,
+    transformer={"batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192},
+    correctness_slice=256,
+)
+
+CPU_TINY_SIZES = SizeProfile(
+    name="cpu-tiny",
+    matmul_fixed=128,
+    matmul_candidates=(64, 128, 192),
+    stress_size=64,
+    stress_matmuls=100,
+    membw_buffer_bytes=4 * MiB,
+    pcie_bytes=1 * MiB,
+    transformer={"batch": 2, "seq_len": 32, "d_model": 64, "n_heads": 4, "d_ff": 256},
+    correctness_slice=32,
+)
+
+
+class CudaEventTimer:
+    """CUDA events recorded around the calls on the current stream; waits for the end event."""
+
+    method = "cuda_events"
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+
+    def time(self, fn: Callable[[], object], iterations: int) -> float:
+        start = self._torch.cuda.Event(enable_timing=True)
+        end = self._torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iterations):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0
+
+
+@dataclass
+class Context:
+    """One device's run: PyTorch, the device, sizes and the timing policy."""
+
+    torch: Any
+    device: Any  # torch.device
+    cpu_only: bool
+    sizes: SizeProfile
+    policy: TimingPolicy
+    seed: int
+    compute_capability: tuple[int, int] | None
+    l2_bytes: int | None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def timer(self) -> Timer:
+        if self.cpu_only:
+            return PerfCounterTimer()
+        return CudaEventTimer(self.torch)
+
+    def synchronize(self) -> None:
+        if not self.cpu_only:
+            self.torch.cuda.synchronize(self.device)
+
+    def generator(self, offset: int) -> Any:
+        """A seeded generator on the device: every run draws the same inputs, never zeros."""
+        generator = self.torch.Generator(device=self.device)
+        generator.manual_seed(self.seed * 1000 + offset)
+        return generator
+
+    def free_bytes(self) -> int | None:
+        if self.cpu_only:
+            return None
+        free, _total = self.torch.cuda.mem_get_info(self.device)
+        return int(free)
+
+    def release(self) -> None:
+        """Hand cached blocks back so that the next case starts from the same free memory."""
+        if not self.cpu_only:
+            self.torch.cuda.synchronize(self.device)
+            self.torch.cuda.empty_cache()
+
+
+def require_ampere_for(ctx: Context, precision: str) -> None:
+    """TF32 and BF16 tensor cores arrived with Ampere (8.0); older GPUs would report an FP32 figure as TF32."""
+    if ctx.cpu_only or precision not in {"tf32", "bf16"}:
+        return
+    if ctx.compute_capability is None or ctx.compute_capability < (8, 0):
+        raise Unsupported(f"{precision} needs compute capability 8.0 or newer; this GPU is {ctx.compute_capability}")
+
+
+@dataclass
+class Prepared:
+    """A case ready to time: ``fn`` is one call, ``work`` what one call does in the unit's numerator."""
+
+    fn: Callable[[], object]
+    work: float
+    check: Callable[[], dict[str, Any]] | None = None
+    extra: Callable[[float], dict[str, Any]] | None = None
+    policy: TimingPolicy | None = None
+    teardown: Callable[[], None] | None = None
+
+
+@dataclass
+class Case:
+    """One result to measure: a workload id, precision, the params that define it, and its builder."""
+
+    workload: str
+    precision: str
+    params: dict[str, Any]
+    build: Callable[[Context], Prepared]
+    label: str
+
+
+def relative_errors(torch: Any, out: Any, ref: Any) -> tuple[float, float]:
+    """(||out - ref|| / ||ref||, max|out - ref| / max|ref|) in float64; NaN becomes infinity."""
+    out64 = out.to(torch.float64)
+    ref64 = ref.to(torch.float64)
+    if not bool(torch.isfinite(out64).all()):
+        return math.inf, math.inf
+    diff = out64 - ref64
+    ref_norm = float(torch.linalg.vector_norm(ref64))
+    ref_max = float(ref64.abs().max())
+    if ref_norm == 0 or ref_max == 0:
+        return math.inf, math.inf
+    return float(torch.linalg.vector_norm(diff)) / ref_norm, float(diff.abs().max()) / ref_max
+
+
+def correctness_record(*, method: str, rel: float, max_rel: float, tolerance: float) -> dict[str, Any]:
+    finite = math.isfinite(rel) and math.isfinite(max_rel)
+    return {
+        "method": method,
+        "rel_error": float(f"{rel:.4g}") if finite else None,
+        "max_rel_error": float(f"{max_rel:.4g}") if finite else None,
+        "tolerance": tolerance,
+        "passed": bool(finite and rel <= tolerance),
+    }

@@ -1,0 +1,176 @@
+"""Workloads, raw submissions (immutable), derived results and their aggregates."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from simple_history.models import HistoricalRecords
+
+from catalog.models import Gpu, Precision
+
+
+class Workload(models.Model):
+    class Category(models.TextChoices):
+        TRAINING = "training", _("Training")
+        INFERENCE = "inference", _("Inference")
+        MICRO = "micro", _("Micro-benchmark")
+
+    slug = models.SlugField(max_length=80, help_text=_("Workload id, as the client writes it."))
+    version = models.CharField(max_length=16, help_text=_("major.minor"))
+    name = models.CharField(max_length=200)
+    unit = models.CharField(max_length=32)
+    higher_is_better = models.BooleanField(default=True)
+    category = models.CharField(max_length=16, choices=Category.choices)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["category", "slug", "version"]
+        constraints = [models.UniqueConstraint(fields=["slug", "version"], name="workload_unique_version")]
+
+    def __str__(self) -> str:
+        return f"{self.slug} v{self.version}"
+
+
+class SubmissionStatus(models.TextChoices):
+    RECEIVED = "received", _("Received")
+    PROCESSING = "processing", _("Processing")
+    ACCEPTED = "accepted", _("Accepted")
+    FLAGGED = "flagged", _("Flagged")
+    ON_HOLD = "on_hold", _("On hold: unknown GPU")
+    REJECTED = "rejected", _("Rejected")
+
+
+class RawSubmissionQuerySet(models.QuerySet["RawSubmission"]):
+    def needing_moderation(self) -> RawSubmissionQuerySet:
+        return self.filter(status__in=[SubmissionStatus.FLAGGED, SubmissionStatus.ON_HOLD])
+
+    def stuck(self, *, older_than) -> RawSubmissionQuerySet:  # type: ignore[no-untyped-def]
+        return self.filter(status=SubmissionStatus.RECEIVED, received_at__lt=older_than)
+
+
+class RawSubmission(models.Model):
+    """A benchmark run exactly as received. ``payload`` is never modified after insert."""
+
+    class Channel(models.TextChoices):
+        API = "api", _("API")
+        FORM = "form", _("Upload form")
+        LAB = "lab", _("Lab import")
+
+    run_uuid = models.UUIDField(unique=True, default=uuid.uuid4)
+    payload = models.TextField(help_text=_("The body as received (UTF-8)."))
+    sha256 = models.CharField(max_length=64)
+    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    submitter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="submissions"
+    )
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.API)
+    status = models.CharField(
+        max_length=16, choices=SubmissionStatus.choices, default=SubmissionStatus.RECEIVED, db_index=True
+    )
+    reasons = models.JSONField(default=list, blank=True, help_text=_("Why it was flagged, held or rejected."))
+    gpu = models.ForeignKey(Gpu, on_delete=models.SET_NULL, null=True, blank=True, related_name="submissions")
+    gpu_name_reported = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    moderated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    objects = RawSubmissionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-received_at"]
+        # The ingest claims the oldest received rows: (status, id) finds them without a sort.
+        indexes = [models.Index(fields=["status", "id"], name="rawsubmission_status_id")]
+
+    def __str__(self) -> str:
+        return f"{self.run_uuid} ({self.status})"
+
+
+class TrustLabel(models.TextChoices):
+    LAB = "lab", _("Lab import")
+    COMMUNITY = "community", _("Community")
+    FLAGGED = "flagged", _("Flagged")
+
+
+class BenchmarkResultQuerySet(models.QuerySet["BenchmarkResult"]):
+    def trusted(self) -> BenchmarkResultQuerySet:
+        return self.filter(trust__in=[TrustLabel.LAB, TrustLabel.COMMUNITY])
+
+
+class BenchmarkResult(models.Model):
+    """One workload measurement derived from a submission (or a lab import); rebuildable."""
+
+    submission = models.ForeignKey(
+        RawSubmission, on_delete=models.CASCADE, null=True, blank=True, related_name="results"
+    )
+    gpu = models.ForeignKey(Gpu, on_delete=models.PROTECT, related_name="results")
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="results")
+    precision = models.CharField(max_length=8, choices=Precision.choices)
+    gpu_count = models.PositiveSmallIntegerField(default=1)
+    params = models.JSONField(default=dict, blank=True)
+    comparison_key = models.CharField(max_length=64, db_index=True, help_text=_("sha256 of the key fields."))
+    comparison_label = models.CharField(max_length=300)
+    value = models.FloatField(help_text=_("Median over repetitions, in the workload's unit."))
+    repetitions = models.JSONField(default=list, blank=True)
+    spread_pct = models.FloatField(null=True, blank=True)
+    trust = models.CharField(max_length=16, choices=TrustLabel.choices, db_index=True)
+    submitter = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    submitter_key = models.CharField(
+        max_length=64, blank=True, help_text=_("Distinct-submitter identity: user id or lab source.")
+    )
+    source = models.CharField(max_length=500, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    measured_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = BenchmarkResultQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-measured_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(value__gt=0), name="result_value_positive"),
+            models.CheckConstraint(condition=Q(gpu_count__gte=1), name="result_gpu_count_positive"),
+        ]
+        indexes = [models.Index(fields=["gpu", "comparison_key", "trust"])]
+
+    def __str__(self) -> str:
+        return f"{self.gpu} {self.comparison_label} = {self.value}"
+
+
+class ResultAggregate(models.Model):
+    """Summary of trusted results per GPU and comparison key, maintained by the ingest."""
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="aggregates")
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="aggregates")
+    precision = models.CharField(max_length=8, choices=Precision.choices)
+    gpu_count = models.PositiveSmallIntegerField(default=1)
+    comparison_key = models.CharField(max_length=64)
+    comparison_label = models.CharField(max_length=300)
+    n = models.PositiveIntegerField()
+    distinct_submitters = models.PositiveIntegerField()
+    median = models.FloatField()
+    q1 = models.FloatField()
+    q3 = models.FloatField()
+    minimum = models.FloatField()
+    maximum = models.FloatField()
+    has_lab = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["gpu", "comparison_label"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu", "comparison_key"], name="aggregate_unique_key"),
+            models.CheckConstraint(condition=Q(n__gte=1), name="aggregate_n_positive"),
+        ]
+        indexes = [models.Index(fields=["comparison_key"])]
+
+    def __str__(self) -> str:
+        return f"{self.gpu} {self.comparison_label}: {self.median} (n={self.n})"

@@ -1,0 +1,107 @@
+"""Reads of the benchmark pipeline: submissions (with who may see them), results, aggregates."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, Workload
+
+# Decided submissions are public (their results are on the site); pending ones are the
+# submitter's and the curators' business only.
+PUBLIC_STATUSES = (SubmissionStatus.ACCEPTED, SubmissionStatus.FLAGGED, SubmissionStatus.REJECTED)
+
+
+def submission_visible_to(*, submission: RawSubmission, user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    if submission.status in PUBLIC_STATUSES:
+        return True
+    if user is None or not user.is_authenticated:
+        return False
+    return bool(getattr(user, "is_staff", False)) or submission.submitter_id == user.pk
+
+
+def submission_get_for_viewer(
+    *, run_uuid: uuid.UUID | str, user: AbstractBaseUser | AnonymousUser | None
+) -> RawSubmission | None:
+    """The submission with this run UUID if ``user`` may see it, else None (reads as 404)."""
+    submission = RawSubmission.objects.select_related("gpu", "submitter").filter(run_uuid=run_uuid).first()
+    if submission is None or not submission_visible_to(submission=submission, user=user):
+        return None
+    return submission
+
+
+def submission_results(*, submission: RawSubmission) -> QuerySet[BenchmarkResult]:
+    return (
+        BenchmarkResult.objects.filter(submission=submission)
+        .select_related("workload", "gpu")
+        .order_by("workload__slug", "precision", "comparison_label")
+    )
+
+
+def submission_summary(*, submission: RawSubmission, with_results: bool = True) -> dict[str, Any]:
+    """The status document of one submission (API and page), payload excluded.
+
+    ``with_results=False`` for a submission just stored: it has none yet, no need to ask.
+    """
+    results = [
+        {
+            "workload": r.workload.slug,
+            "workload_version": r.workload.version,
+            "precision": r.precision,
+            "gpu_count": r.gpu_count,
+            "params": r.params,
+            "unit": r.workload.unit,
+            "value": r.value,
+            "spread_pct": r.spread_pct,
+            "trust": r.trust,
+            "comparison_label": r.comparison_label,
+        }
+        for r in (submission_results(submission=submission) if with_results else [])
+    ]
+    return {
+        "run_uuid": str(submission.run_uuid),
+        "status": submission.status,
+        "status_display": str(submission.get_status_display()),
+        "reasons": submission.reasons,
+        "received_at": submission.received_at,
+        "processed_at": submission.processed_at,
+        "channel": submission.channel,
+        "sha256": submission.sha256,
+        "gpu_name_reported": submission.gpu_name_reported,
+        "gpu": {"slug": submission.gpu.slug, "name": submission.gpu.name} if submission.gpu else None,
+        "results": results,
+    }
+
+
+def submissions_of_user(*, user: AbstractBaseUser) -> QuerySet[RawSubmission]:
+    return RawSubmission.objects.filter(submitter_id=user.pk).select_related("gpu").order_by("-received_at")
+
+
+def submissions_needing_moderation() -> QuerySet[RawSubmission]:
+    return RawSubmission.objects.needing_moderation().select_related("gpu", "submitter").order_by("received_at")
+
+
+def aggregates_for_gpu(*, gpu_id: int) -> QuerySet[ResultAggregate]:
+    """Aggregates of one GPU, lab-backed and most-run first within each workload."""
+    return (
+        ResultAggregate.objects.filter(gpu_id=gpu_id)
+        .select_related("workload")
+        .order_by("workload__category", "workload__slug", "precision", "gpu_count", "-n")
+    )
+
+
+def aggregates_for_comparison(*, comparison_key: str) -> QuerySet[ResultAggregate]:
+    """Every GPU's aggregate for one comparison key: the data of one chart axis."""
+    return (
+        ResultAggregate.objects.filter(comparison_key=comparison_key)
+        .select_related("gpu", "workload")
+        .order_by("-median")
+    )
+
+
+def workloads_for_submission() -> QuerySet[Workload]:
+    """The workloads the client can submit (the Lambda suites are lab-only)."""
+    return Workload.objects.exclude(source__startswith="https://github.com/lambdal/").order_by("category", "slug")

@@ -1,0 +1,241 @@
+"""The ingest: claim stored RawSubmissions and derive them, exactly once.
+
+1. ``submissions_claim`` moves rows from received to processing with one conditional UPDATE
+   (attempts + 1, claimed_at = the claim's token), committed at once: only one claimer can
+   win a row. A task claims its own submission and, on PostgreSQL, up to ``batch_size - 1``
+   other waiting ones (oldest first, skipping rows another worker is claiming), whose own
+   tasks then find nothing to do.
+2. The derivation (services.derive) runs in one transaction that first locks the claimed
+   rows and checks the claim is still ours; results, aggregates and verdicts commit
+   together or not at all. A worker killed in the middle leaves no result behind, only
+   "processing" rows whose locks died with its connection.
+3. ``submissions_sweep`` returns such rows to received once their claim is older than the
+   grace period (skipping rows a live worker has locked) and queues every received row
+   that has waited too long: a dead worker, a broker that was down at intake, a lost message.
+
+Derived writes are committed with ``synchronous_commit = off`` on PostgreSQL: a database
+crash may forget the last fraction of a second of verdicts, never half of one, and the
+submissions concerned are simply received or processing again, which the sweeper redoes.
+The raw submission itself (intake) is committed synchronously before the client hears 201.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from benchmarks_app.models import RawSubmission, SubmissionStatus
+from benchmarks_app.services.derive import submission_derive, submissions_derive
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+TERMINAL = (SubmissionStatus.ACCEPTED, SubmissionStatus.FLAGGED, SubmissionStatus.REJECTED, SubmissionStatus.ON_HOLD)
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "TERMINAL",
+    "submission_claim",
+    "submission_derive",
+    "submission_ingest",
+    "submission_release",
+    "submissions_claim",
+    "submissions_reingest",
+    "submissions_sweep",
+]
+
+
+def claim_grace() -> dt.timedelta:
+    """How old a claim must be before the sweeper may take it back (a live ingest takes ms)."""
+    return dt.timedelta(seconds=getattr(settings, "INGEST_CLAIM_GRACE_S", 120))
+
+
+def received_grace() -> dt.timedelta:
+    """How long a received row may wait for its queued task before the sweeper queues it again."""
+    return dt.timedelta(seconds=getattr(settings, "INGEST_RECEIVED_GRACE_S", 300))
+
+
+def ingest_batch_size() -> int:
+    return max(1, int(getattr(settings, "INGEST_BATCH_SIZE", 20)))
+
+
+def _asynchronous_commit() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+# ---------------------------------------------------------------------------- claims
+
+
+def submission_claim(*, submission_id: int) -> dt.datetime | None:
+    """Claim one received submission; returns the claim time (the claim's token) or None."""
+    claimed_at, ids = submissions_claim(submission_id=submission_id, batch_size=1)
+    return claimed_at if ids else None
+
+
+def submissions_claim(*, submission_id: int, batch_size: int = 1) -> tuple[dt.datetime, list[int]]:
+    """Claim ``submission_id`` if still received, and up to ``batch_size - 1`` other received ones."""
+    now = timezone.now()
+    with transaction.atomic():
+        _asynchronous_commit()
+        won = RawSubmission.objects.filter(pk=submission_id, status=SubmissionStatus.RECEIVED).update(
+            status=SubmissionStatus.PROCESSING, attempts=F("attempts") + 1, claimed_at=now
+        )
+        ids = [submission_id] if won else []
+        if batch_size > 1 and connection.vendor == "postgresql":
+            table = RawSubmission._meta.db_table
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {table} SET status = %s, attempts = attempts + 1, claimed_at = %s "  # noqa: S608 - table name from the model
+                    f"WHERE id IN (SELECT id FROM {table} WHERE status = %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
+                    "RETURNING id",
+                    [SubmissionStatus.PROCESSING, now, SubmissionStatus.RECEIVED, batch_size - len(ids)],
+                )
+                ids.extend(row[0] for row in cursor.fetchall())
+    return now, sorted(ids)
+
+
+def submission_release(*, submission_id: int, claimed_at: dt.datetime) -> bool:
+    """Give a claim back (a transient error): the row is received again, for the retry."""
+    return submissions_release(submission_ids=[submission_id], claimed_at=claimed_at) == 1
+
+
+def submissions_release(*, submission_ids: Iterable[int], claimed_at: dt.datetime) -> int:
+    return RawSubmission.objects.filter(
+        pk__in=list(submission_ids), status=SubmissionStatus.PROCESSING, claimed_at=claimed_at
+    ).update(status=SubmissionStatus.RECEIVED)
+
+
+# ---------------------------------------------------------------------------- ingest
+
+
+def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
+    with transaction.atomic():
+        _asynchronous_commit()
+        submissions = list(
+            RawSubmission.objects.select_for_update()
+            .filter(pk__in=ids, status=SubmissionStatus.PROCESSING, claimed_at=claimed_at)
+            .order_by("pk")
+        )  # a row missing here was taken back by the sweeper after a stall: not ours any more
+        outcome = {s.pk: _give_up(s) for s in submissions if s.attempts > MAX_ATTEMPTS}
+        live = [s for s in submissions if s.pk not in outcome]
+        if live:
+            outcome.update(submissions_derive(submissions=live))
+        return outcome
+
+
+def submission_ingest(*, submission_id: int, batch_size: int = 1) -> str | None:
+    """Claim and ingest a submission (and, with ``batch_size`` > 1, other waiting ones).
+
+    Returns the new status of ``submission_id``, or None when it was not ours to do.
+    Transient database errors propagate (after the claims are given back) so the task
+    retries; any other error in a batch is isolated by redoing its submissions one by one.
+    """
+    claimed_at, ids = submissions_claim(submission_id=submission_id, batch_size=batch_size)
+    if not ids:
+        return None
+    try:
+        outcome = _derive_claimed(ids, claimed_at)
+    except DatabaseError:
+        _release_and_requeue(ids, claimed_at, keep=submission_id)
+        raise
+    except Exception:
+        if len(ids) == 1:
+            _release_and_requeue(ids, claimed_at, keep=submission_id)
+            raise
+        logger.exception("a batch of %d submissions failed; deriving them one by one", len(ids))
+        outcome = {}
+        for pk in ids:
+            try:
+                outcome.update(_derive_claimed([pk], claimed_at))
+            except Exception:
+                logger.exception("submission %s failed to ingest", pk)
+                _release_and_requeue([pk], claimed_at, keep=None)
+    return outcome.get(submission_id)
+
+
+def _release_and_requeue(ids: list[int], claimed_at: dt.datetime, *, keep: int | None) -> None:
+    """Return claims after a failure; other submissions of the batch are queued again at once."""
+    from benchmarks_app.services.intake import submission_enqueue
+
+    try:
+        submissions_release(submission_ids=ids, claimed_at=claimed_at)
+    except Exception:  # the database is gone: the sweeper returns the rows later
+        logger.warning("could not release the claims on %s", ids, exc_info=True)
+        return
+    for pk in ids:
+        if pk != keep:
+            transaction.on_commit(functools.partial(submission_enqueue, submission_id=pk))
+
+
+def _give_up(submission: RawSubmission) -> str:
+    reason = {
+        "field": "$",
+        "reason": f"the ingest failed {MAX_ATTEMPTS} times; held for a curator to re-ingest",
+        "verdict": "on_hold",
+    }
+    RawSubmission.objects.filter(pk=submission.pk).update(status=SubmissionStatus.ON_HOLD, reasons=[reason])
+    return SubmissionStatus.ON_HOLD
+
+
+# ---------------------------------------------------------------------------- sweeping
+
+
+@dataclass
+class SweepSummary:
+    requeued: list[int] = field(default_factory=list)
+    reclaimed: int = 0
+    given_up: list[int] = field(default_factory=list)
+
+
+def submissions_sweep(*, now: dt.datetime | None = None, limit: int = 1000) -> SweepSummary:
+    """Return dead claims to received, hold poison submissions, and queue what waits too long."""
+    from benchmarks_app.services.intake import submission_enqueue
+
+    now = now or timezone.now()
+    summary = SweepSummary()
+    with transaction.atomic():
+        stale = list(
+            RawSubmission.objects.select_for_update(skip_locked=True)
+            .filter(status=SubmissionStatus.PROCESSING, claimed_at__lt=now - claim_grace())
+            .values_list("pk", "attempts")[:limit]
+        )
+        poison = [pk for pk, attempts in stale if attempts >= MAX_ATTEMPTS]
+        retry = [pk for pk, attempts in stale if attempts < MAX_ATTEMPTS]
+        if retry:
+            summary.reclaimed = RawSubmission.objects.filter(pk__in=retry).update(status=SubmissionStatus.RECEIVED)
+        for submission in RawSubmission.objects.filter(pk__in=poison):
+            _give_up(submission)
+        summary.given_up = poison
+    waiting = RawSubmission.objects.filter(status=SubmissionStatus.RECEIVED).filter(
+        received_at__lt=now - received_grace()
+    ) | RawSubmission.objects.filter(pk__in=retry)
+    for pk in waiting.values_list("pk", flat=True).order_by("pk")[:limit]:
+        if submission_enqueue(submission_id=pk):
+            summary.requeued.append(pk)
+    return summary
+
+
+def submissions_reingest(*, submission_ids: Iterable[int]) -> int:
+    """Put submissions back to received (moderator decisions cleared) and queue their ingest."""
+    from benchmarks_app.services.intake import submission_enqueue
+
+    ids = list(submission_ids)
+    with transaction.atomic():
+        count = (
+            RawSubmission.objects.filter(pk__in=ids)
+            .exclude(status=SubmissionStatus.PROCESSING)
+            .update(status=SubmissionStatus.RECEIVED, moderated_by=None, claimed_at=None)
+        )
+        for pk in ids:
+            transaction.on_commit(functools.partial(submission_enqueue, submission_id=pk))
+    return count

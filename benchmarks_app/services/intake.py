@@ -1,0 +1,150 @@
+"""Intake: check a submission body, store it as received, and enqueue its ingest.
+
+Everything that can be decided from the body alone is decided here, so that a bad
+submission gets a 400 naming the field and nothing is stored. The body is stored
+byte-for-byte (as UTF-8 text) with its sha256; the ingest derives everything else later.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+
+from benchmarks_app.models import RawSubmission
+from benchmarks_app.services.errors import FieldError, SubmissionConflict, SubmissionInvalid
+from benchmarks_app.services.payload import body_decode, json_parse_strict, payload_sha256
+from benchmarks_app.services.plausibility import intake_impossible
+from benchmarks_app.services.report import RunReport, report_check, report_read
+from benchmarks_app.services.schema import schema_errors
+from benchmarks_app.services.snapshot import catalog_snapshot, catalog_snapshot_refresh_if_changed
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IntakeOutcome:
+    submission: RawSubmission
+    created: bool
+
+
+def _run_uuid(document: Any) -> uuid.UUID | None:
+    if not isinstance(document, dict) or not isinstance(document.get("run_uuid"), str):
+        return None
+    try:
+        return uuid.UUID(document["run_uuid"])
+    except ValueError:
+        return None
+
+
+def document_check(document: Any) -> tuple[RunReport | None, list[FieldError]]:
+    """Schema, then the rules beyond it, then impossible results for GPUs we recognise."""
+    if not isinstance(document, dict):
+        return None, [FieldError("$", "the submission must be a JSON object")]
+    errors = schema_errors(document)
+    if errors:
+        return None, errors
+    report = report_read(document)
+    snapshot = catalog_snapshot()
+    if any(snapshot.workload(r.workload, r.workload_version) is None for r in report.results):
+        snapshot = catalog_snapshot_refresh_if_changed()
+    errors = report_check(report, snapshot)
+    if errors:
+        return report, errors
+    match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
+    if match.matched and match.gpu_id in snapshot.peaks:
+        peaks = snapshot.peaks[match.gpu_id]
+        for result in report.results:
+            reason = intake_impossible(
+                value=result.median,
+                unit=result.unit,
+                precision=result.precision,
+                gpu_count=result.gpu_count,
+                peaks=peaks,
+                workload=result.workload,
+            )
+            if reason:
+                errors.append(FieldError(f"{result.path}.median", reason))
+    return report, errors
+
+
+def _existing(run_uuid: uuid.UUID, *, sha256: str, submitter: AbstractBaseUser | None) -> RawSubmission | None:
+    existing = RawSubmission.objects.defer("payload").filter(run_uuid=run_uuid).first()
+    if existing is None:
+        return None
+    same_submitter = existing.submitter_id == (submitter.pk if submitter is not None else None)
+    if not same_submitter:
+        raise SubmissionConflict([FieldError("$.run_uuid", "this run UUID was already submitted by someone else")])
+    if existing.sha256 != sha256:
+        raise SubmissionConflict(
+            [
+                FieldError(
+                    "$.run_uuid",
+                    "this run UUID was already submitted with a different payload: a new run needs a new UUID",
+                )
+            ]
+        )
+    return existing
+
+
+def submission_enqueue(*, submission_id: int) -> bool:
+    """Queue the ingest of one stored submission; False when the broker is unreachable.
+
+    The submission is already committed: if the broker is down it stays "received" and the
+    sweeper (``sweep_stuck_submissions``) queues it again once the broker is back.
+    """
+    from benchmarks_app.tasks import ingest_submission
+
+    try:
+        ingest_submission.delay(submission_id)
+    except Exception:  # kombu raises several types when Redis is down; none may fail the request
+        logger.warning(
+            "could not queue the ingest of submission %s; the sweeper will retry", submission_id, exc_info=True
+        )
+        return False
+    return True
+
+
+def submission_intake(
+    *, body: bytes | str, submitter: AbstractBaseUser | AnonymousUser | None, channel: str = RawSubmission.Channel.API
+) -> IntakeOutcome:
+    """Check and store one submission; a repeat of a stored run returns the stored one.
+
+    Raises SubmissionInvalid (400), SubmissionTooLarge (413) or SubmissionConflict (409),
+    each carrying the field and the reason.
+    """
+    user = submitter if submitter is not None and submitter.is_authenticated else None
+    text = body_decode(body)
+    document = json_parse_strict(text)
+    sha256 = payload_sha256(text)
+    run_uuid = _run_uuid(document)
+    if run_uuid is not None:
+        existing = _existing(run_uuid, sha256=sha256, submitter=user)  # type: ignore[arg-type]
+        if existing is not None:
+            return IntakeOutcome(existing, created=False)
+    report, errors = document_check(document)
+    if errors:
+        raise SubmissionInvalid(errors)
+    assert report is not None and run_uuid is not None  # a document without errors has both
+    try:
+        with transaction.atomic():
+            submission = RawSubmission.objects.create(
+                run_uuid=run_uuid,
+                payload=text,
+                sha256=sha256,
+                submitter=user,  # type: ignore[misc]
+                channel=channel,
+                gpu_name_reported=report.gpu_name[:200],
+            )
+            transaction.on_commit(lambda: submission_enqueue(submission_id=submission.pk))
+    except IntegrityError:
+        # Two requests with one run UUID raced; the first one stored it.
+        existing = _existing(run_uuid, sha256=sha256, submitter=user)  # type: ignore[arg-type]
+        if existing is None:
+            raise
+        return IntakeOutcome(existing, created=False)
+    return IntakeOutcome(submission, created=True)

@@ -1,0 +1,137 @@
+"""Strict reading of a submission body: size, UTF-8, standard JSON only, bounded nesting.
+
+Python's json module accepts ``NaN`` and ``Infinity`` and silently keeps the last of
+duplicated keys; a benchmark result must be neither, so both are refused here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+
+from benchmarks_app.services.errors import FieldError, SubmissionInvalid, SubmissionTooLarge
+
+MAX_DEPTH = 16
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON: send numbers as finite decimals")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicated key {key!r}")
+        result[key] = value
+    return result
+
+
+def json_depth(document: Any) -> int:
+    """Nesting depth of containers (a scalar is 0), computed without recursion."""
+    deepest = 0
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
+
+
+def body_decode(body: bytes | str) -> str:
+    """The body as text; refuses oversized and non-UTF-8 bodies."""
+    size = len(body.encode("utf-8")) if isinstance(body, str) else len(body)
+    limit = settings.SUBMISSION_MAX_BYTES
+    if size > limit:
+        raise SubmissionTooLarge([FieldError("$", f"the payload is {size} bytes; the limit is {limit} bytes")])
+    if isinstance(body, str):
+        return body
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SubmissionInvalid([FieldError("$", f"the body is not UTF-8 (byte {exc.start})")]) from None
+
+
+# Only an exponent of three digits or a very long run of digits can overflow a float.
+_MAYBE_HUGE = re.compile(r"[eE][+]?\d{3}|\d{300}")
+
+
+def json_parse_strict(text: str) -> Any:
+    """Parse standard JSON; NaN/Infinity, numbers that overflow and duplicated keys are errors.
+
+    Nesting deeper than Python's parser allows is refused here; ``json_depth_error`` gives
+    the clearer message for moderately deep documents that fail the schema.
+    """
+    if not text.strip():
+        raise SubmissionInvalid([FieldError("$", "the body is empty: send the JSON document the client wrote")])
+    try:
+        document = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates)
+    except json.JSONDecodeError as exc:
+        raise SubmissionInvalid(
+            [FieldError("$", f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")]
+        ) from None
+    except ValueError as exc:
+        raise SubmissionInvalid([FieldError("$", f"malformed JSON: {exc}")]) from None
+    except RecursionError:
+        raise SubmissionInvalid(
+            [FieldError("$", f"JSON nested too deeply (the limit is {MAX_DEPTH} levels)")]
+        ) from None
+    if _MAYBE_HUGE.search(text):
+        from benchmarks_app.services.schema import non_finite_numbers
+
+        out_of_range = non_finite_numbers(document)
+        if out_of_range:
+            raise SubmissionInvalid(out_of_range)
+    if _MAYBE_UNSTORABLE.search(text):
+        unstorable = unstorable_strings(document)
+        if unstorable:
+            raise SubmissionInvalid(unstorable)
+    return document
+
+
+# "\u0000" and unpaired surrogate escapes parse into strings PostgreSQL cannot store (no NUL in
+# text; a lone surrogate cannot be encoded as UTF-8): refuse them here, not with a 500 on insert.
+# A surrogate pair decodes to one character and passes.
+_MAYBE_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+_UNSTORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable_strings(document: Any) -> list[FieldError]:
+    """Keys and strings holding NUL or an unpaired surrogate, by JSON path."""
+    from benchmarks_app.services.schema import json_path
+
+    found: list[FieldError] = []
+    stack: list[tuple[Any, list[str | int]]] = [(document, [])]
+    while stack and len(found) < 50:
+        node, parts = stack.pop()
+        if isinstance(node, str) and _UNSTORABLE_CHARACTER.search(node):
+            found.append(FieldError(json_path(parts), "the string holds a NUL character or an unpaired surrogate"))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if _UNSTORABLE_CHARACTER.search(key):
+                    found.append(FieldError(json_path(parts), "a key holds a NUL character or an unpaired surrogate"))
+                else:
+                    stack.append((value, [*parts, key]))
+        elif isinstance(node, list):
+            stack.extend((v, [*parts, i]) for i, v in enumerate(node))
+    return found
+
+
+def json_depth_error(document: Any) -> FieldError | None:
+    """An error when the document nests deeper than MAX_DEPTH (checked only for invalid documents)."""
+    depth = json_depth(document)
+    if depth > MAX_DEPTH:
+        return FieldError("$", f"JSON nested {depth} levels deep; the limit is {MAX_DEPTH}")
+    return None
+
+
+def payload_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,156 @@
+"""The trusted results of one (GPU, comparison key), kept sorted, cached per worker process.
+
+The outlier check and the aggregate both need every trusted value of a pair. Fetching them
+from the database on each ingest costs O(n) rows per result, which makes a busy pair
+quadratic. Instead each worker process keeps the sorted values of the pairs it has seen,
+tagged with the version of the pair's aggregate row (n, updated_at). Every writer of trusted
+results rewrites that row under the pair's lock, so a matching version proves the cache
+holds exactly the committed values; any other writer (another worker, a moderator, the lab
+import, a rebuild) changes the version and the pair is read again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import math
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from benchmarks_app.models import ResultAggregate, TrustLabel
+from benchmarks_app.services.aggregates import (
+    _MAD_SCALE,
+    _MEAN_AD_SCALE,
+    OUTLIER_MIN_PEERS,
+    OUTLIER_Z,
+    Peer,
+    Summary,
+    trusted_peers_many,
+)
+
+Version = tuple[int, dt.datetime] | None
+_INVALID = ("invalid",)
+MAX_CACHED_PAIRS = 4096
+
+
+@dataclass
+class PeerSet:
+    """Sorted trusted values of one pair, with who submitted them and how many are lab results."""
+
+    values: list[float] = field(default_factory=list)
+    submitters: Counter[str] = field(default_factory=Counter)
+    lab: int = 0
+    version: object = None
+
+    @classmethod
+    def of(cls, peers: Iterable[Peer], version: Version) -> PeerSet:
+        peer_set = cls(version=version)
+        for peer in peers:
+            peer_set.values.append(peer.value)
+            peer_set.submitters[peer.submitter_key] += 1
+            peer_set.lab += peer.trust == TrustLabel.LAB
+        peer_set.values.sort()
+        return peer_set
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    def add(self, value: float, submitter_key: str, trust: str) -> None:
+        self.version = _INVALID  # until the caller stores the new aggregate and its version
+        bisect.insort(self.values, value)
+        self.submitters[submitter_key] += 1
+        self.lab += trust == TrustLabel.LAB
+
+    def quantile(self, p: float) -> float:
+        """Linear interpolation between order statistics (statistics.quantiles 'inclusive')."""
+        position = (len(self.values) - 1) * p
+        low = math.floor(position)
+        high = min(low + 1, len(self.values) - 1)
+        return self.values[low] + (position - low) * (self.values[high] - self.values[low])
+
+    def summary(self) -> Summary:
+        return Summary(
+            n=self.n,
+            median=self.quantile(0.5),
+            q1=self.quantile(0.25),
+            q3=self.quantile(0.75),
+            minimum=self.values[0],
+            maximum=self.values[-1],
+            distinct_submitters=sum(1 for key, count in self.submitters.items() if key and count > 0),
+        )
+
+    def modified_z(self, value: float) -> float:
+        median = self.quantile(0.5)
+        deviations = np.abs(np.asarray(self.values) - median)
+        mad = float(np.median(deviations))
+        if mad > 0:
+            return _MAD_SCALE * (value - median) / mad
+        mean_ad = float(deviations.mean())
+        if mean_ad > 0:
+            return (value - median) / (_MEAN_AD_SCALE * mean_ad)
+        return 0.0 if value == median else math.copysign(math.inf, value - median)
+
+    def outlier(self, value: float) -> tuple[bool, float | None]:
+        """|modified z| > 3.5 against at least five trusted peers."""
+        if self.n < OUTLIER_MIN_PEERS:
+            return False, None
+        z = self.modified_z(value)
+        return abs(z) > OUTLIER_Z, z
+
+
+class PeerCache:
+    """Peer sets by (GPU, comparison key). ``validate=False`` is for a single writer (the rebuild)."""
+
+    def __init__(self, *, validate: bool = True, max_pairs: int = MAX_CACHED_PAIRS) -> None:
+        self.validate = validate
+        self.max_pairs = max_pairs
+        self._sets: OrderedDict[tuple[int, str], PeerSet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def load(self, *, gpu_id: int, comparison_keys: Iterable[str]) -> dict[str, PeerSet]:
+        """The peer sets of these keys; call it holding the pairs' locks (aggregate_key_locks)."""
+        keys = list(dict.fromkeys(comparison_keys))
+        versions: dict[str, Version] = {}
+        if self.validate:
+            for key, n, updated_at in ResultAggregate.objects.filter(
+                gpu_id=gpu_id, comparison_key__in=keys
+            ).values_list("comparison_key", "n", "updated_at"):
+                versions[key] = (n, updated_at)
+        found: dict[str, PeerSet] = {}
+        misses = []
+        with self._lock:
+            for key in keys:
+                cached = self._sets.get((gpu_id, key))
+                if cached is not None and (not self.validate or cached.version == versions.get(key)):
+                    self._sets.move_to_end((gpu_id, key))
+                    found[key] = cached
+                else:
+                    misses.append(key)
+        if misses:
+            fetched = trusted_peers_many(gpu_id=gpu_id, comparison_keys=misses)
+            with self._lock:
+                for key in misses:
+                    peer_set = PeerSet.of(fetched.get(key, []), versions.get(key))
+                    self._sets[(gpu_id, key)] = peer_set
+                    found[key] = peer_set
+                while len(self._sets) > self.max_pairs:
+                    self._sets.popitem(last=False)
+        return found
+
+    def forget(self, *, pairs: Iterable[tuple[int, str]]) -> None:
+        with self._lock:
+            for pair in pairs:
+                self._sets.pop(pair, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._sets.clear()
+
+
+# The live ingest's cache, one per process.
+live_peers = PeerCache()

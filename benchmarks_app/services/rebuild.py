@@ -1,0 +1,89 @@
+"""Re-derive every result and aggregate from the raw submissions and the bundled lab files."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import connection, transaction
+
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate
+from benchmarks_app.services.aggregates import aggregates_rebuild
+from benchmarks_app.services.derive import submission_derive
+from benchmarks_app.services.ingest import TERMINAL
+from benchmarks_app.services.lab_import import BUNDLED_DIR, LabImportSummary, lambda_import_directory
+from benchmarks_app.services.peers import PeerCache
+from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[Iterable[Any], int, str], Iterable[Any]]
+
+
+def _no_progress(items: Iterable[Any], total: int, label: str) -> Iterable[Any]:
+    return items
+
+
+@dataclass
+class RebuildSummary:
+    submissions: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    results: int = 0
+    aggregates: int = 0
+    lab: LabImportSummary | None = None
+
+    def as_lines(self) -> list[str]:
+        lines = [
+            f"submissions re-derived: {self.submissions} ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(self.by_status.items()))
+            + ")",
+            f"results: {self.results}; aggregates: {self.aggregates}",
+        ]
+        if self.lab is not None:
+            lines.append(f"lab results: {self.lab.results_written} from {self.lab.source}")
+        lines.extend(f"FAILED {uuid}: {why}" for uuid, why in self.failed.items())
+        return lines
+
+
+def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Progress = _no_progress) -> RebuildSummary:
+    """Delete every derived row and derive it again, in one transaction.
+
+    Submissions are replayed in the order they were received, so the outlier checks see the
+    same accepted peers as the live ingest did; moderators' decisions are kept. Submissions
+    still waiting in the queue (received, processing) are left to the workers.
+    """
+    summary = RebuildSummary()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # Live ingests wait for the rebuild instead of writing into a half-built table.
+            with connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {ResultAggregate._meta.db_table} IN EXCLUSIVE MODE")
+        BenchmarkResult.objects.all().delete()
+        ResultAggregate.objects.all().delete()
+        if lab_path is not None:
+            summary.lab = lambda_import_directory(path=lab_path, refresh_aggregates=False)
+        snapshot = catalog_snapshot_refresh_if_changed()
+        # One writer inside one transaction: peers accumulate in memory, no version checks.
+        peer_cache = PeerCache(validate=False, max_pairs=10**7)
+        queryset = RawSubmission.objects.filter(status__in=TERMINAL).order_by("received_at", "pk")
+        total = queryset.count()
+        for submission in progress(queryset.iterator(chunk_size=500), total, "submissions"):
+            try:
+                with transaction.atomic():
+                    status = submission_derive(
+                        submission=submission, snapshot=snapshot, maintain_aggregates=False, peer_cache=peer_cache
+                    )
+            except Exception as exc:  # one bad row must not stop the rebuild; it is reported
+                logger.exception("rebuild: submission %s failed", submission.run_uuid)
+                summary.failed[str(submission.run_uuid)] = f"{type(exc).__name__}: {exc}"
+                peer_cache.clear()  # it may hold values of the rolled-back savepoint
+                continue
+            summary.submissions += 1
+            summary.by_status[status] = summary.by_status.get(status, 0) + 1
+        summary.aggregates = aggregates_rebuild()
+        summary.results = BenchmarkResult.objects.count()
+    return summary

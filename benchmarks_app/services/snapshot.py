@@ -1,0 +1,127 @@
+"""A per-process, read-only snapshot of what the ingest needs from the catalogue.
+
+Loading the matcher (every GPU and alias), the peaks and the workloads costs tens of
+milliseconds; doing it once per worker process instead of once per submission is what
+makes the ingest fast. The snapshot is reloaded when it is older than ``SNAPSHOT_TTL_S``,
+when a name or workload misses and the catalogue changed since (a curator just mapped an
+alias), and at once when a catalogue row is saved in this process (see apps.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Max
+
+from benchmarks_app.models import Workload
+from benchmarks_app.services.aggregates import version_major_minor
+from benchmarks_app.services.plausibility import GpuPeaks
+from catalog.matching import GpuMatcher, MatchResult
+from catalog.models import Gpu, GpuAlias, TensorPeak
+
+SNAPSHOT_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    id: int
+    slug: str
+    version: str
+    unit: str
+    higher_is_better: bool
+    category: str
+
+
+@dataclass
+class CatalogSnapshot:
+    matcher: GpuMatcher
+    peaks: dict[int, GpuPeaks]
+    workloads: dict[tuple[str, str], WorkloadInfo]
+    stamp: tuple[Any, ...]
+    loaded_at: float = field(default_factory=time.monotonic)
+
+    def workload(self, slug: str, version: str) -> WorkloadInfo | None:
+        try:
+            return self.workloads.get((slug, version_major_minor(version)))
+        except ValueError:
+            return None
+
+    def match(self, *, name: str, memory_gib: float | None) -> MatchResult:
+        return self.matcher.match(name=name, memory_gib=memory_gib)
+
+
+_lock = threading.Lock()
+_current: CatalogSnapshot | None = None
+
+
+def _catalog_stamp() -> tuple[Any, ...]:
+    gpus = Gpu.objects.aggregate(n=Count("id"), changed=Max("updated_at"))
+    aliases = GpuAlias.objects.aggregate(n=Count("id"), last=Max("id"))
+    peaks = TensorPeak.objects.aggregate(n=Count("id"), last=Max("id"))
+    workloads = Workload.objects.aggregate(n=Count("id"), last=Max("id"))
+    return (
+        gpus["n"],
+        gpus["changed"],
+        aliases["n"],
+        aliases["last"],
+        peaks["n"],
+        peaks["last"],
+        workloads["n"],
+        workloads["last"],
+    )
+
+
+def _load() -> CatalogSnapshot:
+    stamp = _catalog_stamp()
+    matcher = GpuMatcher.load()
+    tensor: dict[int, dict[str, float | None]] = {}
+    for gpu_id, precision, supported, dense in TensorPeak.objects.values_list(
+        "gpu_id", "precision", "supported", "dense_tflops"
+    ):
+        tensor.setdefault(gpu_id, {})[precision] = dense if supported else None
+    peaks = {
+        gpu_id: GpuPeaks(
+            gpu_id=gpu_id,
+            name=name,
+            fp32_tflops=fp32,
+            memory_bandwidth_gbs=bandwidth,
+            tensor_dense=tensor.get(gpu_id, {}),
+        )
+        for gpu_id, name, fp32, bandwidth in Gpu.objects.values_list(
+            "id", "name", "fp32_tflops", "memory_bandwidth_gbs"
+        )
+    }
+    workloads = {
+        (w.slug, w.version): WorkloadInfo(w.id, w.slug, w.version, w.unit, w.higher_is_better, w.category)
+        for w in Workload.objects.all()
+    }
+    return CatalogSnapshot(matcher=matcher, peaks=peaks, workloads=workloads, stamp=stamp)
+
+
+def catalog_snapshot() -> CatalogSnapshot:
+    """The current snapshot, loading it when missing or older than the TTL."""
+    global _current
+    snapshot = _current
+    if snapshot is None or time.monotonic() - snapshot.loaded_at > SNAPSHOT_TTL_S:
+        with _lock:
+            _current = snapshot = _load()
+    return snapshot
+
+
+def catalog_snapshot_refresh_if_changed() -> CatalogSnapshot:
+    """After a miss: reload only if the catalogue changed since the snapshot was taken."""
+    global _current
+    snapshot = catalog_snapshot()
+    if _catalog_stamp() != snapshot.stamp:
+        with _lock:
+            _current = snapshot = _load()
+    return snapshot
+
+
+def catalog_snapshot_clear(**_: Any) -> None:
+    """Forget the snapshot (signal receiver for catalogue saves; tests call it between cases)."""
+    global _current
+    _current = None

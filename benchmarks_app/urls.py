@@ -1,0 +1,10 @@
+from django.urls import path
+
+from benchmarks_app import views
+
+app_name = "benchmarks"
+
+urlpatterns = [
+    path("submit/", views.submit_view, name="submit"),
+    path("submissions/<uuid:run_uuid>/", views.submission_detail_view, name="submission-detail"),
+]

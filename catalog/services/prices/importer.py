@@ -1,0 +1,241 @@
+"""Import price files: one file (one ImportRun, one transaction) or a whole directory."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import logging
+import time
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+from django.db import DatabaseError, OperationalError, transaction
+from django.utils import timezone
+
+from catalog.matching import GpuMatcher
+from catalog.models import ImportRun, Provider
+from catalog.services.prices.common import (
+    FileSummary,
+    ParsedFile,
+    PriceFileError,
+    Progress,
+    no_progress,
+)
+from catalog.services.prices.curated_csv import parse_curated_csv
+from catalog.services.prices.currency import RateBook, exchange_rates_import_csv
+from catalog.services.prices.detect import (
+    ALL_FORMATS,
+    EXCHANGE_RATES,
+    SKYPILOT_ACCELERATORS,
+    format_detect,
+)
+from catalog.services.prices.fsdl import parse_fsdl
+from catalog.services.prices.skypilot import parse_skypilot
+from catalog.services.prices.tugot17 import parse_tugot17
+from catalog.services.prices.writer import snapshot_write
+from gpuatlas.data_version import data_version_bump
+
+logger = logging.getLogger(__name__)
+
+PARSERS: dict[str, Callable[..., ParsedFile]] = {
+    "skypilot": parse_skypilot,
+    "fsdl": parse_fsdl,
+    "tugot17": parse_tugot17,
+    "curated-csv": parse_curated_csv,
+}
+MANIFEST_NAME = "snapshots.toml"
+IMPORTABLE_SUFFIXES = (".csv", ".jsonl")
+
+
+def snapshot_time_for(*, path: Path, root: Path | None = None) -> dt.datetime:
+    """When the prices in ``path`` were observed, for files that carry no timestamps.
+
+    A ``snapshots.toml`` in the file's folder or a parent (up to ``root``) may give it per
+    file or per folder prefix (the bundled demo snapshot does, with the dates its sources
+    were retrieved); otherwise the file's modification time, i.e. when it was fetched.
+    """
+    path = path.resolve()
+    stop = root.resolve() if root else None
+    for folder in path.parents:
+        manifest = folder / MANIFEST_NAME
+        if manifest.is_file():
+            with manifest.open("rb") as handle:
+                entries = tomllib.load(handle).get("files", {})
+            relative = path.relative_to(folder).as_posix()
+            matches = [k for k in entries if relative == k or relative.startswith(k.rstrip("/") + "/")]
+            if matches:
+                value = entries[max(matches, key=len)]
+                if isinstance(value, dt.datetime):
+                    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+                if isinstance(value, dt.date):
+                    return dt.datetime.combine(value, dt.time(), tzinfo=dt.UTC)
+        if stop is not None and folder == stop:
+            break
+    return dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
+
+
+def price_import_file(
+    *,
+    path: Path,
+    format: str | None = None,
+    observed_at: dt.datetime | None = None,
+    root: Path | None = None,
+    progress: Progress = no_progress,
+    matcher: GpuMatcher | None = None,
+    rates: RateBook | None = None,
+    unknown_is_error: bool = True,
+) -> FileSummary:
+    """Import one price file in one transaction and record it as an ImportRun.
+
+    Malformed rows are rejected with their line numbers and the rest imports; a file that
+    cannot be read at all is recorded as a failed run. ``OperationalError`` (database gone,
+    deadlock, serialisation failure) is re-raised after recording so a Celery task can retry.
+    """
+    started = time.monotonic()
+    summary = FileSummary(path=str(path))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        summary.error = f"cannot read {path}: {exc.strerror or exc}"
+        return summary
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        # Replacing the bytes would import garbled names and notes without a word: refuse the file.
+        run = ImportRun.objects.create(
+            path=str(path)[:500], format=format or "unknown", sha256=hashlib.sha256(raw).hexdigest()
+        )
+        summary.import_run_id = run.pk
+        _finish(run, summary, started, error=f"the file is not UTF-8 (byte {exc.start}): save it as UTF-8")
+        return summary
+    detected = format or format_detect(path=path, text=text)
+    summary.format = detected or ""
+    if detected is None and not unknown_is_error:
+        summary.notes.append("not a price file of a known format: skipped")
+        return summary
+    run = ImportRun.objects.create(
+        path=str(path)[:500], format=detected or "unknown", sha256=hashlib.sha256(raw).hexdigest()
+    )
+    summary.import_run_id = run.pk
+    if detected is None:
+        _finish(
+            run,
+            summary,
+            started,
+            error="unknown price file format (expected a SkyPilot vms.csv, FSDL cloud-gpus.csv, tracker .jsonl or curated CSV)",
+        )
+        return summary
+    if detected not in ALL_FORMATS:
+        _finish(run, summary, started, error=f"unknown format {detected!r}; choose from {', '.join(ALL_FORMATS)}")
+        return summary
+    try:
+        if detected == EXCHANGE_RATES:
+            written = exchange_rates_import_csv(path=path)
+            summary.rows_read = written
+            summary.notes.append(f"{written} exchange rate(s) written")
+        elif detected == SKYPILOT_ACCELERATORS:
+            _accelerator_names_check(text, summary, matcher or GpuMatcher.load())
+        else:
+            parsed = PARSERS[detected](path=path, text=text)
+            summary.feed = parsed.feed
+            when = observed_at or snapshot_time_for(path=path, root=root)
+            with transaction.atomic():
+                snapshot_write(
+                    parsed=parsed,
+                    observed_at=when,
+                    import_run=run,
+                    matcher=matcher,
+                    rates=rates,
+                    summary=summary,
+                    progress=progress,
+                )
+                data_version_bump()  # cached rankings and GPU pages read these prices
+    except OperationalError as exc:
+        _finish(run, summary, started, error=f"database error (will be retried): {exc}")
+        raise
+    except (PriceFileError, ValueError) as exc:
+        _finish(run, summary, started, error=str(exc))
+        return summary
+    except DatabaseError as exc:
+        logger.exception("price import of %s failed", path)
+        _finish(run, summary, started, error=f"database error, nothing from this file was written: {exc}")
+        return summary
+    _finish(run, summary, started)
+    return summary
+
+
+def _finish(run: ImportRun, summary: FileSummary, started: float, *, error: str = "") -> None:
+    summary.seconds = time.monotonic() - started
+    if error:
+        summary.error = error
+        # A failed file wrote nothing (its transaction rolled back): say so in the counts too.
+        summary.offers_created = summary.offers_updated = summary.observations_added = 0
+        summary.offers_marked_unavailable = 0
+    run.status = ImportRun.Status.FAILED if error else ImportRun.Status.DONE
+    run.finished_at = timezone.now()
+    run.summary = summary.as_dict()
+    run.rejected_rows = [r.as_dict() for r in summary.rejected]
+    if len(summary.providers) == 1 and not error:
+        run.provider = Provider.objects.filter(slug=summary.providers[0]).first()
+    try:
+        run.save()
+    except DatabaseError:
+        logger.exception("could not record the outcome of import run %s", run.pk)
+
+
+def _accelerator_names_check(text: str, summary: FileSummary, matcher: GpuMatcher) -> None:
+    """SkyPilot's canonical accelerator list carries no prices: report the names we cannot match."""
+    rows = list(csv.DictReader(text.splitlines()))
+    summary.rows_read = len(rows)
+    missing = [
+        r["AcceleratorName"]
+        for r in rows
+        if r.get("AcceleratorName") and not matcher.match(name=r["AcceleratorName"]).matched
+    ]
+    summary.notes.append(
+        f"accelerator name list, no prices: {len(rows) - len(missing)} of {len(rows)} names match a catalogue GPU"
+        + (f"; not matched: {', '.join(missing)}" if missing else "")
+    )
+
+
+def prices_import_directory(
+    *, path: Path, format: str | None = None, progress: Progress = no_progress, observed_at: dt.datetime | None = None
+) -> list[FileSummary]:
+    """Import every price file under ``path`` (exchange rates first); one file's failure never stops the rest.
+
+    This is what ``load_demo`` calls with the bundled snapshot (catalog/data/prices/).
+    """
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMPORTABLE_SUFFIXES)
+    rate_files = [p for p in files if format_detect(path=p) == EXCHANGE_RATES]
+    summaries = [price_import_file(path=p, root=path) for p in rate_files]
+    matcher = GpuMatcher.load()
+    rates = RateBook.load()
+    for file in files:
+        if file in rate_files:
+            continue
+        try:
+            summaries.append(
+                price_import_file(
+                    path=file,
+                    format=format,
+                    root=path,
+                    progress=progress,
+                    matcher=matcher,
+                    rates=rates,
+                    observed_at=observed_at,
+                )
+            )
+        except OperationalError as exc:
+            summaries.append(FileSummary(path=str(file), error=f"database error: {exc}"))
+    return summaries
+
+
+def price_import_path(
+    *, path: Path, format: str | None = None, progress: Progress = no_progress, observed_at: dt.datetime | None = None
+) -> list[FileSummary]:
+    """A file or a directory, as given to ``manage.py import_prices``."""
+    if path.is_dir():
+        return prices_import_directory(path=path, format=format, progress=progress, observed_at=observed_at)
+    return [price_import_file(path=path, format=format, progress=progress, observed_at=observed_at)]

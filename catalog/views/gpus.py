@@ -1,0 +1,86 @@
+"""Catalogue pages: the searchable GPU list and the GPU page."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from catalog.forms import GpuFilterForm
+from catalog.models import Architecture, Gpu, Vendor
+from catalog.selectors import gpu_list
+
+
+def gpu_list_view(request: HttpRequest) -> HttpResponse:
+    form = GpuFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    gpus = gpu_list(**{k: v for k, v in filters.items() if v not in (None, "")})
+    page = Paginator(gpus, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "catalog/gpu_list.html",
+        {
+            "form": form,
+            "page": page,
+            "query_string": query.urlencode(),
+            "vendors": Vendor.objects.all(),
+            "architectures": Architecture.objects.all(),
+        },
+    )
+
+
+def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
+    # The specs part is the catalogue's; the dashboard adds offers, price history, results and
+    # tiers through its own selector and template (dashboard/gpu_detail.html extends this one).
+    from dashboard.selectors_pages import gpu_offers, gpu_page_compute, money_for
+
+    gpu = get_object_or_404(Gpu.objects.with_related(), slug=slug)
+    currency = request.GET.get("currency", "USD").upper()
+    currency = currency if currency in ("USD", "CNY") else "USD"
+    if request.GET.get("format") == "csv":
+        from dashboard.csv_export import csv_response
+
+        money = money_for(currency)
+        offers, _total = gpu_offers(gpu=gpu, money=money, limit=None)
+        header = [
+            "provider",
+            "instance_type",
+            "region",
+            "gpu_count",
+            "vcpus_per_gpu",
+            "ram_gib_per_gpu",
+            "price_per_gpu_hour",
+            "currency",
+            "is_spot",
+            "last_seen",
+        ]
+        rows = [
+            [
+                o.provider,
+                o.instance_type,
+                o.region,
+                o.gpu_count,
+                o.vcpus_per_gpu,
+                o.ram_gib_per_gpu,
+                o.price_per_gpu_hour,
+                money.currency,
+                o.is_spot,
+                o.last_seen.isoformat(),
+            ]
+            for o in offers
+        ]
+        return csv_response(filename=f"offers-{gpu.slug}.csv", header=header, rows=rows)
+    citations = {c.field: c for c in gpu.citations.all()}
+    return render(
+        request,
+        "dashboard/gpu_detail.html",
+        {
+            "gpu": gpu,
+            "citations": citations,
+            "tensor_peaks": list(gpu.tensor_peaks.all()),
+            "aliases": list(gpu.aliases.values_list("alias", flat=True)),
+            "page": gpu_page_compute(gpu=gpu, currency=currency),
+        },
+    )

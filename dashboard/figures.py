@@ -1,0 +1,350 @@
+"""Plotly figures as pure functions: plain data in, a JSON-ready figure dict out.
+
+Plotly renders trace text, tick labels and hover templates as a small HTML dialect, so every
+name that comes from users or providers goes through ``esc`` before it reaches a figure.
+Labels are translated with gettext at build time (the active language of the request).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+from django.utils.translation import gettext as _
+
+MEASURED_COLOUR = "#1f6feb"
+ESTIMATED_COLOUR = "#f0a020"
+FRONTIER_COLOUR = "#d4380d"
+PALETTE = ("#1f6feb", "#76b900", "#d4380d", "#8957e5", "#f0a020", "#0e8a7e", "#c2185b", "#5d6d7e")
+_CONFIG_LAYOUT = {
+    "template": "plotly_white",
+    "margin": {"l": 10, "r": 20, "t": 78, "b": 10},
+    "font": {"family": 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", sans-serif', "size": 13},
+    "hoverlabel": {"align": "left"},
+    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+}
+
+
+def esc(value: object) -> str:
+    """Text safe for Plotly's HTML-like labels: <, > and & shown literally."""
+    return html.escape(str(value), quote=False)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _title(text: str) -> dict[str, Any]:
+    # In the top margin, above the legend row, so the two never overlap.
+    return {
+        "text": esc(text),
+        "font": {"size": 15},
+        "x": 0.01,
+        "xanchor": "left",
+        "y": 0.985,
+        "yanchor": "top",
+        "yref": "container",
+    }
+
+
+def _to_json(fig: go.Figure) -> dict[str, Any]:
+    return json.loads(fig.to_json())
+
+
+@dataclass(frozen=True)
+class RankedPoint:
+    """What the ranking charts need of a row (RankingRow satisfies it)."""
+
+    gpu_slug: str
+    gpu_name: str
+    perf: float | None
+    perf_basis: str
+    n: int
+    distinct_submitters: int
+    price: float | None
+    perf_per_dollar: float | None
+    memory_gib: float | None
+    tier: str | None = None
+
+
+def _basis_label(basis: str) -> str:
+    return _("measured") if basis == "measured" else _("estimated from specs")
+
+
+def _row_hover(row: Any, currency: str, price_unit: str) -> list[str]:
+    sample = (
+        _("n = %(n)s results, %(submitters)s distinct submitters") % {"n": row.n, "submitters": row.distinct_submitters}
+        if row.perf_basis == "measured"
+        else _("no accepted measurement: estimated from specs")
+    )
+    return [
+        esc(row.gpu_name),
+        f"{_fmt(row.perf)} ({esc(_basis_label(row.perf_basis))})",
+        esc(sample),
+        f"{_fmt(row.price)} {esc(currency)} {esc(price_unit)}" if row.price is not None else esc(_("no price")),
+        _fmt(row.perf_per_dollar),
+        f"{row.memory_gib:g} GiB" if row.memory_gib else "—",
+    ]
+
+
+def _hovertemplate(value_label: str) -> str:
+    return (
+        "<b>%{customdata[0]}</b><br>"
+        + esc(_("Performance"))
+        + ": %{customdata[1]}<br>%{customdata[2]}<br>"
+        + esc(_("Price"))
+        + ": %{customdata[3]}<br>"
+        + esc(value_label)
+        + ": %{customdata[4]}<br>"
+        + esc(_("Memory"))
+        + ": %{customdata[5]}<extra></extra>"
+    )
+
+
+def rankings_bar_figure(
+    rows: Sequence[Any], *, value_label: str, currency: str, price_unit: str, baseline_name: str, limit: int = 40
+) -> dict[str, Any]:
+    """Horizontal bars of performance per price, best on top, measured and estimated apart."""
+    ranked = [r for r in rows if r.perf_per_dollar is not None][:limit]
+    fig = go.Figure()
+    for basis, colour, pattern in (("measured", MEASURED_COLOUR, ""), ("estimated", ESTIMATED_COLOUR, "/")):
+        subset = [r for r in ranked if r.perf_basis == basis]
+        fig.add_bar(
+            name=esc(_basis_label(basis)),
+            orientation="h",
+            x=[r.perf_per_dollar for r in subset],
+            y=[esc(r.gpu_name) for r in subset],
+            marker={"color": colour, "pattern": {"shape": pattern}},
+            customdata=[_row_hover(r, currency, price_unit) for r in subset],
+            hovertemplate=_hovertemplate(value_label),
+            text=[f"n={r.n}" if r.perf_basis == "measured" else _("est.") for r in subset],
+            textposition="auto",
+        )
+    order = [esc(r.gpu_name) for r in reversed(ranked)]
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=max(320, 26 * len(ranked) + 110),
+        barmode="overlay",
+        title=_title(_("Performance per price (%(baseline)s = 1.0)") % {"baseline": baseline_name}),
+        xaxis={"title": {"text": esc(value_label)}},
+        yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
+    )
+    return _to_json(fig)
+
+
+def perf_price_scatter_figure(
+    rows: Sequence[Any],
+    *,
+    frontier: Sequence[str],
+    price_label: str,
+    perf_label: str,
+    value_label: str,
+    currency: str,
+    price_unit: str,
+) -> dict[str, Any]:
+    """Performance against price; the Pareto frontier (nothing cheaper is faster) as a line."""
+    priced = [r for r in rows if r.price is not None and r.perf is not None]
+    fig = go.Figure()
+    for basis, colour, symbol in (
+        ("measured", MEASURED_COLOUR, "circle"),
+        ("estimated", ESTIMATED_COLOUR, "diamond-open"),
+    ):
+        subset = [r for r in priced if r.perf_basis == basis]
+        fig.add_scatter(
+            name=esc(_basis_label(basis)),
+            mode="markers",
+            x=[r.price for r in subset],
+            y=[r.perf for r in subset],
+            marker={"color": colour, "symbol": symbol, "size": 11, "line": {"width": 1.5, "color": colour}},
+            customdata=[_row_hover(r, currency, price_unit) for r in subset],
+            hovertemplate=_hovertemplate(value_label),
+        )
+    by_slug = {r.gpu_slug: r for r in priced}
+    front = [by_slug[s] for s in frontier if s in by_slug]
+    # Label frontier points only where they do not crowd the previous label (log price axis).
+    labels, last = [], None
+    top = max((r.perf for r in front), default=1.0) or 1.0
+    for r in front:
+        crowded = last is not None and math.log10(r.price / last.price) < 0.15 and abs(r.perf - last.perf) < 0.08 * top
+        labels.append("" if crowded else esc(r.gpu_name))
+        if not crowded:
+            last = r
+    fig.add_scatter(
+        name=esc(_("Pareto frontier")),
+        mode="lines+markers+text",
+        x=[r.price for r in front],
+        y=[r.perf for r in front],
+        text=labels,
+        customdata=[esc(r.gpu_name) for r in front],
+        # the leftmost label would be cut by the plot edge: it goes to the right of its point
+        textposition=["top right" if i == 0 else "top left" for i in range(len(front))],
+        cliponaxis=False,
+        textfont={"size": 11, "color": FRONTIER_COLOUR},
+        line={"color": FRONTIER_COLOUR, "width": 2, "dash": "dot"},
+        marker={"color": FRONTIER_COLOUR, "size": 6},
+        hoverinfo="skip",
+    )
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=460,
+        title=_title(_("Performance against price")),
+        xaxis={"title": {"text": esc(price_label)}, "type": "log", "dtick": "D2"},
+        yaxis={"title": {"text": esc(perf_label)}, "rangemode": "tozero"},
+    )
+    return _to_json(fig)
+
+
+def price_history_figure(
+    series: Mapping[str, Sequence[tuple[dt.date, float]]], *, currency: str, shown: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Lowest price per GPU-hour per day, one line per series; series not in ``shown`` start
+    hidden (a click on the legend shows them), so thirty providers stay readable."""
+    fig = go.Figure()
+    for i, (name, points) in enumerate(series.items()):
+        fig.add_scatter(
+            name=esc(name),
+            mode="lines+markers",
+            x=[p[0].isoformat() for p in points],
+            y=[p[1] for p in points],
+            line={"color": PALETTE[i % len(PALETTE)], "shape": "hv", "width": 3 if name in shown else 1.5},
+            marker={"size": 5},
+            visible=True if not shown or name in shown else "legendonly",
+            hovertemplate=esc(name) + "<br>%{x}: %{y:.3f} " + esc(currency) + "<extra></extra>",
+        )
+    layout = dict(_CONFIG_LAYOUT)
+    layout["legend"] = {"orientation": "v", "x": 1.02, "y": 1, "font": {"size": 11}}
+    fig.update_layout(
+        **layout,
+        height=420,
+        title=_title(_("Lowest price per GPU-hour, by day")),
+        xaxis={"title": {"text": esc(_("Date"))}},
+        yaxis={"title": {"text": esc(_("%(currency)s per GPU-hour") % {"currency": currency})}, "rangemode": "tozero"},
+    )
+    return _to_json(fig)
+
+
+@dataclass(frozen=True)
+class ResultBox:
+    label: str
+    precision: str
+    median: float
+    q1: float
+    q3: float
+    minimum: float
+    maximum: float
+    n: int
+    distinct_submitters: int
+
+
+def results_box_figure(boxes: Sequence[ResultBox], *, relative_to: str, gpu_count: int) -> dict[str, Any]:
+    """Measured results per workload as boxes (quartiles, min-max whiskers), one colour per
+    precision, n in each label."""
+    fig = go.Figure()
+    precisions = list(dict.fromkeys(b.precision for b in boxes))
+    for i, precision in enumerate(precisions):
+        subset = [b for b in boxes if b.precision == precision]
+        fig.add_box(
+            name=esc(precision.upper()),
+            x=[f"{esc(b.label)} {esc(precision.upper())} (n={b.n})" for b in subset],
+            q1=[b.q1 for b in subset],
+            median=[b.median for b in subset],
+            q3=[b.q3 for b in subset],
+            lowerfence=[b.minimum for b in subset],
+            upperfence=[b.maximum for b in subset],
+            marker={"color": PALETTE[i % len(PALETTE)]},
+            customdata=[[b.n, b.distinct_submitters] for b in subset],
+            hovertemplate="%{x}<br>"
+            + esc(_("median"))
+            + ": %{median:.3g}<br>"
+            + esc(_("submitters"))
+            + ": %{customdata[1]}<extra></extra>",
+        )
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=440,
+        title=_title(
+            _("Measured results, %(count)s GPU per run, relative to %(name)s")
+            % {"count": gpu_count, "name": relative_to}
+        ),
+        yaxis={"title": {"text": esc(_("× %(name)s") % {"name": relative_to})}, "rangemode": "tozero"},
+        xaxis={"title": {"text": ""}, "automargin": True, "tickangle": -35},
+    )
+    return _to_json(fig)
+
+
+def compare_figure(
+    gpu_names: Sequence[str],
+    use_case_labels: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    bases: Sequence[Sequence[str]],
+) -> dict[str, Any]:
+    """Grouped bars: each GPU's performance per use case relative to the first GPU."""
+    fig = go.Figure()
+    for i, name in enumerate(gpu_names):
+        fig.add_bar(
+            name=esc(name),
+            x=[esc(label) for label in use_case_labels],
+            y=values[i],
+            marker={
+                "color": PALETTE[i % len(PALETTE)],
+                "pattern": {"shape": ["/" if b == "estimated" else "" for b in bases[i]]},
+            },
+            customdata=[esc(_basis_label(b)) if b else "—" for b in bases[i]],
+            hovertemplate=esc(name) + "<br>%{x}: %{y:.3g} (%{customdata})<extra></extra>",
+        )
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=420,
+        barmode="group",
+        title=_title(_("Performance relative to %(name)s") % {"name": gpu_names[0] if gpu_names else ""}),
+        yaxis={"title": {"text": esc(_("× %(name)s") % {"name": gpu_names[0] if gpu_names else ""})}},
+    )
+    return _to_json(fig)
+
+
+@dataclass(frozen=True)
+class TimelineItem:
+    slug: str
+    name: str
+    vendor: str
+    release: dt.date
+    features: str
+    gpus: int
+
+
+def architecture_timeline_figure(items: Sequence[TimelineItem]) -> dict[str, Any]:
+    """Architectures on a time axis, one row per vendor, features in the hover."""
+    fig = go.Figure()
+    vendors = list(dict.fromkeys(i.vendor for i in items))
+    for v, vendor in enumerate(vendors):
+        subset = [i for i in items if i.vendor == vendor]
+        fig.add_scatter(
+            name=esc(vendor),
+            mode="markers+text",
+            x=[i.release.isoformat() for i in subset],
+            y=[esc(vendor)] * len(subset),
+            text=[esc(i.name) for i in subset],
+            textposition=["top center" if k % 2 == 0 else "bottom center" for k in range(len(subset))],
+            marker={"size": 14, "color": PALETTE[v % len(PALETTE)], "symbol": "diamond"},
+            customdata=[[esc(i.name), esc(i.features), i.gpus, i.release.strftime("%Y-%m")] for i in subset],
+            hovertemplate="<b>%{customdata[0]}</b> (%{customdata[3]})<br>%{customdata[1]}<br>"
+            + esc(_("GPUs in the catalogue"))
+            + ": %{customdata[2]}<extra></extra>",
+        )
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=200 + 90 * max(1, len(vendors)),
+        title=_title(_("Architecture timeline")),
+        xaxis={"title": {"text": esc(_("Release"))}, "type": "date"},
+        yaxis={"title": {"text": ""}, "automargin": True},
+        showlegend=False,
+    )
+    return _to_json(fig)

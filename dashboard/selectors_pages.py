@@ -1,0 +1,352 @@
+"""Reads for the GPU page additions, the comparison and the architecture timeline.
+
+Each function issues a fixed number of queries whatever the data size; tests pin the counts.
+Offers and price history are read here directly (no shared price selector existed yet).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Min, Prefetch
+from django.db.models.functions import TruncDate
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+from benchmarks_app.models import ResultAggregate
+from catalog.models import Architecture, ExchangeRate, Gpu, Offer, PriceObservation
+from dashboard import figures, metrics
+from dashboard.metrics import USE_CASES
+from dashboard.selectors import RankingParams, RankingRow, rankings_compute
+from gpuatlas.data_version import data_versioned
+
+OFFERS_SHOWN = 60
+
+
+@dataclass
+class Money:
+    """Converts USD amounts to the page currency, or says why it cannot."""
+
+    do_not_call_in_templates = True  # templates read .currency; calling needs an amount
+
+    currency: str
+    usd_per_unit: float | None
+    rate_date: dt.date | None = None
+    rate_source: str = ""
+    missing: bool = False
+
+    def __call__(self, usd: float | None) -> float | None:
+        if usd is None:
+            return None
+        return usd / self.usd_per_unit if self.usd_per_unit else usd
+
+
+def money_for(currency: str) -> Money:
+    """USD, or CNY at the newest recorded rate; falls back to USD (missing=True) without one."""
+    if currency == "USD":
+        return Money("USD", None)
+    rate = ExchangeRate.objects.filter(currency=currency).order_by("-date").first()
+    if rate is None:
+        return Money("USD", None, missing=True)
+    return Money(currency, float(rate.usd_per_unit), rate.date, rate.source)
+
+
+@dataclass
+class OfferLine:
+    provider: str
+    provider_slug: str
+    instance_type: str
+    region: str
+    gpu_count: float
+    vcpus_per_gpu: float | None
+    ram_gib_per_gpu: float | None
+    price_per_gpu_hour: float | None
+    is_spot: bool
+    last_seen: dt.datetime
+
+
+@dataclass
+class AggregateLine:
+    label: str
+    workload: str
+    category: str
+    precision: str
+    gpu_count: int
+    unit: str
+    median: float
+    q1: float
+    q3: float
+    n: int
+    distinct_submitters: int
+    has_lab: bool
+    relative: float | None  # median relative to the baseline's in the same group
+
+
+@dataclass
+class UseCaseStanding:
+    use_case: str
+    label: str
+    row: RankingRow | None
+    memory_floor_gib: float
+
+
+@dataclass
+class GpuPageData:
+    money: Money
+    offers: list[OfferLine]
+    offers_total: int
+    price_history_figure: dict[str, Any] | None
+    aggregates: list[AggregateLine]
+    box_figure: dict[str, Any] | None
+    efficiency: list[metrics.EfficiencyRow]
+    standings: list[UseCaseStanding]
+    baseline_name: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> tuple[list[OfferLine], int]:
+    """Current offers of a GPU, cheapest first (``limit`` of them) and how many there are."""
+    qs = (
+        Offer.objects.current()
+        .filter(gpu=gpu)
+        .select_related("provider")
+        .order_by("current_price_per_gpu_hour_usd", "provider__name")
+    )
+    total = qs.count() if limit is not None else 0
+    chosen = list(qs[:limit] if limit is not None else qs)
+    lines = [
+        OfferLine(
+            provider=o.provider.name,
+            provider_slug=o.provider.slug,
+            instance_type=o.instance_type,
+            region=o.region,
+            gpu_count=o.gpu_count,
+            vcpus_per_gpu=o.vcpus_per_gpu,
+            ram_gib_per_gpu=o.ram_gib_per_gpu,
+            price_per_gpu_hour=money(float(o.current_price_per_gpu_hour_usd))
+            if o.current_price_per_gpu_hour_usd
+            else None,
+            is_spot=o.is_spot,
+            last_seen=o.last_seen,
+        )
+        for o in chosen
+    ]
+    return lines, (total if limit is not None else len(lines))
+
+
+ALL_ON_DEMAND = gettext_noop("all providers: cheapest on-demand")
+ALL_SPOT = gettext_noop("all providers: cheapest spot")
+
+
+@data_versioned("gpu_price_history", key=lambda gpu, money: (gpu.pk, money.currency, money.usd_per_unit))  # perf
+def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date, float]]]:
+    """Series name -> lowest price per GPU-hour per day, in one query: first the cheapest over
+    all providers (on-demand, then spot), then one series per provider (spot marked)."""
+    rows = (
+        PriceObservation.objects.filter(offer__gpu=gpu)
+        .annotate(day=TruncDate("observed_at"))
+        .order_by()
+        .values("day", "offer__provider__name", "offer__is_spot")
+        .annotate(low=Min("price_per_gpu_hour_usd"))
+    )
+    per_provider: dict[str, dict[dt.date, float]] = defaultdict(dict)
+    overall: dict[bool, dict[dt.date, float]] = {False: {}, True: {}}
+    for row in rows:
+        spot = row["offer__is_spot"]
+        price = money(float(row["low"])) or 0.0
+        name = row["offer__provider__name"] + (" · " + _("spot") if spot else "")
+        per_provider[name][row["day"]] = price
+        day_low = overall[spot]
+        day_low[row["day"]] = min(price, day_low.get(row["day"], price))
+    series: dict[str, list[tuple[dt.date, float]]] = {}
+    for spot, label in ((False, _(ALL_ON_DEMAND)), (True, _(ALL_SPOT))):
+        if overall[spot]:
+            series[label] = sorted(overall[spot].items())
+    for name in sorted(per_provider, key=str.lower):
+        series[name] = sorted(per_provider[name].items())
+    return series
+
+
+def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics.BASELINE_SLUG_DEFAULT) -> GpuPageData:
+    """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
+    money = money_for(currency)
+    warnings = []
+    if money.missing:
+        warnings.append(
+            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": currency}
+        )
+    offers, offers_total = gpu_offers(gpu=gpu, money=money)
+    history = gpu_price_history(gpu=gpu, money=money)
+
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    own = list(
+        ResultAggregate.objects.filter(gpu=gpu)
+        .select_related("workload")
+        .order_by("workload__category", "gpu_count", "workload__slug", "precision")
+    )
+    reference: dict[tuple[int, str, int], float] = {}
+    if baseline_gpu is not None:
+        groups = {(a.workload_id, a.precision, a.gpu_count) for a in own}
+        for ref in ResultAggregate.objects.filter(gpu=baseline_gpu, workload_id__in={g[0] for g in groups}).order_by(
+            "-n"
+        ):
+            reference.setdefault((ref.workload_id, ref.precision, ref.gpu_count), ref.median)
+    aggregates, boxes = [], []
+    box_gpu_count = min((a.gpu_count for a in own if a.workload.category != "micro"), default=1)
+    for a in own:
+        ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
+        relative = None
+        if ref_median:
+            relative = a.median / ref_median if a.workload.higher_is_better else ref_median / a.median
+        aggregates.append(
+            AggregateLine(
+                label=a.comparison_label,
+                workload=a.workload.name,
+                category=a.workload.category,
+                precision=a.precision,
+                gpu_count=a.gpu_count,
+                unit=a.workload.unit,
+                median=a.median,
+                q1=a.q1,
+                q3=a.q3,
+                n=a.n,
+                distinct_submitters=a.distinct_submitters,
+                has_lab=a.has_lab,
+                relative=relative,
+            )
+        )
+        if ref_median and a.workload.higher_is_better and a.gpu_count == box_gpu_count:
+            boxes.append(
+                figures.ResultBox(
+                    label=a.workload.slug,
+                    precision=a.precision,
+                    median=a.median / ref_median,
+                    q1=a.q1 / ref_median,
+                    q3=a.q3 / ref_median,
+                    minimum=a.minimum / ref_median,
+                    maximum=a.maximum / ref_median,
+                    n=a.n,
+                    distinct_submitters=a.distinct_submitters,
+                )
+            )
+
+    peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
+    efficiency = []
+    for a in own:
+        if a.workload.category != "micro":
+            continue
+        unit = a.workload.unit.lower()
+        if "flop" in unit or "tops" in unit:
+            peak = peaks.get(a.precision) or (gpu.fp32_tflops if a.precision == "fp32" else None)
+            efficiency.append(metrics.EfficiencyRow(a.precision, a.median, peak, a.workload.unit))
+        elif "gb/s" in unit:
+            efficiency.append(metrics.EfficiencyRow(_("memory"), a.median, gpu.memory_bandwidth_gbs, a.workload.unit))
+
+    standings = []
+    for slug, uc in USE_CASES.items():
+        try:
+            ranking = rankings_compute(params=RankingParams(use_case=slug, currency=currency, baseline=baseline))
+        except ValueError:
+            ranking = None
+        row = next((r for r in ranking.rows if r.gpu_id == gpu.id), None) if ranking else None
+        standings.append(UseCaseStanding(slug, str(uc.label), row, uc.memory_floor_gib))
+
+    baseline_name = baseline_gpu.name if baseline_gpu else baseline
+    return GpuPageData(
+        money=money,
+        offers=offers,
+        offers_total=offers_total,
+        price_history_figure=figures.price_history_figure(
+            history, currency=money.currency, shown=[_(ALL_ON_DEMAND), _(ALL_SPOT)]
+        )
+        if history
+        else None,
+        aggregates=aggregates,
+        box_figure=figures.results_box_figure(boxes, relative_to=baseline_name, gpu_count=box_gpu_count)
+        if boxes
+        else None,
+        efficiency=efficiency,
+        standings=standings,
+        baseline_name=baseline_name,
+        warnings=warnings,
+    )
+
+
+@dataclass
+class CompareColumn:
+    gpu: Gpu
+    rows: dict[str, RankingRow | None]  # use case -> row (perf relative to the first GPU)
+
+
+def compare_compute(*, slugs: list[str], currency: str = "USD") -> tuple[list[CompareColumn], list[str]]:
+    """Two to four GPUs side by side, performance relative to the first; unknown slugs listed."""
+    found = {g.slug: g for g in Gpu.objects.with_related().filter(slug__in=slugs)}
+    unknown = [s for s in slugs if s not in found]
+    if unknown or not slugs:
+        return [], unknown
+    columns = [CompareColumn(found[s], {}) for s in slugs]
+    for use_case in USE_CASES:
+        ranking = rankings_compute(params=RankingParams(use_case=use_case, currency=currency, baseline=slugs[0]))
+        by_slug = {r.gpu_slug: r for r in ranking.rows}
+        for column in columns:
+            column.rows[use_case] = by_slug.get(column.gpu.slug)
+    return columns, []
+
+
+@dataclass
+class ArchitectureCard:
+    architecture: Architecture
+    gpus: list[Gpu]
+    features: list[str]
+
+
+def architecture_features(arch: Architecture) -> list[str]:
+    features = []
+    if arch.tensor_core_generation:
+        features.append(_("Tensor Cores gen %(n)s") % {"n": arch.tensor_core_generation})
+    else:
+        features.append(_("no Tensor Cores"))
+    for flag, label in (
+        (arch.supports_tf32, "TF32"),
+        (arch.supports_bf16, "BF16"),
+        (arch.supports_fp8, "FP8"),
+        (arch.supports_fp4, "FP4"),
+        (arch.supports_sparsity, _("2:4 sparsity")),
+    ):
+        if flag:
+            features.append(label)
+    if arch.min_cuda_version:
+        features.append(_("CUDA %(version)s+") % {"version": arch.min_cuda_version})
+    return features
+
+
+def architectures_compute() -> list[ArchitectureCard]:
+    """Every architecture in release order with its features and curated GPUs (two queries)."""
+    archs = Architecture.objects.select_related("vendor").prefetch_related(
+        Prefetch(
+            "gpus",
+            queryset=Gpu.objects.filter(is_curated=True).order_by("release_date", "name"),
+            to_attr="curated_gpus",
+        )
+    )
+    cards = [ArchitectureCard(a, list(a.curated_gpus), architecture_features(a)) for a in archs]  # type: ignore[attr-defined]
+    return sorted(cards, key=lambda c: (c.architecture.release_month or dt.date.max, c.architecture.name))
+
+
+def architecture_timeline(cards: list[ArchitectureCard]) -> dict[str, Any] | None:
+    items = [
+        figures.TimelineItem(
+            slug=c.architecture.slug,
+            name=c.architecture.name,
+            vendor=c.architecture.vendor.name,
+            release=c.architecture.release_month,
+            features=", ".join(c.features),
+            gpus=len(c.gpus),
+        )
+        for c in cards
+        if c.architecture.release_month
+    ]
+    return figures.architecture_timeline_figure(items) if items else None

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from dashboard import views
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", views.rankings_view, name="rankings"),
+    path("tiers/", views.tiers_view, name="tiers"),
+    path("compare/", views.compare_view, name="compare"),
+    path("architectures/", views.architectures_view, name="architectures"),
+    path("open-data/", views.open_data_view, name="open-data"),
+]

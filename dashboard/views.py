@@ -1,0 +1,315 @@
+"""Dashboard pages: rankings, tiers, comparison, architectures, open data.
+
+Views parse, call selectors and figures, render; every table is also served as CSV with
+``?format=csv`` (the filters of the page apply).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+
+from catalog.models import Gpu, Provider, Segment, Vendor
+from dashboard import figures, metrics
+from dashboard.csv_export import csv_response
+from dashboard.open_data import TABLES
+from dashboard.selectors import (
+    CURRENCIES,
+    Ranking,
+    RankingParamError,
+    RankingParams,
+    RankingRow,
+    ranking_params_from_query,
+    rankings_compute,
+    tiers_compute,
+)
+from dashboard.selectors_pages import architecture_timeline, architectures_compute, compare_compute
+
+RANKING_CSV_HEADER = (
+    "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
+    "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
+    "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor",
+)  # fmt: skip
+
+
+def _ranking_csv_rows(rows: list[RankingRow]) -> list[list[Any]]:
+    return [[getattr(r, name) for name in RANKING_CSV_HEADER] for r in rows]
+
+
+def _labels(ranking: Ranking) -> dict[str, str]:
+    params = ranking.params
+    if params.mode == "rent":
+        price_label = _("%(currency)s per GPU-hour") % {"currency": ranking.currency}
+        value_label = _("Performance per %(currency)s/GPU-hour") % {"currency": ranking.currency}
+    else:
+        price_label = _("Purchase price, %(currency)s") % {"currency": ranking.currency}
+        value_label = _("Performance per 1,000 %(currency)s") % {"currency": ranking.currency}
+    return {
+        "price": price_label,
+        "value": value_label,
+        "perf": _("Performance (%(baseline)s = 1.0)") % {"baseline": ranking.baseline_name},
+    }
+
+
+def _filter_options() -> dict[str, Any]:
+    return {
+        "use_cases": list(metrics.USE_CASES.values()),
+        "precision_labels": metrics.PRECISION_FAMILY_LABELS,
+        "vendors": list(Vendor.objects.filter(gpus__is_curated=True).distinct().values_list("slug", "name")),
+        "segments": Segment.choices,
+        "providers": list(Provider.objects.values_list("slug", "name")),
+        "baselines": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
+        "currencies": CURRENCIES,
+        "price_how": [
+            ("cheapest", _("cheapest on-demand")),
+            ("median", _("median across providers")),
+            ("spot", _("cheapest spot")),
+        ],
+        "conditions": [("new", _("new")), ("used", _("used"))],
+        "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
+        "sorts": [
+            ("perf_per_dollar", _("performance per price")),
+            ("perf", _("performance")),
+            ("perf_per_kw", _("performance per kW")),
+        ],
+    }
+
+
+def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamError | None]:
+    query = request.GET.dict()
+    # The filter form keeps the old precision when the use case changes: drop it rather than
+    # answer 400 (the API stays strict).
+    use_case = metrics.USE_CASES.get(query.get("use_case") or "training")
+    if use_case and query.get("precision") and query["precision"] not in use_case.precision_families:
+        query.pop("precision")
+    try:
+        return ranking_params_from_query(query), None
+    except RankingParamError as error:
+        return RankingParams(), error
+
+
+def _error_page(request: HttpRequest, template: str, params: RankingParams, error: RankingParamError) -> HttpResponse:
+    context = {"params": params, "error": error, **_filter_options()}
+    return render(request, template, context, status=400)
+
+
+def rankings_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    params, error = _params_or_error(request)
+    if error is None:
+        try:
+            ranking = rankings_compute(params=params)
+        except RankingParamError as baseline_error:
+            error = baseline_error
+    if error is not None:
+        return _error_page(request, "dashboard/rankings.html", params, error)
+    if request.GET.get("format") == "csv":
+        return csv_response(
+            filename=f"rankings-{params.use_case}.csv", header=RANKING_CSV_HEADER, rows=_ranking_csv_rows(ranking.rows)
+        )
+    labels = _labels(ranking)
+    price_unit = ranking.rows[0].price_unit if ranking.rows else ""
+    frontier = metrics.pareto_frontier(
+        [(r.gpu_slug, r.price, r.perf) for r in ranking.rows if r.price is not None and r.perf is not None]
+    )
+    context = {
+        "params": params,
+        "ranking": ranking,
+        "labels": labels,
+        "frontier": set(frontier),
+        "bar_figure": figures.rankings_bar_figure(
+            ranking.rows,
+            value_label=labels["value"],
+            currency=ranking.currency,
+            price_unit=price_unit,
+            baseline_name=ranking.baseline_name,
+        ),
+        "scatter_figure": figures.perf_price_scatter_figure(
+            ranking.rows,
+            frontier=frontier,
+            price_label=labels["price"],
+            perf_label=labels["perf"],
+            value_label=labels["value"],
+            currency=ranking.currency,
+            price_unit=price_unit,
+        ),
+        "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
+        "share_href": "?" + urlencode(params.to_query()),
+        "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
+        "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
+        "min_community_n": metrics.MIN_COMMUNITY_N,
+        "tier_thresholds": metrics.TIER_THRESHOLDS,
+        **_filter_options(),
+    }
+    return render(request, "dashboard/rankings.html", context)
+
+
+def tiers_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    params, error = _params_or_error(request)
+    if error is None:
+        try:
+            tier_list = tiers_compute(params=params)
+        except RankingParamError as baseline_error:
+            error = baseline_error
+    if error is not None:
+        return _error_page(request, "dashboard/tiers.html", params, error)
+    if request.GET.get("format") == "csv":
+        rows = [row for tier in tier_list.tiers.values() for row in tier]
+        return csv_response(
+            filename=f"tiers-{params.use_case}.csv", header=RANKING_CSV_HEADER, rows=_ranking_csv_rows(rows)
+        )
+    tabs = [
+        (uc, "?" + urlencode(params.with_changes(use_case=uc.slug).to_query())) for uc in metrics.USE_CASES.values()
+    ]
+    context = {
+        "params": params,
+        "tier_list": tier_list,
+        "ranking": tier_list.ranking,
+        "tabs": tabs,
+        "tier_rows": [(name, tier_list.tiers[name]) for name in metrics.TIER_NAMES],
+        "tier_bounds": _tier_bounds(),
+        "min_community_n": metrics.MIN_COMMUNITY_N,
+        "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
+        "share_href": "?" + urlencode(params.to_query()),
+        **_filter_options(),
+    }
+    return render(request, "dashboard/tiers.html", context)
+
+
+def _tier_bounds() -> dict[str, str]:
+    bounds, upper = {}, None
+    for name in metrics.TIER_NAMES:
+        lower = metrics.TIER_THRESHOLDS.get(name)
+        if lower is None:
+            bounds[name] = f"< {upper:.0%}"
+        elif upper is None:
+            bounds[name] = f"≥ {lower:.0%}"
+        else:
+            bounds[name] = f"{lower:.0%} – {upper:.0%}"
+        upper = lower
+    return bounds
+
+
+COMPARE_MIN, COMPARE_MAX = 2, 4
+
+
+def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    raw = request.GET.get("gpus", "")
+    slugs = [s.strip().lower() for s in raw.split(",") if s.strip()]
+    currency = request.GET.get("currency", "USD").upper()
+    if currency not in CURRENCIES:
+        currency = "USD"
+    context: dict[str, Any] = {
+        "raw": raw,
+        "slugs": slugs,
+        "choices": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
+    }
+    if not slugs:
+        return render(request, "dashboard/compare.html", context)
+    if not (COMPARE_MIN <= len(slugs) <= COMPARE_MAX) or len(set(slugs)) != len(slugs):
+        context["error"] = _("Choose between %(min)s and %(max)s different GPUs (you gave %(n)s).") % {
+            "min": COMPARE_MIN,
+            "max": COMPARE_MAX,
+            "n": len(slugs),
+        }
+        return render(request, "dashboard/compare.html", context, status=400)
+    columns, unknown = compare_compute(slugs=slugs, currency=currency)
+    if unknown:
+        context["error"] = _("Unknown GPU: %(slugs)s. Use the slugs shown in GPU page addresses.") % {
+            "slugs": ", ".join(unknown)
+        }
+        return render(request, "dashboard/compare.html", context, status=404)
+    use_cases = list(metrics.USE_CASES.values())
+    if request.GET.get("format") == "csv":
+        header = ["gpu_slug", "gpu_name", "memory_gib", "memory_bandwidth_gbs", "tdp_w"]
+        for uc in use_cases:
+            header += [
+                f"{uc.slug}_perf",
+                f"{uc.slug}_basis",
+                f"{uc.slug}_n",
+                f"{uc.slug}_price",
+                f"{uc.slug}_perf_per_dollar",
+            ]
+        rows = []
+        for col in columns:
+            line: list[Any] = [
+                col.gpu.slug,
+                col.gpu.name,
+                col.gpu.memory_gib,
+                col.gpu.memory_bandwidth_gbs,
+                col.gpu.tdp_w,
+            ]
+            for uc in use_cases:
+                r = col.rows[uc.slug]
+                line += [r.perf, r.perf_basis, r.n, r.price, r.perf_per_dollar] if r else ["", "", "", "", ""]
+            rows.append(line)
+        return csv_response(filename="compare.csv", header=header, rows=rows)
+    names = [c.gpu.name for c in columns]
+    figure = figures.compare_figure(
+        names,
+        [str(uc.label) for uc in use_cases],
+        [[(c.rows[uc.slug].perf if c.rows[uc.slug] else None) for uc in use_cases] for c in columns],
+        [[(c.rows[uc.slug].perf_basis if c.rows[uc.slug] else "") for uc in use_cases] for c in columns],
+    )
+    table = [(uc, [c.rows[uc.slug] for c in columns]) for uc in use_cases]
+    context.update({"columns": columns, "figure": figure, "table": table, "use_cases": use_cases, "currency": currency})
+    return render(request, "dashboard/compare.html", context)
+
+
+def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    cards = architectures_compute()
+    if request.GET.get("format") == "csv":
+        header = [
+            "slug",
+            "name",
+            "vendor",
+            "release_month",
+            "tensor_core_generation",
+            "tf32",
+            "bf16",
+            "fp8",
+            "fp4",
+            "sparsity",
+            "min_cuda",
+            "gpus",
+            "source",
+        ]
+        rows = [
+            [
+                a.slug,
+                a.name,
+                a.vendor.name,
+                a.release_month,
+                a.tensor_core_generation,
+                a.supports_tf32,
+                a.supports_bf16,
+                a.supports_fp8,
+                a.supports_fp4,
+                a.supports_sparsity,
+                a.min_cuda_version,
+                " | ".join(g.name for g in c.gpus),
+                a.source,
+            ]  # fmt: skip
+            for c in cards
+            for a in [c.architecture]
+        ]
+        return csv_response(filename="architectures.csv", header=header, rows=rows)
+    return render(request, "dashboard/architectures.html", {"cards": cards, "timeline": architecture_timeline(cards)})
+
+
+def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    table_name = request.GET.get("table", "")
+    if table_name:
+        table = TABLES.get(table_name)
+        if table is None:
+            return render(
+                request,
+                "dashboard/open_data.html",
+                {"tables": TABLES.values(), "error": _("Unknown table %(name)r.") % {"name": table_name[:40]}},
+                status=404,
+            )
+        return csv_response(filename=f"{table.name}.csv", header=table.header, rows=table.rows())
+    return render(request, "dashboard/open_data.html", {"tables": TABLES.values()})

@@ -1,0 +1,406 @@
+"""GET /api/v1/fit/: will a model fit, on how many GPUs, how long and at what cost.
+
+The same form (fitcalc.forms.FitForm) and selector (fitcalc.selectors.fit_compute) as the /fit/
+page. Every parameter is optional except the model: ``model`` (a preset) or ``params`` (a custom
+model's parameter count). Invalid input is a 400 in the API's error shape, naming the parameter:
+``{"detail": "Invalid parameter: context.", "errors": {"context": ["..."]}}``.
+
+Besides the per-parameter bounds in the schema, these combinations are refused (400, naming the
+parameter): ``model`` with ``params``, or neither (``model``); ``kind``/``layers``/``hidden``/
+``heads``/``kv_heads``/``head_dim`` with a preset; ``kv_heads`` above ``heads``; ``mode=qlora``
+with a precision other than int4, ``full_finetune``/``train`` with int8/int4 (``precision``);
+more than one of ``tokens``/``samples``/``epochs``; ``epochs`` without ``dataset_size`` or the
+reverse; ``tokens`` for an image model; work beyond 1e18 tokens or samples; custom shapes whose
+``heads x head_dim`` exceeds the largest hidden size (``heads``); LoRA adapters larger than the
+largest model (``lora_rank``). :data:`CROSS_FIELD_PARAMETERS`
+lists the parameters those rules can name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.serializers import ErrorSerializer
+from api.views.base import ERROR_429, ApiMixin
+from fitcalc.errors import FitInputError
+from fitcalc.forms import (
+    CONDITIONS,
+    CURRENCIES,
+    DEFAULT_BATCH,
+    DEFAULT_CONTEXT,
+    DEFAULT_HOURS_PER_DAY,
+    DEFAULT_LORA_RANK,
+    MAX_DATASET_SIZE,
+    MAX_ELECTRICITY_PRICE,
+    MAX_EPOCHS,
+    MIN_PARAMS,
+    FitForm,
+    FitRequest,
+)
+from fitcalc.memory import MAX_BATCH, MAX_CONTEXT, MAX_LORA_RANK, LoraTargets, Mode, Precision
+from fitcalc.plan import MAX_WORK_UNITS, BuyVsRent, CountPlan, GpuPlan
+from fitcalc.presets import MAX_HIDDEN, MAX_LAYERS, MAX_PARAMS, MODEL_KINDS, PRESETS
+from fitcalc.selectors import BuyRentRow, FitResult, GpuDetail, fit_compute
+
+CROSS_FIELD_PARAMETERS = (
+    "model", "params", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim", "precision",
+    "lora_rank", "tokens", "samples", "epochs", "dataset_size",
+)  # fmt: skip
+BASES = ("measured", "measured-scaled", "estimated", "none")
+# A plain string in responses: an enum named "precision" would clash with the catalogue's
+# precision enum (a different set) in the schema's components.
+PRECISION_HELP = "One of " + ", ".join(p.value for p in Precision) + "."
+
+# --- response schema -------------------------------------------------------------------------
+
+
+def _enum(values: list[str] | tuple[str, ...], **kwargs: Any) -> serializers.ChoiceField:
+    return serializers.ChoiceField(choices=list(values), **kwargs)
+
+
+def _float(**kwargs: Any) -> serializers.FloatField:
+    return serializers.FloatField(**kwargs)
+
+
+def _nullable_float(**kwargs: Any) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, **kwargs)
+
+
+def _nullable_int(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(allow_null=True, **kwargs)
+
+
+def _strings(**kwargs: Any) -> serializers.ListField:
+    return serializers.ListField(child=serializers.CharField(allow_blank=True), **kwargs)
+
+
+class FitWorkSerializer(serializers.Serializer):
+    given_as = _enum(["tokens", "samples", "epochs"], help_text="Which parameter gave the work.")
+    amount = _float(help_text="The amount as given.")
+    unit = _enum(["tokens", "samples"], help_text="Unit of the throughput: tokens for transformers, samples else.")
+    work_units = _float(help_text="The work in that unit (a transformer sample is one sequence of `context` tokens).")
+
+
+class FitInputsSerializer(serializers.Serializer):
+    model = serializers.CharField(help_text="Preset slug, or `custom`.")
+    params = serializers.IntegerField()
+    mode = _enum([m.value for m in Mode])
+    precision = serializers.CharField(help_text=PRECISION_HELP)
+    context = serializers.IntegerField()
+    batch = serializers.IntegerField()
+    flash_attention = serializers.BooleanField()
+    activation_checkpointing = serializers.BooleanField(help_text="As applied (false outside training modes).")
+    lora_rank = serializers.IntegerField()
+    lora_targets = _enum([t.value for t in LoraTargets])
+    work = FitWorkSerializer(allow_null=True)
+    hours_per_day = _float()
+    electricity_price_per_kwh = _nullable_float(help_text="Null: electricity not counted.")
+    condition = _enum(list(CONDITIONS))
+    currency = _enum(list(CURRENCIES))
+
+
+class FitModelSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    kind = _enum(list(MODEL_KINDS))
+    params = serializers.IntegerField()
+    layers = _nullable_int()
+    hidden = _nullable_int()
+    heads = _nullable_int()
+    kv_heads = _nullable_int()
+    head_dim = _nullable_int()
+    intermediate = _nullable_int()
+    vocab = _nullable_int()
+    max_context = _nullable_int()
+    sources = _strings(help_text="Where the preset's configuration figures come from.")
+    notes = _strings()
+
+
+class FitMemorySerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    mode = _enum([m.value for m in Mode])
+    precision = serializers.CharField(help_text=PRECISION_HELP)
+    kv_cache_precision = serializers.CharField(help_text=PRECISION_HELP)
+    context = serializers.IntegerField()
+    batch = serializers.IntegerField()
+    params = serializers.IntegerField()
+    trainable_params = serializers.IntegerField()
+    activation_checkpointing = serializers.BooleanField()
+    unit = _enum(["GiB"])
+    weights = _float(help_text="GiB (2^30 bytes), as every memory figure here.")
+    kv_cache = _float()
+    activations = _float()
+    gradients = _float()
+    optimizer = _float()
+    overhead = _float(help_text="cuda_context + fragmentation.")
+    cuda_context = _float()
+    fragmentation = _float()
+    total = _float(help_text="On one GPU.")
+    notes = _strings()
+
+
+class FitGpuSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    memory_gib = _float()
+    throughput_per_s = _nullable_float(help_text="One GPU's rate in `throughput_unit`.")
+    throughput_unit = _enum(["tokens/s", "samples/s"])
+    throughput_basis = _enum(list(BASES))
+    throughput_is_estimate = serializers.BooleanField()
+    throughput_note = serializers.CharField(allow_blank=True)
+    price_per_gpu_hour = _nullable_float(help_text="Cheapest current on-demand price, in `currency`.")
+    purchase_price = _nullable_float(help_text="In `currency`.")
+    purchase_price_source = serializers.CharField(allow_blank=True)
+    tdp_w = _nullable_float()
+
+
+class FitCountPlanSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    per_gpu_gib = _float()
+    memory_gib = _float()
+    fits = serializers.BooleanField()
+    speedup = _float()
+    hours = _nullable_float()
+    cost = _nullable_float()
+    over_max_hours = serializers.BooleanField(allow_null=True)
+    throughput_is_estimate = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+
+
+class FitGpuPlanSerializer(serializers.Serializer):
+    gpu = FitGpuSerializer()
+    gpus_needed = _nullable_int(help_text="Fewest GPUs that hold the job; null: not even 8.")
+    recommended = FitCountPlanSerializer(allow_null=True)
+    reason = serializers.CharField()
+    counts = FitCountPlanSerializer(many=True)
+
+
+class FitBuyVsRentResultSerializer(serializers.Serializer):
+    purchase_price = _float()
+    resale_fraction = _float()
+    amortisation_months = _float()
+    rent_price_per_hour = _float()
+    power_w = _float()
+    electricity_price_per_kwh = _float()
+    hours_per_day = _float()
+    rent_cost_per_month = _float()
+    electricity_cost_per_month = _float()
+    depreciation_per_month = _float()
+    own_cost_per_month = _float()
+    break_even_days = _nullable_float()
+    break_even_hours_per_day = _nullable_float()
+    recommendation = _enum(["buy", "rent"])
+    reason = serializers.CharField()
+
+
+class FitBuyVsRentSerializer(serializers.Serializer):
+    gpu = serializers.CharField()
+    gpu_name = serializers.CharField()
+    gpus_needed = _nullable_int()
+    result = FitBuyVsRentResultSerializer(
+        allow_null=True, help_text="Per GPU; null when a price is missing (see notes)."
+    )
+    notes = _strings()
+
+
+class FitExchangeRateSerializer(serializers.Serializer):
+    units_per_usd = _float()
+    date = serializers.DateField()
+    source = serializers.CharField(allow_blank=True)
+
+
+class FitAssumptionsSerializer(serializers.Serializer):
+    achievable_compute_fraction = _float()
+    achievable_bandwidth_fraction = _float()
+    scaling_efficiency_per_doubling = _float()
+    max_hours = _float()
+
+
+class FitResponseSerializer(serializers.Serializer):
+    inputs = FitInputsSerializer()
+    model = FitModelSerializer()
+    memory = FitMemorySerializer()
+    currency = _enum(list(CURRENCIES))
+    exchange_rate = FitExchangeRateSerializer(allow_null=True)
+    fitting_count = serializers.IntegerField(help_text="GPU models that hold the job on up to 8 cards.")
+    plans = FitGpuPlanSerializer(
+        many=True, help_text="Every curated GPU, ranked: fitting first, then by cost, time, count."
+    )
+    buy_vs_rent = FitBuyVsRentSerializer(many=True, help_text="For the best few fitting GPUs.")
+    assumptions = FitAssumptionsSerializer()
+    warnings = _strings()
+
+
+# --- parameters ------------------------------------------------------------------------------
+
+
+def _param(name: str, schema: dict[str, Any], description: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name, type=schema, location=OpenApiParameter.QUERY, required=False, allow_blank=True, description=description
+    )
+
+
+def _enum_schema(values: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    # An empty value means "the default", as everywhere in the API, so "" is a documented choice.
+    return {"type": "string", "enum": [*values, ""]}
+
+
+def _int(minimum: int, maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum}
+
+
+def _positive(maximum: float) -> dict[str, Any]:
+    return {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": maximum}
+
+
+_BOOL = {"type": "string", "enum": ["true", "false", ""]}
+
+PARAMETERS = [
+    _param("model", _enum_schema(sorted(PRESETS)), "Model preset. Give this or `params`."),
+    _param(
+        "params",
+        {"type": "number", "minimum": MIN_PARAMS, "maximum": MAX_PARAMS},
+        "Custom model: parameter count (7e9 = 7B).",
+    ),
+    _param("kind", _enum_schema(MODEL_KINDS), "Custom model: decoder (default), encoder, diffusion or cnn."),
+    _param("layers", _int(1, MAX_LAYERS), "Custom model: layers."),
+    _param("hidden", _int(1, MAX_HIDDEN), "Custom model: hidden size."),
+    _param("heads", _int(1, MAX_HIDDEN), "Custom model: attention heads."),
+    _param("kv_heads", _int(1, MAX_HIDDEN), "Custom model: KV heads (at most `heads`)."),
+    _param("head_dim", _int(1, MAX_HIDDEN), "Custom model: head dimension."),
+    _param("mode", _enum_schema([m.value for m in Mode]), "inference (default), lora, qlora, full_finetune or train."),
+    _param(
+        "precision", _enum_schema([p.value for p in Precision]), "Weights precision. Default bf16 (int4 for qlora)."
+    ),
+    _param("context", _int(1, MAX_CONTEXT), f"Tokens per sequence (default {DEFAULT_CONTEXT})."),
+    _param("batch", _int(1, MAX_BATCH), f"Sequences or samples per GPU (default {DEFAULT_BATCH})."),
+    _param(
+        "flash_attention", _BOOL, "Default true: FlashAttention is standard now; the attention matrices are not stored."
+    ),
+    _param("activation_checkpointing", _BOOL, "Default: on for lora, qlora and full_finetune, off for train."),
+    _param("lora_rank", _int(1, MAX_LORA_RANK), f"LoRA/QLoRA rank (default {DEFAULT_LORA_RANK})."),
+    _param(
+        "lora_targets", _enum_schema([t.value for t in LoraTargets]), "LoRA/QLoRA adapted layers (default all_linear)."
+    ),
+    _param(
+        "tokens", _positive(MAX_WORK_UNITS), "Work: tokens to process (transformers). One of tokens, samples, epochs."
+    ),
+    _param(
+        "samples", _positive(MAX_WORK_UNITS), "Work: samples (sequences of `context` tokens, or images) to process."
+    ),
+    _param("epochs", _positive(MAX_EPOCHS), "Work: epochs over `dataset_size` samples."),
+    _param("dataset_size", _int(1, MAX_DATASET_SIZE), "Samples per epoch (with `epochs`)."),
+    _param(
+        "hours_per_day",
+        _positive(24),
+        f"Buy vs rent: hours of use per day (default {DEFAULT_HOURS_PER_DAY:g}, seed 002).",
+    ),
+    _param(
+        "electricity_price_per_kwh",
+        {"type": "number", "minimum": 0, "maximum": MAX_ELECTRICITY_PRICE},
+        "Buy vs rent: electricity price per kWh in `currency`; absent = not counted.",
+    ),
+    _param("condition", _enum_schema(CONDITIONS), "Buy vs rent: new (default) or used."),
+    _param("currency", _enum_schema(CURRENCIES), "Currency of prices and costs (default USD)."),
+]
+
+
+# --- the view --------------------------------------------------------------------------------
+
+
+def _count_plan_data(plan: CountPlan) -> dict[str, Any]:
+    return plan.to_dict()
+
+
+def _gpu_plan_data(plan: GpuPlan, detail: GpuDetail) -> dict[str, Any]:
+    gpu = plan.gpu
+    return {
+        "gpu": {
+            "slug": gpu.slug,
+            "name": gpu.name,
+            "memory_gib": gpu.memory_gib,
+            "throughput_per_s": gpu.throughput_per_s,
+            "throughput_unit": detail.throughput_unit,
+            "throughput_basis": detail.throughput_basis,
+            "throughput_is_estimate": gpu.throughput_is_estimate,
+            "throughput_note": detail.throughput_note,
+            "price_per_gpu_hour": gpu.price_per_gpu_hour,
+            "purchase_price": gpu.purchase_price,
+            "purchase_price_source": detail.purchase_price_source,
+            "tdp_w": gpu.tdp_w,
+        },
+        "gpus_needed": plan.gpus_needed,
+        "recommended": _count_plan_data(plan.recommended) if plan.recommended else None,
+        "reason": plan.reason,
+        "counts": [_count_plan_data(count_plan) for count_plan in plan.counts],
+    }
+
+
+def _buy_rent_data(row: BuyRentRow) -> dict[str, Any]:
+    result: BuyVsRent | None = row.result
+    return {
+        "gpu": row.slug,
+        "gpu_name": row.name,
+        "gpus_needed": row.gpus_needed,
+        "result": result.to_dict() if result else None,
+        "notes": list(row.notes),
+    }
+
+
+def _model_data(request: FitRequest) -> dict[str, Any]:
+    spec = request.model.to_dict()
+    keys = ("slug", "name", "kind", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context", "sources", "notes")  # fmt: skip
+    return {key: spec[key] for key in keys}
+
+
+def fit_result_data(result: FitResult) -> dict[str, Any]:
+    """The API's answer (FitResponseSerializer's shape) from a computed FitResult."""
+    request = result.request
+    return {
+        "inputs": request.echo(),
+        "model": _model_data(request),
+        "memory": request.breakdown.to_dict(),
+        "currency": result.currency,
+        "exchange_rate": result.exchange_rate,
+        "fitting_count": len(result.fitting),
+        "plans": [_gpu_plan_data(plan, result.details[plan.gpu.slug]) for plan in result.plans],
+        "buy_vs_rent": [_buy_rent_data(row) for row in result.buy_vs_rent],
+        "assumptions": result.assumptions,
+        "warnings": list(result.warnings),
+    }
+
+
+class FitView(ApiMixin, APIView):
+    """Memory, fit on 1/2/4/8 GPUs, time and cost to finish, and buy versus rent, for one model.
+
+    Anonymous read: ApiMixin's AllowAny permission and the API's usual throttles."""
+
+    @extend_schema(
+        summary="Will a model fit, on how many GPUs, how long and at what cost",
+        description=__doc__,
+        parameters=PARAMETERS,
+        responses={
+            200: FitResponseSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer, description="An invalid parameter or combination; `errors` names it."
+            ),
+            429: ERROR_429,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        form = FitForm(data=request.query_params)
+        if not form.is_valid():
+            raise ValidationError(form.errors_by_field())
+        try:
+            result = fit_compute(request=form.fit_request)
+        except FitInputError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        return Response(fit_result_data(result))

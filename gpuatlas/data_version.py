@@ -1,0 +1,105 @@
+"""A version of the data behind rankings, tier lists and GPU pages, for cache keys.
+
+Computed views (rankings, tiers, the GPU page's standings) depend on prices, results and the
+catalogue. Instead of deleting every cached variant when one of them changes, the writers
+(price import, ingest, lab import, moderation, catalogue import, aggregate rebuild) call
+``data_version_bump()`` and readers put ``data_version()`` into their cache keys: entries of
+an older version are simply never read again and expire on their own.
+
+The bump runs when the writer's transaction commits (``transaction.on_commit``), so a reader
+that sees the new version also sees the new data; a reader that computed from the old data
+stores it under the old version, where nobody looks any more.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils.translation import get_language
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MISSING = object()
+
+CACHE_KEY = "gpuatlas:data-version"
+
+
+def data_version() -> str:
+    """The current data version (a short random token); created on first use."""
+    version = cache.get(CACHE_KEY)
+    if version is None:
+        version = uuid.uuid4().hex[:12]
+        # add(): two first readers agree on one version instead of each writing its own.
+        if not cache.add(CACHE_KEY, version, timeout=None):
+            version = cache.get(CACHE_KEY) or version
+    return version
+
+
+def _bump() -> None:
+    cache.set(CACHE_KEY, uuid.uuid4().hex[:12], timeout=None)
+
+
+def data_version_bump() -> None:
+    """Mark cached computations stale, once the current transaction (if any) commits.
+
+    A no-op while versioned caching is off (the local-memory cache of development and tests):
+    a per-process cache cannot carry a worker's bump to the web processes anyway.
+    """
+    if data_version_cache_seconds() > 0:
+        transaction.on_commit(_bump)
+
+
+def data_version_cache_key(*parts: object) -> str:
+    """A cache key that includes the data version: ``gpuatlas:v<version>:part1:part2...``."""
+    return ":".join(["gpuatlas", f"v{data_version()}", *(str(p) for p in parts)])
+
+
+def data_version_cache_seconds() -> int:
+    """How long a versioned entry lives (setting DATA_VERSION_CACHE_SECONDS; 0 turns caching off).
+
+    Default: 600 s with a shared cache (Redis, CACHE_URL), off with the per-process local-memory
+    cache of development and tests, where writes made outside the services (factories, the
+    shell) would not bump the version. The period also bounds staleness after writes that
+    bypass the services (admin edits).
+    """
+    configured = getattr(settings, "DATA_VERSION_CACHE_SECONDS", None)
+    if configured is not None:
+        return int(configured)
+    backend = settings.CACHES.get("default", {}).get("BACKEND", "")
+    return 600 if "redis" in backend.lower() else 0
+
+
+def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:
+    """Cache a keyword-only pure read under (name, language, arguments, data version).
+
+    ``key(**kwargs)`` returns what identifies the arguments (default: all of them, by repr);
+    the language is part of the key because results carry translated labels. The undecorated
+    function stays reachable as ``fn.uncached``.
+    """
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(**kwargs: Any) -> Any:
+            seconds = data_version_cache_seconds()
+            if seconds <= 0:
+                return fn(**kwargs)
+            identity = key(**kwargs) if key is not None else sorted(kwargs.items())
+            digest = hashlib.sha256(repr(identity).encode()).hexdigest()[:32]
+            cache_key = data_version_cache_key(name, get_language() or "", digest)
+            found = cache.get(cache_key, _MISSING)
+            if found is not _MISSING:
+                return found
+            value = fn(**kwargs)
+            cache.set(cache_key, value, seconds)
+            return value
+
+        wrapper.uncached = fn  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,293 @@
+"""GPU Atlas settings: one module, configured from the environment.
+
+With nothing set it runs the embedded default (SQLite, tasks executed in-process, DEBUG on).
+Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS and DEBUG=0.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import timedelta
+from pathlib import Path
+
+import plotly
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+from gpuatlas.env import env_bool, env_broker_url, env_database, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", True)
+_DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz"  # noqa: S105 - only used when DEBUG is on
+SECRET_KEY = env_str("SECRET_KEY") or (_DEV_SECRET if DEBUG else "")
+if not SECRET_KEY:
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "simple_history",
+    "django_prometheus",
+    "accounts",
+    "catalog",
+    "benchmarks_app",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    # Prometheus first and last so request latency covers every middleware; health probes and
+    # /metrics are served before SSL redirection and host validation (internal plain-HTTP
+    # requests by node IP).
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "gpuatlas.logging.RequestIdMiddleware",
+    "gpuatlas.health.ProbeMiddleware",
+    "gpuatlas.metrics.MetricsEndpointMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "gpuatlas.security.ContentSecurityPolicyMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "gpuatlas.urls"
+WSGI_APPLICATION = "gpuatlas.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "gpuatlas.context_processors.site",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env_database("DATABASE_URL", str(BASE_DIR / "db.sqlite3"))}
+# Optional streaming read replica: reads go there, writes and read-your-writes to the primary
+# (gpuatlas/db_router.py explains which reads stay on the primary, and why).
+if env_str("DATABASE_REPLICA_URL"):
+    DATABASES["replica"] = env_database("DATABASE_REPLICA_URL", "unused") | {"TEST": {"MIRROR": "default"}}
+    DATABASE_ROUTERS = ["gpuatlas.db_router.PrimaryReplicaRouter"]
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("gpuatlas.logging.RequestIdMiddleware") + 1, "gpuatlas.db_router.PrimaryPinMiddleware"
+    )
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "accounts:account"
+LOGOUT_REDIRECT_URL = "dashboard:rankings"
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# plotly.js is served from the plotly package's own copy: no CDN, and always the
+# version the Python figures were built for.
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent / "package_data")]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# Uploads and request bodies: benchmark submissions are small JSON documents.
+SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 1_000_000, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = SUBMISSION_MAX_BYTES + 64 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = SUBMISSION_MAX_BYTES + 64 * 1024
+
+# Celery: with no broker the embedded default runs tasks in-process, eagerly.
+CELERY_BROKER_URL = env_broker_url("CELERY_BROKER_URL")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# No loss: a task is acknowledged only after it ran, and re-queued when its worker dies.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ROUTES = {
+    "catalog.tasks.*": {"queue": "imports"},
+    "benchmarks_app.tasks.*": {"queue": "ingest"},
+}
+CELERY_TASK_DEFAULT_QUEUE = "ingest"
+PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
+PRICE_IMPORT_EVERY_HOURS = env_int("PRICE_IMPORT_EVERY_HOURS", 6, minimum=1)
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {
+    "prices-reimport": {
+        "task": "catalog.tasks.prices_import_directory_task",
+        "schedule": timedelta(hours=PRICE_IMPORT_EVERY_HOURS),
+    },
+    "submissions-sweep": {
+        "task": "benchmarks_app.tasks.sweep_stuck_submissions",
+        "schedule": timedelta(minutes=env_int("SUBMISSION_SWEEP_EVERY_MINUTES", 1, minimum=1)),
+    },
+}
+
+CACHE_URL = env_str("CACHE_URL")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
+    )
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.SearchFilter",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("THROTTLE_ANON", "600/min"),
+        "user": env_str("THROTTLE_USER", "2000/min"),
+        "submissions": env_str("THROTTLE_SUBMISSIONS", "120/min"),
+    },
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
+}
+API_RANKINGS_CACHE_SECONDS = env_int("API_RANKINGS_CACHE_SECONDS", 60, minimum=0)
+# Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.
+INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
+INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
+INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20, minimum=1)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU Atlas API",
+    "DESCRIPTION": "GPUs, cloud prices, benchmark results and performance-per-dollar rankings.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+SIMPLE_HISTORY_REVERT_DISABLED = False
+
+# Production hardening: on whenever DEBUG is off.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = not DEBUG
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "strict-origin-when-cross-origin"
+X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (gpuatlas/security.py): scripts from our origin only (plotly.js is a
+# static file, figures are json_script data); plotly.js injects styles, hence 'unsafe-inline' there.
+CSP_POLICY = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+# drf-spectacular's Swagger UI page inlines its start-up script; ReDoc runs its search in a
+# blob: worker. Those allowances apply to these two pages only.
+CSP_PATH_OVERRIDES = {
+    "/api/v1/docs/": {"script-src": ["'self'", "'unsafe-inline'"]},
+    "/api/v1/redoc/": {"worker-src": ["'self'", "blob:"]},
+}
+
+# Logs: one JSON object per line in production (LOG_FORMAT=json, the default when DEBUG is off),
+# readable text in development; every line carries the request id (gpuatlas/logging.py).
+LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json").lower()
+if LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not a log format: use json or text.")
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not a level: use DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_context": {"()": "gpuatlas.logging.RequestContextFilter"}},
+    "formatters": {
+        "json": {"()": "gpuatlas.logging.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # RequestIdMiddleware logs every request (with its id); Django's own lines would repeat them.
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "WARNING"},
+    },
+}
+
+# Prometheus /metrics (gpuatlas/metrics.py): served only with the bearer token or to the listed
+# addresses/networks; with neither set the endpoint does not exist.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN is too short: use at least 16 random characters.")
+# An empty value means none (Compose passes optional variables as empty strings).
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", []) if env_str("METRICS_ALLOWED_IPS") else []
+try:
+    METRICS_ALLOWED_NETWORKS = [ipaddress.ip_network(item, strict=False) for item in METRICS_ALLOWED_IPS]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS has a malformed address or network: {exc}.") from None
+METRICS_DB_CACHE_SECONDS = env_int("METRICS_DB_CACHE_SECONDS", 15, minimum=0)
+# Celery hosts without a web process serve their own task samples here (0: off); same guard.
+METRICS_WORKER_PORT = env_int("METRICS_WORKER_PORT", 0, minimum=0)
+METRICS_WORKER_ADDR = env_str("METRICS_WORKER_ADDR", "0.0.0.0")  # noqa: S104 - guarded by token/IPs

@@ -1,0 +1,498 @@
+"""The performance harness behind ``perf/run``: every figure of issue 9 on PostgreSQL and Redis.
+
+    perf/run [--quick] [--runs N] [--requests N] [--skip-ingest] [--skip-prices]
+
+It reads (and, for the ingest and price-import figures, writes to) the database of
+PERF_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gpuatlas_perf), filled by
+``python -m perf.fixture``; Redis database 12 (PERF_REDIS_URL) is flushed and used as cache
+and broker. Gunicorn (1 sync worker, DEBUG=0, SECURE_SSL_REDIRECT=0, ALLOWED_HOSTS=127.0.0.1)
+and one Celery worker (prefork, concurrency 1) are started on loopback and stopped at the end.
+
+Each figure is printed as one line: ``name  min  median  max  unit  (target)``; min/median/max
+are over ``--runs`` repetitions. Latency ratios divide by /api/v1/ping/ measured in the same
+run, round-robin with the other endpoints, so that load from other processes on the machine
+hits all of them alike. perf/README.md explains every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpuatlas_perf"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
+PING = "/api/v1/ping/"
+TERMINAL = ("accepted", "flagged", "rejected", "on_hold")
+LOG_DIR = Path(os.environ.get("PERF_LOG_DIR", "/tmp"))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer runs and requests (about 1 minute)")
+    parser.add_argument("--runs", type=int, help="repetitions of each measurement (default 5, quick 3)")
+    parser.add_argument("--requests", type=int, help="requests per endpoint per run (default 60, quick 20)")
+    parser.add_argument("--ingest-seconds", type=float, help="how long the POST load lasts (default 20, quick 8)")
+    parser.add_argument("--concurrency", type=int, default=8, help="client threads posting submissions")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--skip-prices", action="store_true")
+    args = parser.parse_args()
+    args.runs = args.runs or (3 if args.quick else 5)
+    args.requests = args.requests or (20 if args.quick else 60)
+    args.ingest_seconds = args.ingest_seconds or (8.0 if args.quick else 20.0)
+    if args.runs < 1 or args.requests < 5:
+        parser.error("--runs must be at least 1 and --requests at least 5")
+    return args
+
+
+def environment(database_url: str, redis_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "CACHE_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "DJANGO_SETTINGS_MODULE": "gpuatlas.settings",
+        "DEBUG": "0",
+        "SECRET_KEY": "perf-only-" + uuid.uuid4().hex * 2,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "0",
+        "SECURE_HSTS_SECONDS": "0",
+        "LOG_LEVEL": "WARNING",
+        "THROTTLE_ANON": "100000000/min",
+        "THROTTLE_USER": "100000000/min",
+        "THROTTLE_SUBMISSIONS": "100000000/min",
+    }
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def line(name: str, values: list[float], unit: str, target: str = "", digits: int = 1) -> None:
+    low, mid, high = min(values), statistics.median(values), max(values)
+    text = f"{name:44s} min {low:9.{digits}f}  median {mid:9.{digits}f}  max {high:9.{digits}f}  {unit}"
+    if target:
+        text += f"   ({target})"
+    print(text, flush=True)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
+
+
+# ---------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def high_water_mb(pid: int) -> float:
+    """VmHWM (peak resident set) of a process, in MB."""
+    for text in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if text.startswith("VmHWM:"):
+            return int(text.split()[1]) / 1024
+    return float("nan")
+
+
+def wait_for_http(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            status, _body = http_get(port, PING)
+            if status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"gunicorn did not answer on port {port} within {timeout:.0f} s (see {LOG_DIR}/perf_gunicorn.log)")
+
+
+def http_get(port: int, path: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("GET", path, headers={"Accept-Language": "en"})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+def row_counts() -> dict[str, int]:
+    from benchmarks_app.models import BenchmarkResult, ResultAggregate
+    from catalog.models import Gpu, Offer, PriceObservation
+
+    return {
+        "GPUs": Gpu.objects.count(),
+        "offers": Offer.objects.count(),
+        "current offers": Offer.objects.current().count(),
+        "price observations": PriceObservation.objects.count(),
+        "benchmark results": BenchmarkResult.objects.count(),
+        "result aggregates": ResultAggregate.objects.count(),
+    }
+
+
+def busiest_gpu_slug() -> str:
+    """The GPU with the most results: the heaviest GPU page."""
+    from django.db.models import Sum
+
+    from benchmarks_app.models import ResultAggregate
+
+    row = ResultAggregate.objects.values("gpu__slug").annotate(total=Sum("n")).order_by("-total").first() or {
+        "gpu__slug": "a100-sxm4-80-gb"
+    }
+    return row["gpu__slug"]
+
+
+def query_counts(urls: list[str]) -> None:
+    """SQL queries per request, in-process: with an empty cache and then with a warm one."""
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_ACCEPT_LANGUAGE="en", HTTP_HOST="127.0.0.1")
+    print("\nSQL queries per request (in-process, django.test.utils.CaptureQueriesContext):")
+    for url in urls:
+        cache.clear()
+        counts, times = [], []
+        for _ in range(2):
+            with CaptureQueriesContext(connection) as queries:
+                started = time.perf_counter()
+                response = client.get(url)
+                times.append((time.perf_counter() - started) * 1000)
+            if response.status_code != 200:
+                raise SystemExit(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+            counts.append(len(queries))
+        print(
+            f"  {url:44s} cold cache {counts[0]:3d} queries ({times[0]:7.1f} ms)   warm {counts[1]:3d} queries "
+            f"({times[1]:6.1f} ms)",
+            flush=True,
+        )
+
+
+def latencies(port: int, urls: list[str], runs: int, requests: int) -> None:
+    """p50/p95 per endpoint over HTTP, round-robin with ping, and the ratios to ping."""
+    for url in [PING, *urls]:  # warm every path (and the worker's caches) once
+        for _ in range(3):
+            status, body = http_get(port, url)
+            if status != 200:
+                raise SystemExit(f"{url} answered {status}: {body[:300]!r}")
+    figures: dict[str, dict[str, list[float]]] = {
+        url: {"p50": [], "p95": [], "r50": [], "r95": []} for url in [PING, *urls]
+    }
+    for _run in range(runs):
+        timings: dict[str, list[float]] = {url: [] for url in [PING, *urls]}
+        for _ in range(requests):
+            for url in [PING, *urls]:
+                started = time.perf_counter()
+                status, _body = http_get(port, url)
+                timings[url].append((time.perf_counter() - started) * 1000)
+                if status != 200:
+                    raise SystemExit(f"{url} answered {status}")
+        ping50, ping95 = percentile(timings[PING], 0.5), percentile(timings[PING], 0.95)
+        for url, values in timings.items():
+            p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+            figures[url]["p50"].append(p50)
+            figures[url]["p95"].append(p95)
+            figures[url]["r50"].append(p50 / ping50)
+            figures[url]["r95"].append(p95 / ping95)
+    print(f"\nHTTP latency, gunicorn 1 worker on loopback: {runs} runs x {requests} requests per endpoint, round-robin")
+    for url in [PING, *urls]:
+        f = figures[url]
+        line(f"p50 {url}", f["p50"], "ms")
+        p95_ok = statistics.median(f["p95"]) < 150
+        line(f"p95 {url}", f["p95"], "ms", "target < 150 ms: " + verdict(p95_ok))
+        if url != PING:
+            line(f"p50 {url} / ping", f["r50"], "x", digits=2)
+            ok = statistics.median(f["r95"]) <= 3
+            line(f"p95 {url} / ping", f["r95"], "x", "target <= 3x: " + verdict(ok), digits=2)
+
+
+def timed_calls(fn: Callable[[], object], runs: int, repeat: int = 10) -> list[float]:
+    fn()
+    medians = []
+    for _ in range(runs):
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - started) * 1000)
+        medians.append(statistics.median(times))
+    return medians
+
+
+def prices(runs: int) -> None:
+    """Price import rate over the bundled SkyPilot snapshot, and the cheapest-price selector."""
+    import datetime as dt
+
+    from catalog.matching import GpuMatcher
+    from catalog.selectors_prices import cheapest_price_per_gpu
+    from catalog.services.prices import price_import_file
+    from catalog.services.prices.currency import RateBook
+
+    files = sorted((ROOT / "catalog/data/prices/skypilot-catalog").rglob("vms.csv"))
+    rates_per_run = []
+    rows = 0
+    for run in range(runs):
+        matcher, rates = GpuMatcher.load(), RateBook.load()
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=run)  # a newer snapshot: new observations
+        started = time.perf_counter()
+        rows = 0
+        for path in files:
+            summary = price_import_file(path=path, matcher=matcher, rates=rates, observed_at=later)
+            if not summary.ok:
+                raise SystemExit(f"price import of {path} failed: {summary.error}")
+            rows += summary.rows_read
+        rates_per_run.append(rows / (time.perf_counter() - started))
+    print(
+        f"\nPrices: SkyPilot snapshot, {len(files)} files, {rows:,} rows, imported as a newer snapshot into the scale data"
+    )
+    line("price import rate", rates_per_run, "rows/s", digits=0)
+    answer = cheapest_price_per_gpu()
+    line(
+        f"cheapest_price_per_gpu() ({len(answer)} GPUs)",
+        timed_calls(cheapest_price_per_gpu, runs),
+        "ms",
+        "target < 100 ms: " + verdict(statistics.median(timed_calls(cheapest_price_per_gpu, 1)) < 100),
+        digits=2,
+    )
+
+
+class SubmissionDocuments:
+    """Full client runs (perf.bench_ingest's generator) made plausible against the scale data.
+
+    The fixture's medians are synthetic, so a document as generated would be flagged as an
+    outlier and skip the accepted path (results into aggregates). Each result is rescaled to
+    the current median of its (GPU, comparison key) when there is one; FP8 results of GPUs
+    without FP8 (A100) are dropped, as the real client would not produce them.
+    """
+
+    def __init__(self) -> None:
+        from benchmarks_app.models import ResultAggregate
+        from catalog.matching import GpuMatcher
+        from perf.bench_ingest import GPUS
+
+        matcher = GpuMatcher.load()
+        self.gpu_ids = {name: matcher.match(name=name, memory_gib=mib / 1024).gpu_id for name, mib, *_ in GPUS}
+        self.medians = {
+            (gpu_id, key): median
+            for gpu_id, key, median in ResultAggregate.objects.filter(gpu_id__in=self.gpu_ids.values()).values_list(
+                "gpu_id", "comparison_key", "median"
+            )
+        }
+        self.lock = threading.Lock()
+
+    def make(self, rng: random.Random) -> dict:
+        from benchmarks_app.services.aggregates import comparison_key_for
+        from perf.bench_ingest import make_document
+
+        with self.lock:
+            document = make_document(rng, 17)
+        name = document["environment"]["gpu"]["name_nvidia_smi"]
+        gpu_id = self.gpu_ids.get(name)
+        kept = []
+        for result in document["results"]:
+            if "A100" in name and result["precision"] == "fp8":
+                continue
+            key = comparison_key_for(
+                workload_slug=result["workload"],
+                version=result["workload_version"],
+                precision=result["precision"],
+                params=result["params"],
+                gpu_count=result["gpu_count"],
+            ).key
+            target = self.medians.get((gpu_id, key))
+            if target:
+                factor = target / result["median"]
+                result["repetitions"] = [v * factor for v in result["repetitions"]]
+                for field in ("median", "min", "max"):
+                    result[field] *= factor
+            kept.append(result)
+        document["results"] = kept
+        return document
+
+
+def ingest(port: int, args: argparse.Namespace) -> None:
+    """Concurrent POSTs for a bounded time against gunicorn; one Celery worker ingests them."""
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import api_token_create
+    from benchmarks_app.models import RawSubmission
+    from perf.bench_ingest import Poster
+
+    user_model = get_user_model()
+    keys = []
+    for index in range(20):
+        user, _created = user_model.objects.get_or_create(username=f"perf-submitter-{index}")
+        keys.append(api_token_create(user=user, name=f"perf-{uuid.uuid4().hex[:8]}")[1])
+    rng = random.Random(uuid.uuid4().int)
+    documents = SubmissionDocuments()
+    before = RawSubmission.objects.count()
+    first_id = (RawSubmission.objects.order_by("-id").values_list("id", flat=True).first() or 0) + 1
+
+    poster = Poster(port)
+    stop_at = time.monotonic() + args.ingest_seconds
+    counter = {"sent": 0}
+    lock = threading.Lock()
+
+    def client(index: int) -> None:
+        while time.monotonic() < stop_at:
+            body = json.dumps(documents.make(rng)).encode()
+            poster.post((body, keys[index % len(keys)]))
+            with lock:
+                counter["sent"] += 1
+
+    first_post = time.time()
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        list(pool.map(client, range(args.concurrency)))
+    post_seconds = time.time() - first_post
+    created = poster.statuses.get(201, 0)
+    mine = RawSubmission.objects.filter(id__gte=first_id)
+    deadline = time.monotonic() + max(120.0, args.ingest_seconds * 6)
+    while mine.filter(status__in=TERMINAL).count() < created and time.monotonic() < deadline:
+        time.sleep(0.25)
+    from django.db.models import Count, Max, Min
+
+    window = mine.aggregate(first=Min("processed_at"), last=Max("processed_at"))
+    done = mine.filter(status__in=TERMINAL).count()
+    by_status = dict(mine.values_list("status").annotate(n=Count("id")))
+    ms = [v * 1000 for v in poster.latencies]
+    print(
+        f"\nIngest: {len(ms)} POST /api/v1/submissions/ (17 results each) from {args.concurrency} threads in "
+        f"{post_seconds:.1f} s, statuses {dict(sorted(poster.statuses.items()))}; verdicts {by_status}; "
+        f"{RawSubmission.objects.count() - before} stored"
+    )
+    line("submission POST p50 under load", [percentile(ms, 0.5)], "ms")
+    line("submission POST p95 under load", [percentile(ms, 0.95)], "ms")
+    if done and window["last"] and window["first"]:
+        span = max((window["last"] - window["first"]).total_seconds(), 1e-3)
+        end_to_end = window["last"].timestamp() - first_post
+        line("ingest rate (1 Celery worker)", [done / span], "submissions/s", digits=0)
+        line(
+            "end to end (first POST to last verdict)",
+            [done / end_to_end],
+            "submissions/s",
+            "target >= 200: " + verdict(done / end_to_end >= 200),
+            digits=0,
+        )
+    if done < created:
+        print(f"  warning: {created - done} submissions had no verdict before the deadline")
+
+
+def main() -> None:
+    args = parse_args()
+    database_url = os.environ.get("PERF_DATABASE_URL", DEFAULT_DATABASE)
+    redis_url = os.environ.get("PERF_REDIS_URL", DEFAULT_REDIS)
+    env = environment(database_url, redis_url)
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    import logging
+
+    import redis
+    from django.db import connection
+
+    logging.disable(logging.INFO)
+    if connection.vendor != "postgresql":
+        raise SystemExit("perf/run needs PostgreSQL: set PERF_DATABASE_URL")
+    redis.Redis.from_url(redis_url).flushdb()
+    counts = row_counts()
+    print(
+        f"database {connection.settings_dict['NAME']} (PostgreSQL), cache and broker {redis_url}, {os.cpu_count()} CPUs"
+    )
+    print("  " + ", ".join(f"{name} {count:,}" for name, count in counts.items()))
+    if counts["benchmark results"] < 1000:
+        print("  warning: little data; run `python -m perf.fixture ...` first (perf/README.md)")
+    slug = busiest_gpu_slug()
+    urls = ["/", "/tiers/", f"/gpus/{slug}/", "/api/v1/rankings/", "/api/v1/offers/"]
+    query_counts(urls)
+    connection.close()
+
+    port = free_port()
+    web = start(
+        [sys.executable, "-m", "gunicorn", "gpuatlas.wsgi:application", "-w", "1", "-b", f"127.0.0.1:{port}",
+         "--timeout", "120", "--backlog", "2048"],
+        env, LOG_DIR / "perf_gunicorn.log",
+    )  # fmt: skip
+    worker = start(
+        [sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", "ingest,imports", "-P", "prefork", "-c", "1",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
+        env, LOG_DIR / "perf_celery.log",
+    )  # fmt: skip
+    try:
+        wait_for_http(port)
+        latencies(port, urls, args.runs, args.requests)
+        if not args.skip_prices:
+            prices(max(1, min(args.runs, 3)))
+        if not args.skip_ingest:
+            ingest(port, args)
+        print("\nPeak memory (VmHWM, /proc/<pid>/status)")
+        web_workers = children(web.pid)
+        for pid in web_workers:
+            line(
+                "gunicorn web worker peak RSS",
+                [high_water_mb(pid)],
+                "MB",
+                "target < 300 MB: " + verdict(high_water_mb(pid) < 300),
+            )
+        for pid in children(worker.pid):
+            line("celery worker (pool process) peak RSS", [high_water_mb(pid)], "MB")
+        line("celery worker (main process) peak RSS", [high_water_mb(worker.pid)], "MB")
+    finally:
+        stop(web)
+        stop(worker)
+        connection.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Shared fixtures. Markers: slow, postgres, celery_worker, browser (see pyproject.toml)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+    has_broker = bool(settings.CELERY_BROKER_URL)
+    run_browser = os.environ.get("GPUATLAS_BROWSER_TESTS", "1") != "0"
+    for item in items:
+        if "postgres" in item.keywords and not on_postgres:
+            item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in the PostgreSQL/Redis CI pass"))
+        if "celery_worker" in item.keywords and not has_broker:
+            item.add_marker(pytest.mark.skip(reason="needs a Redis broker: runs in the PostgreSQL/Redis CI pass"))
+        if "browser" in item.keywords and not run_browser:
+            item.add_marker(pytest.mark.skip(reason="GPUATLAS_BROWSER_TESTS=0"))
+
+
+@pytest.fixture(autouse=True)
+def _clear_process_caches():
+    """The ingest caches the catalogue and peers per process; tests must not see each other's."""
+    from benchmarks_app.services.peers import live_peers
+    from benchmarks_app.services.snapshot import catalog_snapshot_clear
+
+    catalog_snapshot_clear()
+    live_peers.clear()
+    yield
+    catalog_snapshot_clear()
+    live_peers.clear()
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache():
+    """Throttle counters and cached rankings live in the cache: start every test from empty."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

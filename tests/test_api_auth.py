@@ -1,0 +1,177 @@
+"""Authorisation and throttling of API v1: anonymous read, staff-only moderation, 429 with Retry-After."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.test import Client, override_settings
+
+from accounts.services import api_token_create
+from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionStatus, TrustLabel
+from tests.factories import UserFactory
+from tests.factories_api import build_api_world
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():  # type: ignore[no-untyped-def]
+    cache.clear()
+    return build_api_world()
+
+
+def token_for(user) -> str:  # type: ignore[no-untyped-def]
+    _, key = api_token_create(user=user, name="tests")
+    return f"Token {key}"
+
+
+def post_json(client, url: str, body: object, **headers: str):  # type: ignore[no-untyped-def]
+    return client.post(url, data=json.dumps(body), content_type="application/json", **headers)
+
+
+APPROVE = "/api/v1/moderation/submissions/approve/"
+REJECT = "/api/v1/moderation/submissions/reject/"
+QUEUE = "/api/v1/moderation/submissions/"
+
+
+def test_reads_are_anonymous(client, world):  # type: ignore[no-untyped-def]
+    for url in ("/api/v1/gpus/", "/api/v1/offers/", "/api/v1/rankings/", "/api/v1/results/"):
+        assert client.get(url).status_code == 200
+
+
+def test_a_bad_token_is_401_even_on_reads(client, world):  # type: ignore[no-untyped-def]
+    response = client.get("/api/v1/gpus/", HTTP_AUTHORIZATION="Token not-a-real-token")
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Invalid or revoked token."}
+
+
+@pytest.mark.parametrize(("method", "url"), [("get", QUEUE), ("post", APPROVE), ("post", REJECT)])
+def test_anonymous_cannot_moderate(client, world, method, url):  # type: ignore[no-untyped-def]
+    response = client.get(url) if method == "get" else client.post(url, data="{}", content_type="application/json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize(("method", "url"), [("get", QUEUE), ("post", APPROVE), ("post", REJECT)])
+def test_a_user_who_is_not_staff_cannot_moderate(client, world, method, url):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="someone"))
+    if method == "get":
+        response = client.get(url, HTTP_AUTHORIZATION=auth)
+    else:
+        response = post_json(client, url, {"run_uuids": [str(world.held[0].run_uuid)]}, HTTP_AUTHORIZATION=auth)
+    assert response.status_code == 403
+    world.held[0].refresh_from_db()
+    assert world.held[0].status == SubmissionStatus.FLAGGED
+
+
+def test_anonymous_cannot_submit(client, world):  # type: ignore[no-untyped-def]
+    assert post_json(client, "/api/v1/submissions/", {}).status_code == 401
+
+
+def test_staff_approves_a_flagged_submission(client, world):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="curator", is_staff=True))
+    flagged, on_hold, _ = world.held
+    unknown = "00000000-0000-4000-8000-000000000000"
+    before = ResultAggregate.objects.get(gpu=world.h100, comparison_key=world.resnet_key).n
+    response = post_json(
+        client, APPROVE, {"run_uuids": [str(flagged.run_uuid), str(on_hold.run_uuid), unknown]}, HTTP_AUTHORIZATION=auth
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["changed"] == [str(flagged.run_uuid)]
+    assert set(body["skipped"]) == {str(on_hold.run_uuid), unknown}
+    assert body["skipped"][unknown] == "no such submission"
+    flagged.refresh_from_db()
+    assert flagged.status == SubmissionStatus.ACCEPTED
+    assert BenchmarkResult.objects.get(submission=flagged).trust == TrustLabel.COMMUNITY
+    assert ResultAggregate.objects.get(gpu=world.h100, comparison_key=world.resnet_key).n > before
+    remaining = client.get(QUEUE, HTTP_AUTHORIZATION=auth).json()["results"]
+    assert [row["run_uuid"] for row in remaining] == [str(on_hold.run_uuid)]
+
+
+def test_staff_rejects_and_the_results_leave_the_site(client, world):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="curator", is_staff=True))
+    flagged = world.held[0]
+    response = post_json(client, REJECT, {"run_uuids": [str(flagged.run_uuid)]}, HTTP_AUTHORIZATION=auth)
+    assert response.status_code == 200
+    assert response.json() == {"changed": [str(flagged.run_uuid)], "skipped": {}}
+    assert not BenchmarkResult.objects.filter(submission=flagged).exists()
+    flagged.refresh_from_db()
+    assert flagged.status == SubmissionStatus.REJECTED
+    assert flagged.payload == "{}"  # the raw submission is kept as received
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"run_uuids": []}, {"run_uuids": ["not-a-uuid"]}, {"run_uuids": [False]}, {"run_uuids": "x"}, [1, 2]],
+)
+def test_bad_decision_bodies_are_400_naming_the_field(client, world, body):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="curator", is_staff=True))
+    response = post_json(client, APPROVE, body, HTTP_AUTHORIZATION=auth)
+    assert response.status_code == 400
+    assert set(response.json()["errors"]) <= {"run_uuids", "non_field_errors"}
+    world.held[0].refresh_from_db()
+    assert world.held[0].status == SubmissionStatus.FLAGGED
+
+
+def test_too_many_decisions_at_once_is_400(client, world):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="curator", is_staff=True))
+    body = {"run_uuids": [f"00000000-0000-4000-8000-{index:012d}" for index in range(501)]}
+    response = post_json(client, APPROVE, body, HTTP_AUTHORIZATION=auth)
+    assert response.status_code == 400
+    assert "run_uuids" in response.json()["errors"]
+
+
+def test_a_staff_session_needs_csrf_to_moderate(world):  # type: ignore[no-untyped-def]
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(UserFactory(username="curator", is_staff=True))
+    response = post_json(client, APPROVE, {"run_uuids": [str(world.held[0].run_uuid)]})
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["detail"]
+
+
+def _rates(**rates: str) -> dict:
+    config = dict(settings.REST_FRAMEWORK)
+    config["DEFAULT_THROTTLE_RATES"] = {"anon": "1000/min", "user": "1000/min", "submissions": "1000/min", **rates}
+    return config
+
+
+def test_anonymous_throttle_answers_429_with_retry_after(client, world):  # type: ignore[no-untyped-def]
+    with override_settings(REST_FRAMEWORK=_rates(anon="3/min")):
+        cache.clear()
+        statuses = [client.get("/api/v1/ping/").status_code for _ in range(4)]
+        throttled = client.get("/api/v1/gpus/")
+    assert statuses == [200, 200, 200, 429]
+    assert throttled.status_code == 429
+    assert 0 < int(throttled["Retry-After"]) <= 60
+    assert "detail" in throttled.json()
+
+
+def test_users_have_their_own_allowance(client, world):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="reader"))
+    with override_settings(REST_FRAMEWORK=_rates(anon="1/min", user="2/min")):
+        cache.clear()
+        assert client.get("/api/v1/ping/").status_code == 200
+        assert client.get("/api/v1/ping/").status_code == 429
+        assert [client.get("/api/v1/ping/", HTTP_AUTHORIZATION=auth).status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_submissions_have_a_stricter_burst_limit(client, world):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="submitter2"))
+    with override_settings(REST_FRAMEWORK=_rates(submissions="2/min")):
+        cache.clear()
+        posts = [post_json(client, "/api/v1/submissions/", {}, HTTP_AUTHORIZATION=auth) for _ in range(3)]
+        # Reads are not limited by the burst scope, and neither are other endpoints.
+        status_reads = [
+            client.get(f"/api/v1/submissions/{world.held[2].run_uuid}/", HTTP_AUTHORIZATION=auth).status_code
+            for _ in range(3)
+        ]
+        other = client.get("/api/v1/gpus/", HTTP_AUTHORIZATION=auth)
+    assert [p.status_code for p in posts[:2]] == [400, 400]  # an empty document is invalid, but counted
+    assert posts[2].status_code == 429
+    assert int(posts[2]["Retry-After"]) > 0
+    assert status_reads == [200, 200, 200]
+    assert other.status_code == 200

@@ -1,0 +1,153 @@
+"""Invalid parameters answer 400 naming the parameter; list endpoints issue a bounded number of queries."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.factories_api import build_api_world
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():  # type: ignore[no-untyped-def]
+    cache.clear()
+    return build_api_world()
+
+
+BAD = [
+    # unknown filter values
+    ("/api/v1/gpus/?vendor=intel", "vendor"),
+    ("/api/v1/gpus/?vendor=NVIDIA", "vendor"),
+    ("/api/v1/gpus/?vendor=%25s%25d", "vendor"),  # "%s%d": the value must never become a format string
+    ("/api/v1/offers/?gpu=%25(x)s", "gpu"),
+    # NUL bytes: PostgreSQL refuses them in any comparison, so they must never reach a query
+    ("/api/v1/offers/?region=eu%00", "region"),
+    ("/api/v1/results/?workload=a%00b", "workload"),
+    ("/api/v1/tiers/?provider=%00", "provider"),
+    ("/api/v1/rankings/?region=eu%00", "region"),
+    ("/api/v1/gpus/?architecture=blackwell", "architecture"),
+    ("/api/v1/gpus/?segment=gaming", "segment"),
+    ("/api/v1/gpus/?supports_precision=fp64", "supports_precision"),
+    ("/api/v1/offers/?gpu=rtx-9090", "gpu"),
+    ("/api/v1/offers/?provider=aws", "provider"),
+    ("/api/v1/offers/?region=mars-1", "region"),
+    ("/api/v1/results/?trust=gold", "trust"),
+    ("/api/v1/results/?workload=doom", "workload"),
+    ("/api/v1/aggregates/?precision=fp128", "precision"),
+    ("/api/v1/workloads/?category=gaming", "category"),
+    ("/api/v1/rankings/?use_case=mining", "use_case"),
+    ("/api/v1/rankings/?vendor=intel", "vendor"),
+    ("/api/v1/rankings/?baseline=rtx-9090", "baseline"),
+    ("/api/v1/tiers/?currency=EUR", "currency"),
+    ("/api/v1/tiers/?currency=usd", "currency"),
+    # cross-parameter: inference-8bit only allows 8bit
+    ("/api/v1/rankings/?use_case=inference-8bit&precision=16bit", "precision"),
+    # numbers: negative, out of range, not a number, not finite
+    ("/api/v1/offers/?max_price_per_gpu_hour=-1", "max_price_per_gpu_hour"),
+    ("/api/v1/offers/?max_price_per_gpu_hour=abc", "max_price_per_gpu_hour"),
+    ("/api/v1/offers/?max_price_per_gpu_hour=1e999", "max_price_per_gpu_hour"),
+    ("/api/v1/offers/?max_price_per_gpu_hour=NaN", "max_price_per_gpu_hour"),
+    ("/api/v1/offers/?min_vcpus_per_gpu=-4", "min_vcpus_per_gpu"),
+    ("/api/v1/gpus/?min_memory_gib=-1", "min_memory_gib"),
+    ("/api/v1/rankings/?min_vram=-8", "min_vram"),
+    ("/api/v1/prices/?offer=0", "offer"),
+    ("/api/v1/prices/?offer=1.5", "offer"),
+    # dates
+    ("/api/v1/gpus/?released_after=2020-13-01", "released_after"),
+    ("/api/v1/gpus/?released_before=10/25/2020", "released_before"),
+    ("/api/v1/prices/?since=yesterday", "since"),
+    # booleans
+    ("/api/v1/offers/?spot=yes", "spot"),
+    ("/api/v1/offers/?available=1", "available"),
+    # opaque keys, text
+    ("/api/v1/results/?comparison_key=xyz", "comparison_key"),
+    ("/api/v1/rankings/?region=" + "x" * 65, "region"),
+    ("/api/v1/offers/?search=a%00b", "search"),
+    # ordering, pagination
+    ("/api/v1/gpus/?ordering=price", "ordering"),
+    ("/api/v1/gpus/?ordering=name,-memory_gib", "ordering"),
+    ("/api/v1/offers/?page_size=501", "page_size"),
+    ("/api/v1/offers/?page_size=0", "page_size"),
+    ("/api/v1/prices/?page_size=ten", "page_size"),
+    ("/api/v1/gpus/?limit=1001", "limit"),
+    ("/api/v1/gpus/?offset=-1", "offset"),
+]
+
+
+@pytest.mark.parametrize(("url", "parameter"), BAD)
+def test_invalid_parameter_is_400_naming_it(client, world, url, parameter):  # type: ignore[no-untyped-def]
+    response = client.get(url)
+    assert response.status_code == 400, (url, response.content[:300])
+    body = response.json()
+    assert list(body["errors"]) == [parameter]
+    assert parameter in body["detail"]
+    assert all(isinstance(message, str) and message for message in body["errors"][parameter])
+
+
+def test_several_invalid_parameters_are_all_named(client, world):  # type: ignore[no-untyped-def]
+    body = client.get("/api/v1/offers/?spot=maybe&provider=aws&max_price_per_gpu_hour=-2").json()
+    assert set(body["errors"]) == {"spot", "provider", "max_price_per_gpu_hour"}
+
+
+def test_page_size_at_the_maximum_is_accepted(client, world):  # type: ignore[no-untyped-def]
+    assert client.get("/api/v1/offers/?page_size=500").status_code == 200
+    assert client.get("/api/v1/gpus/?limit=1000").status_code == 200
+
+
+def test_empty_value_means_no_filter(client, world):  # type: ignore[no-untyped-def]
+    everything = client.get("/api/v1/gpus/").json()["count"]
+    assert client.get("/api/v1/gpus/?vendor=&segment=&min_memory_gib=&curated=").json()["count"] == everything
+
+
+def test_unknown_opaque_ids_just_filter(client, world):  # type: ignore[no-untyped-def]
+    assert client.get("/api/v1/results/?comparison_key=" + "0" * 64).json()["results"] == []
+
+
+def _queries(client, url: str) -> int:  # type: ignore[no-untyped-def]
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.content[:300])
+    return len(captured)
+
+
+LISTS = [
+    "/api/v1/gpus/",
+    "/api/v1/gpus/?vendor=nvidia&supports_precision=bf16",
+    "/api/v1/gpus/h100-sxm5-80gb/",
+    "/api/v1/architectures/",
+    "/api/v1/providers/",
+    "/api/v1/offers/",
+    "/api/v1/offers/?gpu=h100-sxm5-80gb&provider=runpod&region=eu-ro-1",
+    "/api/v1/prices/",
+    "/api/v1/workloads/",
+    "/api/v1/results/",
+    "/api/v1/aggregates/",
+    "/api/v1/rankings/",
+    "/api/v1/tiers/",
+]
+
+
+@pytest.mark.parametrize("url", LISTS)
+def test_query_count_does_not_grow_with_rows(client, url):  # type: ignore[no-untyped-def]
+    cache.clear()
+    build_api_world(observations_per_offer=2)
+    small = _queries(client, url)
+    # A second world's worth of rows (other slugs) must not add queries.
+    from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, TensorPeakFactory
+    from tests.factories_dashboard import BenchmarkResultFactory, ResultAggregateFactory
+
+    for index in range(20):
+        gpu = GpuFactory(name=f"Extra GPU {index}", slug=f"extra-{index}", memory_gib=24.0 + index)
+        TensorPeakFactory(gpu=gpu, precision="bf16", dense_tflops=100.0 + index)
+        offer = OfferFactory(gpu=gpu)
+        PriceObservationFactory(offer=offer)
+        BenchmarkResultFactory(gpu=gpu)
+        ResultAggregateFactory(gpu=gpu)
+    cache.clear()  # rankings/tiers responses are cached for a minute
+    large = _queries(client, url)
+    assert large == small, (url, small, large)
+    assert large <= 12, (url, large)

@@ -1,0 +1,467 @@
+"""The bad-input corpus (tests/badinput/) against the submission API, the upload form, the price
+importers and the fit calculator.
+
+Every case must get a clear refusal naming the problem (a 4xx naming the field and the reason,
+or a per-row rejection with its line and reason) and leave nothing half-written: row counts are
+compared before and after. The module prints how many bad inputs it tried and how many were
+refused as expected (the figure for the reliability note).
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test import Client, override_settings
+
+from accounts.services import api_token_create
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
+from benchmarks_app.services.ingest import submission_ingest
+from benchmarks_app.services.peers import live_peers
+from benchmarks_app.services.snapshot import catalog_snapshot_clear
+from catalog.models import ImportRun, Offer, PriceObservation, Provider
+from catalog.services.prices import price_import_file
+from tests.factories import UserFactory
+from tests.factories_ingest import H100_BF16_PEAK, body, ingest_world, make_result, submission_document
+from tests.factories_prices import catalogue_build
+
+pytestmark = pytest.mark.django_db
+
+CORPUS = Path(__file__).resolve().parent / "badinput"
+MANIFEST = json.loads((CORPUS / "submissions.json").read_text(encoding="utf-8"))
+FIT_CASES = json.loads((CORPUS / "fit_queries.json").read_text(encoding="utf-8"))["cases"]
+PRICE_EXPECTED = json.loads((CORPUS / "prices" / "expected.json").read_text(encoding="utf-8"))
+API = "/api/v1/submissions/"
+
+TRIED: Counter[str] = Counter()
+REFUSED: Counter[str] = Counter()
+
+
+def tally(area: str, refused: bool) -> None:
+    """Count one bad input as tried; it counts as refused once its test reaches tally_done()."""
+    TRIED[area] += 1
+    PENDING.append((area, refused))
+
+
+def tally_done() -> None:
+    """Called as a test's last line: every assertion about its inputs held."""
+    for area, refused in PENDING:
+        REFUSED[area] += int(refused)
+    PENDING.clear()
+
+
+PENDING: list[tuple[str, bool]] = []
+
+
+@pytest.fixture(autouse=True)
+def _forget_unfinished_tallies():  # type: ignore[no-untyped-def]
+    PENDING.clear()
+    yield
+    PENDING.clear()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _report_figures(request):  # type: ignore[no-untyped-def]
+    yield
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if capture is None or not TRIED:
+        return
+    with capture.global_and_fixture_disabled():
+        print(
+            f"\nbad-input corpus: {sum(TRIED.values())} bad inputs tried, {sum(REFUSED.values())} refused as expected"
+        )
+        for area in sorted(TRIED):
+            print(f"  {area:28s} {REFUSED[area]:4d} / {TRIED[area]:4d}")
+
+
+@pytest.fixture(autouse=True)
+def _ingest_in_process(monkeypatch):  # type: ignore[no-untyped-def]
+    """Queued ingests run here, in-process, whether or not a broker is configured (PostgreSQL pass)."""
+    from benchmarks_app.services import intake as intake_module
+
+    def enqueue(*, submission_id: int) -> bool:
+        submission_ingest(submission_id=submission_id)
+        return True
+
+    monkeypatch.setattr(intake_module, "submission_enqueue", enqueue)
+
+
+@pytest.fixture
+def world():
+    catalog_snapshot_clear()
+    live_peers.clear()
+    yield ingest_world()
+    catalog_snapshot_clear()
+    live_peers.clear()
+
+
+@pytest.fixture
+def user():
+    return UserFactory(username="corpus")
+
+
+@pytest.fixture
+def api(user) -> Client:
+    _, key = api_token_create(user=user, name="corpus")
+    return Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+
+
+def stored_counts() -> tuple[int, int, int]:
+    return RawSubmission.objects.count(), BenchmarkResult.objects.count(), ResultAggregate.objects.count()
+
+
+# --------------------------------------------------------------------------- building the cases
+
+
+def _special(value: Any) -> Any:
+    if not isinstance(value, str) or not value.startswith("@"):
+        return value
+    kind, _, argument = value[1:].partition(":")
+    if kind == "long":
+        return "x" * int(argument)
+    if kind == "result":
+        return make_result(median=float(argument))
+    if kind == "deep":
+        nested: Any = []
+        for _ in range(int(argument)):
+            nested = [nested]
+        return nested
+    raise ValueError(f"unknown corpus value {value!r}")
+
+
+def mutated_body(case: dict[str, Any]) -> bytes:
+    document = submission_document()
+    if "set" in case:
+        path, value = case["set"]
+        node = document
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = copy.deepcopy(_special(value))
+    if "delete" in case:
+        node = document
+        for part in case["delete"][:-1]:
+            node = node[part]
+        del node[case["delete"][-1]]
+    text = json.dumps(document)
+    if "text" in case:
+        old, new = case["text"]
+        assert old in text, (case["name"], old)
+        text = text.replace(old, new, 1)
+    return text.encode()
+
+
+SUBMISSION_CASES: dict[str, tuple[bytes | None, dict[str, Any]]] = {}
+for _raw in MANIFEST["raw"]:
+    SUBMISSION_CASES[f"raw:{_raw['file']}"] = (None, _raw)
+for _mutation in MANIFEST["mutations"]:
+    SUBMISSION_CASES[f"mutation:{_mutation['name']}"] = (None, _mutation)
+
+
+def case_body(name: str) -> bytes:
+    _, case = SUBMISSION_CASES[name]
+    if name.startswith("raw:"):
+        return (CORPUS / "submissions" / case["file"]).read_bytes()
+    return mutated_body(case)
+
+
+def assert_names_the_problem(errors: dict[str, list[str]], case: dict[str, Any]) -> None:
+    assert case["field"] in errors, (case, errors)
+    fragments = case.get("reason", "").lower().split("|")
+    assert any(f in reason.lower() for f in fragments for reason in errors[case["field"]]), (
+        case,
+        errors[case["field"]],
+    )
+
+
+# --------------------------------------------------------------------------- submission API
+
+
+@pytest.mark.parametrize("name", sorted(SUBMISSION_CASES))
+def test_submission_api_refuses_the_case_and_stores_nothing(api, world, name):
+    _, case = SUBMISSION_CASES[name]
+    before = stored_counts()
+    response = api.post(API, data=case_body(name), content_type="application/json")
+    refused = response.status_code == case.get("status", 400)
+    tally("submission API", refused)
+    assert refused, (name, response.status_code, response.content[:300])
+    payload = response.json()
+    assert payload["detail"] and case["field"] in payload["detail"]
+    assert_names_the_problem(payload["errors"], case)
+    assert stored_counts() == before
+    tally_done()
+
+
+def test_a_body_over_the_default_limit_is_413_and_nothing_is_stored(api, world):
+    from django.conf import settings
+
+    document = submission_document(skipped=[{"workload": "matmul", "reason": "x" * 1000}] * 1100)
+    payload = body(document)
+    assert len(payload) > settings.SUBMISSION_MAX_BYTES
+    response = api.post(API, data=payload, content_type="application/json")
+    tally("submission API", response.status_code == 413)
+    assert response.status_code == 413
+    assert "limit" in response.json()["errors"]["$"][0]
+    # A client that announces an oversized body is refused before it is read.
+    announced = api.post(API, data=b"{}", content_type="application/json", CONTENT_LENGTH="5000000")
+    tally("submission API", announced.status_code == 413)
+    assert announced.status_code == 413
+    assert stored_counts() == (0, 0, 0)
+    tally_done()
+
+
+@override_settings(SUBMISSION_MAX_BYTES=20_000, DATA_UPLOAD_MAX_MEMORY_SIZE=30_000)
+def test_one_byte_over_a_configured_limit_is_413(api, world):
+    text = json.dumps(submission_document())
+    at_limit = (text[:-1] + " " * (20_000 - len(text.encode())) + "}").encode()
+    assert len(at_limit) == 20_000
+    assert api.post(API, data=at_limit, content_type="application/json").status_code == 201
+    over = json.dumps(submission_document())
+    over_limit = (over[:-1] + " " * (20_001 - len(over.encode())) + "}").encode()
+    response = api.post(API, data=over_limit, content_type="application/json")
+    tally("submission API", response.status_code == 413)
+    assert response.status_code == 413
+    assert RawSubmission.objects.count() == 1  # only the one at the limit
+    tally_done()
+
+
+# --------------------------------------------------------------------------- duplicated run UUIDs
+
+
+def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_capture_on_commit_callbacks):
+    document = submission_document()
+    with django_capture_on_commit_callbacks(execute=True):
+        first = api.post(API, data=body(document), content_type="application/json")
+    assert first.status_code == 201
+    repeat = api.post(API, data=body(document), content_type="application/json")
+    assert repeat.status_code == 200 and repeat.json()["run_uuid"] == document["run_uuid"]
+    changed = copy.deepcopy(document)
+    changed["duration_s"] = 99.0
+    conflict = api.post(API, data=body(changed), content_type="application/json")
+    _, other_key = api_token_create(user=UserFactory(username="other"), name="o")
+    stolen = Client(HTTP_AUTHORIZATION=f"Token {other_key}").post(
+        API, data=body(document), content_type="application/json"
+    )
+    browser = Client()
+    browser.force_login(UserFactory(username="formuser"))
+    via_form = browser.post("/submit/", {"text": json.dumps(changed)})
+    for response in (conflict, stolen):
+        tally("duplicated run UUID", response.status_code == 409)
+        assert response.status_code == 409
+        assert "$.run_uuid" in response.json()["errors"]
+    tally("duplicated run UUID", via_form.status_code == 409)
+    assert via_form.status_code == 409 and "$.run_uuid" in via_form.content.decode()
+    assert RawSubmission.objects.filter(run_uuid=document["run_uuid"]).count() == 1
+    submission = RawSubmission.objects.get()
+    assert submission.payload == body(document).decode()  # the first payload, untouched
+    assert BenchmarkResult.objects.filter(submission=submission).count() == 2
+    tally_done()
+
+
+# --------------------------------------------------------------------------- above the peak, found at ingest
+
+
+def test_a_result_above_the_peak_is_rejected_at_ingest_with_the_reason(api, world):
+    """Between the tolerance and the intake factor: stored, then rejected by the ingest, no results."""
+    document = submission_document(results=[make_result(median=1.5 * H100_BF16_PEAK)])
+    response = api.post(API, data=body(document), content_type="application/json")
+    assert response.status_code == 201
+    submission = RawSubmission.objects.get()
+    assert submission_ingest(submission_id=submission.pk) == SubmissionStatus.REJECTED
+    submission.refresh_from_db()
+    reasons = {r["field"]: r["reason"] for r in submission.reasons if r["verdict"] == "rejected"}
+    tally("above the GPU's peak", "$.results[0].median" in reasons)
+    assert "above the dense BF16 tensor peak" in reasons["$.results[0].median"]
+    assert BenchmarkResult.objects.count() == 0 and ResultAggregate.objects.count() == 0
+    status = api.get(f"{API}{document['run_uuid']}/").json()
+    assert status["status"] == "rejected" and status["results"] == []
+    tally_done()
+
+
+def test_sql_looking_free_text_is_data(api, world, django_capture_on_commit_callbacks):
+    """SQL in a free-text field is stored as sent and harms nothing (queries are parameterised)."""
+    document = submission_document()
+    document["environment"]["os"] = "'; DROP TABLE benchmarks_app_rawsubmission; --"
+    document["environment"]["cpu"]["model"] = "Robert'); DELETE FROM catalog_gpu; --"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(API, data=body(document), content_type="application/json")
+    assert response.status_code == 201
+    stored = RawSubmission.objects.get()
+    assert stored.status == SubmissionStatus.ACCEPTED and stored.payload == body(document).decode()
+    assert "benchmarks_app_rawsubmission" in connection.introspection.table_names()
+    assert BenchmarkResult.objects.filter(submission=stored).count() == 2
+
+
+# --------------------------------------------------------------------------- upload form
+
+
+FORM_CASES = sorted(name for name in SUBMISSION_CASES if name.startswith("raw:")) + [
+    "mutation:NaN in a timing",
+    "mutation:missing results",
+    "mutation:script as the workload",
+    "mutation:ten times the GPU's peak",
+    "mutation:NUL escape in the GPU name",
+    "mutation:negative repetition",
+]
+BLANK_BODIES = {"raw:empty.json"}  # an empty file: the form asks for a file or text first
+
+
+@pytest.mark.parametrize("name", FORM_CASES)
+def test_upload_form_refuses_the_file_and_names_the_problem(user, world, name):
+    _, case = SUBMISSION_CASES[name]
+    browser = Client()
+    browser.force_login(user)
+    payload = case_body(name)
+    upload = SimpleUploadedFile("result.json", payload, content_type="application/json")
+    response = browser.post("/submit/", {"file": upload})
+    page = html.unescape(response.content.decode())
+    refused = response.status_code == 400
+    tally("upload form (file)", refused)
+    assert refused, (name, response.status_code)
+    if name in BLANK_BODIES:
+        assert "Choose a result file or paste its content" in page
+    else:
+        assert f"{case['field']}: " in page, name
+        assert case.get("reason", "").lower() in page.lower(), name
+    assert RawSubmission.objects.count() == 0
+    tally_done()
+
+
+@pytest.mark.parametrize("name", FORM_CASES)
+def test_upload_form_refuses_the_pasted_text(user, world, name):
+    _, case = SUBMISSION_CASES[name]
+    try:
+        text = case_body(name).decode("utf-8")
+    except UnicodeDecodeError:
+        pytest.skip("not text: a browser cannot paste these bytes")
+    if "\x00" in text:
+        pytest.skip("a browser does not send NUL characters in a text field")
+    browser = Client()
+    browser.force_login(user)
+    response = browser.post("/submit/", {"text": text})
+    refused = response.status_code == 400
+    tally("upload form (pasted)", refused)
+    assert refused, (name, response.status_code)
+    page = html.unescape(response.content.decode())
+    if not text.strip():
+        assert "Choose a result file or paste its content" in page
+    else:
+        assert f"{case['field']}: " in page
+    assert RawSubmission.objects.count() == 0
+    tally_done()
+
+
+# --------------------------------------------------------------------------- price importers
+
+
+def price_counts() -> tuple[int, int, int]:
+    return Offer.objects.count(), PriceObservation.objects.count(), Provider.objects.count()
+
+
+@pytest.mark.parametrize("filename", sorted(PRICE_EXPECTED))
+def test_price_file_rows_are_rejected_with_reasons_and_the_rest_imports(filename):
+    if filename.startswith("_"):
+        pytest.skip("comment")
+    catalogue_build()
+    expected = PRICE_EXPECTED[filename]
+    summary = price_import_file(path=CORPUS / "prices" / filename)
+    assert summary.error == "", summary.error
+    reasons = {str(r.line): r.reason for r in summary.rejected}
+    for line, fragment in expected["rejected"].items():
+        tally(f"price rows ({summary.format})", line in reasons and fragment in reasons[line])
+        assert line in reasons, (filename, line, reasons)
+        assert fragment in reasons[line], (filename, line, reasons[line])
+    assert set(reasons) == set(expected["rejected"]), reasons
+    # Only the good rows were written: one offer and one observation each.
+    assert sorted(Offer.objects.values_list("instance_type", flat=True)) == sorted(expected["offers"])
+    assert (
+        PriceObservation.objects.filter(offer__instance_type__in=expected["offers"]).count()
+        == PriceObservation.objects.count()
+    )
+    assert not Provider.objects.filter(slug__startswith="yyyy").exists()
+    run = ImportRun.objects.get(pk=summary.import_run_id)
+    assert run.status == ImportRun.Status.DONE
+    assert {str(r["line"]) for r in run.rejected_rows} == set(expected["rejected"])
+    # Importing the same file again writes nothing new and rejects the same rows.
+    before = price_counts()
+    again = price_import_file(path=CORPUS / "prices" / filename)
+    assert price_counts() == before
+    assert {str(r.line) for r in again.rejected} == set(expected["rejected"])
+    tally_done()
+
+
+def test_a_price_file_that_is_not_utf8_is_refused_whole():
+    catalogue_build()
+    before = price_counts()
+    summary = price_import_file(path=CORPUS / "prices" / "curated-latin1.csv", format="curated-csv")
+    tally("price files", "not UTF-8" in summary.error)
+    assert "not UTF-8 (byte" in summary.error
+    assert price_counts() == before
+    assert ImportRun.objects.get(pk=summary.import_run_id).status == ImportRun.Status.FAILED
+    tally_done()
+
+
+def test_the_import_command_reports_rejections_without_a_traceback(tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    catalogue_build()
+    out, err = StringIO(), StringIO()
+    call_command("import_prices", str(CORPUS / "prices" / "curated-bad-rows.csv"), stdout=out, stderr=err)
+    text = out.getvalue() + err.getvalue()
+    assert "Traceback" not in text
+    assert "line 7" in text or "7" in text  # the rejected lines are listed
+    assert Offer.objects.count() == 2
+
+
+# --------------------------------------------------------------------------- fit calculator
+
+
+def _fit_query(query: dict[str, str]) -> str:
+    parts = []
+    for key, value in query.items():
+        if value.startswith("@bytes:"):
+            encoded = "".join(f"%{byte}" for byte in value.removeprefix("@bytes:").split())
+        else:
+            encoded = quote(str(_special(value)), safe="")
+        parts.append(f"{key}={encoded}")
+    return "&".join(parts)
+
+
+@pytest.mark.parametrize("index", range(len(FIT_CASES)), ids=lambda i: urlencode(FIT_CASES[i]["query"])[:60])
+def test_fit_api_refuses_the_query_naming_the_field(client, index):
+    case = FIT_CASES[index]
+    response = client.get(f"/api/v1/fit/?{_fit_query(case['query'])}")
+    refused = response.status_code == 400
+    tally("fit API", refused)
+    assert refused, (case, response.status_code, response.content[:300])
+    payload = response.json()
+    assert case["field"] in payload["errors"], (case, payload)
+    assert payload["errors"][case["field"]][0]
+    assert case["field"] in payload["detail"]
+    tally_done()
+
+
+@pytest.mark.parametrize("index", range(len(FIT_CASES)), ids=lambda i: urlencode(FIT_CASES[i]["query"])[:60])
+def test_fit_page_shows_the_error_beside_the_field_and_no_result(client, index):
+    case = FIT_CASES[index]
+    response = client.get(f"/fit/?{_fit_query(case['query'])}")
+    page = response.content.decode()
+    # The page re-renders its GET form with the error (tests/test_fitcalc_web.py pins 200).
+    assert response.status_code in (200, 400)
+    marker = f'id="{case["field"]}-errors"'
+    refused = marker in page and 'id="fit-table"' not in page
+    tally("fit page", refused)
+    assert refused, case
+    start = page.index(marker)
+    assert page[start : page.index("</ul>", start)].count("<li") >= 1
+    assert "<script>alert(1)</script>" not in page
+    tally_done()

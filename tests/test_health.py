@@ -1,0 +1,111 @@
+"""Liveness and readiness probes: /readyz follows the database, migrations and the broker."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import OperationalError, connections
+from django.db.migrations.executor import MigrationExecutor
+
+from gpuatlas import health
+from tests.redis_server import needs_redis_server, private_redis  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_migration_check():
+    health._migrations_ok.clear()
+    yield
+    health._migrations_ok.clear()
+
+
+def test_healthz_answers_without_touching_dependencies(client, settings, monkeypatch):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    monkeypatch.setattr(health, "_check_database", lambda: pytest.fail("healthz must not check the database"))
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_ok_with_migrated_database_and_no_broker(client, settings):
+    settings.CELERY_BROKER_URL = ""  # embedded default: tasks in-process, nothing to reach
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["problems"] == {}
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+def test_readyz_unavailable_with_pending_migrations(client, settings, monkeypatch):
+    settings.CELERY_BROKER_URL = ""
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("app", "0002"), ("app", "0003")])
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["problems"] == {"database": "2 migration(s) not applied"}
+
+
+def test_readyz_unavailable_when_database_refuses(client, settings, monkeypatch):
+    settings.CELERY_BROKER_URL = ""
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(connections["default"], "cursor", refuse)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["problems"] == {"database": "database unreachable: OperationalError"}
+
+
+def test_migration_graph_is_loaded_once_then_only_pinged(client, settings, monkeypatch):
+    settings.CELERY_BROKER_URL = ""
+    assert client.get("/readyz").status_code == 200
+    monkeypatch.setattr(MigrationExecutor, "__init__", lambda *a, **k: pytest.fail("graph reloaded"))
+    assert client.get("/readyz").status_code == 200
+
+
+@needs_redis_server
+def test_readyz_follows_the_broker_down_and_back(client, settings, private_redis):  # noqa: F811
+    settings.CELERY_BROKER_URL = private_redis.url
+
+    up = client.get("/readyz")
+    assert up.status_code == 200, up.content
+
+    private_redis.stop()
+    started = time.monotonic()
+    down = client.get("/readyz")
+    elapsed = time.monotonic() - started
+    assert down.status_code == 503
+    assert down.json()["status"] == "unavailable"
+    assert down.json()["problems"] == {"broker": "broker unreachable: ConnectionError"}
+    assert elapsed < 2 * health.CHECK_TIMEOUT_S + 1, f"readyz took {elapsed:.1f}s with the broker down"
+
+    private_redis.start()
+    back = client.get("/readyz")
+    assert back.status_code == 200, back.content
+    assert back.json()["problems"] == {}
+
+
+@needs_redis_server
+def test_readyz_reports_an_unreachable_cache(client, settings, private_redis):  # noqa: F811
+    settings.CELERY_BROKER_URL = ""
+    settings.CACHE_URL = private_redis.url
+    assert client.get("/readyz").status_code == 200
+    private_redis.stop()
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["problems"] == {"cache": "cache unreachable: ConnectionError"}
+
+
+def test_probes_answer_plain_http_by_node_ip_in_production(client, settings):
+    """A load balancer probes by IP over HTTP: no 400 for the host, no 301 to https."""
+    settings.CELERY_BROKER_URL = ""
+    settings.ALLOWED_HOSTS = ["example.org"]
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/healthz", HTTP_HOST="10.0.3.7:8000").status_code == 200
+    assert client.get("/readyz", HTTP_HOST="10.0.3.7:8000").status_code == 200
+    # Everything else still gets the production treatment.
+    assert client.get("/api/v1/gpus/", HTTP_HOST="10.0.3.7:8000").status_code == 400
+    assert client.get("/api/v1/gpus/", HTTP_HOST="example.org").status_code == 301

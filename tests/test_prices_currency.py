@@ -1,0 +1,130 @@
+"""Curated CSV prices in other currencies, the dated exchange-rate table and CNY display.
+
+The CNY figures below are test inputs for the format, not any provider's prices.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from catalog.models import ExchangeRate, Offer, PriceObservation
+from catalog.selectors_prices import display_rate, offers_for_gpu
+from catalog.services.prices import (
+    BUNDLED_PRICES_DIR,
+    NoExchangeRate,
+    RateBook,
+    exchange_rate_upsert,
+    price_import_file,
+)
+from tests.factories_prices import catalogue_build
+
+pytestmark = pytest.mark.django_db
+
+HEADER = "provider,provider_name,instance_type,region,gpu_name,gpu_memory_gib,gpu_count,vcpus_per_gpu,ram_gib_per_gpu,price_per_hour,price_unit,spot_price_per_hour,currency,observed_at,source\n"
+
+
+def curated(tmp_path, body, name="testcloud.csv"):
+    path = tmp_path / "curated" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + body, encoding="utf-8")
+    return path
+
+
+def test_rate_book_uses_the_newest_rate_on_or_before_the_date():
+    exchange_rate_upsert(currency="cny", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.14"), source="test")
+    exchange_rate_upsert(currency="CNY", date=dt.date(2026, 2, 1), usd_per_unit=Decimal("0.15"), source="test")
+    book = RateBook.load()
+    assert book.rate("CNY", dt.date(2026, 1, 15)).usd_per_unit == Decimal("0.14")
+    assert book.rate("CNY", dt.date(2026, 2, 1)).usd_per_unit == Decimal("0.15")
+    assert book.to_usd(Decimal("10"), "CNY", dt.date(2026, 3, 1)) == Decimal("1.5")
+    assert book.from_usd(Decimal("1.5"), "CNY") == Decimal("10")
+    with pytest.raises(NoExchangeRate, match="on or before 2025-12-31"):
+        book.rate("CNY", dt.date(2025, 12, 31))
+    with pytest.raises(NoExchangeRate, match="no exchange rate for EUR"):
+        book.rate("EUR")
+
+
+def test_rate_validation():
+    with pytest.raises(ValueError, match="3-letter"):
+        exchange_rate_upsert(currency="RMB1", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.1"), source="x")
+    with pytest.raises(ValueError, match="positive"):
+        exchange_rate_upsert(currency="CNY", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0"), source="x")
+    with pytest.raises(ValueError, match="source"):
+        exchange_rate_upsert(currency="CNY", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.1"), source=" ")
+
+
+def test_curated_cny_prices_per_gpu_with_per_gpu_cpu_and_ram(tmp_path):
+    catalogue = catalogue_build()
+    exchange_rate_upsert(currency="CNY", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.14"), source="test rate")
+    path = curated(
+        tmp_path,
+        "testcloud,Test Cloud,RTX 4090 x2,Region A,RTX4090,24,2,16,120,2.50,gpu,,CNY,2026-02-01,https://example.org/prices\n",
+    )
+    summary = price_import_file(path=path)
+    assert summary.ok and summary.rejected == [] and summary.format == "curated-csv"
+    offer = Offer.objects.get()
+    assert offer.gpu_id == catalogue.rtx4090.id
+    assert (offer.vcpus, offer.ram_gib, offer.vcpus_per_gpu, offer.ram_gib_per_gpu) == (32, 240, 16, 120)
+    # Listed per GPU: the instance costs 2 x 2.50 CNY; per GPU 2.50 CNY = 0.35 USD at 0.14.
+    assert offer.current_price_per_hour == Decimal("5.00") and offer.current_currency == "CNY"
+    assert offer.current_price_per_gpu_hour_usd == Decimal("0.35")
+    observation = PriceObservation.objects.get()
+    assert (observation.currency, observation.price_per_gpu_hour) == ("CNY", Decimal("2.5"))
+    assert offer.current_observed_at == dt.datetime(2026, 2, 1, tzinfo=dt.UTC)
+    assert offer.provider.default_currency == "CNY" and offer.provider.name == "Test Cloud"
+
+
+def test_curated_rows_without_a_rate_are_rejected_not_converted_with_a_guess(tmp_path):
+    catalogue_build()
+    path = curated(
+        tmp_path,
+        "testcloud,,RTX 4090 x1,,RTX4090,24,1,16,120,2.50,gpu,,CNY,2026-02-01,https://example.org/prices\n"
+        "testcloud,,RTX 4090 x1b,,RTX4090,24,1,16,120,0.40,gpu,,USD,2026-02-01,https://example.org/prices\n",
+    )
+    summary = price_import_file(path=path)
+    assert [(r.line, r.reason) for r in summary.rejected] == [
+        (2, "no exchange rate for CNY: add one in the admin (Exchange rates)")
+    ]
+    assert list(Offer.objects.values_list("instance_type", flat=True)) == ["RTX 4090 x1b"]
+
+
+def test_curated_format_errors_name_the_column(tmp_path):
+    catalogue_build()
+    path = curated(
+        tmp_path,
+        "testcloud,,a,,RTX4090,24,1,,,1.0,gpu,,RM,2026-02-01,https://example.org\n"
+        "testcloud,,b,,RTX4090,24,1,,,1.0,hour,,USD,2026-02-01,https://example.org\n"
+        "testcloud,,c,,RTX4090,24,1,,,1.0,gpu,,USD,01/02/2026,https://example.org\n"
+        "testcloud,,d,,RTX4090,24,1,,,1.0,gpu,,USD,2026-02-01,\n",
+    )
+    summary = price_import_file(path=path)
+    reasons = [r.reason for r in summary.rejected]
+    assert "currency 'RM' is not a 3-letter ISO code" in reasons
+    assert any("price_unit 'hour'" in r for r in reasons)
+    assert any("observed_at '01/02/2026'" in r for r in reasons)
+    assert any("source is empty" in r for r in reasons)
+    assert not Offer.objects.exists()
+
+
+def test_cny_display_says_when_there_is_no_rate():
+    catalogue = catalogue_build()
+    from tests.factories import OfferFactory
+
+    OfferFactory(gpu=catalogue.h100_sxm, current_price_per_hour=Decimal("2.00"))
+    rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
+    assert rows[0]["no_exchange_rate"] is True and rows[0]["price_per_gpu_hour"] is None
+    assert rows[0]["price_per_gpu_hour_usd"] == Decimal("2.00")
+    exchange_rate_upsert(currency="CNY", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.125"), source="test")
+    rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
+    assert rows[0]["price_per_gpu_hour"] == Decimal("16.0000") and rows[0]["exchange_rate_date"] == dt.date(2026, 1, 1)
+    assert display_rate(currency="CNY")["units_per_usd"] == Decimal("8.0000")
+
+
+def test_bundled_rate_file_is_sourced():
+    price_import_file(path=BUNDLED_PRICES_DIR / "exchange_rates.csv")
+    rate = ExchangeRate.objects.get(currency="CNY")
+    assert rate.date == dt.date(2017, 12, 1) and "6.6137" in rate.source and "H.10" in rate.source
+    assert (Decimal(1) / rate.usd_per_unit).quantize(Decimal("0.0001")) == Decimal("6.6137")
