@@ -20,7 +20,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda o: f"{o.username}@example.org")
-    password = factory.PostGenerationMethodCall("set_password", "correct horse battery staple")
+    password = factory.django.Password("correct horse battery staple")
 
 
 class VendorFactory(factory.django.DjangoModelFactory):
