@@ -41,3 +41,30 @@ def _clear_cache():
 
     cache.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _no_data_version_cache(settings):
+    """Factories write without the services' data-version bump, so versioned caching is off by
+    default on both CI passes (it is on with Redis otherwise); tests of caching turn it on with
+    ``override_settings(DATA_VERSION_CACHE_SECONDS=...)``."""
+    settings.DATA_VERSION_CACHE_SECONDS = 0
+
+
+@pytest.fixture
+def wsgi_keeps_test_connection():
+    """Keep the test's database connection open across requests sent straight to the WSGI app.
+
+    The WSGI handler closes the connection after each request, which on PostgreSQL ends the
+    test's transaction; django.test.Client disconnects these handlers the same way.
+    """
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)

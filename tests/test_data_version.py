@@ -61,8 +61,10 @@ def test_bump_waits_for_commit_and_is_dropped_on_rollback() -> None:
     assert data_version() == after_commit
 
 
-def test_default_is_off_with_the_local_memory_cache() -> None:
+def test_default_is_off_with_the_local_memory_cache(settings) -> None:  # type: ignore[no-untyped-def]
     from gpuatlas.data_version import data_version_cache_seconds
+
+    del settings.DATA_VERSION_CACHE_SECONDS  # the default, not the test suite's setting
 
     with override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}):
         assert data_version_cache_seconds() == 0

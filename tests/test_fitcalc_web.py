@@ -543,7 +543,7 @@ if not hasattr(Node, "_nodeid"):  # schemathesis 4.32 with pytest 9: see tests/t
 
 
 @pytest.fixture
-def fit_api_schema(db, settings):  # type: ignore[no-untyped-def]
+def fit_api_schema(db, settings, wsgi_keeps_test_connection):  # type: ignore[no-untyped-def]
     make_gpu("card-24", 24.0, price="0.40", tdp_w=450)
     make_gpu("card-80", 80.0, price="2.00", tdp_w=700)
     rest = dict(settings.REST_FRAMEWORK)

@@ -13,9 +13,7 @@ import pytest
 import schemathesis
 from _pytest.nodes import Node
 from django.core.cache import cache
-from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
@@ -43,7 +41,7 @@ UNTHROTTLED = {"anon": "1000000/min", "user": "1000000/min", "submissions": "100
 
 
 @pytest.fixture(params=["anonymous", "staff"])
-def api_schema(request, db, settings):  # type: ignore[no-untyped-def]
+def api_schema(request, db, settings, wsgi_keeps_test_connection):  # type: ignore[no-untyped-def]
     """The schema, with data behind it; the "staff" run sends a staff user's API token."""
     build_api_world()
     HEADERS.clear()
@@ -53,17 +51,9 @@ def api_schema(request, db, settings):  # type: ignore[no-untyped-def]
         HEADERS["Authorization"] = f"Token {key}"
     rest = dict(settings.REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"] = UNTHROTTLED
-    # The WSGI handler closes the database connection after each request, which would end the
-    # test's transaction on PostgreSQL; django.test.Client disconnects these handlers the same way.
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        with override_settings(REST_FRAMEWORK=rest):
-            cache.clear()
-            yield schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", get_wsgi_application())
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
+    with override_settings(REST_FRAMEWORK=rest):
+        cache.clear()
+        yield schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", get_wsgi_application())
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
