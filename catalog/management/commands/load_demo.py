@@ -48,8 +48,8 @@ class Command(BaseCommand):
         offers = sum(getattr(s, "offers_created", 0) for s in summaries)
         rejected = sum(len(getattr(s, "rejected", [])) for s in summaries)
         self.stdout.write(f"  {len(summaries)} files, {offers} new offers, {rejected} rejected rows")
-        for summary in summaries:
-            lines = summary.as_lines(max_rejections=3)
+        for file_summary in summaries:
+            lines = file_summary.as_lines(max_rejections=3)
             self.stdout.write(f"  {lines[0]}")
         self._done(started)
 
