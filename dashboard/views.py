@@ -10,16 +10,14 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
-from catalog.models import Gpu, Provider, Segment, Vendor
-from dashboard import figures, metrics
+from catalog.models import Gpu
+from dashboard import figures, fragments, metrics
 from dashboard.csv_export import csv_response
 from dashboard.open_data import TABLES
 from dashboard.selectors import (
     CURRENCIES,
-    Ranking,
     RankingParamError,
     RankingParams,
     RankingRow,
@@ -40,45 +38,6 @@ def _ranking_csv_rows(rows: list[RankingRow]) -> list[list[Any]]:
     return [[getattr(r, name) for name in RANKING_CSV_HEADER] for r in rows]
 
 
-def _labels(ranking: Ranking) -> dict[str, str]:
-    params = ranking.params
-    if params.mode == "rent":
-        price_label = _("%(currency)s per GPU-hour") % {"currency": ranking.currency}
-        value_label = _("Performance per %(currency)s/GPU-hour") % {"currency": ranking.currency}
-    else:
-        price_label = _("Purchase price, %(currency)s") % {"currency": ranking.currency}
-        value_label = _("Performance per 1,000 %(currency)s") % {"currency": ranking.currency}
-    return {
-        "price": price_label,
-        "value": value_label,
-        "perf": _("Performance (%(baseline)s = 1.0)") % {"baseline": ranking.baseline_name},
-    }
-
-
-def _filter_options() -> dict[str, Any]:
-    return {
-        "use_cases": list(metrics.USE_CASES.values()),
-        "precision_labels": metrics.PRECISION_FAMILY_LABELS,
-        "vendors": list(Vendor.objects.filter(gpus__is_curated=True).distinct().values_list("slug", "name")),
-        "segments": Segment.choices,
-        "providers": list(Provider.objects.values_list("slug", "name")),
-        "baselines": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
-        "currencies": CURRENCIES,
-        "price_how": [
-            ("cheapest", _("cheapest on-demand")),
-            ("median", _("median across providers")),
-            ("spot", _("cheapest spot")),
-        ],
-        "conditions": [("new", _("new")), ("used", _("used"))],
-        "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
-        "sorts": [
-            ("perf_per_dollar", _("performance per price")),
-            ("perf", _("performance")),
-            ("perf_per_kw", _("performance per kW")),
-        ],
-    }
-
-
 def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamError | None]:
     query = request.GET.dict()
     # The filter form keeps the old precision when the use case changes: drop it rather than
@@ -93,7 +52,7 @@ def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamE
 
 
 def _error_page(request: HttpRequest, template: str, params: RankingParams, error: RankingParamError) -> HttpResponse:
-    context = {"params": params, "error": error, **_filter_options()}
+    context = {"params": params, "error": error, **fragments.filter_options()}
     return render(request, template, context, status=400)
 
 
@@ -101,96 +60,39 @@ def rankings_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     params, error = _params_or_error(request)
     if error is None:
         try:
-            ranking = rankings_compute(params=params)
+            if request.GET.get("format") == "csv":
+                ranking = rankings_compute(params=params)
+                return csv_response(
+                    filename=f"rankings-{params.use_case}.csv",
+                    header=RANKING_CSV_HEADER,
+                    rows=_ranking_csv_rows(ranking.rows),
+                )
+            # The body is the same for every visitor: cached by parameters, language and data
+            # version (dashboard/fragments.py); the header around it is rendered per request.
+            body = fragments.rankings_body(params=params)
         except RankingParamError as baseline_error:
             error = baseline_error
     if error is not None:
         return _error_page(request, "dashboard/rankings.html", params, error)
-    if request.GET.get("format") == "csv":
-        return csv_response(
-            filename=f"rankings-{params.use_case}.csv", header=RANKING_CSV_HEADER, rows=_ranking_csv_rows(ranking.rows)
-        )
-    labels = _labels(ranking)
-    price_unit = ranking.rows[0].price_unit if ranking.rows else ""
-    frontier = metrics.pareto_frontier(
-        [(r.gpu_slug, r.price, r.perf) for r in ranking.rows if r.price is not None and r.perf is not None]
-    )
-    context = {
-        "params": params,
-        "ranking": ranking,
-        "labels": labels,
-        "frontier": set(frontier),
-        "bar_figure": figures.rankings_bar_figure(
-            ranking.rows,
-            value_label=labels["value"],
-            currency=ranking.currency,
-            price_unit=price_unit,
-            baseline_name=ranking.baseline_name,
-        ),
-        "scatter_figure": figures.perf_price_scatter_figure(
-            ranking.rows,
-            frontier=frontier,
-            price_label=labels["price"],
-            perf_label=labels["perf"],
-            value_label=labels["value"],
-            currency=ranking.currency,
-            price_unit=price_unit,
-        ),
-        "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
-        "share_href": "?" + urlencode(params.to_query()),
-        "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
-        "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
-        "min_community_n": metrics.MIN_COMMUNITY_N,
-        "tier_thresholds": metrics.TIER_THRESHOLDS,
-        **_filter_options(),
-    }
-    return render(request, "dashboard/rankings.html", context)
+    return render(request, "dashboard/rankings.html", {"body": body})
 
 
 def tiers_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     params, error = _params_or_error(request)
     if error is None:
         try:
-            tier_list = tiers_compute(params=params)
+            if request.GET.get("format") == "csv":
+                tier_list = tiers_compute(params=params)
+                rows = [row for tier in tier_list.tiers.values() for row in tier]
+                return csv_response(
+                    filename=f"tiers-{params.use_case}.csv", header=RANKING_CSV_HEADER, rows=_ranking_csv_rows(rows)
+                )
+            body = fragments.tiers_body(params=params)
         except RankingParamError as baseline_error:
             error = baseline_error
     if error is not None:
         return _error_page(request, "dashboard/tiers.html", params, error)
-    if request.GET.get("format") == "csv":
-        rows = [row for tier in tier_list.tiers.values() for row in tier]
-        return csv_response(
-            filename=f"tiers-{params.use_case}.csv", header=RANKING_CSV_HEADER, rows=_ranking_csv_rows(rows)
-        )
-    tabs = [
-        (uc, "?" + urlencode(params.with_changes(use_case=uc.slug).to_query())) for uc in metrics.USE_CASES.values()
-    ]
-    context = {
-        "params": params,
-        "tier_list": tier_list,
-        "ranking": tier_list.ranking,
-        "tabs": tabs,
-        "tier_rows": [(name, tier_list.tiers[name]) for name in metrics.TIER_NAMES],
-        "tier_bounds": _tier_bounds(),
-        "min_community_n": metrics.MIN_COMMUNITY_N,
-        "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
-        "share_href": "?" + urlencode(params.to_query()),
-        **_filter_options(),
-    }
-    return render(request, "dashboard/tiers.html", context)
-
-
-def _tier_bounds() -> dict[str, str]:
-    bounds, upper = {}, None
-    for name in metrics.TIER_NAMES:
-        lower = metrics.TIER_THRESHOLDS.get(name)
-        if lower is None:
-            bounds[name] = f"< {upper:.0%}"
-        elif upper is None:
-            bounds[name] = f"≥ {lower:.0%}"
-        else:
-            bounds[name] = f"{lower:.0%} – {upper:.0%}"
-        upper = lower
-    return bounds
+    return render(request, "dashboard/tiers.html", {"body": body})
 
 
 COMPARE_MIN, COMPARE_MAX = 2, 4

@@ -37,9 +37,7 @@ def env_bool(name: str, default: bool, *, environ: Mapping[str, str] | None = No
     )
 
 
-def env_int(
-    name: str, default: int, *, minimum: int | None = None, environ: Mapping[str, str] | None = None
-) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     if name not in environ or not environ[name].strip():
         return default
@@ -67,9 +65,7 @@ def env_list(name: str, default: list[str], *, environ: Mapping[str, str] | None
 _SUPPORTED_DB_SCHEMES = {"postgres", "postgresql", "pgsql", "sqlite"}
 
 
-def env_database(
-    name: str, default_sqlite_path: str, *, environ: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+def env_database(name: str, default_sqlite_path: str, *, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Parse a database URL (``postgres://user@host:5432/db`` or ``sqlite:///path``)."""
     environ = os.environ if environ is None else environ
     raw = environ.get(name, "").strip()
@@ -106,7 +102,5 @@ def env_broker_url(name: str, *, environ: Mapping[str, str] | None = None) -> st
     """A Celery broker URL; empty means tasks run in-process (the embedded default)."""
     raw = env_str(name, environ=environ)
     if raw and raw.split("://", 1)[0] not in {"redis", "rediss", "amqp", "memory"}:
-        raise ImproperlyConfigured(
-            f"{name}={raw!r} is malformed: expected redis://HOST:PORT/DB (or amqp://...)."
-        )
+        raise ImproperlyConfigured(f"{name}={raw!r} is malformed: expected redis://HOST:PORT/DB (or amqp://...).")
     return raw

@@ -147,7 +147,14 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # No loss: a task is acknowledged only after it ran, and re-queued when its worker dies.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A few messages reserved ahead: with one, every task waited for its ack and the next fetch from
+# Redis. Still acks_late: a reserved message is unacked and comes back if the worker dies.
+CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 8, minimum=1)
+# Celery's Django fixup closes every database connection before and after each task unless this
+# is set; a new PostgreSQL backend per task cost more than an ingest. With it, a connection is
+# recycled every N tasks, and each task first drops one past CONN_MAX_AGE or one failing a health
+# check after an error (gpuatlas/celery.py), as a web request does. 0: close after every task.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
@@ -203,7 +210,7 @@ API_RANKINGS_CACHE_SECONDS = env_int("API_RANKINGS_CACHE_SECONDS", 60, minimum=0
 # Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.
 INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
 INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
-INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20, minimum=1)
+INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Atlas API",
     "DESCRIPTION": "GPUs, cloud prices, benchmark results and performance-per-dollar rankings.",

@@ -2,7 +2,7 @@
 
 What it does (everything on loopback, in a throwaway database it creates and drops):
 
-1. creates the database ``gpuatlas_perf_ingest`` (name configurable, must contain "perf"),
+1. creates the database ``gpuatlas_perf_bench_ingest`` (name configurable, must contain "perf"),
    migrates it and loads a small world: the client's workloads, four GPUs with aliases and
    peaks (test fixtures), and submitters with API tokens;
 2. starts gunicorn (``--web-workers`` sync workers) and ONE Celery worker
@@ -16,8 +16,8 @@ What it does (everything on loopback, in a throwaway database it creates and dro
 
 Run:  .venv/bin/python -m perf.bench_ingest            (about 2-4 minutes)
       .venv/bin/python -m perf.bench_ingest --submissions 2000 --results 4
-Env:  PERF_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gpuatlas_perf_ingest)
-      PERF_BROKER_URL   (default redis://127.0.0.1:6379/12 -- this Redis database is flushed)
+Env:  BENCH_INGEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gpuatlas_perf_bench_ingest)
+      BENCH_INGEST_BROKER_URL   (default redis://127.0.0.1:6379/13 -- this Redis database is flushed)
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpuatlas_perf_ingest"
-DEFAULT_BROKER = "redis://127.0.0.1:6379/12"
+DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpuatlas_perf_bench_ingest"
+DEFAULT_BROKER = "redis://127.0.0.1:6379/13"
 TERMINAL = ("accepted", "flagged", "rejected", "on_hold")
 
 # GPU fixtures of tests/factories_ingest.py: reported name, memory MiB, bf16 peak, fp32 peak, bandwidth.
@@ -244,8 +244,8 @@ def percentile(values: list[float], p: float) -> float:
 
 def main() -> None:
     args = parse_args()
-    database_url = os.environ.get("PERF_DATABASE_URL", DEFAULT_DATABASE)
-    broker_url = os.environ.get("PERF_BROKER_URL", DEFAULT_BROKER)
+    database_url = os.environ.get("BENCH_INGEST_DATABASE_URL", DEFAULT_DATABASE)
+    broker_url = os.environ.get("BENCH_INGEST_BROKER_URL", DEFAULT_BROKER)
     args.results = max(1, min(17, args.results))
     prepare_database(database_url)
     flush_broker(broker_url)

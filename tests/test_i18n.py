@@ -18,7 +18,11 @@ def test_every_message_is_translated():
 
 
 def test_compiled_catalogue_matches_the_source():
-    po = {(e.msgctxt, e.msgid): e.msgstr or e.msgstr_plural.get(0, "") for e in polib.pofile(str(LOCALE / "django.po")) if not e.obsolete}
+    po = {
+        (e.msgctxt, e.msgid): e.msgstr or e.msgstr_plural.get(0, "")
+        for e in polib.pofile(str(LOCALE / "django.po"))
+        if not e.obsolete
+    }
     mo = {(e.msgctxt, e.msgid): e.msgstr or e.msgstr_plural.get(0, "") for e in polib.mofile(str(LOCALE / "django.mo"))}
     stale = sorted(k[1] for k in po if mo.get(k) != po[k])
     assert stale == [], "run: python manage.py compilemessages -l zh_Hans"

@@ -16,9 +16,16 @@ def test_empty_database_url_means_sqlite():
 
 
 def test_postgres_database_url_is_parsed():
-    config = env_database("DATABASE_URL", "unused", environ={"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/gpuatlas"})
+    config = env_database(
+        "DATABASE_URL", "unused", environ={"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/gpuatlas"}
+    )
     assert config["ENGINE"] == "django.db.backends.postgresql"
-    assert (config["HOST"], config["PORT"], config["NAME"], config["USER"]) == ("127.0.0.1", 5432, "gpuatlas", "postgres")
+    assert (config["HOST"], config["PORT"], config["NAME"], config["USER"]) == (
+        "127.0.0.1",
+        5432,
+        "gpuatlas",
+        "postgres",
+    )
 
 
 @pytest.mark.parametrize(
@@ -76,7 +83,11 @@ def test_manage_py_reports_a_malformed_database_url_without_a_traceback_of_ours(
 
 def test_production_requires_a_secret_key():
     result = subprocess.run(
-        [sys.executable, "-c", "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='gpuatlas.settings'; django.setup()"],
+        [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='gpuatlas.settings'; django.setup()",
+        ],
         env={"DEBUG": "0", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,

@@ -4,15 +4,17 @@
 transaction: it judges each one (schema, rules, GPU match, plausibility), then locks the
 (GPU, comparison key) pairs they touch, checks outliers against the trusted peers (which
 grow as the batch proceeds, so the outcome is the same as one-by-one in that order), writes
-all results in one INSERT, all aggregates in one upsert and every verdict.
+all results in one COPY (PostgreSQL), all aggregates in one upsert and every verdict in one UPDATE.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, transaction
+import orjson
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -226,7 +228,7 @@ def submissions_derive(
     for gpu_id in {gpu for gpu, _ in pairs}:
         peer_sets[gpu_id] = peer_cache.load(gpu_id=gpu_id, comparison_keys=[k for g, k in pairs if g == gpu_id])
 
-    rows: list[BenchmarkResult] = []
+    rows: list[tuple[Any, ...]] = []
     grown: dict[tuple[int, str], _Grown] = {}
     for submission, derivation in writers:
         any_flagged = _results_rows(
@@ -239,8 +241,7 @@ def submissions_derive(
             grown=grown,
         )
         derivation.status = SubmissionStatus.FLAGGED if any_flagged else SubmissionStatus.ACCEPTED
-    if rows:
-        BenchmarkResult.objects.bulk_create(rows, batch_size=1000)
+    results_insert(rows=rows)
     if maintain_aggregates:
         if grown:
             items = [
@@ -264,13 +265,94 @@ def submissions_derive(
         if derivation.status == SubmissionStatus.ON_HOLD and derivation.report is not None:
             _unmatched_record(name=derivation.report.gpu_name, memory_gib=derivation.report.memory_gib)
     now = timezone.now()
+    _verdicts_write(plans=plans, now=now)
     for submission, derivation in plans:
-        RawSubmission.objects.filter(pk=submission.pk).update(
-            status=derivation.status, reasons=derivation.reasons, gpu_id=derivation.gpu_id, processed_at=now
-        )
         submission.status, submission.reasons = derivation.status, derivation.reasons
         submission.gpu_id, submission.processed_at = derivation.gpu_id, now
     return {s.pk: d.status for s, d in plans}
+
+
+def _verdicts_write(*, plans: list[tuple[RawSubmission, Derivation]], now: dt.datetime) -> None:
+    """Store every verdict of the batch: one UPDATE on PostgreSQL instead of one per submission."""
+    if not plans:
+        return
+    if connection.vendor != "postgresql":
+        for submission, derivation in plans:
+            RawSubmission.objects.filter(pk=submission.pk).update(
+                status=derivation.status, reasons=derivation.reasons, gpu_id=derivation.gpu_id, processed_at=now
+            )
+        return
+    table = RawSubmission._meta.db_table
+    values = ", ".join("(%s::bigint, %s::text, %s::jsonb, %s::bigint)" for _ in plans)
+    params: list[Any] = []
+    for submission, derivation in plans:
+        params += [submission.pk, derivation.status, _json_text(derivation.reasons), derivation.gpu_id]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS s SET status = v.status, reasons = v.reasons, gpu_id = v.gpu_id, processed_at = %s "  # noqa: S608 - table name from the model, values are parameters
+            f"FROM (VALUES {values}) AS v(id, status, reasons, gpu_id) WHERE s.id = v.id",
+            [now, *params],
+        )
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+# Column order of the rows that _results_rows builds and results_insert writes.
+RESULT_COLUMNS = (
+    "submission_id",
+    "gpu_id",
+    "workload_id",
+    "precision",
+    "gpu_count",
+    "params",
+    "comparison_key",
+    "comparison_label",
+    "value",
+    "repetitions",
+    "spread_pct",
+    "trust",
+    "submitter_id",
+    "submitter_key",
+    "source",
+    "environment",
+    "measured_at",
+    "created_at",
+)
+_JSON_COLUMNS = frozenset({"params", "repetitions", "environment"})
+
+
+def results_insert(*, rows: list[tuple[Any, ...]]) -> int:
+    """Insert derived result rows (tuples in RESULT_COLUMNS order); returns how many.
+
+    PostgreSQL: one COPY. Building a model instance per row and letting bulk_create adapt
+    its fields cost more than the whole rest of the ingest (about 0.2 ms a row); COPY takes
+    the tuples as they are. Other databases: bulk_create.
+    """
+    if not rows:
+        return 0
+    if connection.vendor != "postgresql":
+        BenchmarkResult.objects.bulk_create(
+            [BenchmarkResult(**dict(zip(RESULT_COLUMNS, row, strict=True))) for row in rows], batch_size=1000
+        )
+        return len(rows)
+    json_at = [i for i, name in enumerate(RESULT_COLUMNS) if name in _JSON_COLUMNS]
+    table = BenchmarkResult._meta.db_table
+    # Errors of the raw psycopg cursor must reach callers as Django's: the task retries on those.
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY {table} ({', '.join(RESULT_COLUMNS)}) FROM STDIN"  # noqa: S608 - names from the model
+        ) as copy,
+    ):
+        for row in rows:
+            values = list(row)
+            for i in json_at:
+                values[i] = _json_text(values[i])
+            copy.write_row(values)
+    return len(rows)
 
 
 def submission_derive(*, submission: RawSubmission, **options: Any) -> str:
@@ -285,7 +367,7 @@ def _results_rows(
     keyed: list[tuple[ResultReport, ComparisonKey]],
     peer_sets: dict[str, PeerSet],
     snapshot: CatalogSnapshot,
-    rows: list[BenchmarkResult],
+    rows: list[tuple[Any, ...]],
     grown: dict[tuple[int, str], _Grown],
 ) -> bool:
     """Append the result rows of one submission, judging outliers; True when any is flagged."""
@@ -296,6 +378,8 @@ def _results_rows(
     submitter_key = f"user:{submission.submitter_id}" if submission.submitter_id else f"anonymous:{submission.pk}"
     moderator_approved = bool(submission.moderated_by_id) and submission.status == SubmissionStatus.ACCEPTED
     any_flagged = False
+    source = f"submission {submission.run_uuid}"
+    now = timezone.now()
     for result, key in keyed:
         workload = snapshot.workload(result.workload, result.workload_version)
         assert workload is not None  # report_check refused unknown workloads
@@ -309,24 +393,25 @@ def _results_rows(
         trust = TrustLabel.FLAGGED if flags else TrustLabel.COMMUNITY
         any_flagged = any_flagged or bool(flags)
         rows.append(
-            BenchmarkResult(
-                submission=submission,
-                gpu_id=gpu_id,
-                workload_id=workload.id,
-                precision=result.precision,
-                gpu_count=result.gpu_count,
-                params=result.params,
-                comparison_key=key.key,
-                comparison_label=key.label,
-                value=result.median,
-                repetitions=result.repetitions,
-                spread_pct=result.spread_pct,
-                trust=trust,
-                submitter_id=submission.submitter_id,
-                submitter_key=submitter_key,
-                source=f"submission {submission.run_uuid}",
-                environment=_result_environment(report, result),
-                measured_at=measured_at,
+            (
+                submission.pk,
+                gpu_id,
+                workload.id,
+                result.precision,
+                result.gpu_count,
+                result.params,
+                key.key,
+                key.label,
+                result.median,
+                result.repetitions,
+                result.spread_pct,
+                trust,
+                submission.submitter_id,
+                submitter_key,
+                source,
+                _result_environment(report, result),
+                measured_at,
+                now,
             )
         )
         if trust == TrustLabel.COMMUNITY:

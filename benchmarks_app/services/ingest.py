@@ -24,6 +24,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -64,7 +66,7 @@ def received_grace() -> dt.timedelta:
 
 
 def ingest_batch_size() -> int:
-    return max(1, int(getattr(settings, "INGEST_BATCH_SIZE", 20)))
+    return max(1, int(getattr(settings, "INGEST_BATCH_SIZE", 50)))
 
 
 def _asynchronous_commit() -> None:
@@ -133,13 +135,50 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
         return outcome
 
 
-def submission_ingest(*, submission_id: int, batch_size: int = 1) -> str | None:
+class _TakenInBatch:
+    """Ids this process decided as part of another submission's batch, whose own task is still due.
+
+    That task has nothing to do; knowing it here spares it a database round trip, which under
+    load is most tasks. Each id is consumed by the first task that asks (a later one, such as a
+    curator's re-ingest, goes to the database) and the memory is bounded. A stale entry can only
+    make a task return early; the row then stays received and the sweeper queues it again.
+    """
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._ids: OrderedDict[int, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, ids: Iterable[int]) -> None:
+        with self._lock:
+            for pk in ids:
+                self._ids[pk] = None
+            while len(self._ids) > self.limit:
+                self._ids.popitem(last=False)
+
+    def consume(self, pk: int) -> bool:
+        with self._lock:
+            return self._ids.pop(pk, False) is None
+
+
+taken_in_batch = _TakenInBatch()
+
+
+def submission_ingest(*, submission_id: int, batch_size: int = 1, remember_batches: bool = False) -> str | None:
     """Claim and ingest a submission (and, with ``batch_size`` > 1, other waiting ones).
 
     Returns the new status of ``submission_id``, or None when it was not ours to do.
     Transient database errors propagate (after the claims are given back) so the task
     retries; any other error in a batch is isolated by redoing its submissions one by one.
+    ``remember_batches`` (worker processes, where each queued id has its own task): note the
+    other ids of a batch so that their tasks return at once.
     """
+    if remember_batches and taken_in_batch.consume(submission_id):
+        return None
+    if not RawSubmission.objects.filter(pk=submission_id, status=SubmissionStatus.RECEIVED).exists():
+        # Most tasks under load: an earlier batch already took this one. One indexed read
+        # instead of a claim transaction; the claim below still decides any race.
+        return None
     claimed_at, ids = submissions_claim(submission_id=submission_id, batch_size=batch_size)
     if not ids:
         return None
@@ -160,6 +199,8 @@ def submission_ingest(*, submission_id: int, batch_size: int = 1) -> str | None:
             except Exception:
                 logger.exception("submission %s failed to ingest", pk)
                 _release_and_requeue([pk], claimed_at, keep=None)
+    if remember_batches:
+        taken_in_batch.add(pk for pk in outcome if pk != submission_id)
     return outcome.get(submission_id)
 
 

@@ -37,14 +37,53 @@ _INVALID = ("invalid",)
 MAX_CACHED_PAIRS = 4096
 
 
+def _deviation_kth(values: list[float], median: float, k: int) -> float:
+    """The k-th smallest (0-based) of ``|v - median|`` over sorted ``values``, in O(log^2 n).
+
+    The deviations are two sorted runs: ``median - v`` walking left from the median and
+    ``v - median`` walking right; the k-th of their union is found by bisecting how many of
+    the left run come first. The values are the same floats ``abs(v - median)`` gives.
+    """
+    split = bisect.bisect_left(values, median)
+
+    def left(i: int) -> float:  # i-th smallest deviation below the median
+        return median - values[split - 1 - i]
+
+    def right(j: int) -> float:  # j-th smallest deviation at or above it
+        return values[split + j] - median
+
+    n_left, n_right = split, len(values) - split
+    low, high = max(0, k + 1 - n_right), min(k + 1, n_left)  # how many of the first k+1 come from the left
+    while low < high:
+        take = (low + high) // 2  # candidate: take left[0..take), right[0..k+1-take)
+        j = k + 1 - take
+        if j > 0 and take < n_left and left(take) < right(j - 1):
+            low = take + 1
+        else:
+            high = take
+    take = low
+    j = k + 1 - take
+    candidates = []
+    if take > 0:
+        candidates.append(left(take - 1))
+    if j > 0:
+        candidates.append(right(j - 1))
+    return max(candidates)
+
+
 @dataclass
 class PeerSet:
-    """Sorted trusted values of one pair, with who submitted them and how many are lab results."""
+    """Sorted trusted values of one pair, with who submitted them and how many are lab results.
+
+    Kept so that each ingest costs O(log n) per result (plus the list insert's memmove), not
+    O(n): a busy pair holds tens of thousands of values.
+    """
 
     values: list[float] = field(default_factory=list)
     submitters: Counter[str] = field(default_factory=Counter)
     lab: int = 0
     version: object = None
+    distinct: int = 0  # submitter keys that are non-empty, maintained with ``submitters``
 
     @classmethod
     def of(cls, peers: Iterable[Peer], version: Version) -> PeerSet:
@@ -54,6 +93,7 @@ class PeerSet:
             peer_set.submitters[peer.submitter_key] += 1
             peer_set.lab += peer.trust == TrustLabel.LAB
         peer_set.values.sort()
+        peer_set.distinct = sum(1 for key in peer_set.submitters if key)
         return peer_set
 
     @property
@@ -63,6 +103,8 @@ class PeerSet:
     def add(self, value: float, submitter_key: str, trust: str) -> None:
         self.version = _INVALID  # until the caller stores the new aggregate and its version
         bisect.insort(self.values, value)
+        if submitter_key and not self.submitters[submitter_key]:
+            self.distinct += 1
         self.submitters[submitter_key] += 1
         self.lab += trust == TrustLabel.LAB
 
@@ -81,16 +123,23 @@ class PeerSet:
             q3=self.quantile(0.75),
             minimum=self.values[0],
             maximum=self.values[-1],
-            distinct_submitters=sum(1 for key, count in self.submitters.items() if key and count > 0),
+            distinct_submitters=self.distinct,
         )
+
+    def mad(self, median: float) -> float:
+        """Median absolute deviation from ``median`` (what ``np.median(abs(values - median))`` gives)."""
+        n = len(self.values)
+        if n % 2:
+            return _deviation_kth(self.values, median, n // 2)
+        return (_deviation_kth(self.values, median, n // 2 - 1) + _deviation_kth(self.values, median, n // 2)) / 2
 
     def modified_z(self, value: float) -> float:
         median = self.quantile(0.5)
-        deviations = np.abs(np.asarray(self.values) - median)
-        mad = float(np.median(deviations))
+        mad = self.mad(median)
         if mad > 0:
             return _MAD_SCALE * (value - median) / mad
-        mean_ad = float(deviations.mean())
+        # Rare (more than half the peers identical): the O(n) mean deviation stands in.
+        mean_ad = float(np.abs(np.asarray(self.values) - median).mean())
         if mean_ad > 0:
             return (value - median) / (_MEAN_AD_SCALE * mean_ad)
         return 0.0 if value == median else math.copysign(math.inf, value - median)

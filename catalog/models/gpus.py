@@ -141,7 +141,9 @@ class Gpu(models.Model):
             models.Index(fields=["release_date"]),
         ]
         constraints = [
-            models.CheckConstraint(condition=Q(memory_gib__isnull=True) | Q(memory_gib__gt=0), name="gpu_memory_positive"),
+            models.CheckConstraint(
+                condition=Q(memory_gib__isnull=True) | Q(memory_gib__gt=0), name="gpu_memory_positive"
+            ),
             models.CheckConstraint(
                 condition=Q(memory_bandwidth_gbs__isnull=True) | Q(memory_bandwidth_gbs__gt=0),
                 name="gpu_bandwidth_positive",

@@ -229,9 +229,7 @@ class PurchasePrice(models.Model):
         ordering = ["gpu", "condition", "-observed_on"]
         constraints = [
             models.CheckConstraint(condition=Q(price__gt=0), name="purchaseprice_positive"),
-            models.UniqueConstraint(
-                fields=["gpu", "condition", "observed_on", "source"], name="purchaseprice_unique"
-            ),
+            models.UniqueConstraint(fields=["gpu", "condition", "observed_on", "source"], name="purchaseprice_unique"),
         ]
 
     def __str__(self) -> str:

