@@ -41,6 +41,7 @@ browser-deps:
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
 	$(PY) manage.py makemigrations --check --dry-run
 
 ## stack: the production topology without containers (gunicorn x2, 2 Celery workers, beat) on local PostgreSQL/Redis

@@ -30,6 +30,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 BASELINE_SLUG_DEFAULT = "a100-sxm4-80-gb"
@@ -59,12 +60,12 @@ class UseCase:
     """A kind of work, the benchmarks that measure it and the memory it needs."""
 
     slug: str
-    label: str
-    description: str
+    label: str | Promise  # lazily translated
+    description: str | Promise
     categories: tuple[str, ...]
     precision_families: tuple[str, ...]  # first = default
     memory_floor_gib: float
-    memory_floor_source: str  # lazily translated
+    memory_floor_source: str | Promise
     workload_pattern: str = ""  # regex on workload slugs; empty = every workload of the categories
 
     @property

@@ -243,7 +243,7 @@ class TierList:
 def _latest_rates() -> dict[str, dict[str, Any]]:
     rates: dict[str, dict[str, Any]] = {}
     for rate in ExchangeRate.objects.order_by("currency", "-date").values("currency", "date", "usd_per_unit", "source"):
-        rates.setdefault(rate["currency"], rate)
+        rates.setdefault(rate["currency"], dict(rate))
     return rates
 
 

@@ -153,8 +153,8 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     figure = figures.compare_figure(
         names,
         [str(uc.label) for uc in use_cases],
-        [[(c.rows[uc.slug].perf if c.rows[uc.slug] else None) for uc in use_cases] for c in columns],
-        [[(c.rows[uc.slug].perf_basis if c.rows[uc.slug] else "") for uc in use_cases] for c in columns],
+        [[(row.perf if (row := c.rows[uc.slug]) else None) for uc in use_cases] for c in columns],
+        [[(row.perf_basis if (row := c.rows[uc.slug]) else "") for uc in use_cases] for c in columns],
     )
     table = [(uc, [c.rows[uc.slug] for c in columns]) for uc in use_cases]
     context.update({"columns": columns, "figure": figure, "table": table, "use_cases": use_cases, "currency": currency})

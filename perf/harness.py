@@ -522,7 +522,7 @@ def main() -> None:
     if counts["benchmark results"] < 1000:
         print("  warning: little data; run `python -m perf.fixture ...` first (perf/README.md)")
     slug = busiest_gpu_slug()
-    urls = ["/", "/tiers/", f"/gpus/{slug}/", "/api/v1/rankings/", "/api/v1/offers/"]
+    urls = ["/", "/tiers/", f"/gpus/{slug}/", "/api/v1/rankings/", "/api/v1/gpus/", "/api/v1/offers/"]
     query_counts(urls)
     connection.close()
 
