@@ -42,6 +42,7 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
 PING = "/api/v1/ping/"
 TERMINAL = ("accepted", "flagged", "rejected", "on_hold")
 LOG_DIR = Path(os.environ.get("PERF_LOG_DIR", "/tmp"))
+LOG_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def parse_args() -> argparse.Namespace:
