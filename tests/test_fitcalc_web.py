@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import zlib
 from decimal import Decimal
 
@@ -568,7 +569,11 @@ def _steer_to_one_model(query: dict) -> None:  # type: ignore[type-arg]
 
 
 @fit_schema.parametrize()
-@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@hypothesis_settings(
+    max_examples=3 * int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "50")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 def test_fit_api_conforms_to_its_schema(case) -> None:  # type: ignore[no-untyped-def]
     positive = case.meta is not None and case.meta.generation.mode == GenerationMode.POSITIVE
     if (
