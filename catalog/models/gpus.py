@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
@@ -139,15 +139,6 @@ class Gpu(models.Model):
             models.Index(fields=["vendor", "segment"]),
             models.Index(fields=["memory_gib"]),
             models.Index(fields=["release_date"]),
-            # The API's default listing order (curated first, newest first): the first page is an
-            # index scan instead of a sort of the whole catalogue.
-            models.Index(
-                F("is_curated").desc(nulls_last=True),
-                F("release_date").desc(nulls_last=True),
-                F("name").asc(),
-                F("id").desc(),
-                name="gpu_listing_order",
-            ),
         ]
         constraints = [
             models.CheckConstraint(
