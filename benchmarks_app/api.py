@@ -85,11 +85,16 @@ class SubmissionStatusSerializer(serializers.Serializer):
     page_url = serializers.CharField(help_text="Web page of this submission.")
 
 
+# One bound serializer for every response: building one per request deep-copies its nested
+# fields, a third of the time of a submission's 201. Its fields keep no per-call state.
+_STATUS_SERIALIZER = SubmissionStatusSerializer()
+
+
 def _status_document(submission: RawSubmission, *, with_results: bool = True) -> dict[str, Any]:
     document = submission_summary(submission=submission, with_results=with_results)
     document["status_url"] = reverse("api:submission-detail", kwargs={"run_uuid": submission.run_uuid})
     document["page_url"] = reverse("benchmarks:submission-detail", kwargs={"run_uuid": submission.run_uuid})
-    return SubmissionStatusSerializer(document).data
+    return _STATUS_SERIALIZER.to_representation(document)
 
 
 def submission_error_body(exc: SubmissionInvalid) -> dict[str, Any]:

@@ -71,8 +71,8 @@ class RawSubmission(models.Model):
     )
     channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.API)
     status = models.CharField(
-        max_length=16, choices=SubmissionStatus.choices, default=SubmissionStatus.RECEIVED, db_index=True
-    )
+        max_length=16, choices=SubmissionStatus.choices, default=SubmissionStatus.RECEIVED
+    )  # indexed by (status, id) below, which also serves lookups by status alone
     reasons = models.JSONField(default=list, blank=True, help_text=_("Why it was flagged, held or rejected."))
     gpu = models.ForeignKey(Gpu, on_delete=models.SET_NULL, null=True, blank=True, related_name="submissions")
     gpu_name_reported = models.CharField(max_length=200, blank=True)
@@ -111,17 +111,19 @@ class BenchmarkResult(models.Model):
     submission = models.ForeignKey(
         RawSubmission, on_delete=models.CASCADE, null=True, blank=True, related_name="results"
     )
-    gpu = models.ForeignKey(Gpu, on_delete=models.PROTECT, related_name="results")
+    # gpu, comparison_key and trust are indexed together (Meta): each index more costs every
+    # result the ingest writes (17 per submission), and these three alone served no query.
+    gpu = models.ForeignKey(Gpu, on_delete=models.PROTECT, related_name="results", db_index=False)
     workload = models.ForeignKey(Workload, on_delete=models.PROTECT, related_name="results")
     precision = models.CharField(max_length=8, choices=Precision.choices)
     gpu_count = models.PositiveSmallIntegerField(default=1)
     params = models.JSONField(default=dict, blank=True)
-    comparison_key = models.CharField(max_length=64, db_index=True, help_text=_("sha256 of the key fields."))
+    comparison_key = models.CharField(max_length=64, help_text=_("sha256 of the key fields."))
     comparison_label = models.CharField(max_length=300)
     value = models.FloatField(help_text=_("Median over repetitions, in the workload's unit."))
     repetitions = models.JSONField(default=list, blank=True)
     spread_pct = models.FloatField(null=True, blank=True)
-    trust = models.CharField(max_length=16, choices=TrustLabel.choices, db_index=True)
+    trust = models.CharField(max_length=16, choices=TrustLabel.choices)
     submitter = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     submitter_key = models.CharField(
         max_length=64, blank=True, help_text=_("Distinct-submitter identity: user id or lab source.")

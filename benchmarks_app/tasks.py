@@ -10,6 +10,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from benchmarks_app.services.ingest import ingest_batch_size, submission_ingest, submissions_sweep
+from benchmarks_app.services.intake import ingest_coalescing, ingest_queued_clear
 
 INGEST_MAX_RETRIES = 5
 # A live ingest takes milliseconds; these bound a stuck one well below the claim grace
@@ -33,12 +34,19 @@ def retry_countdown(retries: int) -> int:
     max_retries=INGEST_MAX_RETRIES,
 )
 def ingest_submission(self, submission_id: int) -> str | None:  # type: ignore[no-untyped-def]
-    """Ingest one RawSubmission. Retries on database errors only; a bad payload is a verdict, not an error."""
+    """Ingest one RawSubmission, then (with a real worker) every other waiting one.
+
+    Retries on database errors only; a bad payload is a verdict, not an error.
+    """
+    drain = ingest_coalescing() and not self.request.is_eager
+    if drain:
+        ingest_queued_clear()  # before draining: an intake committed after this queues a new task
     try:
         return submission_ingest(
             submission_id=submission_id,
             batch_size=ingest_batch_size(),
             remember_batches=not self.request.is_eager,  # an eager task has no queued siblings
+            drain=drain,
         )
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=retry_countdown(self.request.retries)) from exc

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from catalog.models import Gpu, Segment
+from gpuatlas.data_version import data_versioned
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,12 @@ def gpu_list(
     if curated_only:
         gpus = gpus.filter(is_curated=True)
     return gpus.order_by("-is_curated", "-release_date", "name")
+
+
+@data_versioned("gpu:page-lookup")
+def gpu_for_page(*, slug: str) -> Gpu | None:
+    """The GPU of a GPU page with what its header shows (vendor, architecture), or None.
+
+    Cached per data version: a warm GPU page then runs no query (catalogue edits bump it).
+    """
+    return Gpu.objects.with_related().filter(slug=slug).first()

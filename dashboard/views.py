@@ -74,7 +74,7 @@ def rankings_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
             error = baseline_error
     if error is not None:
         return _error_page(request, "dashboard/rankings.html", params, error)
-    return render(request, "dashboard/rankings.html", {"body": body})
+    return fragments.page_response(request, template="dashboard/rankings.html", body=body)
 
 
 def tiers_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
@@ -92,7 +92,7 @@ def tiers_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
             error = baseline_error
     if error is not None:
         return _error_page(request, "dashboard/tiers.html", params, error)
-    return render(request, "dashboard/tiers.html", {"body": body})
+    return fragments.page_response(request, template="dashboard/tiers.html", body=body)
 
 
 COMPARE_MIN, COMPARE_MAX = 2, 4

@@ -117,7 +117,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # plotly.js is served from the plotly package's own copy: no CDN, and always the
 # version the Python figures were built for.
 STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent / "package_data")]
@@ -180,7 +180,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 CACHE_URL = env_str("CACHE_URL")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        {"BACKEND": "gpuatlas.cache.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
     )
@@ -206,11 +206,16 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
 }
-API_RANKINGS_CACHE_SECONDS = env_int("API_RANKINGS_CACHE_SECONDS", 60, minimum=0)
 # Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.
 INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
 INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
+# Intakes share one queued ingest task, which drains every waiting submission; this is how long
+# the "queued" mark lives if that task is lost before it starts. 0: one task per submission.
+INGEST_COALESCE_SECONDS = env_int("INGEST_COALESCE_SECONDS", 30, minimum=0)
+# After a batch smaller than INGEST_BATCH_SIZE, the draining task waits this long for more
+# submissions: fewer, larger batches under load, at the price of that much verdict delay.
+INGEST_GATHER_MS = env_int("INGEST_GATHER_MS", 100, minimum=0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Atlas API",
     "DESCRIPTION": "GPUs, cloud prices, benchmark results and performance-per-dollar rankings.",

@@ -12,7 +12,7 @@ nothing is written except the throttle counters in the cache (rates are raised f
     DATABASE_URL=postgres://... .venv/bin/python perf/bench_api.py
     .venv/bin/python perf/bench_api.py --requests 300 --runs 5
     .venv/bin/python perf/bench_api.py --renderers   # also compare orjson with DRF's JSONRenderer
-    .venv/bin/python perf/bench_api.py --no-rankings-cache   # rankings/ computed on every request
+    .venv/bin/python perf/bench_api.py --no-cache            # every response computed, none cached
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
+
+from gpuatlas.data_version import data_version_cache_seconds  # noqa: E402
 
 ENDPOINTS = ("/api/v1/rankings/", "/api/v1/gpus/", "/api/v1/offers/")
 REFERENCE = "/api/v1/ping/"
@@ -181,9 +183,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20, help="warm-up requests per endpoint (default 20)")
     parser.add_argument("--renderers", action="store_true", help="also run with DRF's JSONRenderer and compare")
     parser.add_argument(
-        "--no-rankings-cache",
+        "--no-cache",
         action="store_true",
-        help="compute rankings/ on every request (API_RANKINGS_CACHE_SECONDS=0) instead of the cached default",
+        help="compute every response (DATA_VERSION_CACHE_SECONDS=0) instead of the cached default",
     )
     args = parser.parse_args()
     if args.requests < 20 or args.runs < 1:
@@ -203,11 +205,9 @@ def main() -> None:
 
     rest = dict(settings.REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(("anon", "user", "submissions"), "100000000/min")
-    cache_seconds = 0 if args.no_rankings_cache else getattr(settings, "API_RANKINGS_CACHE_SECONDS", 60)
-    print(
-        f"rankings/ response cache: {cache_seconds} s" + (" (computed on every request)" if not cache_seconds else "")
-    )
-    with override_settings(REST_FRAMEWORK=rest, API_RANKINGS_CACHE_SECONDS=cache_seconds):
+    cache_seconds = 0 if args.no_cache else data_version_cache_seconds()
+    print(f"response cache: {cache_seconds} s" + (" (computed on every request)" if not cache_seconds else ""))
+    with override_settings(REST_FRAMEWORK=rest, DATA_VERSION_CACHE_SECONDS=cache_seconds):
         bench(args.requests, args.runs, args.warmup)
         if args.renderers:
             compare_renderers(args.requests, args.runs, args.warmup)

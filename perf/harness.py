@@ -1,6 +1,6 @@
 """The performance harness behind ``perf/run``: every figure of issue 9 on PostgreSQL and Redis.
 
-    perf/run [--quick] [--runs N] [--requests N] [--backlog N] [--web-workers N] [--skip-ingest] [--skip-prices]
+    perf/run [--quick] [--runs N] [--requests N] [--backlog N] [--web-workers N] [--skip-ingest] [--skip-prices] [--skip-pages]
 
 It reads (and, for the ingest and price-import figures, writes to) the database of
 PERF_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gpuatlas_perf), filled by
@@ -33,7 +33,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +57,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--web-workers", type=int, default=1, help="gunicorn sync workers (the POST side)")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-prices", action="store_true")
+    parser.add_argument("--skip-pages", action="store_true", help="no query counts or page latencies")
     args = parser.parse_args()
     args.runs = args.runs or (3 if args.quick else 5)
     args.requests = args.requests or (20 if args.quick else 60)
@@ -84,6 +84,8 @@ def environment(database_url: str, redis_url: str) -> dict[str, str]:
         "THROTTLE_ANON": "100000000/min",
         "THROTTLE_USER": "100000000/min",
         "THROTTLE_SUBMISSIONS": "100000000/min",
+        # Served with DEBUG=0, so from collected, hashed files: the harness collects its own.
+        "STATIC_ROOT": str(LOG_DIR / "perf_static"),
     }
 
 
@@ -145,6 +147,27 @@ def high_water_mb(pid: int) -> float:
         if text.startswith("VmHWM:"):
             return int(text.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time so far of these processes (those still alive), in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def processes_named(name: str) -> list[int]:
+    """Pids whose command name is ``name`` (the PostgreSQL backends, redis-server)."""
+    found = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            if comm.read_text().strip() == name:
+                found.append(int(comm.parent.name))
+    return found
 
 
 def wait_for_http(port: int, timeout: float = 60) -> None:
@@ -436,54 +459,82 @@ def backlog_drain(ids: list[int], intake_seconds: float) -> None:
         print(f"  warning: {count - done} backlog submissions had no verdict before the deadline")
 
 
-def ingest(port: int, args: argparse.Namespace) -> None:
-    """Concurrent POSTs for a bounded time against gunicorn; one Celery worker ingests them."""
+def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int) -> None:
+    """Concurrent POSTs for a bounded time against gunicorn, from a second process; one Celery worker ingests them.
+
+    The bodies are built before the clock starts and replayed by ``perf.loadgen`` in its own
+    process, so that generating documents does not take CPU from the server being measured.
+    """
+    from django.db import connection
+    from django.db.models import Count, Max, Min
+
     from benchmarks_app.models import RawSubmission
-    from perf.bench_ingest import Poster
+    from perf.loadgen import post_request, requests_write
 
     keys = submitter_keys()
     rng = random.Random(uuid.uuid4().int)
     documents = SubmissionDocuments()
+    count = int(min(args.ingest_seconds * 400, 12_000))
+    requests = [
+        post_request(
+            path="/api/v1/submissions/", body=json.dumps(documents.make(rng)).encode(), token=keys[i % len(keys)]
+        )
+        for i in range(count)
+    ]
+    requests_file = LOG_DIR / "perf_ingest_requests.bin"
+    requests_write(requests_file, requests)
     before = RawSubmission.objects.count()
     first_id = (RawSubmission.objects.order_by("-id").values_list("id", flat=True).first() or 0) + 1
+    connection.close()
 
-    poster = Poster(port)
-    stop_at = time.monotonic() + args.ingest_seconds
-    counter = {"sent": 0}
-    lock = threading.Lock()
+    # CPU time by process, from the first POST to the last verdict: where the 2 cores went.
+    # PostgreSQL starts a backend per connection, so its processes are listed again at the end.
+    def cpu_by_group() -> dict[str, dict[int, float]]:
+        groups = {
+            "gunicorn workers": children(web_pid),
+            "celery worker (main)": [worker_pid],
+            "celery worker (pool)": children(worker_pid),
+            "postgresql": processes_named("postgres"),
+            "redis": processes_named("redis-server"),
+        }
+        return {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
 
-    def client(index: int) -> None:
-        while time.monotonic() < stop_at:
-            body = json.dumps(documents.make(rng)).encode()
-            poster.post((body, keys[index % len(keys)]))
-            with lock:
-                counter["sent"] += 1
-
-    first_post = time.time()
-    with ThreadPoolExecutor(args.concurrency) as pool:
-        list(pool.map(client, range(args.concurrency)))
-    post_seconds = time.time() - first_post
-    created = poster.statuses.get(201, 0)
+    cpu_before = cpu_by_group()
+    generator = subprocess.run(
+        [sys.executable, "-m", "perf.loadgen", "--port", str(port), "--requests", str(requests_file),
+         "--concurrency", str(args.concurrency), "--seconds", str(args.ingest_seconds)],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    report = json.loads(generator.stdout)
+    statuses = {int(k): v for k, v in report["statuses"].items()}
+    created = statuses.get(201, 0)
     mine = RawSubmission.objects.filter(id__gte=first_id)
     deadline = time.monotonic() + max(120.0, args.ingest_seconds * 6)
     while mine.filter(status__in=TERMINAL).count() < created and time.monotonic() < deadline:
         time.sleep(0.25)
-    from django.db.models import Count, Max, Min
-
+    cpu_used = {
+        name: sum(seconds - cpu_before[name].get(pid, 0.0) for pid, seconds in pids.items())
+        for name, pids in cpu_by_group().items()
+    }
+    cpu_used["load generator"] = report["cpu_seconds"]
     window = mine.aggregate(first=Min("processed_at"), last=Max("processed_at"))
     done = mine.filter(status__in=TERMINAL).count()
     by_status = dict(mine.values_list("status").annotate(n=Count("id")))
-    ms = [v * 1000 for v in poster.latencies]
+    ms = [v * 1000 for v in report["latencies"]]
+    post_seconds = report["ended"] - report["started"]
     print(
-        f"\nIngest: {len(ms)} POST /api/v1/submissions/ (17 results each) from {args.concurrency} threads in "
-        f"{post_seconds:.1f} s, statuses {dict(sorted(poster.statuses.items()))}; verdicts {by_status}; "
-        f"{RawSubmission.objects.count() - before} stored"
+        f"\nIngest: {len(ms)} POST /api/v1/submissions/ (17 results each) from {args.concurrency} connections of "
+        f"perf.loadgen (a second process) in {post_seconds:.1f} s, statuses {dict(sorted(statuses.items()))}; "
+        f"verdicts {by_status}; {RawSubmission.objects.count() - before} stored"
     )
+    if report["ran_out"]:
+        print(f"  note: the load generator used all {count} prepared submissions before its time was up")
+    line("submission POST rate under load", [len(ms) / post_seconds], "requests/s", digits=0)
     line("submission POST p50 under load", [percentile(ms, 0.5)], "ms")
     line("submission POST p95 under load", [percentile(ms, 0.95)], "ms")
     if done and window["last"] and window["first"]:
         span = max((window["last"] - window["first"]).total_seconds(), 1e-3)
-        end_to_end = window["last"].timestamp() - first_post
+        end_to_end = window["last"].timestamp() - report["started"]
         line("ingest rate (1 Celery worker)", [done / span], "submissions/s", digits=0)
         line(
             "end to end (first POST to last verdict)",
@@ -491,6 +542,14 @@ def ingest(port: int, args: argparse.Namespace) -> None:
             "submissions/s",
             "target >= 200: " + verdict(done / end_to_end >= 200),
             digits=0,
+        )
+    if done:
+        per = {name: seconds / done * 1000 for name, seconds in cpu_used.items()}
+        total = sum(per.values())
+        print(
+            "  CPU per submission: "
+            + ", ".join(f"{name} {value:.2f} ms" for name, value in per.items())
+            + f"; total {total:.2f} ms, so {os.cpu_count()} cores allow at most {os.cpu_count() * 1000 / total:.0f}/s"
         )
     if done < created:
         print(f"  warning: {created - done} submissions had no verdict before the deadline")
@@ -524,9 +583,13 @@ def main() -> None:
         print("  warning: little data; run `python -m perf.fixture ...` first (perf/README.md)")
     slug = busiest_gpu_slug()
     urls = ["/", "/tiers/", f"/gpus/{slug}/", "/api/v1/rankings/", "/api/v1/gpus/", "/api/v1/offers/"]
-    query_counts(urls)
+    if not args.skip_pages:
+        query_counts(urls)
     connection.close()
 
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True
+    )
     port = free_port()
     web = start(
         [sys.executable, "-m", "gunicorn", "gpuatlas.wsgi:application", "-w", str(args.web_workers),
@@ -541,7 +604,8 @@ def main() -> None:
     worker = None if backlog else start(worker_command, env, LOG_DIR / "perf_celery.log")
     try:
         wait_for_http(port)
-        latencies(port, urls, args.runs, args.requests)
+        if not args.skip_pages:
+            latencies(port, urls, args.runs, args.requests)
         if not args.skip_prices:
             prices(max(1, min(args.runs, 3)))
         if backlog:
@@ -549,7 +613,8 @@ def main() -> None:
             worker = start(worker_command, env, LOG_DIR / "perf_celery.log")
             backlog_drain(ids, intake_seconds)
         if not args.skip_ingest:
-            ingest(port, args)
+            assert worker is not None  # started above, before or after the backlog
+            ingest(port, args, web_pid=web.pid, worker_pid=worker.pid)
         print("\nPeak memory (VmHWM, /proc/<pid>/status)")
         web_workers = children(web.pid)
         for pid in web_workers:

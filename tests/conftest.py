@@ -52,6 +52,17 @@ def _no_data_version_cache(settings):
 
 
 @pytest.fixture
+def versioned_cache(_no_data_version_cache, settings):  # type: ignore[no-untyped-def]
+    """Caching by data version on (60 s), on an empty cache: for tests of that caching."""
+    from django.core.cache import cache
+
+    settings.DATA_VERSION_CACHE_SECONDS = 60
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
 def wsgi_keeps_test_connection():
     """Keep the test's database connection open across requests sent straight to the WSGI app.
 

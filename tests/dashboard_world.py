@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 from django.utils import timezone
 
@@ -22,6 +23,11 @@ from tests.factories import (
     VendorFactory,
 )
 from tests.factories_dashboard import BenchmarkResultFactory, ResultAggregateFactory, WorkloadFactory
+
+CURATED_CSV_HEADER = (
+    "provider,provider_name,instance_type,region,gpu_name,gpu_memory_gib,gpu_count,vcpus_per_gpu,ram_gib_per_gpu,"
+    "price_per_hour,price_unit,spot_price_per_hour,currency,observed_at,source\n"
+)
 
 HOSTILE_GPU = "<script>window.__pwned=1</script> Card"
 HOSTILE_PROVIDER = "<img src=x onerror=window.__pwned=2> Cloud"
@@ -168,3 +174,18 @@ def build_world(*, with_history: bool = True) -> World:
                     price_per_gpu_hour_usd=per_gpu * (Decimal("1.1") if days else 1),
                 )
     return World(baseline, h100, rtx4090, small, hostile, provider, hostile_provider)
+
+
+def cheap_offer_import(directory: Path) -> None:
+    """Import, through the price service, a curated file with one RTX 4090 offer at 0.07 USD/h
+    (instance cheap.1x): a write that bumps the data version. Needs the alias "RTX4090"."""
+    from catalog.services.prices import price_import_file
+
+    path = directory / "curated" / "cheapcloud.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        CURATED_CSV_HEADER + "cheapcloud,Cheap Cloud,cheap.1x,Region A,RTX4090,24,1,8,32,0.07,gpu,,USD,2026-02-01,"
+        "https://example.org/prices\n",
+        encoding="utf-8",
+    )
+    assert price_import_file(path=path).ok

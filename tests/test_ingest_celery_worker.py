@@ -152,18 +152,26 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
     batch = 300
     user = get_user_model().objects.create(username="batch")
     first = workers()
-    ids = []
-    for index in range(batch):
-        results = [make_result(median=650.0 + index % 50), make_result(precision="fp16", median=640.0)]
-        ids.append(submission_intake(body=body(submission_document(results=results)), submitter=user).submission.pk)
+    ids: list[int] = []
+
+    def store(count: int) -> None:
+        for index in range(len(ids), len(ids) + count):
+            results = [make_result(median=650.0 + index % 50), make_result(precision="fp16", median=640.0)]
+            document = submission_document(results=results)
+            ids.append(submission_intake(body=body(document), submitter=user).submission.pk)
+
     blocking_key = report_read(submission_document()).results[0].key().key
 
     def done() -> int:
         return RawSubmission.objects.filter(pk__in=ids, status__in=TERMINAL).count()
 
+    # A fifth first, to see the worker going; the rest once the lock is held, so that the
+    # worker's next batch is inside its transaction, waiting, however fast it ingests.
+    store(batch // 5)
     assert wait_until(lambda: done() >= batch // 5, timeout=60), "the first worker never got going"
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(%s, %s)", [world.h100.pk, int(blocking_key[:7], 16)])
+    store(batch - batch // 5)
     try:
         stuck = lambda: RawSubmission.objects.filter(  # noqa: E731
             pk__in=ids, status=SubmissionStatus.PROCESSING, claimed_at__lt=timezone.now() - dt.timedelta(seconds=1)

@@ -87,3 +87,15 @@ def test_an_id_taken_in_a_batch_is_skipped_once_and_memory_is_bounded():
     taken.add([3, 4, 5])
     assert not taken.consume(2)  # the oldest was dropped past the limit
     assert taken.consume(5)
+
+
+def test_stored_payloads_parse_as_the_strict_parser_reads_them():
+    from benchmarks_app.services.payload import json_parse_stored
+    from tests.factories_ingest import body, submission_document
+
+    text = body(submission_document()).decode()
+    assert json_parse_stored(text) == json_parse_strict(text)
+    for bad, field in (('{"a": NaN}', "$"), ('{"s": "\\u0000"}', "$.s"), ('{"a": [1e999]}', "$.a[0]")):
+        with pytest.raises(SubmissionInvalid) as caught:
+            json_parse_stored(bad)
+        assert [e.field for e in caught.value.errors] == [field]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from django.core.cache import cache
 from django.db.models import QuerySet
+from django.http import HttpResponse
+from django.utils.translation import get_language
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, permissions
 from rest_framework.exceptions import NotFound
@@ -18,6 +22,7 @@ from api.filters import ApiFilterBackend, StrictOrderingFilter, StrictSearchFilt
 from api.renderers import OrjsonRenderer
 from api.serializers import ErrorSerializer, PingSerializer
 from api.throttling import DEFAULT_THROTTLES
+from gpuatlas.data_version import data_version_cache_key, data_version_cache_seconds
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="An invalid parameter; `errors` names it.")
 ERROR_404 = OpenApiResponse(ErrorSerializer, description="Not found, or an invalid cursor.")
@@ -39,6 +44,55 @@ class ApiMixin:
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return api_exception_handler
+
+
+def response_cached(view: APIView, request: Request, produce: Callable[[], Response]) -> HttpResponse:
+    """The response of a public, user-independent GET, cached as the bytes sent.
+
+    The key holds the view, the full URL (scheme, host, path and query string: pagination
+    links repeat them), the negotiated media type (an ``indent`` parameter changes the
+    bytes), the language and the data version, so new data means new keys and nothing stale
+    is served. A hit skips parameter checks, queries, serializers and rendering; only a 200
+    is stored, so a bad parameter is refused on every request. Authentication and throttles
+    have run before the handler. Lifetime: DATA_VERSION_CACHE_SECONDS (off without a shared cache).
+    """
+    seconds = data_version_cache_seconds()
+    if seconds <= 0:
+        return produce()
+    identity = repr((request.build_absolute_uri(), request.accepted_media_type))
+    key = data_version_cache_key(
+        "api-body", type(view).__name__, get_language() or "", hashlib.sha256(identity.encode()).hexdigest()[:32]
+    )
+    stored = cache.get(key)
+    if stored is not None:
+        body, headers = stored
+        return _bytes_response(body, headers)
+    response = produce()
+    if response.status_code != 200 or not isinstance(response, Response):
+        return response
+    context = {"request": request, "response": response, "view": view}
+    body = OrjsonRenderer().render(response.data, request.accepted_media_type, context)
+    headers = {name: value for name, value in response.items() if name.lower() != "content-type"}
+    cache.set(key, (body, headers), seconds)
+    return _bytes_response(body, headers)
+
+
+def _bytes_response(body: bytes, headers: dict[str, str]) -> HttpResponse:
+    response = HttpResponse(body, content_type=OrjsonRenderer.media_type)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+class CachedListMixin:
+    """A list endpoint whose GET responses are cached by ``response_cached``."""
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Any:  # an HttpResponse (ListAPIView says Response)
+        return response_cached(
+            self,  # type: ignore[arg-type]
+            request,
+            lambda: super(CachedListMixin, self).get(request, *args, **kwargs),  # type: ignore[misc]
+        )
 
 
 class ValuesListView(ApiMixin, generics.ListAPIView):

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from api.filters import GpuFilterSet
 from api.pagination import StrictLimitOffsetPagination
 from api.serializers import ArchitectureSerializer, GpuDetailSerializer, GpuRowSerializer, ProviderSerializer
-from api.views.base import ERROR_404, ERROR_429, READ_ERRORS, ApiMixin, ValuesListView
+from api.views.base import ERROR_404, ERROR_429, READ_ERRORS, ApiMixin, CachedListMixin, ValuesListView
 from catalog.models import Architecture, Gpu, Offer, Provider, SpecCitation, TensorPeak
 from catalog.models.gpus import GpuAlias
 from catalog.models.prices import PurchasePrice
@@ -54,7 +54,7 @@ GPU_DETAIL_FIELDS = {
 @extend_schema_view(
     get=extend_schema(summary="GPUs in the catalogue", responses={200: GpuRowSerializer(many=True), **READ_ERRORS})
 )
-class GpuListView(ValuesListView):
+class GpuListView(CachedListMixin, ValuesListView):
     serializer_class = GpuRowSerializer
     filterset_class = GpuFilterSet
     pagination_class = StrictLimitOffsetPagination

@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from api.filters import OfferFilterSet, PriceFilterSet
 from api.pagination import KeysetCursorPagination
 from api.serializers import OfferSerializer, PriceObservationSerializer
-from api.views.base import READ_ERRORS, ValuesListView
+from api.views.base import READ_ERRORS, CachedListMixin, ValuesListView
 from catalog.models import Offer, PriceObservation
 
 
@@ -25,7 +25,7 @@ from catalog.models import Offer, PriceObservation
         responses={200: OfferSerializer(many=True), **READ_ERRORS},
     )
 )
-class OfferListView(ValuesListView):
+class OfferListView(CachedListMixin, ValuesListView):
     serializer_class = OfferSerializer
     filterset_class = OfferFilterSet
     pagination_class = KeysetCursorPagination

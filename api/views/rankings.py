@@ -8,15 +8,11 @@ cross-parameter rules (a precision the use case does not allow) are 400s too.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
-from django.conf import settings
-from django.core.cache import cache
 from django.db.models import QuerySet
-from django.utils.translation import get_language
+from django.http import HttpResponse
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
@@ -26,7 +22,7 @@ from rest_framework.views import APIView
 
 from api.filters import ApiFilterBackend, RankingFilterSet
 from api.serializers import RankingSerializer, TierListSerializer
-from api.views.base import READ_ERRORS, ApiMixin
+from api.views.base import READ_ERRORS, ApiMixin, response_cached
 from catalog.models import Gpu
 from dashboard import metrics
 from dashboard.selectors import (
@@ -38,9 +34,6 @@ from dashboard.selectors import (
     rankings_compute,
     tiers_compute,
 )
-from gpuatlas.data_version import data_version
-
-DEFAULT_CACHE_SECONDS = 60
 
 ROW_FIELDS = {
     "rank": "rank",
@@ -124,26 +117,6 @@ def ranking_header(ranking: Ranking) -> dict[str, Any]:
     }
 
 
-def cached_response(kind: str, params: RankingParams, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The response body for these parameters, computed at most once per cache period.
-
-    A ranking changes only when prices, results or the catalogue are imported, while computing
-    one reads every aggregate, peak and current offer (about 15 ms on the real catalogue). The
-    cache key holds every parameter and the language (labels are translated); a period of 0
-    (setting API_RANKINGS_CACHE_SECONDS) turns the cache off. Invalid parameters are never cached.
-    """
-    seconds = getattr(settings, "API_RANKINGS_CACHE_SECONDS", DEFAULT_CACHE_SECONDS)
-    if seconds <= 0:
-        return _computed(compute)
-    digest = hashlib.sha256(repr(sorted(asdict(params).items())).encode()).hexdigest()[:32]
-    key = f"api:v1:{kind}:{get_language()}:{data_version()}:{digest}"  # new data, new key
-    data = cache.get(key)
-    if data is None:
-        data = _computed(compute)
-        cache.set(key, data, seconds)
-    return data
-
-
 def _computed(compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         return compute()
@@ -189,15 +162,13 @@ class RankingView(_RankingBase):
         ),
         responses={200: RankingSerializer, **READ_ERRORS},
     )
-    def get(self, request: Request) -> Response:
-        params = self.ranking_params(request)
-
+    def get(self, request: Request) -> HttpResponse:
         def compute() -> dict[str, Any]:
-            ranking = rankings_compute(params=params)
+            ranking = rankings_compute(params=self.ranking_params(request))
             rows = [row_data(row) for row in ranking.rows]
             return {**ranking_header(ranking), "count": len(rows), "results": rows}
 
-        return Response(cached_response("rankings", params, compute))
+        return response_cached(self, request, lambda: Response(_computed(compute)))
 
 
 class TierListView(_RankingBase):
@@ -209,9 +180,10 @@ class TierListView(_RankingBase):
         ),
         responses={200: TierListSerializer, **READ_ERRORS},
     )
-    def get(self, request: Request) -> Response:
-        params = self.ranking_params(request)
-        return Response(cached_response("tiers", params, lambda: self.compute(params)))
+    def get(self, request: Request) -> HttpResponse:
+        return response_cached(
+            self, request, lambda: Response(_computed(lambda: self.compute(self.ranking_params(request))))
+        )
 
     def compute(self, params: RankingParams) -> dict[str, Any]:
         tier_list = tiers_compute(params=params)

@@ -27,7 +27,7 @@ from benchmarks_app.services.aggregates import (
     aggregates_write,
 )
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
-from benchmarks_app.services.payload import json_parse_strict
+from benchmarks_app.services.payload import json_parse_stored
 from benchmarks_app.services.peers import PeerCache, PeerSet, live_peers
 from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, peak_for, result_check
 from benchmarks_app.services.report import ResultReport, RunReport, report_check, report_read
@@ -82,7 +82,7 @@ def _result_verdict(result: ResultReport, peaks: GpuPeaks | None) -> tuple[list[
 def submission_judge(*, payload: str, snapshot: CatalogSnapshot) -> Derivation:
     """Apply every rule to a stored payload; pure apart from reading the snapshot."""
     try:
-        document = json_parse_strict(payload)
+        document = json_parse_stored(payload)
     except SubmissionInvalid as exc:
         return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in exc.errors])
     errors = schema_errors(document)

@@ -25,6 +25,7 @@ import datetime as dt
 import functools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ from benchmarks_app.services.derive import submission_derive, submissions_derive
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5
+# How long one draining task ingests before it hands over to a fresh task (time limit: 50 s).
+DRAIN_SECONDS = 20.0
 TERMINAL = (SubmissionStatus.ACCEPTED, SubmissionStatus.FLAGGED, SubmissionStatus.REJECTED, SubmissionStatus.ON_HOLD)
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "submission_ingest",
     "submission_release",
     "submissions_claim",
+    "submissions_claim_waiting",
+    "submissions_drain",
     "submissions_reingest",
     "submissions_sweep",
 ]
@@ -63,6 +68,11 @@ def claim_grace() -> dt.timedelta:
 def received_grace() -> dt.timedelta:
     """How long a received row may wait for its queued task before the sweeper queues it again."""
     return dt.timedelta(seconds=getattr(settings, "INGEST_RECEIVED_GRACE_S", 300))
+
+
+def ingest_gather_seconds() -> float:
+    """How long a draining task lets a batch gather after a small one (setting INGEST_GATHER_MS)."""
+    return max(0, int(getattr(settings, "INGEST_GATHER_MS", 0))) / 1000
 
 
 def ingest_batch_size() -> int:
@@ -104,6 +114,33 @@ def submissions_claim(*, submission_id: int, batch_size: int = 1) -> tuple[dt.da
                 )
                 ids.extend(row[0] for row in cursor.fetchall())
     return now, sorted(ids)
+
+
+def submissions_claim_waiting(*, batch_size: int) -> tuple[dt.datetime, list[int]]:
+    """Claim up to ``batch_size`` of the oldest received submissions (a draining task)."""
+    now = timezone.now()
+    table = RawSubmission._meta.db_table
+    with transaction.atomic():
+        _asynchronous_commit()
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {table} SET status = %s, attempts = attempts + 1, claimed_at = %s "  # noqa: S608 - table name from the model
+                    f"WHERE id IN (SELECT id FROM {table} WHERE status = %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
+                    "RETURNING id",
+                    [SubmissionStatus.PROCESSING, now, SubmissionStatus.RECEIVED, batch_size],
+                )
+                return now, sorted(row[0] for row in cursor.fetchall())
+        # SQLite has no SKIP LOCKED; it runs one writer at a time, so claim row by row.
+        waiting = RawSubmission.objects.filter(status=SubmissionStatus.RECEIVED).order_by("pk")
+        ids = [
+            pk
+            for pk in waiting.values_list("pk", flat=True)[:batch_size]
+            if RawSubmission.objects.filter(pk=pk, status=SubmissionStatus.RECEIVED).update(
+                status=SubmissionStatus.PROCESSING, attempts=F("attempts") + 1, claimed_at=now
+            )
+        ]
+    return now, ids
 
 
 def submission_release(*, submission_id: int, claimed_at: dt.datetime) -> bool:
@@ -164,15 +201,29 @@ class _TakenInBatch:
 taken_in_batch = _TakenInBatch()
 
 
-def submission_ingest(*, submission_id: int, batch_size: int = 1, remember_batches: bool = False) -> str | None:
+def submission_ingest(
+    *, submission_id: int, batch_size: int = 1, remember_batches: bool = False, drain: bool = False
+) -> str | None:
     """Claim and ingest a submission (and, with ``batch_size`` > 1, other waiting ones).
 
     Returns the new status of ``submission_id``, or None when it was not ours to do.
     Transient database errors propagate (after the claims are given back) so the task
     retries; any other error in a batch is isolated by redoing its submissions one by one.
     ``remember_batches`` (worker processes, where each queued id has its own task): note the
-    other ids of a batch so that their tasks return at once.
+    other ids of a batch so that their tasks return at once. ``drain`` (the task that
+    coalesced intakes share): then ingest every waiting submission (``submissions_drain``).
     """
+    status = _submission_ingest_own(
+        submission_id=submission_id, batch_size=batch_size, remember_batches=remember_batches
+    )
+    if drain:
+        submissions_drain(
+            batch_size=batch_size, gather_seconds=ingest_gather_seconds(), remember_batches=remember_batches
+        )
+    return status
+
+
+def _submission_ingest_own(*, submission_id: int, batch_size: int, remember_batches: bool) -> str | None:
     if remember_batches and taken_in_batch.consume(submission_id):
         return None
     if not RawSubmission.objects.filter(pk=submission_id, status=SubmissionStatus.RECEIVED).exists():
@@ -182,26 +233,70 @@ def submission_ingest(*, submission_id: int, batch_size: int = 1, remember_batch
     claimed_at, ids = submissions_claim(submission_id=submission_id, batch_size=batch_size)
     if not ids:
         return None
+    outcome = _ingest_claimed(ids, claimed_at, own=submission_id)
+    if remember_batches:
+        taken_in_batch.add(pk for pk in outcome if pk != submission_id)
+    return outcome.get(submission_id)
+
+
+def submissions_drain(
+    *, batch_size: int, seconds: float = DRAIN_SECONDS, gather_seconds: float = 0.0, remember_batches: bool = False
+) -> int:
+    """Ingest waiting submissions, oldest first, a batch at a time, until none wait.
+
+    Returns how many were decided. After a batch smaller than ``batch_size`` it waits
+    ``gather_seconds`` for more to arrive. After ``seconds`` (well inside the task's time
+    limit) it stops and queues a task for the oldest submission still waiting, which drains on.
+    """
+    from benchmarks_app.services.intake import submission_enqueue
+
+    deadline = time.monotonic() + seconds
+    decided = 0
+    while time.monotonic() < deadline:
+        claimed_at, ids = submissions_claim_waiting(batch_size=batch_size)
+        if not ids:
+            return decided
+        outcome = _ingest_claimed(ids, claimed_at, own=None)
+        decided += len(outcome)
+        if remember_batches:
+            taken_in_batch.add(outcome)
+        if len(ids) < batch_size:
+            # Submissions are arriving, but slower than we ingest: let a batch gather. Each
+            # batch costs a claim, locks, peer-set checks and one aggregate write per pair it
+            # touches, whether it holds 2 submissions or 50; the wait costs the submitters
+            # that much delay before their verdicts and saves the CPU the web side needs.
+            time.sleep(gather_seconds)
+    waiting = (
+        RawSubmission.objects.filter(status=SubmissionStatus.RECEIVED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if waiting is not None:
+        submission_enqueue(submission_id=waiting)
+    return decided
+
+
+def _ingest_claimed(ids: list[int], claimed_at: dt.datetime, *, own: int | None) -> dict[int, str]:
+    """Derive claimed submissions; on failure give the claims back (``own`` is retried by its task)."""
     try:
-        outcome = _derive_claimed(ids, claimed_at)
+        return _derive_claimed(ids, claimed_at)
     except DatabaseError:
-        _release_and_requeue(ids, claimed_at, keep=submission_id)
+        _release_and_requeue(ids, claimed_at, keep=own)
         raise
     except Exception:
         if len(ids) == 1:
-            _release_and_requeue(ids, claimed_at, keep=submission_id)
+            _release_and_requeue(ids, claimed_at, keep=own)
             raise
         logger.exception("a batch of %d submissions failed; deriving them one by one", len(ids))
-        outcome = {}
+        outcome: dict[int, str] = {}
         for pk in ids:
             try:
                 outcome.update(_derive_claimed([pk], claimed_at))
             except Exception:
                 logger.exception("submission %s failed to ingest", pk)
                 _release_and_requeue([pk], claimed_at, keep=None)
-    if remember_batches:
-        taken_in_batch.add(pk for pk in outcome if pk != submission_id)
-    return outcome.get(submission_id)
+        return outcome
 
 
 def _release_and_requeue(ids: list[int], claimed_at: dt.datetime, *, keep: int | None) -> None:

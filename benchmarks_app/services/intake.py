@@ -12,7 +12,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
 from benchmarks_app.models import RawSubmission
@@ -91,15 +93,60 @@ def _existing(run_uuid: uuid.UUID, *, sha256: str, submitter: AbstractBaseUser |
     return existing
 
 
-def submission_enqueue(*, submission_id: int) -> bool:
+INGEST_QUEUED_KEY = "gpuatlas:ingest:queued"
+
+
+def ingest_coalescing() -> bool:
+    """Whether intakes share one queued ingest task.
+
+    Only with a real worker (not eager in-process tasks) and a cache the web and worker
+    processes share (Redis): with a per-process cache the worker could not clear the mark.
+    """
+    return _cache_is_shared() and not settings.CELERY_TASK_ALWAYS_EAGER and settings.INGEST_COALESCE_SECONDS > 0
+
+
+def _cache_is_shared() -> bool:
+    return "redis" in settings.CACHES.get("default", {}).get("BACKEND", "").lower()
+
+
+def _ingest_already_queued() -> bool:
+    """Mark an ingest as queued; True when one already was and has not started yet.
+
+    A queued ingest drains every received submission once it starts (``submission_ingest``
+    with ``drain=True``) and clears the mark first, so a submission committed before the
+    mark was cleared is drained by it and one committed after queues a new task. The mark
+    expires so that a lost task costs at most that many seconds before intakes queue again
+    (and the sweeper re-queues what is left).
+    """
+    try:
+        return not cache.add(INGEST_QUEUED_KEY, 1, timeout=settings.INGEST_COALESCE_SECONDS)
+    except Exception:  # the cache is down: queue a task of our own, as without coalescing
+        logger.warning("could not read the ingest-queued mark; queueing a task", exc_info=True)
+        return False
+
+
+def ingest_queued_clear() -> None:
+    """Called by a starting ingest task, before it drains: later intakes queue a new one."""
+    try:
+        cache.delete(INGEST_QUEUED_KEY)
+    except Exception:  # the mark then expires on its own
+        logger.warning("could not clear the ingest-queued mark", exc_info=True)
+
+
+def submission_enqueue(*, submission_id: int, coalesce: bool = False) -> bool:
     """Queue the ingest of one stored submission; False when the broker is unreachable.
 
     The submission is already committed: if the broker is down it stays "received" and the
-    sweeper (``sweep_stuck_submissions``) queues it again once the broker is back.
+    sweeper (``sweep_stuck_submissions``) queues it again once the broker is back. With
+    ``coalesce`` (the intake), no task is sent while another queued one has yet to start:
+    that one drains this submission too, which spares the broker and the worker a task
+    per submission under load.
     """
     from benchmarks_app.tasks import ingest_submission
 
     try:
+        if coalesce and ingest_coalescing() and _ingest_already_queued():
+            return True
         ingest_submission.delay(submission_id)
     except Exception:  # kombu raises several types when Redis is down; none may fail the request
         logger.warning(
@@ -122,14 +169,16 @@ def submission_intake(
     document = json_parse_strict(text)
     sha256 = payload_sha256(text)
     run_uuid = _run_uuid(document)
-    if run_uuid is not None:
-        existing = _existing(run_uuid, sha256=sha256, submitter=user)  # type: ignore[arg-type]
-        if existing is not None:
-            return IntakeOutcome(existing, created=False)
     report, errors = document_check(document)
     if errors:
+        # A run stored earlier is returned as stored, even if the rules changed since.
+        existing = _existing(run_uuid, sha256=sha256, submitter=user) if run_uuid is not None else None  # type: ignore[arg-type]
+        if existing is not None:
+            return IntakeOutcome(existing, created=False)
         raise SubmissionInvalid(errors)
     assert report is not None and run_uuid is not None  # a document without errors has both
+    # Insert first: a repeat of a stored run (a client's retry) is rare, and the unique
+    # run_uuid finds it in the same statement, where a read first would cost every intake.
     try:
         with transaction.atomic():
             submission = RawSubmission.objects.create(
@@ -140,9 +189,8 @@ def submission_intake(
                 channel=channel,
                 gpu_name_reported=report.gpu_name[:200],
             )
-            transaction.on_commit(lambda: submission_enqueue(submission_id=submission.pk))
+            transaction.on_commit(lambda: submission_enqueue(submission_id=submission.pk, coalesce=True))
     except IntegrityError:
-        # Two requests with one run UUID raced; the first one stored it.
         existing = _existing(run_uuid, sha256=sha256, submitter=user)  # type: ignore[arg-type]
         if existing is None:
             raise

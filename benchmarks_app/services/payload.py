@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+import orjson
 from django.conf import settings
 
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid, SubmissionTooLarge
@@ -144,6 +145,21 @@ def unstorable_strings(document: Any) -> list[FieldError]:
         elif isinstance(node, list):
             stack.extend((v, [*parts, i]) for i, v in enumerate(node))
     return found
+
+
+def json_parse_stored(text: str) -> Any:
+    """Parse a payload the intake stored: it passed ``json_parse_strict`` then, so the ingest
+    reads it with orjson, several times faster. A payload orjson refuses (NaN, a lone
+    surrogate: not one the intake stored), or one that may hold a string PostgreSQL cannot
+    store, goes through the strict parser and gets its message. orjson keeps the last of
+    duplicated keys, which the intake refused.
+    """
+    if _MAYBE_UNSTORABLE.search(text):
+        return json_parse_strict(text)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json_parse_strict(text)
 
 
 def json_depth_error(document: Any) -> FieldError | None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
 
 from catalog.forms import GpuFilterForm
-from catalog.models import Architecture, Gpu, Vendor
-from catalog.selectors import gpu_list
+from catalog.models import Architecture, Vendor
+from catalog.selectors import gpu_for_page, gpu_list
 
 
 def gpu_list_view(request: HttpRequest) -> HttpResponse:
@@ -36,10 +36,12 @@ def gpu_list_view(request: HttpRequest) -> HttpResponse:
 def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
     # The specs part is the catalogue's; the dashboard adds offers, price history, results and
     # tiers through its own selector and template (dashboard/gpu_detail.html extends this one).
-    from dashboard.fragments import gpu_page_body
+    from dashboard.fragments import gpu_page_body, page_response
     from dashboard.selectors_pages import gpu_offers, money_for
 
-    gpu = get_object_or_404(Gpu.objects.with_related(), slug=slug)
+    gpu = gpu_for_page(slug=slug)
+    if gpu is None:
+        raise Http404(f"No GPU with the slug {slug!r}.")
     currency = request.GET.get("currency", "USD").upper()
     currency = currency if currency in ("USD", "CNY") else "USD"
     if request.GET.get("format") == "csv":
@@ -86,4 +88,4 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
     # The body is the same for every visitor: rendered once per data version, language and
     # currency (dashboard/fragments.py); the header around it is rendered per request.
     body = gpu_page_body(gpu=gpu, currency=currency, specs=specs)
-    return render(request, "dashboard/gpu_detail.html", {"gpu": gpu, "body": body})
+    return page_response(request, template="dashboard/gpu_detail.html", body=body, context={"gpu": gpu})
