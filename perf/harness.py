@@ -587,9 +587,7 @@ def main() -> None:
         query_counts(urls)
     connection.close()
 
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True
-    )
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port()
     web = start(
         [sys.executable, "-m", "gunicorn", "gpuatlas.wsgi:application", "-w", str(args.web_workers),
