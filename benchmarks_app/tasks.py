@@ -6,11 +6,16 @@ on worker lost); exactly-once processing comes from the claim in services.ingest
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from benchmarks_app.services.ingest import ingest_batch_size, submission_ingest, submissions_sweep
 from benchmarks_app.services.intake import ingest_coalescing, ingest_queued_clear
+from gpuatlas.data_version import data_version_bump_pending
+
+logger = logging.getLogger(__name__)
 
 INGEST_MAX_RETRIES = 5
 # A live ingest takes milliseconds; these bound a stuck one well below the claim grace
@@ -50,10 +55,20 @@ def ingest_submission(self, submission_id: int) -> str | None:  # type: ignore[n
         )
     except (OperationalError, InterfaceError) as exc:
         raise self.retry(exc=exc, countdown=retry_countdown(self.request.retries)) from exc
+    finally:
+        _bump_pending()  # what debouncing held back shows now that this ingest is done
+
+
+def _bump_pending() -> None:
+    try:
+        data_version_bump_pending()
+    except Exception:  # the cache is down: the pending bump waits for the next ingest or sweep
+        logger.warning("could not make the pending data-version bump", exc_info=True)
 
 
 @shared_task(name="benchmarks_app.tasks.sweep_stuck_submissions", acks_late=True, time_limit=300)
 def sweep_stuck_submissions() -> dict[str, int]:
     """Periodic: re-queue submissions stuck in received or in a dead worker's claim."""
     summary = submissions_sweep()
+    _bump_pending()
     return {"requeued": len(summary.requeued), "reclaimed": summary.reclaimed, "given_up": len(summary.given_up)}

@@ -45,14 +45,43 @@ def _bump() -> None:
     cache.set(CACHE_KEY, uuid.uuid4().hex[:12], timeout=None)
 
 
-def data_version_bump() -> None:
+def data_version_bump(*, debounce_seconds: float = 0) -> None:
     """Mark cached computations stale, once the current transaction (if any) commits.
 
     A no-op while versioned caching is off (the local-memory cache of development and tests):
     a per-process cache cannot carry a worker's bump to the web processes anyway.
+
+    With ``debounce_seconds`` (the ingest, whose batches commit several times a second under
+    load) at most one bump happens per that period: the first at once, later ones only noted
+    as pending, for ``data_version_bump_pending`` (when the ingest has drained, and from the
+    periodic sweep) or the next period's first bump. Without this every batch would empty
+    every cached page, and each page view would pay a cold render.
     """
-    if data_version_cache_seconds() > 0:
+    if data_version_cache_seconds() <= 0:
+        return
+    if debounce_seconds > 0:
+        transaction.on_commit(functools.partial(_bump_debounced, debounce_seconds))
+    else:
         transaction.on_commit(_bump)
+
+
+_BUMP_GATE_KEY = "gpuatlas:data-version:gate"
+_BUMP_PENDING_KEY = "gpuatlas:data-version:pending"
+
+
+def _bump_debounced(seconds: float) -> None:
+    if cache.add(_BUMP_GATE_KEY, 1, timeout=max(1, round(seconds))):
+        _bump()
+    else:
+        cache.set(_BUMP_PENDING_KEY, 1, timeout=None)
+
+
+def data_version_bump_pending() -> bool:
+    """Make a bump that debouncing held back; True when there was one."""
+    if data_version_cache_seconds() <= 0 or not cache.delete(_BUMP_PENDING_KEY):
+        return False
+    _bump()
+    return True
 
 
 def data_version_cache_key(*parts: object) -> str:

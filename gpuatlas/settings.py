@@ -216,6 +216,10 @@ INGEST_COALESCE_SECONDS = env_int("INGEST_COALESCE_SECONDS", 30, minimum=0)
 # After a batch smaller than INGEST_BATCH_SIZE, the draining task waits this long for more
 # submissions: fewer, larger batches under load, at the price of that much verdict delay.
 INGEST_GATHER_MS = env_int("INGEST_GATHER_MS", 100, minimum=0)
+# Cached pages are keyed by a data version that writers bump; the live ingest bumps it at most
+# once per this many seconds (and once more when it has drained), so that a stream of
+# submissions does not keep every cached page cold. New results show within this period.
+DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Atlas API",
     "DESCRIPTION": "GPUs, cloud prices, benchmark results and performance-per-dollar rankings.",

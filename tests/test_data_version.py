@@ -127,3 +127,51 @@ def test_catalogue_import_bumps_the_version(tmp_path) -> None:
     (tmp_path / "gpus.toml").write_text("")
     catalog_import(curated_dir=tmp_path, progress=lambda items, total, label: items)
     assert data_version() != before
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+def test_debounced_bumps_make_one_bump_then_one_pending() -> None:
+    from gpuatlas.data_version import data_version_bump_pending
+
+    start = data_version()
+    data_version_bump(debounce_seconds=30)  # the first of a period: at once
+    first = data_version()
+    assert first != start
+    for _ in range(3):  # a stream of ingest batches
+        with transaction.atomic():
+            data_version_bump(debounce_seconds=30)
+        assert data_version() == first
+    assert data_version_bump_pending() is True  # the drained ingest shows what was held back
+    assert data_version() != first
+    assert data_version_bump_pending() is False
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_INGEST_DEBOUNCE_S=30)
+def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
+    from django.contrib.auth import get_user_model
+
+    from benchmarks_app.services.ingest import submission_ingest
+    from benchmarks_app.services.intake import submission_intake
+    from benchmarks_app.tasks import ingest_submission
+    from benchmarks_app.services.peers import live_peers
+    from benchmarks_app.services.snapshot import catalog_snapshot_clear
+    from tests.factories_ingest import body, ingest_world, submission_document
+
+    from benchmarks_app.services import intake as intake_module
+
+    catalog_snapshot_clear()
+    live_peers.clear()
+    monkeypatch.setattr(intake_module, "submission_enqueue", lambda **_: True)  # ingested below, one by one
+    ingest_world()
+    user = get_user_model().objects.create(username="debounce")
+    stored = [submission_intake(body=body(submission_document()), submitter=user).submission for _ in range(3)]
+    start = data_version()
+    assert submission_ingest(submission_id=stored[0].pk) == "accepted"
+    after_first = data_version()
+    assert after_first != start
+    submission_ingest(submission_id=stored[1].pk)
+    assert data_version() == after_first  # held back: pending
+    ingest_submission.apply(args=[stored[2].pk])  # a task ends with the pending bump
+    assert data_version() != after_first

@@ -224,13 +224,14 @@ class AggregateInput:
         )
 
 
-def aggregates_write(*, items: Sequence[AggregateInput]) -> list[ResultAggregate]:
+def aggregates_write(*, items: Sequence[AggregateInput], bump_debounce_seconds: float = 0) -> list[ResultAggregate]:
     """Store these aggregates in one upsert; an item without a summary (no trusted result) loses its row.
 
     Each summary must cover all trusted results of its pair, computed while holding the
-    pair's lock, so that the aggregate is exact.
+    pair's lock, so that the aggregate is exact. The data version is bumped when this
+    commits (the live ingest debounces it: ``data_version_bump``).
     """
-    data_version_bump()  # rankings and GPU pages cached by data version are stale once this commits
+    data_version_bump(debounce_seconds=bump_debounce_seconds)  # cached rankings and GPU pages read these
     for item in items:
         if item.summary is None:
             ResultAggregate.objects.filter(gpu_id=item.gpu_id, comparison_key=item.comparison_key).delete()

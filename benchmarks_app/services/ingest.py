@@ -70,6 +70,11 @@ def received_grace() -> dt.timedelta:
     return dt.timedelta(seconds=getattr(settings, "INGEST_RECEIVED_GRACE_S", 300))
 
 
+def ingest_bump_debounce_seconds() -> float:
+    """At most one data-version bump per this period from the live ingest (DATA_VERSION_INGEST_DEBOUNCE_S)."""
+    return float(getattr(settings, "DATA_VERSION_INGEST_DEBOUNCE_S", 0))
+
+
 def ingest_gather_seconds() -> float:
     """How long a draining task lets a batch gather after a small one (setting INGEST_GATHER_MS)."""
     return max(0, int(getattr(settings, "INGEST_GATHER_MS", 0))) / 1000
@@ -168,7 +173,7 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
         outcome = {s.pk: _give_up(s) for s in submissions if s.attempts > MAX_ATTEMPTS}
         live = [s for s in submissions if s.pk not in outcome]
         if live:
-            outcome.update(submissions_derive(submissions=live))
+            outcome.update(submissions_derive(submissions=live, bump_debounce_seconds=ingest_bump_debounce_seconds()))
         return outcome
 
 
