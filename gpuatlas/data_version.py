@@ -28,6 +28,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MISSING = object()
 
 CACHE_KEY = "gpuatlas:data-version"
+# A recomputation that takes longer (or a process that died in one) no longer holds readers off.
+_COMPUTE_LOCK_SECONDS = 60
 
 
 def data_version() -> str:
@@ -107,6 +109,10 @@ def data_version_cache_seconds() -> int:
 def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:
     """Cache a keyword-only pure read under (name, language, arguments, data version).
 
+    While one process recomputes a value for a new version, others are served the value of
+    the version before (stale by at most that computation), so a bump under traffic costs one
+    computation, not one per concurrent reader.
+
     ``key(**kwargs)`` returns what identifies the arguments (default: all of them, by repr);
     the language is part of the key because results carry translated labels. The undecorated
     function stays reachable as ``fn.uncached``.
@@ -124,8 +130,19 @@ def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Ca
             found = cache.get(cache_key, _MISSING)
             if found is not _MISSING:
                 return found
-            value = fn(**kwargs)
-            cache.set(cache_key, value, seconds)
+            # After a bump, the first reader recomputes (a second or more at scale) and readers
+            # arriving meanwhile get the previous version's value instead of each recomputing.
+            latest_key = f"gpuatlas:latest:{name}:{get_language() or ''}:{digest}"
+            computing_key = f"{cache_key}:computing"
+            if not cache.add(computing_key, 1, timeout=_COMPUTE_LOCK_SECONDS):
+                stale = cache.get(latest_key, _MISSING)
+                if stale is not _MISSING:
+                    return stale
+            try:
+                value = fn(**kwargs)
+                cache.set_many({cache_key: value, latest_key: value}, seconds)
+            finally:
+                cache.delete(computing_key)
             return value
 
         wrapper.uncached = fn  # type: ignore[attr-defined]

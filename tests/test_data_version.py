@@ -152,14 +152,13 @@ def test_debounced_bumps_make_one_bump_then_one_pending() -> None:
 def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     from django.contrib.auth import get_user_model
 
+    from benchmarks_app.services import intake as intake_module
     from benchmarks_app.services.ingest import submission_ingest
     from benchmarks_app.services.intake import submission_intake
-    from benchmarks_app.tasks import ingest_submission
     from benchmarks_app.services.peers import live_peers
     from benchmarks_app.services.snapshot import catalog_snapshot_clear
+    from benchmarks_app.tasks import ingest_submission
     from tests.factories_ingest import body, ingest_world, submission_document
-
-    from benchmarks_app.services import intake as intake_module
 
     catalog_snapshot_clear()
     live_peers.clear()
@@ -175,3 +174,23 @@ def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     assert data_version() == after_first  # held back: pending
     ingest_submission.apply(args=[stored[2].pk])  # a task ends with the pending bump
     assert data_version() != after_first
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+def test_while_one_reader_recomputes_the_others_get_the_previous_value() -> None:
+    import hashlib
+
+    from django.utils.translation import get_language
+
+    from gpuatlas.data_version import data_version_cache_key
+
+    assert square(x=5) == 25
+    data_version_bump()
+    calls.clear()
+    digest = hashlib.sha256(repr([("x", 5)]).encode()).hexdigest()[:32]
+    # Another process is recomputing this version: it holds the lock.
+    cache.add(f"{data_version_cache_key('test_square', get_language() or '', digest)}:computing", 1, 60)
+    assert square(x=5) == 25 and calls == []  # the previous version's value, no recomputation
+    cache.clear()
+    assert square(x=5) == 25 and calls == [5]  # nothing to fall back on: computed
