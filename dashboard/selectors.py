@@ -53,13 +53,14 @@ from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Min, Q
+from django.db.models import Min, Q
 from django.utils.translation import gettext as _
 
-from benchmarks_app.models import BenchmarkResult, ResultAggregate, Workload
+from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import ExchangeRate, Gpu, Offer, PurchasePrice, Segment, TensorPeak
 from dashboard import metrics
 from dashboard.metrics import USE_CASES, UseCase
+from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 
 CURRENCIES = ("USD", "CNY")
@@ -314,8 +315,17 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     }
     aggregates = list(
         ResultAggregate.objects.filter(workload_id__in=list(workloads), precision__in=precisions).values(
-            "gpu_id", "workload_id", "precision", "gpu_count", "median", "n", "distinct_submitters", "has_lab"
-        )
+            "gpu_id",
+            "workload_id",
+            "precision",
+            "gpu_count",
+            "median",
+            "n",
+            "distinct_submitters",
+            "has_lab",
+            "comparison_key",
+            "updated_at",
+        )  # fmt: skip
     )
     measured_gpu_ids = {a["gpu_id"] for a in aggregates}
 
@@ -360,16 +370,12 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             )
             % {"name": baseline.name}
         )
-    distinct_by_gpu: dict[int, int] = {}
-    if measured:
-        distinct_rows = (
-            BenchmarkResult.objects.trusted()
-            .filter(gpu_id__in=list(measured), workload_id__in=list(workloads), precision__in=precisions)
-            .order_by()
-            .values("gpu_id")
-            .annotate(submitters=Count("submitter_key", distinct=True))
-        )
-        distinct_by_gpu = {r["gpu_id"]: r["submitters"] for r in distinct_rows}
+    fingerprints = aggregate_fingerprints(aggregates)
+    distinct_by_gpu = distinct_submitters_by_gpu(
+        fingerprints={gpu_id: fingerprints[gpu_id] for gpu_id in measured if gpu_id in fingerprints},
+        workload_ids=workloads,
+        precisions=precisions,
+    )
 
     rates = _latest_rates()
     currency, exchange = params.currency, None
