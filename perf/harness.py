@@ -58,6 +58,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-prices", action="store_true")
     parser.add_argument("--skip-pages", action="store_true", help="no query counts or page latencies")
+    parser.add_argument(
+        "--read-during-ingest",
+        action="store_true",
+        help="also GET / every 0.2 s during the POST load (its cold renders then share the CPU with the ingest)",
+    )
     args = parser.parse_args()
     args.runs = args.runs or (3 if args.quick else 5)
     args.requests = args.requests or (20 if args.quick else 60)
@@ -530,14 +535,16 @@ def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int
             reading.wait(0.2)
 
     reader_thread = threading.Thread(target=reader, daemon=True)
-    reader_thread.start()
+    if args.read_during_ingest:
+        reader_thread.start()
     generator = subprocess.run(
         [sys.executable, "-m", "perf.loadgen", "--port", str(port), "--requests", str(requests_file),
          "--concurrency", str(args.concurrency), "--seconds", str(args.ingest_seconds)],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     reading.set()
-    reader_thread.join()
+    if args.read_during_ingest:
+        reader_thread.join()
     report = json.loads(generator.stdout)
     statuses = {int(k): v for k, v in report["statuses"].items()}
     created = statuses.get(201, 0)
