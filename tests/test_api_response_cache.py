@@ -40,6 +40,11 @@ def _uncached(client, url: str, settings) -> bytes:  # type: ignore[no-untyped-d
         settings.DATA_VERSION_CACHE_SECONDS = 60
 
 
+def _first_difference(a: bytes, b: bytes) -> str:
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return f"lengths {len(a)}/{len(b)}, first difference at {at}: {a[at - 80 : at + 80]!r} vs {b[at - 80 : at + 80]!r}"
+
+
 def test_a_hit_is_the_computed_response_byte_for_byte_without_queries(client, settings):
     build_world()
     for url in URLS:
@@ -49,7 +54,9 @@ def test_a_hit_is_the_computed_response_byte_for_byte_without_queries(client, se
             second = client.get(url)
         assert len(queries) == 0, (url, [q["sql"] for q in queries])
         assert second.status_code == 200 and second["Content-Type"] == "application/json"
-        assert second.content == first.content == _uncached(client, url, settings), url
+        uncached = _uncached(client, url, settings)
+        assert second.content == first.content, (url, _first_difference(second.content, first.content))
+        assert first.content == uncached, (url, _first_difference(first.content, uncached))
 
 
 def test_pagination_links_follow_the_host_they_were_asked_on(client, settings):
