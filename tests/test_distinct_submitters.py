@@ -66,7 +66,11 @@ def test_new_results_recount_only_their_gpu():
     before = _counts()
     added = [
         BenchmarkResultFactory(
-            gpu=world.rtx4090, workload__slug="resnet50", value=131.0 + index, submitter_key=f"fresh-{index}"
+            gpu=world.rtx4090,
+            workload__slug="resnet50",
+            value=131.0 + index,
+            submitter_key=f"fresh-{index}",
+            comparison_key="f" * 64,  # a sha256 like the ingest's (PostgreSQL locks on its prefix)
         )
         for index in range(3)
     ]
