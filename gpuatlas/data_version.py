@@ -102,8 +102,12 @@ def data_version_cache_seconds() -> int:
     configured = getattr(settings, "DATA_VERSION_CACHE_SECONDS", None)
     if configured is not None:
         return int(configured)
-    backend = settings.CACHES.get("default", {}).get("BACKEND", "")
-    return 600 if "redis" in backend.lower() else 0
+    return 600 if cache_is_shared() else 0
+
+
+def cache_is_shared() -> bool:
+    """Whether the default cache is one all processes see (Redis), not per-process memory."""
+    return "redis" in settings.CACHES.get("default", {}).get("BACKEND", "").lower()
 
 
 def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:

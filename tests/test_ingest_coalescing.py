@@ -44,7 +44,7 @@ def coalescing(settings):  # type: ignore[no-untyped-def]
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.INGEST_COALESCE_SECONDS = 30
     with (
-        mock.patch.object(intake_module, "_cache_is_shared", return_value=True),
+        mock.patch.object(intake_module, "cache_is_shared", return_value=True),
         mock.patch.object(intake_module, "cache") as shared_cache,
         mock.patch.object(ingest_submission, "delay") as delay,
     ):
@@ -88,7 +88,7 @@ def test_intakes_queue_one_task_until_it_starts(coalescing, user, django_capture
 def test_without_a_shared_cache_every_intake_queues_its_own_task(coalescing, user, django_capture_on_commit_callbacks):
     ingest_world()
     with (
-        mock.patch.object(intake_module, "_cache_is_shared", return_value=False),
+        mock.patch.object(intake_module, "cache_is_shared", return_value=False),
         django_capture_on_commit_callbacks(execute=True),
     ):
         stored = [_store(user) for _ in range(3)]

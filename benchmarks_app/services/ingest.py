@@ -109,43 +109,39 @@ def submissions_claim(*, submission_id: int, batch_size: int = 1) -> tuple[dt.da
         )
         ids = [submission_id] if won else []
         if batch_size > 1 and connection.vendor == "postgresql":
-            table = RawSubmission._meta.db_table
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"UPDATE {table} SET status = %s, attempts = attempts + 1, claimed_at = %s "  # noqa: S608 - table name from the model
-                    f"WHERE id IN (SELECT id FROM {table} WHERE status = %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
-                    "RETURNING id",
-                    [SubmissionStatus.PROCESSING, now, SubmissionStatus.RECEIVED, batch_size - len(ids)],
-                )
-                ids.extend(row[0] for row in cursor.fetchall())
+            ids.extend(_claim_oldest(now=now, limit=batch_size - len(ids)))
     return now, sorted(ids)
 
 
 def submissions_claim_waiting(*, batch_size: int) -> tuple[dt.datetime, list[int]]:
     """Claim up to ``batch_size`` of the oldest received submissions (a draining task)."""
     now = timezone.now()
-    table = RawSubmission._meta.db_table
     with transaction.atomic():
         _asynchronous_commit()
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"UPDATE {table} SET status = %s, attempts = attempts + 1, claimed_at = %s "  # noqa: S608 - table name from the model
-                    f"WHERE id IN (SELECT id FROM {table} WHERE status = %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
-                    "RETURNING id",
-                    [SubmissionStatus.PROCESSING, now, SubmissionStatus.RECEIVED, batch_size],
-                )
-                return now, sorted(row[0] for row in cursor.fetchall())
-        # SQLite has no SKIP LOCKED; it runs one writer at a time, so claim row by row.
-        waiting = RawSubmission.objects.filter(status=SubmissionStatus.RECEIVED).order_by("pk")
-        ids = [
-            pk
-            for pk in waiting.values_list("pk", flat=True)[:batch_size]
-            if RawSubmission.objects.filter(pk=pk, status=SubmissionStatus.RECEIVED).update(
-                status=SubmissionStatus.PROCESSING, attempts=F("attempts") + 1, claimed_at=now
+        return now, sorted(_claim_oldest(now=now, limit=batch_size))
+
+
+def _claim_oldest(*, now: dt.datetime, limit: int) -> list[int]:
+    """Move up to ``limit`` of the oldest received rows to processing, inside the caller's transaction."""
+    if connection.vendor == "postgresql":
+        table = RawSubmission._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET status = %s, attempts = attempts + 1, claimed_at = %s "  # noqa: S608 - table name from the model
+                f"WHERE id IN (SELECT id FROM {table} WHERE status = %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
+                "RETURNING id",
+                [SubmissionStatus.PROCESSING, now, SubmissionStatus.RECEIVED, limit],
             )
-        ]
-    return now, ids
+            return [row[0] for row in cursor.fetchall()]
+    # SQLite has no SKIP LOCKED; it runs one writer at a time, so claim row by row.
+    waiting = RawSubmission.objects.filter(status=SubmissionStatus.RECEIVED).order_by("pk")
+    return [
+        pk
+        for pk in waiting.values_list("pk", flat=True)[:limit]
+        if RawSubmission.objects.filter(pk=pk, status=SubmissionStatus.RECEIVED).update(
+            status=SubmissionStatus.PROCESSING, attempts=F("attempts") + 1, claimed_at=now
+        )
+    ]
 
 
 def submission_release(*, submission_id: int, claimed_at: dt.datetime) -> bool:

@@ -24,6 +24,7 @@ from benchmarks_app.services.plausibility import intake_impossible
 from benchmarks_app.services.report import RunReport, report_check, report_read
 from benchmarks_app.services.schema import schema_errors
 from benchmarks_app.services.snapshot import catalog_snapshot, catalog_snapshot_refresh_if_changed
+from gpuatlas.data_version import cache_is_shared
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +103,7 @@ def ingest_coalescing() -> bool:
     Only with a real worker (not eager in-process tasks) and a cache the web and worker
     processes share (Redis): with a per-process cache the worker could not clear the mark.
     """
-    return _cache_is_shared() and not settings.CELERY_TASK_ALWAYS_EAGER and settings.INGEST_COALESCE_SECONDS > 0
-
-
-def _cache_is_shared() -> bool:
-    return "redis" in settings.CACHES.get("default", {}).get("BACKEND", "").lower()
+    return cache_is_shared() and not settings.CELERY_TASK_ALWAYS_EAGER and settings.INGEST_COALESCE_SECONDS > 0
 
 
 def _ingest_already_queued() -> bool:
