@@ -200,6 +200,18 @@ def test_cursor_from_another_ordering_is_refused(client, world):  # type: ignore
     assert "cursor" in body["detail"]
 
 
+def test_a_cursor_link_is_the_same_string_whenever_it_is_made(client, world, monkeypatch):  # type: ignore[no-untyped-def]
+    # Cached pages hold their links; a link that carried the time it was signed would make a
+    # cached page differ from the same page computed a second later.
+    import time
+
+    first = get(client, "/api/v1/offers/?page_size=2")["next"]
+    later = time.time() + 3600
+    monkeypatch.setattr(time, "time", lambda: later)
+    cache.clear()
+    assert get(client, "/api/v1/offers/?page_size=2")["next"] == first
+
+
 def test_workloads_results_aggregates(client, world):  # type: ignore[no-untyped-def]
     workloads = get(client, "/api/v1/workloads/")
     assert all(set(row) == WORKLOAD for row in workloads)
