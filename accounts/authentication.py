@@ -6,6 +6,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from accounts.models import ApiToken
+from accounts.selectors import api_token_get_active
 from accounts.services import token_hash
 
 
@@ -13,7 +14,7 @@ class ApiTokenAuthentication(authentication.TokenAuthentication):
     keyword = "Token"
 
     def authenticate_credentials(self, key: str):  # type: ignore[no-untyped-def, override]
-        token = ApiToken.objects.active().select_related("user").filter(key_sha256=token_hash(key)).first()
+        token = api_token_get_active(key_sha256=token_hash(key))
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token.")
         if not token.user.is_active:

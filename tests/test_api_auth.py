@@ -175,3 +175,28 @@ def test_submissions_have_a_stricter_burst_limit(client, world):  # type: ignore
     assert int(posts[2]["Retry-After"]) > 0
     assert status_reads == [200, 200, 200]
     assert other.status_code == 200
+
+
+def test_a_refused_scope_records_nothing_while_the_others_still_count(client, world):  # type: ignore[no-untyped-def]
+    # One cache read and one write for all scopes: a POST refused by the burst scope must not
+    # spend the user's allowance twice, and the user's allowance keeps counting the reads.
+    auth = token_for(UserFactory(username="submitter3"))
+    with override_settings(REST_FRAMEWORK=_rates(user="4/min", submissions="1/min")):
+        cache.clear()
+        posts = [post_json(client, "/api/v1/submissions/", {}, HTTP_AUTHORIZATION=auth).status_code for _ in range(3)]
+        reads = [client.get("/api/v1/ping/", HTTP_AUTHORIZATION=auth).status_code for _ in range(3)]
+    # Every request spends the user scope (4 in a minute), refused ones included, as in DRF:
+    # POST 1 (user 1, burst 1), POST 2 and 3 refused by the burst scope (user 2, 3), read 1
+    # (user 4), then the user scope refuses.
+    assert posts == [400, 429, 429]
+    assert reads == [200, 429, 429]
+
+
+def test_retry_after_is_the_longest_wait_among_the_refusing_scopes(client, world):  # type: ignore[no-untyped-def]
+    auth = token_for(UserFactory(username="submitter4"))
+    with override_settings(REST_FRAMEWORK=_rates(user="1/hour", submissions="1/min")):
+        cache.clear()
+        post_json(client, "/api/v1/submissions/", {}, HTTP_AUTHORIZATION=auth)
+        refused = post_json(client, "/api/v1/submissions/", {}, HTTP_AUTHORIZATION=auth)
+    assert refused.status_code == 429
+    assert 60 < int(refused["Retry-After"]) <= 3600

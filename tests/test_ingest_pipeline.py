@@ -357,3 +357,39 @@ def test_approve_skips_what_is_not_flagged(world):
     held = ingest(submission_document(name_smi="Mystery GPU", name_torch="Mystery GPU"))
     summary = submissions_approve(submission_ids=[held.pk], moderator=UserFactory(is_staff=True))
     assert summary.changed == [] and "map its GPU name first" in summary.skipped[str(held.run_uuid)]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [({"m": 1}, {"m": 1.0}), ({"m": 1}, {"m": True}), ({"m": 0.0}, {"m": -0.0}), ({"m": "1"}, {"m": 1})],
+)
+def test_remembered_comparison_keys_tell_apart_values_python_thinks_equal(first, second):  # type: ignore[no-untyped-def]
+    from benchmarks_app.services.aggregates import _comparison_key
+
+    base = {"workload_slug": "matmul", "version": "1.0", "precision": "bf16", "gpu_count": 1}
+    for params in (first, second, first, second):  # the second round is answered from memory
+        assert comparison_key_for(**base, params=params) == _comparison_key(
+            base["workload_slug"], base["version"], base["precision"], params, base["gpu_count"]
+        )
+    assert comparison_key_for(**base, params=first).key != comparison_key_for(**base, params=second).key
+
+
+@pytest.mark.postgres
+def test_stored_payloads_are_compressed_with_lz4_where_the_server_has_it(world):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
+        methods = cursor.fetchone()[0] or []
+    if "lz4" not in methods:
+        pytest.skip("this PostgreSQL server was built without lz4")
+    document = submission_document()
+    submission = store(document)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_compression(payload), payload FROM benchmarks_app_rawsubmission WHERE id = %s",
+            [submission.pk],
+        )
+        method, payload = cursor.fetchone()
+    assert method == "lz4"
+    assert payload == body(document).decode()

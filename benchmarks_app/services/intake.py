@@ -176,17 +176,25 @@ def submission_intake(
     assert report is not None and run_uuid is not None  # a document without errors has both
     # Insert first: a repeat of a stored run (a client's retry) is rare, and the unique
     # run_uuid finds it in the same statement, where a read first would cost every intake.
+    fields = {
+        "run_uuid": run_uuid,
+        "payload": text,
+        "sha256": sha256,
+        "submitter": user,
+        "channel": channel,
+        "gpu_name_reported": report.gpu_name[:200],
+    }
     try:
-        with transaction.atomic():
-            submission = RawSubmission.objects.create(
-                run_uuid=run_uuid,
-                payload=text,
-                sha256=sha256,
-                submitter=user,  # type: ignore[misc]
-                channel=channel,
-                gpu_name_reported=report.gpu_name[:200],
-            )
-            transaction.on_commit(lambda: submission_enqueue(submission_id=submission.pk, coalesce=True))
+        if transaction.get_connection().in_atomic_block:
+            # A savepoint, so that a repeat does not break the caller's transaction.
+            with transaction.atomic():
+                submission = RawSubmission.objects.create(**fields)
+        else:
+            # One INSERT in autocommit is atomic by itself: BEGIN and COMMIT around it would
+            # cost every intake two more round trips.
+            submission = RawSubmission.objects.create(**fields)
+        # After the commit: at once in autocommit, at the caller's commit otherwise.
+        transaction.on_commit(lambda: submission_enqueue(submission_id=submission.pk, coalesce=True))
     except IntegrityError:
         existing = _existing(run_uuid, sha256=sha256, submitter=user)  # type: ignore[arg-type]
         if existing is None:

@@ -45,19 +45,15 @@ def _deviation_kth(values: list[float], median: float, k: int) -> float:
     the left run come first. The values are the same floats ``abs(v - median)`` gives.
     """
     split = bisect.bisect_left(values, median)
-
-    def left(i: int) -> float:  # i-th smallest deviation below the median
-        return median - values[split - 1 - i]
-
-    def right(j: int) -> float:  # j-th smallest deviation at or above it
-        return values[split + j] - median
-
+    # The i-th smallest deviation below the median is median - values[split - 1 - i]; the j-th
+    # at or above it is values[split + j] - median. Written inline: this loop runs for every
+    # result ingested, and calls to two small helpers were a third of its time.
     n_left, n_right = split, len(values) - split
     low, high = max(0, k + 1 - n_right), min(k + 1, n_left)  # how many of the first k+1 come from the left
     while low < high:
         take = (low + high) // 2  # candidate: take left[0..take), right[0..k+1-take)
         j = k + 1 - take
-        if j > 0 and take < n_left and left(take) < right(j - 1):
+        if j > 0 and take < n_left and median - values[split - 1 - take] < values[split + j - 1] - median:
             low = take + 1
         else:
             high = take
@@ -65,9 +61,9 @@ def _deviation_kth(values: list[float], median: float, k: int) -> float:
     j = k + 1 - take
     candidates = []
     if take > 0:
-        candidates.append(left(take - 1))
+        candidates.append(median - values[split - take])
     if j > 0:
-        candidates.append(right(j - 1))
+        candidates.append(values[split + j - 1] - median)
     return max(candidates)
 
 

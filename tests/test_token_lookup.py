@@ -1,0 +1,47 @@
+"""The hand-written token lookup must load what the ORM would, on every database we run on."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from accounts.models import ApiToken
+from accounts.selectors import api_token_get_active
+from accounts.services import api_token_create, api_token_revoke, token_hash
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(instance) -> dict:  # type: ignore[no-untyped-def]
+    return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
+
+
+def test_the_token_and_its_user_are_loaded_as_the_orm_loads_them():
+    user = UserFactory(username="ada", is_staff=True, email="ada@example.org")
+    token, key = api_token_create(user=user, name="laptop")
+    used = timezone.now() - dt.timedelta(minutes=5)
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=used)
+
+    found = api_token_get_active(key_sha256=token_hash(key))
+
+    assert found is not None
+    assert _fields(found) == _fields(ApiToken.objects.get(pk=token.pk))
+    assert _fields(found.user) == _fields(get_user_model().objects.get(pk=user.pk))
+    assert found.last_used_at == used and timezone.is_aware(found.last_used_at)
+    assert found.user.is_staff is True and found.user.is_authenticated
+
+
+def test_a_revoked_or_unknown_key_finds_nothing():
+    user = UserFactory()
+    token, key = api_token_create(user=user, name="old")
+    other, other_key = api_token_create(user=user, name="current")
+    assert api_token_revoke(user=user, token_id=token.pk)
+
+    assert api_token_get_active(key_sha256=token_hash(key)) is None
+    assert api_token_get_active(key_sha256=token_hash("not-a-key")) is None
+    found = api_token_get_active(key_sha256=token_hash(other_key))
+    assert found is not None and found.pk == other.pk
