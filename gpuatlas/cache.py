@@ -1,4 +1,4 @@
-"""Django's Redis cache backend, keeping one redis-py client per connection pool.
+"""Django's Redis cache backend, keeping one redis-py client per connection pool, with a cheaper set_many.
 
 Django's ``RedisCacheClient.get_client`` builds a new ``redis.Redis`` for every cache call,
 and redis-py (5 and later) fills a table of about 170 response callbacks in that
@@ -27,6 +27,20 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
             pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
             client = self._clients[index] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
         return client
+
+    def set_many(self, data: dict[Any, Any], timeout: int | None) -> None:
+        # Django's sends MSET and one EXPIRE per key inside MULTI/EXEC; redis-py's transaction
+        # handling was half of what a request's throttle check cost. One SET with its expiry per
+        # key in a plain pipeline is one round trip too. set_many is not atomic in Django's
+        # other backends either.
+        client = self.get_client(None, write=True)
+        pipeline = client.pipeline(transaction=False)
+        for key, value in data.items():
+            if timeout == 0:
+                pipeline.delete(key)
+            else:
+                pipeline.set(key, self._serializer.dumps(value), ex=timeout)  # type: ignore[attr-defined]
+        pipeline.execute()
 
 
 class RedisCache(DjangoRedisCache):
