@@ -64,7 +64,8 @@ def submission_summary(*, submission: RawSubmission, with_results: bool = True) 
     return {
         "run_uuid": str(submission.run_uuid),
         "status": submission.status,
-        "status_display": str(submission.get_status_display()),
+        # One label translated, where get_status_display() translates every choice to look it up.
+        "status_display": str(SubmissionStatus(submission.status).label),
         "reasons": submission.reasons,
         "received_at": submission.received_at,
         "processed_at": submission.processed_at,

@@ -8,6 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 from django.test import Client, override_settings
+from django.utils import translation
 
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionStatus, TrustLabel
@@ -200,3 +201,16 @@ def test_retry_after_is_the_longest_wait_among_the_refusing_scopes(client, world
         refused = post_json(client, "/api/v1/submissions/", {}, HTTP_AUTHORIZATION=auth)
     assert refused.status_code == 429
     assert 60 < int(refused["Retry-After"]) <= 3600
+
+
+def test_a_submission_status_is_labelled_in_the_asked_language(client, world):  # type: ignore[no-untyped-def]
+    submission = world.held[0]
+    url = f"/api/v1/submissions/{submission.run_uuid}/"
+    english = client.get(url, HTTP_ACCEPT_LANGUAGE="en").json()
+    chinese = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    expected = SubmissionStatus(submission.status)
+    assert english["status"] == chinese["status"] == submission.status
+    with translation.override("en"):
+        assert english["status_display"] == str(expected.label)
+    with translation.override("zh-hans"):
+        assert chinese["status_display"] == str(expected.label) != english["status_display"]
