@@ -28,7 +28,7 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
             client = self._clients[index] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
         return client
 
-    def set_many(self, data: dict[Any, Any], timeout: int | None) -> None:
+    def set_many(self, data: Any, timeout: Any) -> None:
         # Django's sends MSET and one EXPIRE per key inside MULTI/EXEC; redis-py's transaction
         # handling was half of what a request's throttle check cost. One SET with its expiry per
         # key in a plain pipeline is one round trip too. set_many is not atomic in Django's
