@@ -13,10 +13,13 @@ stores it under the old version, where nobody looks any more.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -110,12 +113,42 @@ def cache_is_shared() -> bool:
     return "redis" in settings.CACHES.get("default", {}).get("BACKEND", "").lower()
 
 
+# Set when a data_versioned read answered with the previous version's value (another process
+# was recomputing it): whatever is built from that answer must not be stored under the current
+# version, where it would be served as fresh until the next bump.
+_SERVED_STALE: ContextVar[bool] = ContextVar("gpuatlas_served_stale", default=False)
+
+
+@dataclass
+class StaleWatch:
+    stale: bool = False
+
+
+@contextlib.contextmanager
+def stale_watch() -> Iterator[StaleWatch]:
+    """Note whether any versioned read inside the block answered with a previous version's value.
+
+    After the block, ``watch.stale`` says so, and an enclosing watch learns it too. A cache
+    that stores what the block built under the current version must skip storing when stale.
+    """
+    watch = StaleWatch()
+    token = _SERVED_STALE.set(False)
+    try:
+        yield watch
+    finally:
+        watch.stale = _SERVED_STALE.get()
+        _SERVED_STALE.reset(token)
+        if watch.stale:
+            _SERVED_STALE.set(True)
+
+
 def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:
     """Cache a keyword-only pure read under (name, language, arguments, data version).
 
     While one process recomputes a value for a new version, others are served the value of
     the version before (stale by at most that computation), so a bump under traffic costs one
-    computation, not one per concurrent reader.
+    computation, not one per concurrent reader. A value computed from such a stale answer
+    (an outer versioned read over an inner one) is returned but not stored: see ``stale_watch``.
 
     ``key(**kwargs)`` returns what identifies the arguments (default: all of them, by repr);
     the language is part of the key because results carry translated labels. The undecorated
@@ -141,10 +174,15 @@ def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Ca
             if not cache.add(computing_key, 1, timeout=_COMPUTE_LOCK_SECONDS):
                 stale = cache.get(latest_key, _MISSING)
                 if stale is not _MISSING:
+                    _SERVED_STALE.set(True)
                     return stale
             try:
-                value = fn(**kwargs)
-                cache.set_many({cache_key: value, latest_key: value}, seconds)
+                with stale_watch() as watch:
+                    value = fn(**kwargs)
+                # Built from a previous version's value: good enough to answer with, not to
+                # keep under the current version.
+                if not watch.stale:
+                    cache.set_many({cache_key: value, latest_key: value}, seconds)
             finally:
                 cache.delete(computing_key)
             return value

@@ -194,3 +194,59 @@ def test_while_one_reader_recomputes_the_others_get_the_previous_value() -> None
     assert square(x=5) == 25 and calls == []  # the previous version's value, no recomputation
     cache.clear()
     assert square(x=5) == 25 and calls == [5]  # nothing to fall back on: computed
+
+
+outer_calls: list[int] = []
+
+
+@data_versioned("test_outer")
+def square_plus_one(*, x: int) -> int:
+    outer_calls.append(x)
+    return square(x=x) + 1
+
+
+def _hold_recompute_lock(name: str, **kwargs: int) -> str:
+    """Act as another process that is recomputing ``name`` for the current version."""
+    import hashlib
+
+    from django.utils.translation import get_language
+
+    from gpuatlas.data_version import data_version_cache_key
+
+    digest = hashlib.sha256(repr(sorted(kwargs.items())).encode()).hexdigest()[:32]
+    key = f"{data_version_cache_key(name, get_language() or '', digest)}:computing"
+    assert cache.add(key, 1, 60)
+    return key
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+def test_a_value_built_from_a_previous_versions_answer_is_not_kept_as_current() -> None:
+    outer_calls.clear()
+    assert square_plus_one(x=6) == 37
+    data_version_bump()
+    lock = _hold_recompute_lock("test_square", x=6)  # the inner read is being recomputed elsewhere
+    calls.clear()
+    assert square_plus_one(x=6) == 37  # answered, from the inner's previous value
+    assert calls == [] and outer_calls == [6, 6]
+    # The other process finished: the outer value is computed again, from the fresh inner one,
+    # instead of the one built from stale data being served for this whole version.
+    cache.delete(lock)
+    assert square_plus_one(x=6) == 37
+    assert calls == [6] and outer_calls == [6, 6, 6]
+    assert square_plus_one(x=6) == 37 and outer_calls == [6, 6, 6]  # now kept
+
+
+def test_a_watch_tells_its_enclosing_watch() -> None:
+    from gpuatlas.data_version import _SERVED_STALE, stale_watch
+
+    with stale_watch() as outer:
+        with stale_watch() as clean:
+            pass
+        with stale_watch() as tainted:
+            _SERVED_STALE.set(True)
+        assert outer is not None
+    assert (clean.stale, tainted.stale, outer.stale) == (False, True, True)
+    with stale_watch() as later:
+        pass
+    assert later.stale is False

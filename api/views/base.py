@@ -22,7 +22,7 @@ from api.filters import ApiFilterBackend, StrictOrderingFilter, StrictSearchFilt
 from api.renderers import OrjsonRenderer
 from api.serializers import ErrorSerializer, PingSerializer
 from api.throttling import DEFAULT_THROTTLES
-from gpuatlas.data_version import data_version_cache_key, data_version_cache_seconds
+from gpuatlas.data_version import data_version_cache_key, data_version_cache_seconds, stale_watch
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="An invalid parameter; `errors` names it.")
 ERROR_404 = OpenApiResponse(ErrorSerializer, description="Not found, or an invalid cursor.")
@@ -67,8 +67,11 @@ def response_cached(view: APIView, request: Request, produce: Callable[[], Respo
     if stored is not None:
         body, headers = stored
         return _bytes_response(body, headers)
-    response = produce()
-    if response.status_code != 200 or not isinstance(response, Response):
+    with stale_watch() as watch:
+        response = produce()
+    if response.status_code != 200 or not isinstance(response, Response) or watch.stale:
+        # A response built while its data was being recomputed elsewhere (from the previous
+        # version's value) is sent but not stored under the current version.
         return response
     context = {"request": request, "response": response, "view": view}
     body = OrjsonRenderer().render(response.data, request.accepted_media_type, context)
