@@ -17,17 +17,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib.messages import get_messages
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
+from django.utils.html import conditional_escape
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from catalog.models import Gpu, Provider, Segment, Vendor
 from dashboard import figures, metrics
 from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
 from dashboard.selectors_pages import gpu_page_compute
-from gpuatlas.data_version import data_versioned
+from gpuatlas.data_version import data_version, data_version_cache_seconds, data_versioned
 
 # A base template that outputs nothing but the content block: with it, a page template renders
 # its body alone. The page templates take the base from ``base_template`` (default base.html)
@@ -52,12 +56,78 @@ def page_response(
     """The page around a cached body: header and footer rendered for this request (they hold
     the user, the CSRF token and the language form), the body spliced in as bytes. A body of
     a few hundred kilobytes (600 table rows, a price history) then costs a copy, not a decode,
-    a template join and an encode."""
-    page = render_to_string(template, {**(context or {}), "body": mark_safe(_BODY_MARKER)}, request=request)  # noqa: S308 - our constant
+    a template join and an encode. For an anonymous visitor with no messages the header and
+    footer come from ``_chrome_for_anonymous``."""
+    chrome = _chrome_for_anonymous(request, template=template, context=context or {})
+    head, tail = chrome or _chrome_render(request, template=template, context=context or {})
+    return HttpResponse([head.encode(), body, tail.encode()])
+
+
+def _chrome_render(request: HttpRequest, *, template: str, context: dict[str, Any]) -> tuple[str, str]:
+    page = render_to_string(template, {**context, "body": mark_safe(_BODY_MARKER)}, request=request)  # noqa: S308 - our constant
     head, marker, tail = page.partition(_BODY_MARKER)
     if not marker:
         raise ValueError(f"{template} does not show its body")
-    return HttpResponse([head.encode(), body, tail.encode()])
+    return head, tail
+
+
+# What differs between two anonymous visitors of one page: the language form's CSRF token and
+# its "next" field (the path). Both are written by the templates in these exact forms.
+_CSRF_INPUT = '<input type="hidden" name="csrfmiddlewaretoken" value="'
+_NEXT_INPUT = '<input name="next" type="hidden" value="'
+_CSRF_SLOT = "\x00csrf\x00"
+_NEXT_SLOT = "\x00next\x00"
+_ANONYMOUS_CHROME: dict[tuple[Any, ...], tuple[str, str]] = {}
+_ANONYMOUS_CHROME_MAX = 512
+
+
+def _chrome_for_anonymous(request: HttpRequest, *, template: str, context: dict[str, Any]) -> tuple[str, str] | None:
+    """Header and footer for an anonymous visitor with no messages, rendered once per process.
+
+    Rendering them (a dozen URL reversals and translations, the language list) was two thirds
+    of a warm page's CPU. Everything in them but the CSRF token and the path is the same for
+    every anonymous visitor of a template in one language, with the same context (the GPU
+    page's title), currency and data version: they are rendered with a slot for those two
+    and filled per request. Anyone signed in, or with a message waiting, gets a full render
+    (None), and so does everyone while versioned caching is off (development, most tests):
+    the data version in the key is what makes an admin's rename of a GPU show in its title.
+    """
+    if data_version_cache_seconds() <= 0 or request.user.is_authenticated or get_messages(request):
+        return None
+    key = (
+        template,
+        get_language(),
+        request.GET.get("currency", "").upper(),
+        tuple(sorted((name, getattr(value, "pk", value)) for name, value in context.items())),
+        data_version(),
+    )
+    cached = _ANONYMOUS_CHROME.get(key)
+    if cached is None:
+        head, tail = _chrome_render(request, template=template, context=context)
+        slotted = _chrome_slots(head, request)
+        if slotted is None:  # the template changed its form: render per request
+            return head, tail
+        if len(_ANONYMOUS_CHROME) >= _ANONYMOUS_CHROME_MAX:
+            _ANONYMOUS_CHROME.clear()
+        _ANONYMOUS_CHROME[key] = cached = (slotted, tail)
+        return head, tail
+    head, tail = cached
+    # get_token() as {% csrf_token %} calls it: a fresh mask, and the cookie set if needed.
+    path = str(conditional_escape(request.get_full_path()))
+    return head.replace(_CSRF_SLOT, get_token(request), 1).replace(_NEXT_SLOT, path, 1), tail
+
+
+def _chrome_slots(head: str, request: HttpRequest) -> str | None:
+    """``head`` with the CSRF token and the path replaced by slots; None if either is missing."""
+    before, found, after = head.partition(_CSRF_INPUT)
+    token, quote, rest = after.partition('"')
+    if not found or not quote or not token:
+        return None
+    head = f"{before}{_CSRF_INPUT}{_CSRF_SLOT}{quote}{rest}"
+    rendered = f'{_NEXT_INPUT}{conditional_escape(request.get_full_path())}"'
+    if head.count(rendered) != 1:
+        return None
+    return head.replace(rendered, f'{_NEXT_INPUT}{_NEXT_SLOT}"')
 
 
 def filter_options() -> dict[str, Any]:

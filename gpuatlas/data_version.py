@@ -16,6 +16,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
+import os
+import queue
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -24,9 +28,11 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connections, transaction
+from django.utils import translation
 from django.utils.translation import get_language
 
+logger = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 _MISSING = object()
 
@@ -142,6 +148,65 @@ def stale_watch() -> Iterator[StaleWatch]:
             _SERVED_STALE.set(True)
 
 
+class _Refresher:
+    """One thread per process that recomputes versioned values after a bump, off the request.
+
+    Bounded: when ``QUEUE_SIZE`` recomputations already wait, a reader computes as before.
+    Started on first use in each process (after a fork, the parent's thread does not exist).
+    """
+
+    QUEUE_SIZE = 16
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.jobs: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=self.QUEUE_SIZE)
+        threading.Thread(target=self._run, name="data-version-refresh", daemon=True).start()
+
+    def submit(self, job: Callable[[], None]) -> bool:
+        try:
+            self.jobs.put_nowait(job)
+        except queue.Full:
+            return False
+        return True
+
+    def _run(self) -> None:
+        _IN_REFRESHER.set(True)  # nested versioned reads compute here rather than queue again
+        while True:
+            job = self.jobs.get()
+            try:
+                job()
+            except Exception:  # the lock is released by the job; the next reader retries
+                logger.exception("recomputing a cached value in the background failed")
+            finally:
+                connections.close_all()  # this thread's own connections
+                self.jobs.task_done()
+
+
+_refresher: _Refresher | None = None
+_refresher_lock = threading.Lock()
+
+
+def _refresher_get() -> _Refresher:
+    global _refresher
+    with _refresher_lock:
+        if _refresher is None or _refresher.pid != os.getpid():
+            _refresher = _Refresher()
+        return _refresher
+
+
+def data_version_refresh_wait() -> None:
+    """Block until this process's background recomputations are done (tests, shutdown)."""
+    if _refresher is not None and _refresher.pid == os.getpid():
+        _refresher.jobs.join()
+
+
+_IN_REFRESHER: ContextVar[bool] = ContextVar("gpuatlas_in_refresher", default=False)
+
+
+def _refresh_in_background() -> bool:
+    return bool(getattr(settings, "DATA_VERSION_REFRESH_IN_BACKGROUND", False)) and not _IN_REFRESHER.get()
+
+
 def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:
     """Cache a keyword-only pure read under (name, language, arguments, data version).
 
@@ -149,6 +214,10 @@ def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Ca
     the version before (stale by at most that computation), so a bump under traffic costs one
     computation, not one per concurrent reader. A value computed from such a stale answer
     (an outer versioned read over an inner one) is returned but not stored: see ``stale_watch``.
+
+    With DATA_VERSION_REFRESH_IN_BACKGROUND, the first reader after a bump is answered with
+    the previous version's value too, and the new one is computed by a thread of its process:
+    no reader waits for a recomputation (unless there is no previous value, or too many wait).
 
     ``key(**kwargs)`` returns what identifies the arguments (default: all of them, by repr);
     the language is part of the key because results carry translated labels. The undecorated
@@ -167,25 +236,40 @@ def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Ca
             found = cache.get(cache_key, _MISSING)
             if found is not _MISSING:
                 return found
-            # After a bump, the first reader recomputes (a second or more at scale) and readers
-            # arriving meanwhile get the previous version's value instead of each recomputing.
+            # After a bump, one reader recomputes (a second or more at scale: in the background
+            # when allowed) and readers arriving meanwhile get the previous version's value
+            # instead of each recomputing.
             latest_key = f"gpuatlas:latest:{name}:{get_language() or ''}:{digest}"
             computing_key = f"{cache_key}:computing"
-            if not cache.add(computing_key, 1, timeout=_COMPUTE_LOCK_SECONDS):
+            computing = cache.add(computing_key, 1, timeout=_COMPUTE_LOCK_SECONDS)
+
+            def compute_and_store() -> Any:
+                try:
+                    with stale_watch() as watch:
+                        value = fn(**kwargs)
+                    # Built from a previous version's value: good enough to answer with, not
+                    # to keep under the current version.
+                    if not watch.stale:
+                        cache.set_many({cache_key: value, latest_key: value}, seconds)
+                finally:
+                    if computing:  # another process's lock is its own to release
+                        cache.delete(computing_key)
+                return value
+
+            if not computing or _refresh_in_background():
                 stale = cache.get(latest_key, _MISSING)
                 if stale is not _MISSING:
-                    _SERVED_STALE.set(True)
-                    return stale
-            try:
-                with stale_watch() as watch:
-                    value = fn(**kwargs)
-                # Built from a previous version's value: good enough to answer with, not to
-                # keep under the current version.
-                if not watch.stale:
-                    cache.set_many({cache_key: value, latest_key: value}, seconds)
-            finally:
-                cache.delete(computing_key)
-            return value
+                    language = get_language()
+
+                    def recompute() -> None:
+                        with translation.override(language):
+                            compute_and_store()
+
+                    if not computing or _refresher_get().submit(recompute):
+                        _SERVED_STALE.set(True)
+                        return stale
+
+            return compute_and_store()
 
         wrapper.uncached = fn  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]

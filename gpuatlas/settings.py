@@ -220,6 +220,9 @@ INGEST_GATHER_MS = env_int("INGEST_GATHER_MS", 100, minimum=0)
 # once per this many seconds (and once more when it has drained), so that a stream of
 # submissions does not keep every cached page cold. New results show within this period.
 DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
+# After a bump, the first reader of a cached page is answered with the previous version too, and
+# a thread of its process recomputes the page: no visitor waits a second for a cold render.
+DATA_VERSION_REFRESH_IN_BACKGROUND = env_bool("DATA_VERSION_REFRESH_IN_BACKGROUND", True)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Atlas API",
     "DESCRIPTION": "GPUs, cloud prices, benchmark results and performance-per-dollar rankings.",

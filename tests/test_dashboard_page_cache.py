@@ -145,3 +145,31 @@ def test_a_catalogue_edit_shows_on_the_gpu_page(client):
         world.rtx4090.save()
         data_version_bump()
     assert "RTX 4090 (renamed by a curator)" in _html(client.get(url))
+
+
+def test_an_anonymous_header_is_reused_with_this_visitors_path_and_token(client, settings):
+    build_world()
+    url = reverse("dashboard:rankings")
+    assert client.get(url + "?segment=datacenter").templates  # renders header and body once
+    hostile = url + '?segment=datacenter&utm="><b>x</b>'
+    reused = client.get(hostile)
+    assert reused.templates == []  # the body cached, and the header reused: nothing rendered
+    html = reused.content.decode()
+    assert '<input name="next" type="hidden" value="/?segment=datacenter&amp;utm=%22%3E%3Cb%3Ex%3C/b%3E">' in html
+    assert "<b>x</b>" not in html
+    assert _html(client.get(hostile)) == _uncached(client, hostile, settings)
+
+
+def test_the_token_in_a_reused_header_is_accepted(settings):
+    build_world()
+    visitor = Client(enforce_csrf_checks=True)
+    url = reverse("dashboard:rankings")
+    Client().get(url)  # another visitor's request renders the shared header
+    html = visitor.get(url).content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert token is not None
+    response = visitor.post(
+        reverse("set_language"), {"language": "zh-hans", "next": url, "csrfmiddlewaretoken": token.group(1)}
+    )
+    assert response.status_code == 302
+    assert "哪款 GPU 最物有所值？" in visitor.get(url).content.decode()

@@ -250,3 +250,96 @@ def test_a_watch_tells_its_enclosing_watch() -> None:
     with stale_watch() as later:
         pass
     assert later.stale is False
+
+
+factor = {"value": 2}
+scaled_calls: list[int] = []
+
+
+@data_versioned("test_scaled")
+def scaled(*, x: int) -> int:
+    scaled_calls.append(x)
+    if factor["value"] < 0:
+        raise RuntimeError("the data cannot be read")
+    return x * factor["value"]
+
+
+@data_versioned("test_label")
+def status_label() -> str:
+    from django.utils.translation import gettext
+
+    scaled_calls.append(0)
+    return gettext("Accepted")
+
+
+@pytest.fixture
+def background(settings):  # type: ignore[no-untyped-def]
+    from gpuatlas.data_version import data_version_refresh_wait
+
+    settings.DATA_VERSION_CACHE_SECONDS = 60
+    settings.DATA_VERSION_REFRESH_IN_BACKGROUND = True
+    factor["value"] = 2
+    scaled_calls.clear()
+    yield data_version_refresh_wait
+    data_version_refresh_wait()
+    factor["value"] = 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_bump_the_first_reader_gets_the_previous_value_and_a_thread_recomputes(background) -> None:
+    assert scaled(x=7) == 14  # nothing earlier to answer with: computed by the reader
+    assert scaled_calls == [7]
+    factor["value"] = 3
+    data_version_bump()
+    assert scaled(x=7) == 14  # at once, the previous version's value
+    background()
+    assert scaled_calls == [7, 7]  # recomputed once, by the thread
+    assert scaled(x=7) == 21 and scaled_calls == [7, 7]  # and kept
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_thread_recomputes_in_the_readers_language(background) -> None:
+    from django.utils import translation
+
+    with translation.override("zh-hans"):
+        chinese = status_label()
+        data_version_bump()
+        assert status_label() == chinese
+    background()
+    with translation.override("zh-hans"):
+        assert status_label() == chinese == "已接受"
+    with translation.override("en"):
+        assert status_label() == "Accepted"
+    assert scaled_calls == [0, 0, 0]  # zh, zh again in the thread, en
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_the_thread_is_busy_the_reader_computes(background, monkeypatch) -> None:
+    from gpuatlas import data_version as module
+
+    assert scaled(x=4) == 8
+    factor["value"] = 5
+    data_version_bump()
+
+    class Full:
+        def submit(self, job: object) -> bool:
+            return False
+
+    monkeypatch.setattr(module, "_refresher_get", lambda: Full())
+    assert scaled(x=4) == 20  # fresh, computed by the reader
+    assert scaled_calls == [4, 4]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_background_recomputation_lets_the_next_reader_try_again(background, caplog) -> None:
+    assert scaled(x=9) == 18
+    factor["value"] = -1
+    data_version_bump()
+    assert scaled(x=9) == 18
+    background()
+    assert "recomputing a cached value in the background failed" in caplog.text
+    factor["value"] = 4
+    assert scaled(x=9) == 18  # the lock was released: this reader queues a new recomputation
+    background()
+    assert scaled(x=9) == 36
+    assert scaled_calls == [9, 9, 9]
