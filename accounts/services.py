@@ -18,6 +18,10 @@ def token_hash(raw: str) -> str:
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """Create a token for ``user``; returns the row and the raw key, which is shown once."""
     raw = secrets.token_urlsafe(32)
+    # One in 64 would start with "-", which a command line (gpuatlas-bench submit --token KEY)
+    # reads as an option.
+    while raw.startswith("-"):
+        raw = secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user, name=name.strip()[:100] or "token", prefix=raw[:8], key_sha256=token_hash(raw)
     )

@@ -105,7 +105,7 @@ def assert_each_decided_exactly_once(run_uuids: list[str], *, results_per_submis
 def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, token, redis, workers):
     batch = 1000
     # All 1,000 are stored and queued first, so that the kills land in the middle of the batch.
-    sent = helper(["intake", "--count", str(batch), "--token", token], redis.url)
+    sent = helper(["intake", "--count", str(batch), f"--token={token}"], redis.url)
     assert [r["status_code"] for r in sent] == [201] * batch
     run_uuids = [r["run_uuid"] for r in sent]
     ids = list(RawSubmission.objects.filter(run_uuid__in=run_uuids).values_list("pk", flat=True))
@@ -142,9 +142,9 @@ def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, t
 
 def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world, token, redis, workers):
     workers()
-    before = helper(["intake", "--count", "20", "--token", token], redis.url)
+    before = helper(["intake", "--count", "20", f"--token={token}"], redis.url)
     redis.stop()
-    during = helper(["intake", "--count", "10", "--token", token], redis.url)
+    during = helper(["intake", "--count", "10", f"--token={token}"], redis.url)
     # Stored and answered although the broker is down: the enqueue failure is logged, not raised.
     assert [r["status_code"] for r in before + during] == [201] * 30
     slowest = max(r["seconds"] for r in during)
@@ -200,7 +200,7 @@ def test_a_database_error_mid_ingest_rolls_back_and_the_task_retries(world, toke
         cursor.execute(TRIGGER_SQL)
     try:
         workers()
-        sent = helper(["intake", "--count", "1", "--token", token], redis.url)
+        sent = helper(["intake", "--count", "1", f"--token={token}"], redis.url)
         run_uuid = sent[0]["run_uuid"]
         submission = RawSubmission.objects.get(run_uuid=run_uuid)
         assert wait_until(lambda: RawSubmission.objects.get(pk=submission.pk).status in DECIDED, timeout=60), (
