@@ -204,7 +204,7 @@ _IN_REFRESHER: ContextVar[bool] = ContextVar("gpuatlas_in_refresher", default=Fa
 
 
 def _refresh_in_background() -> bool:
-    return bool(getattr(settings, "DATA_VERSION_REFRESH_IN_BACKGROUND", False)) and not _IN_REFRESHER.get()
+    return settings.DATA_VERSION_REFRESH_IN_BACKGROUND and not _IN_REFRESHER.get()
 
 
 def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:

@@ -179,18 +179,10 @@ def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
 @pytest.mark.django_db(transaction=True)
 @override_settings(DATA_VERSION_CACHE_SECONDS=60)
 def test_while_one_reader_recomputes_the_others_get_the_previous_value() -> None:
-    import hashlib
-
-    from django.utils.translation import get_language
-
-    from gpuatlas.data_version import data_version_cache_key
-
     assert square(x=5) == 25
     data_version_bump()
     calls.clear()
-    digest = hashlib.sha256(repr([("x", 5)]).encode()).hexdigest()[:32]
-    # Another process is recomputing this version: it holds the lock.
-    cache.add(f"{data_version_cache_key('test_square', get_language() or '', digest)}:computing", 1, 60)
+    _hold_recompute_lock("test_square", x=5)  # another process is recomputing this version
     assert square(x=5) == 25 and calls == []  # the previous version's value, no recomputation
     cache.clear()
     assert square(x=5) == 25 and calls == [5]  # nothing to fall back on: computed
