@@ -393,3 +393,47 @@ def test_stored_payloads_are_compressed_with_lz4_where_the_server_has_it(world):
         method, payload = cursor.fetchone()
     assert method == "lz4"
     assert payload == body(document).decode()
+
+
+def _row(submission: RawSubmission) -> dict:
+    return {f.attname: getattr(submission, f.attname) for f in RawSubmission._meta.concrete_fields}
+
+
+@pytest.mark.parametrize("hand_written", [True, False], ids=["hand-written insert", "orm fallback"])
+def test_the_intake_stores_the_row_the_orm_would(world, hand_written, monkeypatch):
+    from benchmarks_app.services import intake
+
+    if not hand_written:  # as on a database that cannot return the new id from an INSERT
+        monkeypatch.setattr(intake, "_insert_plan", lambda alias: None)
+    document = submission_document()
+    before = timezone.now()
+    submission = store(document)
+    stored = RawSubmission.objects.get(pk=submission.pk)
+    # What the intake hands back (the 201's source) is what the database holds.
+    assert _row(submission) == _row(stored)
+    assert stored.payload == body(document).decode()
+    assert str(stored.run_uuid) == document["run_uuid"]
+    assert stored.status == SubmissionStatus.RECEIVED and stored.reasons == [] and stored.attempts == 0
+    assert stored.channel == RawSubmission.Channel.API and stored.submitter.username == "submitter"
+    assert stored.received_at >= before and timezone.is_aware(stored.received_at)
+    assert stored.claimed_at is None and stored.processed_at is None and stored.gpu_id is None
+    assert not submission._state.adding
+    # The unique run UUID still tells a repeat apart: the stored row comes back, nothing is added.
+    assert submission_intake(body=body(document), submitter=stored.submitter).created is False
+    assert RawSubmission.objects.filter(run_uuid=document["run_uuid"]).count() == 1
+
+
+def test_peer_sets_load_without_sorting_the_results(world):
+    # The model's default order (newest first) would make the database sort every trusted
+    # result of the pair, hundreds of thousands for a busy GPU, for an order nobody uses.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from benchmarks_app.services.aggregates import trusted_peers_many
+
+    ingest(submission_document())
+    result = BenchmarkResult.objects.order_by("pk")[0]
+    with CaptureQueriesContext(connection) as queries:
+        found = trusted_peers_many(gpu_id=result.gpu_id, comparison_keys=[result.comparison_key])
+    assert [p.value for p in found[result.comparison_key]] == [result.value]
+    assert len(queries) == 1 and "ORDER BY" not in queries[0]["sql"].upper()

@@ -42,6 +42,21 @@ def test_modified_z_matches_the_reference_formula():
         assert got == pytest.approx(expected, rel=1e-12) or (got == expected)
 
 
+def test_a_peer_set_holds_sorted_values_submitters_and_lab_results():
+    peers = [
+        Peer(3.0, "user:1", "community"),
+        Peer(1.0, "", "lab"),
+        Peer(2.0, "user:1", "lab"),
+        Peer(5.0, "user:2", "community"),
+    ]
+    peer_set = PeerSet.of(peers, ("n", "at"))
+    assert list(peer_set.values) == [1.0, 2.0, 3.0, 5.0]
+    assert dict(peer_set.submitters) == {"user:1": 2, "": 1, "user:2": 1}
+    assert (peer_set.lab, peer_set.distinct, peer_set.version) == (2, 2, ("n", "at"))
+    empty = PeerSet.of([], None)
+    assert (empty.n, empty.lab, empty.distinct, dict(empty.submitters)) == (0, 0, 0, {})
+
+
 def test_peer_set_summary_follows_additions_like_a_recomputation():
     rng = random.Random(3)
     peers = [Peer(rng.uniform(1, 2), f"user:{rng.randint(1, 5)}", "community") for _ in range(10)]

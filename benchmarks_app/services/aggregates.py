@@ -13,7 +13,7 @@ import json
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 
@@ -192,8 +192,13 @@ def aggregate_key_locks(*, pairs: Iterable[tuple[int, str]]) -> None:
         cursor.execute(f"SELECT {calls}", [v for pair in ordered for v in pair])  # noqa: S608 - placeholders only
 
 
-@dataclass(frozen=True)
-class Peer:
+class Peer(NamedTuple):
+    """One trusted result as the outlier test and the aggregates see it.
+
+    A tuple, not a frozen dataclass: a worker that starts builds hundreds of thousands of
+    them for the busiest pairs, and a tuple is cheaper to build and transposes with zip.
+    """
+
     value: float
     submitter_key: str
     trust: str
@@ -209,6 +214,7 @@ def trusted_peers_many(*, gpu_id: int, comparison_keys: Iterable[str]) -> dict[s
     rows = (
         BenchmarkResult.objects.trusted()
         .filter(gpu_id=gpu_id, comparison_key__in=list(comparison_keys))
+        .order_by()  # the model's default order would sort every row for nothing
         .values_list("comparison_key", "value", "submitter_key", "trust")
     )
     found: dict[str, list[Peer]] = {}
@@ -322,16 +328,20 @@ def aggregates_refresh_pairs(*, pairs: Iterable[tuple[int, str]]) -> int:
     keys = {key for _, key in wanted}
     meta: dict[tuple[int, str], dict[str, Any]] = {}
     peers: dict[tuple[int, str], list[Peer]] = {pair: [] for pair in wanted}
-    rows = BenchmarkResult.objects.filter(gpu_id__in=gpu_ids, comparison_key__in=keys).values_list(
-        "gpu_id",
-        "comparison_key",
-        "comparison_label",
-        "workload_id",
-        "precision",
-        "gpu_count",
-        "value",
-        "submitter_key",
-        "trust",
+    rows = (
+        BenchmarkResult.objects.filter(gpu_id__in=gpu_ids, comparison_key__in=keys)
+        .order_by()
+        .values_list(
+            "gpu_id",
+            "comparison_key",
+            "comparison_label",
+            "workload_id",
+            "precision",
+            "gpu_count",
+            "value",
+            "submitter_key",
+            "trust",
+        )
     )
     for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
         chunk_size=5000
@@ -362,16 +372,20 @@ def aggregates_rebuild() -> int:
 
     groups: dict[tuple[int, str], dict[str, Any]] = {}
     peers: dict[tuple[int, str], list[Peer]] = {}
-    rows = BenchmarkResult.objects.trusted().values_list(
-        "gpu_id",
-        "comparison_key",
-        "comparison_label",
-        "workload_id",
-        "precision",
-        "gpu_count",
-        "value",
-        "submitter_key",
-        "trust",
+    rows = (
+        BenchmarkResult.objects.trusted()
+        .order_by()
+        .values_list(
+            "gpu_id",
+            "comparison_key",
+            "comparison_label",
+            "workload_id",
+            "precision",
+            "gpu_count",
+            "value",
+            "submitter_key",
+            "trust",
+        )
     )
     for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
         chunk_size=5000

@@ -86,13 +86,15 @@ class PeerSet:
     @classmethod
     def of(cls, peers: Iterable[Peer], version: Version) -> PeerSet:
         peer_set = cls(version=version)
-        values = []
-        for peer in peers:
-            values.append(peer.value)
-            peer_set.submitters[peer.submitter_key] += 1
-            peer_set.lab += peer.trust == TrustLabel.LAB
-        values.sort()
-        peer_set.values = array("d", values)
+        # Columns by zip and counts by Counter and tuple.count run in C: a worker that starts
+        # loads the busiest pairs, hundreds of thousands of values, before its first verdict.
+        columns = list(zip(*peers, strict=False))
+        if not columns:
+            return peer_set
+        values, submitter_keys, trusts = columns
+        peer_set.values = array("d", sorted(values))
+        peer_set.submitters = Counter(submitter_keys)
+        peer_set.lab = trusts.count(TrustLabel.LAB)
         peer_set.distinct = sum(1 for key in peer_set.submitters if key)
         return peer_set
 
