@@ -204,6 +204,20 @@ class Peer(NamedTuple):
     trust: str
 
 
+# What the aggregate refresh and rebuild read of each result, in the order they unpack it.
+_RESULT_ROW_COLUMNS = (
+    "gpu_id",
+    "comparison_key",
+    "comparison_label",
+    "workload_id",
+    "precision",
+    "gpu_count",
+    "value",
+    "submitter_key",
+    "trust",
+)
+
+
 def trusted_peers(*, gpu_id: int, comparison_key: str) -> list[Peer]:
     """Trusted results of one (GPU, comparison key): the outlier reference and aggregate input."""
     return trusted_peers_many(gpu_id=gpu_id, comparison_keys=[comparison_key]).get(comparison_key, [])
@@ -331,17 +345,7 @@ def aggregates_refresh_pairs(*, pairs: Iterable[tuple[int, str]]) -> int:
     rows = (
         BenchmarkResult.objects.filter(gpu_id__in=gpu_ids, comparison_key__in=keys)
         .order_by()
-        .values_list(
-            "gpu_id",
-            "comparison_key",
-            "comparison_label",
-            "workload_id",
-            "precision",
-            "gpu_count",
-            "value",
-            "submitter_key",
-            "trust",
-        )
+        .values_list(*_RESULT_ROW_COLUMNS)
     )
     for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
         chunk_size=5000
@@ -372,21 +376,7 @@ def aggregates_rebuild() -> int:
 
     groups: dict[tuple[int, str], dict[str, Any]] = {}
     peers: dict[tuple[int, str], list[Peer]] = {}
-    rows = (
-        BenchmarkResult.objects.trusted()
-        .order_by()
-        .values_list(
-            "gpu_id",
-            "comparison_key",
-            "comparison_label",
-            "workload_id",
-            "precision",
-            "gpu_count",
-            "value",
-            "submitter_key",
-            "trust",
-        )
-    )
+    rows = BenchmarkResult.objects.trusted().order_by().values_list(*_RESULT_ROW_COLUMNS)
     for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
         chunk_size=5000
     ):
