@@ -34,6 +34,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpuatlas_perf"
@@ -52,6 +53,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ingest-seconds", type=float, help="how long the POST load lasts (default 20, quick 8)")
     parser.add_argument("--concurrency", type=int, default=8, help="client threads posting submissions")
     parser.add_argument(
+        "--ingest-runs", type=int, help="repetitions of the POST load and its ingest (default 3, quick 1)"
+    )
+    parser.add_argument(
         "--backlog", type=int, help="submissions stored before the Celery worker starts (default 3000, quick 1000)"
     )
     parser.add_argument("--web-workers", type=int, default=1, help="gunicorn sync workers (the POST side)")
@@ -68,8 +72,9 @@ def parse_args() -> argparse.Namespace:
     args.requests = args.requests or (20 if args.quick else 60)
     args.ingest_seconds = args.ingest_seconds or (8.0 if args.quick else 20.0)
     args.backlog = args.backlog if args.backlog is not None else (1000 if args.quick else 3000)
-    if args.runs < 1 or args.requests < 5:
-        parser.error("--runs must be at least 1 and --requests at least 5")
+    args.ingest_runs = args.ingest_runs or (1 if args.quick else 3)
+    if args.runs < 1 or args.requests < 5 or args.ingest_runs < 1:
+        parser.error("--runs and --ingest-runs must be at least 1, --requests at least 5")
     return args
 
 
@@ -488,6 +493,46 @@ def backlog_drain(ids: list[int], intake_seconds: float) -> None:
 
 
 def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int) -> None:
+    """The POST load and its ingest, ``--ingest-runs`` times; one line per figure over the runs."""
+    runs = [ingest_run(port, args, web_pid=web_pid, worker_pid=worker_pid) for _ in range(args.ingest_runs)]
+    print(f"\nIngest, {len(runs)} run(s) with the same server and worker:")
+    for run in runs:
+        print("  " + run["summary"])
+        for note in run["notes"]:
+            print("    " + note)
+
+    def each(name: str) -> list[float]:
+        return [run[name] for run in runs if name in run]
+
+    line("submission POST rate under load", each("post rate"), "requests/s", digits=0)
+    line("submission POST p50 under load", each("post p50"), "ms")
+    line("submission POST p95 under load", each("post p95"), "ms")
+    if each("read p50"):
+        line("p50 / during the load", each("read p50"), "ms")
+        line("p95 / during the load", each("read p95"), "ms")
+        line("slowest / during the load", each("read max"), "ms")
+    if each("end to end"):
+        line("ingest rate (1 Celery worker)", each("ingest rate"), "submissions/s", digits=0)
+        end_to_end = each("end to end")
+        line(
+            "end to end (first POST to last verdict)",
+            end_to_end,
+            "submissions/s",
+            "target >= 200 (median): " + verdict(statistics.median(end_to_end) >= 200),
+            digits=0,
+        )
+    with_cpu = [run["cpu"] for run in runs if "cpu" in run]
+    if with_cpu:
+        print("CPU per submission, from the first POST to the last verdict (/proc/<pid>/stat):")
+        for name in with_cpu[0]:
+            line(f"  {name}", [cpu[name] for cpu in with_cpu], "ms", digits=2)
+        totals = [sum(cpu.values()) for cpu in with_cpu]
+        line("  total", totals, "ms", digits=2)
+        cores = os.cpu_count() or 1
+        line(f"  so {cores} cores allow at most", [cores * 1000 / total for total in totals], "submissions/s", digits=0)
+
+
+def ingest_run(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int) -> dict[str, Any]:
     """Concurrent POSTs for a bounded time against gunicorn, from a second process; one Celery worker ingests them.
 
     The bodies are built before the clock starts and replayed by ``perf.loadgen`` in its own
@@ -569,41 +614,35 @@ def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int
     by_status = dict(mine.values_list("status").annotate(n=Count("id")))
     ms = [v * 1000 for v in report["latencies"]]
     post_seconds = report["ended"] - report["started"]
-    print(
-        f"\nIngest: {len(ms)} POST /api/v1/submissions/ (17 results each) from {args.concurrency} connections of "
-        f"perf.loadgen (a second process) in {post_seconds:.1f} s, statuses {dict(sorted(statuses.items()))}; "
-        f"verdicts {by_status}; {RawSubmission.objects.count() - before} stored"
-    )
+    figures: dict[str, Any] = {
+        "summary": (
+            f"{len(ms)} POST /api/v1/submissions/ (17 results each) from {args.concurrency} connections of "
+            f"perf.loadgen (a second process) in {post_seconds:.1f} s, statuses {dict(sorted(statuses.items()))}; "
+            f"verdicts {by_status}; {RawSubmission.objects.count() - before} stored"
+        ),
+        "notes": [],
+        "post rate": len(ms) / post_seconds,
+        "post p50": percentile(ms, 0.5),
+        "post p95": percentile(ms, 0.95),
+    }
     if report["ran_out"]:
-        print(f"  note: the load generator used all {count} prepared submissions before its time was up")
-    line("submission POST rate under load", [len(ms) / post_seconds], "requests/s", digits=0)
-    line("submission POST p50 under load", [percentile(ms, 0.5)], "ms")
-    line("submission POST p95 under load", [percentile(ms, 0.95)], "ms")
+        figures["notes"].append(
+            f"note: the load generator used all {count} prepared submissions before its time was up"
+        )
     if read_ms:
-        line(f"p50 / during the load ({len(read_ms)} GETs)", [percentile(read_ms, 0.5)], "ms")
-        line(f"p95 / during the load ({len(read_ms)} GETs)", [percentile(read_ms, 0.95)], "ms")
-        line("slowest / during the load", [max(read_ms)], "ms")
+        figures["notes"].append(f"{len(read_ms)} GETs of / during the load")
+        figures["read p50"] = percentile(read_ms, 0.5)
+        figures["read p95"] = percentile(read_ms, 0.95)
+        figures["read max"] = max(read_ms)
     if done and window["last"] and window["first"]:
         span = max((window["last"] - window["first"]).total_seconds(), 1e-3)
-        end_to_end = window["last"].timestamp() - report["started"]
-        line("ingest rate (1 Celery worker)", [done / span], "submissions/s", digits=0)
-        line(
-            "end to end (first POST to last verdict)",
-            [done / end_to_end],
-            "submissions/s",
-            "target >= 200: " + verdict(done / end_to_end >= 200),
-            digits=0,
-        )
+        figures["ingest rate"] = done / span
+        figures["end to end"] = done / (window["last"].timestamp() - report["started"])
     if done:
-        per = {name: seconds / done * 1000 for name, seconds in cpu_used.items()}
-        total = sum(per.values())
-        print(
-            "  CPU per submission: "
-            + ", ".join(f"{name} {value:.2f} ms" for name, value in per.items())
-            + f"; total {total:.2f} ms, so {os.cpu_count()} cores allow at most {os.cpu_count() * 1000 / total:.0f}/s"
-        )
+        figures["cpu"] = {name: seconds / done * 1000 for name, seconds in cpu_used.items()}
     if done < created:
-        print(f"  warning: {created - done} submissions had no verdict before the deadline")
+        figures["notes"].append(f"warning: {created - done} submissions had no verdict before the deadline")
+    return figures
 
 
 def main() -> None:

@@ -429,11 +429,13 @@ def test_peer_sets_load_without_sorting_the_results(world):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from benchmarks_app.services.aggregates import trusted_peers_many
+    from benchmarks_app.services.aggregates import trusted_peers_by_submitter
 
     ingest(submission_document())
     result = BenchmarkResult.objects.order_by("pk")[0]
     with CaptureQueriesContext(connection) as queries:
-        found = trusted_peers_many(gpu_id=result.gpu_id, comparison_keys=[result.comparison_key])
-    assert [p.value for p in found[result.comparison_key]] == [result.value]
+        found = trusted_peers_by_submitter(gpu_id=result.gpu_id, comparison_keys=[result.comparison_key])
+    assert [(g.submitter_key, g.values, g.lab) for g in found[result.comparison_key]] == [
+        (result.submitter_key, [result.value], 0)
+    ]
     assert len(queries) == 1 and "ORDER BY" not in queries[0]["sql"].upper()

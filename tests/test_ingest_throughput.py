@@ -114,3 +114,51 @@ def test_stored_payloads_parse_as_the_strict_parser_reads_them():
         with pytest.raises(SubmissionInvalid) as caught:
             json_parse_stored(bad)
         assert [e.field for e in caught.value.errors] == [field]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("grouped_by_the_database", [True, False], ids=["this database", "grouped in python"])
+def test_peer_sets_load_grouped_by_submitter_as_they_are_stored(grouped_by_the_database, monkeypatch):
+    from django.db import connection
+
+    from benchmarks_app.models import TrustLabel
+    from benchmarks_app.services.aggregates import trusted_peers_by_submitter
+    from tests.factories import GpuFactory
+    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
+
+    gpu, other_gpu, workload = GpuFactory(), GpuFactory(), WorkloadFactory()
+    rows = [
+        ("k1", 10.0, "user:1", TrustLabel.COMMUNITY),
+        ("k1", 11.0, "user:1", TrustLabel.LAB),
+        ("k1", 12.0, "", TrustLabel.LAB),
+        ("k1", 13.0, "user:2", TrustLabel.COMMUNITY),
+        ("k1", 99.0, "user:2", TrustLabel.FLAGGED),  # never a peer
+        ("k2", 5.0, "user:1", TrustLabel.COMMUNITY),
+        ("k3", 7.0, "user:3", TrustLabel.COMMUNITY),  # a key that was not asked for
+    ]
+    for key, value, submitter_key, trust in rows:
+        BenchmarkResultFactory(
+            gpu=gpu, workload=workload, comparison_key=key, value=value, submitter_key=submitter_key, trust=trust
+        )
+    BenchmarkResultFactory(gpu=other_gpu, workload=workload, comparison_key="k1", value=1.0, trust=TrustLabel.LAB)
+    if not grouped_by_the_database:
+        monkeypatch.setattr(connection, "vendor", "other")
+
+    found = trusted_peers_by_submitter(gpu_id=gpu.pk, comparison_keys=["k1", "k2", "missing"])
+
+    as_sets = {
+        key: {(g.submitter_key, tuple(sorted(g.values)), g.lab) for g in groups} for key, groups in found.items()
+    }
+    assert as_sets == {
+        "k1": {("user:1", (10.0, 11.0), 1), ("", (12.0,), 1), ("user:2", (13.0,), 0)},
+        "k2": {("user:1", (5.0,), 0)},
+    }
+    # The cache's peer set from groups is the one built from the results one by one.
+    grouped = PeerSet.of_submitters(found["k1"], None)
+    one_by_one = PeerSet.of([Peer(v, s, t) for k, v, s, t in rows[:4]], None)
+    assert (list(grouped.values), dict(grouped.submitters), grouped.lab, grouped.distinct) == (
+        list(one_by_one.values),
+        dict(one_by_one.submitters),
+        one_by_one.lab,
+        one_by_one.distinct,
+    )

@@ -29,8 +29,9 @@ from benchmarks_app.services.aggregates import (
     OUTLIER_MIN_PEERS,
     OUTLIER_Z,
     Peer,
+    SubmitterPeers,
     Summary,
-    trusted_peers_many,
+    trusted_peers_by_submitter,
 )
 
 Version = tuple[int, dt.datetime] | None
@@ -95,6 +96,19 @@ class PeerSet:
         peer_set.values = array("d", sorted(values))
         peer_set.submitters = Counter(submitter_keys)
         peer_set.lab = trusts.count(TrustLabel.LAB)
+        peer_set.distinct = sum(1 for key in peer_set.submitters if key)
+        return peer_set
+
+    @classmethod
+    def of_submitters(cls, groups: Iterable[SubmitterPeers], version: Version) -> PeerSet:
+        """The same set as ``of``, from values already grouped by submitter key."""
+        peer_set = cls(version=version)
+        values: list[float] = []
+        for group in groups:
+            values.extend(group.values)
+            peer_set.submitters[group.submitter_key] += len(group.values)
+            peer_set.lab += group.lab
+        peer_set.values = array("d", sorted(values))
         peer_set.distinct = sum(1 for key in peer_set.submitters if key)
         return peer_set
 
@@ -183,10 +197,10 @@ class PeerCache:
                 else:
                     misses.append(key)
         if misses:
-            fetched = trusted_peers_many(gpu_id=gpu_id, comparison_keys=misses)
+            fetched = trusted_peers_by_submitter(gpu_id=gpu_id, comparison_keys=misses)
             with self._lock:
                 for key in misses:
-                    peer_set = PeerSet.of(fetched.get(key, []), versions.get(key))
+                    peer_set = PeerSet.of_submitters(fetched.get(key, []), versions.get(key))
                     self._sets[(gpu_id, key)] = peer_set
                     found[key] = peer_set
                 while len(self._sets) > self.max_pairs:
