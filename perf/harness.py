@@ -272,7 +272,7 @@ def query_counts(urls: list[str]) -> None:
         )
 
 
-def latencies(port: int, urls: list[str], runs: int, requests: int) -> None:
+def latencies(port: int, urls: list[str], runs: int, requests: int, *, web_workers: int) -> None:
     """p50/p95 per endpoint over HTTP, round-robin with ping, and the ratios to ping."""
     for url in [PING, *urls]:  # warm every path (and the worker's caches) once
         for _ in range(3):
@@ -298,7 +298,10 @@ def latencies(port: int, urls: list[str], runs: int, requests: int) -> None:
             figures[url]["p95"].append(p95)
             figures[url]["r50"].append(p50 / ping50)
             figures[url]["r95"].append(p95 / ping95)
-    print(f"\nHTTP latency, gunicorn 1 worker on loopback: {runs} runs x {requests} requests per endpoint, round-robin")
+    print(
+        f"\nHTTP latency, gunicorn ({web_workers} sync worker(s)), one client on loopback: "
+        f"{runs} runs x {requests} requests per endpoint, round-robin"
+    )
     for url in [PING, *urls]:
         f = figures[url]
         line(f"p50 {url}", f["p50"], "ms")
@@ -693,7 +696,7 @@ def main() -> None:
     try:
         wait_for_http(port)
         if not args.skip_pages:
-            latencies(port, urls, args.runs, args.requests)
+            latencies(port, urls, args.runs, args.requests, web_workers=args.web_workers)
         if not args.skip_prices:
             prices(max(1, min(args.runs, 3)))
         if backlog:
