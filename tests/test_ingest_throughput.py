@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import random
 import statistics
+from typing import Any
 
 import numpy as np
 import pytest
 
-from benchmarks_app.services.aggregates import Peer, modified_z_score, summarise
+from benchmarks_app.services.aggregates import Peer, SubmitterPeers, modified_z_score, summarise
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.ingest import _TakenInBatch
 from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerSet
+
+
+def _peer_set(peers: list[Peer], version: Any) -> PeerSet:
+    """A peer set from results one by one, grouped by submitter as the database hands them over."""
+    groups: dict[str, SubmitterPeers] = {}
+    for peer in peers:
+        group = groups.setdefault(peer.submitter_key, SubmitterPeers(peer.submitter_key, [], 0))
+        group.values.append(peer.value)
+        groups[peer.submitter_key] = group._replace(lab=group.lab + (peer.trust == "lab"))
+    return PeerSet.of_submitters(groups.values(), version)
 
 
 def _random_values(rng: random.Random) -> list[float]:
@@ -26,7 +37,7 @@ def test_median_absolute_deviation_matches_numpy_exactly():
     rng = random.Random(7)
     for _ in range(3000):
         values = _random_values(rng)
-        peer_set = PeerSet.of([Peer(v, "u", "community") for v in values], None)
+        peer_set = _peer_set([Peer(v, "u", "community") for v in values], None)
         median = peer_set.quantile(0.5)
         assert peer_set.mad(median) == float(np.median(np.abs(np.asarray(values) - median)))
 
@@ -35,7 +46,7 @@ def test_modified_z_matches_the_reference_formula():
     rng = random.Random(11)
     for _ in range(2000):
         values = _random_values(rng)
-        peer_set = PeerSet.of([Peer(v, "u", "community") for v in values], None)
+        peer_set = _peer_set([Peer(v, "u", "community") for v in values], None)
         probe = rng.uniform(0, 12)
         expected = modified_z_score(probe, values)
         got = peer_set.modified_z(probe)
@@ -49,18 +60,18 @@ def test_a_peer_set_holds_sorted_values_submitters_and_lab_results():
         Peer(2.0, "user:1", "lab"),
         Peer(5.0, "user:2", "community"),
     ]
-    peer_set = PeerSet.of(peers, ("n", "at"))
+    peer_set = _peer_set(peers, ("n", "at"))
     assert list(peer_set.values) == [1.0, 2.0, 3.0, 5.0]
     assert dict(peer_set.submitters) == {"user:1": 2, "": 1, "user:2": 1}
     assert (peer_set.lab, peer_set.distinct, peer_set.version) == (2, 2, ("n", "at"))
-    empty = PeerSet.of([], None)
+    empty = _peer_set([], None)
     assert (empty.n, empty.lab, empty.distinct, dict(empty.submitters)) == (0, 0, 0, {})
 
 
 def test_peer_set_summary_follows_additions_like_a_recomputation():
     rng = random.Random(3)
     peers = [Peer(rng.uniform(1, 2), f"user:{rng.randint(1, 5)}", "community") for _ in range(10)]
-    peer_set = PeerSet.of(peers, None)
+    peer_set = _peer_set(peers, None)
     for _ in range(200):
         peer = Peer(rng.uniform(1, 2), rng.choice(["", "user:1", f"user:{rng.randint(6, 40)}"]), "community")
         peer_set.add(peer.value, peer.submitter_key, peer.trust)
@@ -155,10 +166,51 @@ def test_peer_sets_load_grouped_by_submitter_as_they_are_stored(grouped_by_the_d
     }
     # The cache's peer set from groups is the one built from the results one by one.
     grouped = PeerSet.of_submitters(found["k1"], None)
-    one_by_one = PeerSet.of([Peer(v, s, t) for k, v, s, t in rows[:4]], None)
+    one_by_one = _peer_set([Peer(v, s, t) for k, v, s, t in rows[:4]], None)
     assert (list(grouped.values), dict(grouped.submitters), grouped.lab, grouped.distinct) == (
         list(one_by_one.values),
         dict(one_by_one.submitters),
         one_by_one.lab,
         one_by_one.distinct,
     )
+
+
+@pytest.mark.django_db
+def test_the_peer_cache_evicts_the_least_recent_pairs_beyond_its_value_budget():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from benchmarks_app.models import TrustLabel
+    from benchmarks_app.services.peers import PeerCache
+    from tests.factories import GpuFactory
+    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
+
+    gpu, workload = GpuFactory(), WorkloadFactory()
+    for key, count in (("small", 2), ("medium", 3), ("large", 4)):
+        for i in range(count):
+            BenchmarkResultFactory(
+                gpu=gpu, workload=workload, comparison_key=key, value=float(i + 1), trust=TrustLabel.COMMUNITY
+            )
+
+    def queries_to_load(cache: PeerCache, key: str) -> int:
+        # One query checks the cached versions; a second reads the values of a pair not held.
+        with CaptureQueriesContext(connection) as queries:
+            assert cache.load(gpu_id=gpu.pk, comparison_keys=[key])[key].n == {"small": 2, "medium": 3, "large": 4}[key]
+        return len(queries)
+
+    cache = PeerCache(max_values=6)
+    assert [queries_to_load(cache, key) for key in ("small", "medium", "small")] == [2, 2, 1]
+    # 2 + 3 + 4 values exceed 6: the least recently used pair (medium) goes, then 2 + 4 fit.
+    assert queries_to_load(cache, "large") == 2
+    assert [queries_to_load(cache, key) for key in ("small", "large", "medium")] == [1, 1, 2]
+    # A pair larger than the whole budget is still handed over, and held alone.
+    lone = PeerCache(max_values=3)
+    assert [queries_to_load(lone, key) for key in ("large", "large", "small", "large")] == [2, 1, 2, 2]
+    unbounded = PeerCache(max_pairs=None, max_values=None)
+    assert [queries_to_load(unbounded, key) for key in ("small", "medium", "large", "small", "medium")] == [
+        2,
+        2,
+        2,
+        1,
+        1,
+    ]

@@ -28,7 +28,6 @@ from benchmarks_app.services.aggregates import (
     _MEAN_AD_SCALE,
     OUTLIER_MIN_PEERS,
     OUTLIER_Z,
-    Peer,
     SubmitterPeers,
     Summary,
     trusted_peers_by_submitter,
@@ -37,6 +36,9 @@ from benchmarks_app.services.aggregates import (
 Version = tuple[int, dt.datetime] | None
 _INVALID = ("invalid",)
 MAX_CACHED_PAIRS = 4096
+# Values across all cached pairs: 8 million doubles is 64 MB. The pair bound alone let a worker
+# grow with the busiest pairs (hundreds of thousands of values each) as the data grew.
+MAX_CACHED_VALUES = 8_000_000
 
 
 def _deviation_kth(values: Sequence[float], median: float, k: int) -> float:
@@ -75,7 +77,7 @@ class PeerSet:
 
     Kept so that each ingest costs O(log n) per result (plus the insert's memmove), not O(n):
     a busy pair holds tens of thousands of values. They are kept as an array of doubles, 8
-    bytes a value where a list of floats takes 32: the worker holds up to MAX_CACHED_PAIRS.
+    bytes a value where a list of floats takes 32: the worker holds up to MAX_CACHED_VALUES.
     """
 
     values: array[float] = field(default_factory=lambda: array("d"))
@@ -85,23 +87,8 @@ class PeerSet:
     distinct: int = 0  # submitter keys that are non-empty, maintained with ``submitters``
 
     @classmethod
-    def of(cls, peers: Iterable[Peer], version: Version) -> PeerSet:
-        peer_set = cls(version=version)
-        # Columns by zip and counts by Counter and tuple.count run in C: a worker that starts
-        # loads the busiest pairs, hundreds of thousands of values, before its first verdict.
-        columns = list(zip(*peers, strict=False))
-        if not columns:
-            return peer_set
-        values, submitter_keys, trusts = columns
-        peer_set.values = array("d", sorted(values))
-        peer_set.submitters = Counter(submitter_keys)
-        peer_set.lab = trusts.count(TrustLabel.LAB)
-        peer_set.distinct = sum(1 for key in peer_set.submitters if key)
-        return peer_set
-
-    @classmethod
     def of_submitters(cls, groups: Iterable[SubmitterPeers], version: Version) -> PeerSet:
-        """The same set as ``of``, from values already grouped by submitter key."""
+        """The set of one pair from its trusted values grouped by submitter key (``trusted_peers_by_submitter``)."""
         peer_set = cls(version=version)
         values: list[float] = []
         for group in groups:
@@ -169,11 +156,22 @@ class PeerSet:
 
 
 class PeerCache:
-    """Peer sets by (GPU, comparison key). ``validate=False`` is for a single writer (the rebuild)."""
+    """Peer sets by (GPU, comparison key), least recently used evicted first.
 
-    def __init__(self, *, validate: bool = True, max_pairs: int = MAX_CACHED_PAIRS) -> None:
+    Bounded by pairs and by the values they hold together; ``None`` lifts a bound.
+    ``validate=False`` is for a single writer (the rebuild).
+    """
+
+    def __init__(
+        self,
+        *,
+        validate: bool = True,
+        max_pairs: int | None = MAX_CACHED_PAIRS,
+        max_values: int | None = MAX_CACHED_VALUES,
+    ) -> None:
         self.validate = validate
         self.max_pairs = max_pairs
+        self.max_values = max_values
         self._sets: OrderedDict[tuple[int, str], PeerSet] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -203,9 +201,21 @@ class PeerCache:
                     peer_set = PeerSet.of_submitters(fetched.get(key, []), versions.get(key))
                     self._sets[(gpu_id, key)] = peer_set
                     found[key] = peer_set
-                while len(self._sets) > self.max_pairs:
-                    self._sets.popitem(last=False)
+                self._evict()
         return found
+
+    def _evict(self) -> None:
+        # Called with the lock held, after a load: the only time the cache gains a pair. Sets
+        # grow by ingest between loads, so the values are counted afresh (at most a few
+        # thousand lengths). A pair evicted here stays valid for the caller that holds it.
+        if self.max_pairs is not None:
+            while len(self._sets) > self.max_pairs:
+                self._sets.popitem(last=False)
+        if self.max_values is not None:
+            held = sum(len(peer_set.values) for peer_set in self._sets.values())
+            while held > self.max_values and len(self._sets) > 1:
+                _pair, evicted = self._sets.popitem(last=False)
+                held -= len(evicted.values)
 
     def forget(self, *, pairs: Iterable[tuple[int, str]]) -> None:
         with self._lock:

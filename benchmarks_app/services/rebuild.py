@@ -68,7 +68,7 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
             summary.lab = lambda_import_directory(path=lab_path, refresh_aggregates=False)
         snapshot = catalog_snapshot_refresh_if_changed()
         # One writer inside one transaction: peers accumulate in memory, no version checks.
-        peer_cache = PeerCache(validate=False, max_pairs=10**7)
+        peer_cache = PeerCache(validate=False, max_pairs=None, max_values=None)
         queryset = RawSubmission.objects.filter(status__in=TERMINAL).order_by("received_at", "pk")
         total = queryset.count()
         for submission in progress(queryset.iterator(chunk_size=500), total, "submissions"):
