@@ -27,9 +27,9 @@ demo: venv
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
 
-## test: install and run the whole test suite (SQLite, tasks in-process)
+## test: install and run the whole test suite (SQLite, tasks in-process), a process per core
 test: venv browser-deps
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 ## browser-deps: Debian's chromium for the Playwright browser tests (skipped when it cannot be installed)
 browser-deps:

@@ -3,9 +3,50 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+
+# Under pytest-xdist (`pytest -n 2`) worker k moves its cache and broker this many Redis
+# databases down per k: gw0 keeps the configured ones (CI: 14 and 15), gw1 takes 10 and 11.
+REDIS_DATABASES_PER_WORKER = 4
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw"):
+        _own_redis_databases(int(worker[2:]))
+
+
+def _own_redis_databases(worker: int) -> None:
+    """Give this xdist worker Redis databases of its own.
+
+    Each test empties the cache, and a real Celery worker started by a test takes the broker
+    from the environment: sharing them, one xdist worker would wipe the other's throttles and
+    cached pages, and its Celery worker could take the other's tasks against the wrong test
+    database. The database names need nothing: pytest-django gives each worker its own.
+    """
+    from gpuatlas.celery import app
+
+    for name in ("CACHE_URL", "CELERY_BROKER_URL"):
+        url = getattr(settings, name)
+        if not url.startswith(("redis://", "rediss://")):
+            continue
+        parts = urlsplit(url)
+        database = int(parts.path.strip("/") or 0) - REDIS_DATABASES_PER_WORKER * worker
+        if database < 0:
+            raise pytest.UsageError(
+                f"{name}={url}: xdist worker gw{worker} would need Redis database {database}; "
+                f"use fewer workers or higher database numbers"
+            )
+        moved = urlunsplit(parts._replace(path=f"/{database}"))
+        setattr(settings, name, moved)
+        os.environ[name] = moved
+    if settings.CACHE_URL.startswith(("redis://", "rediss://")):
+        settings.CACHES["default"]["LOCATION"] = settings.CACHE_URL
+    if settings.CELERY_BROKER_URL:
+        app.conf.broker_url = settings.CELERY_BROKER_URL
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
