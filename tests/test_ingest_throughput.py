@@ -202,7 +202,10 @@ def test_the_peer_cache_evicts_the_least_recent_pairs_beyond_its_value_budget():
     assert [queries_to_load(cache, key) for key in ("small", "medium", "small")] == [2, 2, 1]
     # 2 + 3 + 4 values exceed 6: the least recently used pair (medium) goes, then 2 + 4 fit.
     assert queries_to_load(cache, "large") == 2
+    assert cache.held() == (2, 6)
     assert [queries_to_load(cache, key) for key in ("small", "large", "medium")] == [1, 1, 2]
+    # Medium came back (9 values): small, then large went, least recent first, until it fits.
+    assert cache.held() == (1, 3)
     # A pair larger than the whole budget is still handed over, and held alone.
     lone = PeerCache(max_values=3)
     assert [queries_to_load(lone, key) for key in ("large", "large", "small", "large")] == [2, 1, 2, 2]

@@ -217,6 +217,11 @@ class PeerCache:
                 _pair, evicted = self._sets.popitem(last=False)
                 held -= len(evicted.values)
 
+    def held(self) -> tuple[int, int]:
+        """How many pairs the cache holds, and how many values they hold together."""
+        with self._lock:
+            return len(self._sets), sum(len(peer_set.values) for peer_set in self._sets.values())
+
     def forget(self, *, pairs: Iterable[tuple[int, str]]) -> None:
         with self._lock:
             for pair in pairs:
