@@ -676,11 +676,13 @@ def main() -> None:
         print("  warning: little data; run `python -m perf.fixture ...` first (perf/README.md)")
     slug = busiest_gpu_slug()
     urls = ["/", "/tiers/", f"/gpus/{slug}/", "/api/v1/rankings/", "/api/v1/gpus/", "/api/v1/offers/"]
+    # Before any page is rendered, in-process too: with DEBUG=0 a page names its static files
+    # by their hashed names, read from the collected manifest.
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     if not args.skip_pages:
         query_counts(urls)
     connection.close()
 
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = free_port()
     web = start(
         [sys.executable, "-m", "gunicorn", "gpuatlas.wsgi:application", "-w", str(args.web_workers),
