@@ -212,7 +212,7 @@ class PeerCache:
             while len(self._sets) > self.max_pairs:
                 self._sets.popitem(last=False)
         if self.max_values is not None:
-            held = sum(len(peer_set.values) for peer_set in self._sets.values())
+            held = self._values_held()
             while held > self.max_values and len(self._sets) > 1:
                 _pair, evicted = self._sets.popitem(last=False)
                 held -= len(evicted.values)
@@ -220,7 +220,10 @@ class PeerCache:
     def held(self) -> tuple[int, int]:
         """How many pairs the cache holds, and how many values they hold together."""
         with self._lock:
-            return len(self._sets), sum(len(peer_set.values) for peer_set in self._sets.values())
+            return len(self._sets), self._values_held()
+
+    def _values_held(self) -> int:
+        return sum(len(peer_set.values) for peer_set in self._sets.values())
 
     def forget(self, *, pairs: Iterable[tuple[int, str]]) -> None:
         with self._lock:
