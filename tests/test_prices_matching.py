@@ -126,7 +126,7 @@ def test_admin_action_maps_names_and_relinks_offers(client, tmp_path):
     path = write_catalogue_file(
         tmp_path,
         "vast",
-        HEADER + f"1x-H100-80GB-HBM3x,H100 HBM3 edition,1,16,64,{info('x', 81920)},2.00,EU,\n",
+        HEADER + f"1x-C100-80GB-x,Tencent Zixiao C100,1,16,64,{info('x', 81920)},2.00,EU,\n",
     )
     price_import_file(path=path, observed_at=WHEN)
     unmatched = UnmatchedGpuName.objects.get()
@@ -140,7 +140,7 @@ def test_admin_action_maps_names_and_relinks_offers(client, tmp_path):
     )
     assert done.status_code == 302
     assert Offer.objects.get().gpu_id == catalogue.h100_sxm.id
-    assert GpuAlias.objects.filter(alias="H100 HBM3 edition", gpu=catalogue.h100_sxm).exists()
+    assert GpuAlias.objects.filter(alias="Tencent Zixiao C100", gpu=catalogue.h100_sxm).exists()
 
 
 def test_vast_folded_names_come_from_the_instance_type_and_memory_mismatch_is_flagged(tmp_path):

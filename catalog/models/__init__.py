@@ -8,6 +8,7 @@ from catalog.models.gpus import (
     TensorPeak,
     Vendor,
 )
+from catalog.models.names import GpuNameRule
 from catalog.models.prices import (
     ExchangeRate,
     ImportRun,
@@ -23,6 +24,7 @@ __all__ = [
     "ExchangeRate",
     "Gpu",
     "GpuAlias",
+    "GpuNameRule",
     "ImportRun",
     "Offer",
     "Precision",
