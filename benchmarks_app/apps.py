@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.utils.translation import gettext_lazy as _
 
 
@@ -13,9 +13,12 @@ class BenchmarksAppConfig(AppConfig):
         # snapshot must not outlive a curator's change made in this process.
         from benchmarks_app.models import Workload
         from benchmarks_app.services.snapshot import catalog_snapshot_clear
-        from catalog.models import Gpu, GpuAlias, TensorPeak
+        from catalog.models import Gpu, GpuAlias, GpuNameRule, TensorPeak
 
-        for model in (Gpu, GpuAlias, TensorPeak, Workload):
+        m2m_changed.connect(
+            catalog_snapshot_clear, sender=GpuNameRule.gpus.through, dispatch_uid="snapshot-clear-name-rule-gpus"
+        )
+        for model in (Gpu, GpuAlias, GpuNameRule, TensorPeak, Workload):
             post_save.connect(
                 catalog_snapshot_clear, sender=model, dispatch_uid=f"snapshot-clear-save-{model.__name__}"
             )

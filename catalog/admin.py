@@ -5,11 +5,13 @@ from __future__ import annotations
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
+from catalog.forms import GpuNameRuleForm
 from catalog.models import (
     Architecture,
     ExchangeRate,
     Gpu,
     GpuAlias,
+    GpuNameRule,
     ImportRun,
     Offer,
     PriceObservation,
@@ -168,6 +170,18 @@ class GpuAliasAdmin(BumpsDataVersion, SimpleHistoryAdmin):
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         obj.normalised = alias_normalise(obj.alias)
         super().save_model(request, obj, form, change)
+
+
+@admin.register(GpuNameRule)
+class GpuNameRuleAdmin(SimpleHistoryAdmin):
+    """How names from drivers, runtimes and clouds are read; ``manage.py match_gpu`` tries them out."""
+
+    form = GpuNameRuleForm
+    list_display = ("position", "kind", "pattern", "value", "memory_gib", "reason", "origin")
+    list_filter = ("kind", "origin")
+    search_fields = ("pattern", "reason", "example", "gpus__name")
+    ordering = ("position", "id")
+    autocomplete_fields = ("gpus",)
 
 
 @admin.register(SpecCitation)

@@ -208,21 +208,21 @@ def test_admin_maps_an_unknown_gpu_name_and_reingests(staff_client, django_captu
     world = ingest_world()
     user = get_user_model().objects.create(username="s")
     held = submission_intake(
-        body=body(submission_document(name_smi="NVIDIA H100 80GB HBM3e")), submitter=user
+        body=body(submission_document(name_smi="NVIDIA Zixiao C100")), submitter=user
     ).submission
     submission_ingest(submission_id=held.pk)
     held.refresh_from_db()
     assert held.status == SubmissionStatus.ON_HOLD
-    form = staff_client.get("/admin/benchmarks_app/rawsubmission/map-gpu/?name=NVIDIA+H100+80GB+HBM3e")
-    assert form.status_code == 200 and "NVIDIA H100 80GB HBM3e" in form.content.decode()
+    form = staff_client.get("/admin/benchmarks_app/rawsubmission/map-gpu/?name=NVIDIA+Zixiao+C100")
+    assert form.status_code == 200 and "NVIDIA Zixiao C100" in form.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(
-            "/admin/benchmarks_app/rawsubmission/map-gpu/", {"name": "NVIDIA H100 80GB HBM3e", "gpu": world.h100.pk}
+            "/admin/benchmarks_app/rawsubmission/map-gpu/", {"name": "NVIDIA Zixiao C100", "gpu": world.h100.pk}
         )
     assert response.status_code == 302
     held.refresh_from_db()
     assert (held.status, held.gpu_id) == (SubmissionStatus.ACCEPTED, world.h100.pk)
-    assert GpuAlias.objects.get(alias="NVIDIA H100 80GB HBM3e").origin == GpuAlias.Origin.CURATOR
+    assert GpuAlias.objects.get(alias="NVIDIA Zixiao C100").origin == GpuAlias.Origin.CURATOR
 
 
 def test_moderation_is_for_staff_only():

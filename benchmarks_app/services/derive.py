@@ -33,6 +33,7 @@ from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, peak_
 from benchmarks_app.services.report import ResultReport, RunReport, report_check, report_read
 from benchmarks_app.services.schema import schema_errors
 from benchmarks_app.services.snapshot import CatalogSnapshot, catalog_snapshot, catalog_snapshot_refresh_if_changed
+from catalog.matching import AMBIGUOUS, CONFLICT, MATCHED, UNMATCHED, MatchResult
 from catalog.models import UnmatchedGpuName
 from catalog.models.gpus import alias_normalise
 
@@ -46,6 +47,8 @@ class Derivation:
     gpu_id: int | None = None
     report: RunReport | None = None
     result_flags: dict[int, list[str]] = field(default_factory=dict)
+    # Held because no single catalogue GPU has the name: it goes to the curators' queue.
+    unknown_gpu_name: bool = False
 
 
 def _reason(error: FieldError, verdict: str) -> dict[str, str]:
@@ -79,6 +82,21 @@ def _result_verdict(result: ResultReport, peaks: GpuPeaks | None) -> tuple[list[
     return rejected, flagged
 
 
+def _gpu_hold_reason(report: RunReport, match: MatchResult) -> FieldError:
+    name_field = "$.environment.gpu." + ("name_nvidia_smi" if report.gpu_name_smi else "name_torch")
+    if match.status == CONFLICT:
+        return FieldError(
+            "$.environment.gpu.memory_total_mib",
+            f"the GPU name and the reported memory disagree: {match.reason}; held for a moderator",
+        )
+    if match.status == AMBIGUOUS:
+        return FieldError(name_field, f"{match.reason}; held until a curator says which GPU it is")
+    return FieldError(
+        name_field,
+        f"unknown GPU {report.gpu_name!r}: held until a curator maps the name to a catalogue GPU ({match.reason})",
+    )
+
+
 def submission_judge(*, payload: str, snapshot: CatalogSnapshot) -> Derivation:
     """Apply every rule to a stored payload; pure apart from reading the snapshot."""
     try:
@@ -95,16 +113,18 @@ def submission_judge(*, payload: str, snapshot: CatalogSnapshot) -> Derivation:
     if errors:
         return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in errors], report=report)
     match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
-    if not match.matched:
+    if match.status == UNMATCHED:
         snapshot = catalog_snapshot_refresh_if_changed()
         match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
-    if not match.matched:
-        field_name = "name_nvidia_smi" if report.gpu_name_smi else "name_torch"
-        reason = FieldError(
-            f"$.environment.gpu.{field_name}",
-            f"unknown GPU {report.gpu_name!r}: held until a curator maps the name to a catalogue GPU",
+    if match.status != MATCHED:
+        # Never guess the GPU: a name and memory that disagree, a name several GPUs share or an
+        # unknown name hold the run for a person, with the matcher's reason.
+        return Derivation(
+            SubmissionStatus.ON_HOLD,
+            [_reason(_gpu_hold_reason(report, match), "on_hold")],
+            report=report,
+            unknown_gpu_name=match.status != CONFLICT,
         )
-        return Derivation(SubmissionStatus.ON_HOLD, [_reason(reason, "on_hold")], report=report)
     derivation = Derivation(SubmissionStatus.ACCEPTED, gpu_id=match.gpu_id, report=report)
     if match.note:
         derivation.reasons.append({"field": "$.environment.gpu", "reason": match.note, "verdict": "note"})
@@ -263,7 +283,7 @@ def submissions_derive(
         aggregates_refresh_pairs(pairs=touched - set(grown))
 
     for _submission, derivation in plans:
-        if derivation.status == SubmissionStatus.ON_HOLD and derivation.report is not None:
+        if derivation.unknown_gpu_name and derivation.report is not None:
             _unmatched_record(name=derivation.report.gpu_name, memory_gib=derivation.report.memory_gib)
     now = timezone.now()
     _verdicts_write(plans=plans, now=now)

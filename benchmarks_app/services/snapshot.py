@@ -20,7 +20,7 @@ from benchmarks_app.models import Workload
 from benchmarks_app.services.aggregates import version_major_minor
 from benchmarks_app.services.plausibility import GpuPeaks
 from catalog.matching import GpuMatcher, MatchResult
-from catalog.models import Gpu, GpuAlias, TensorPeak
+from catalog.models import Gpu, GpuAlias, GpuNameRule, TensorPeak
 
 SNAPSHOT_TTL_S = 60.0
 
@@ -60,6 +60,8 @@ _current: CatalogSnapshot | None = None
 def _catalog_stamp() -> tuple[Any, ...]:
     gpus = Gpu.objects.aggregate(n=Count("id"), changed=Max("updated_at"))
     aliases = GpuAlias.objects.aggregate(n=Count("id"), last=Max("id"))
+    # Every edit of a name rule (admin or import) leaves a history row.
+    rules = GpuNameRule.history.aggregate(n=Count("history_id"), last=Max("history_id"))
     peaks = TensorPeak.objects.aggregate(n=Count("id"), last=Max("id"))
     workloads = Workload.objects.aggregate(n=Count("id"), last=Max("id"))
     return (
@@ -71,6 +73,8 @@ def _catalog_stamp() -> tuple[Any, ...]:
         peaks["last"],
         workloads["n"],
         workloads["last"],
+        rules["n"],
+        rules["last"],
     )
 
 

