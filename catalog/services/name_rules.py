@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from catalog.matching.rules import NAME_RULES_PATH, NameRule, name_rule_from_row, name_rules_from_toml
+from catalog.matching.rules import NAME_RULES_PATH, name_rule_from_row, name_rules_from_toml
 from catalog.models import Gpu, GpuNameRule
 
 
