@@ -207,9 +207,7 @@ def test_moderation_queue_lists_flagged_and_held_and_approves(staff_client):
 def test_admin_maps_an_unknown_gpu_name_and_reingests(staff_client, django_capture_on_commit_callbacks):
     world = ingest_world()
     user = get_user_model().objects.create(username="s")
-    held = submission_intake(
-        body=body(submission_document(name_smi="NVIDIA Zixiao C100")), submitter=user
-    ).submission
+    held = submission_intake(body=body(submission_document(name_smi="NVIDIA Zixiao C100")), submitter=user).submission
     submission_ingest(submission_id=held.pk)
     held.refresh_from_db()
     assert held.status == SubmissionStatus.ON_HOLD

@@ -52,10 +52,29 @@ def test_unknown_name_is_unmatched_with_a_reason():
     assert not result.matched and "Tencent Zixiao C100" in result.note
 
 
-def test_memory_far_from_catalogue_is_noted():
+def test_memory_far_from_catalogue_is_a_conflict_naming_the_gpu_of_the_name():
     gpu = GpuFactory(name="L40S", slug="l40s", memory_gib=48)
     result = GpuMatcher.load().match(name="L40S", memory_gib=24)
+    # The verdict refuses the match; gpu_id still says what the name alone identifies.
+    assert result.status == "conflict" and "disagree" in result.reason
     assert result.gpu_id == gpu.id and "differs" in result.note
+
+
+def test_laptop_marker_and_cut_names_choose_among_siblings():
+    desktop = GpuFactory(name="GeForce RTX 3080", slug="geforce-rtx-3080", memory_gib=10, segment="consumer")
+    twelve = GpuFactory(name="GeForce RTX 3080 12 GB", slug="geforce-rtx-3080-12-gb", memory_gib=12)
+    mobile = GpuFactory(name="GeForce RTX 3080 Mobile", slug="geforce-rtx-3080-mobile", memory_gib=8)
+    GpuFactory(name="GeForce RTX 3080 Max-Q", slug="geforce-rtx-3080-max-q", memory_gib=8)
+    matcher = GpuMatcher.load()
+    assert matcher.match(name="NVIDIA GeForce RTX 3080").gpu_id == desktop.id
+    assert matcher.match(name="NVIDIA GeForce RTX 3080", memory_gib=12.0).gpu_id == twelve.id
+    assert matcher.match(name="NVIDIA GeForce RTX 3080 Laptop GPU").gpu_id == mobile.id
+    # "Lapt..." is what nvidia-smi leaves of "Laptop GPU".
+    assert matcher.match(name="NVIDIA GeForce RTX 3080 Lapt...").gpu_id == mobile.id
+    # A cut name that several GPUs start with is not guessed.
+    cut = matcher.match(name="NVIDIA GeForce RTX 30...", memory_gib=8.0)
+    assert cut.status == "ambiguous" and not cut.matched
+    assert {c.slug for c in cut.candidates} == {"geforce-rtx-3080-mobile", "geforce-rtx-3080-max-q"}
 
 
 def test_bare_name_with_memory_keeps_the_alias_targets_variant():

@@ -50,6 +50,8 @@ def result_json(*, name: str, memory_mib: float | None, result: MatchResult) -> 
 
 
 class Command(BaseCommand):
+    # call_command(..., stdin=stream) reads the names from that stream instead of sys.stdin.
+    stealth_options = ("stdin",)
     help = (
         "Match GPU names (arguments, or standard input one per line as NAME or NAME<TAB>MEMORY_MIB) "
         "and print one JSON line each; --corpus FILE prints the pass rate of a name corpus."
@@ -76,7 +78,7 @@ class Command(BaseCommand):
             inputs = [(name, memory) for name in options["names"]]
         else:
             inputs = []
-            for number, line in enumerate(sys.stdin, start=1):
+            for number, line in enumerate(options.get("stdin") or sys.stdin, start=1):
                 if not line.strip():
                     continue
                 try:
