@@ -42,7 +42,7 @@ class SubmissionStatus(models.TextChoices):
     PROCESSING = "processing", _("Processing")
     ACCEPTED = "accepted", _("Accepted")
     FLAGGED = "flagged", _("Flagged")
-    ON_HOLD = "on_hold", _("On hold: unknown GPU")
+    ON_HOLD = "on_hold", _("On hold: the GPU needs checking")
     REJECTED = "rejected", _("Rejected")
 
 

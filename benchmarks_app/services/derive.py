@@ -85,10 +85,7 @@ def _result_verdict(result: ResultReport, peaks: GpuPeaks | None) -> tuple[list[
 def _gpu_hold_reason(report: RunReport, match: MatchResult) -> FieldError:
     name_field = "$.environment.gpu." + ("name_nvidia_smi" if report.gpu_name_smi else "name_torch")
     if match.status == CONFLICT:
-        return FieldError(
-            "$.environment.gpu.memory_total_mib",
-            f"the GPU name and the reported memory disagree: {match.reason}; held for a moderator",
-        )
+        return FieldError("$.environment.gpu.memory_total_mib", f"{match.reason}; held for a moderator")
     if match.status == AMBIGUOUS:
         return FieldError(name_field, f"{match.reason}; held until a curator says which GPU it is")
     return FieldError(

@@ -438,14 +438,19 @@ class GpuMatcher:
         candidates = tuple((runners_up + selection.dropped)[:MAX_CANDIDATES])
         if len(winners) > 1:
             names = ", ".join(e.name for e in winners)
+            if memory:
+                hint = f"{memory:.1f} GiB fits them all"
+            elif len({e.memories for e in winners}) > 1:
+                hint = "the memory would tell them apart"
+            else:
+                hint = "they have the same memory"
             return MatchResult(
                 None,
                 None,
                 AMBIGUOUS,
                 note=f"{name!r} fits several catalogue GPUs equally: {names}",
                 status=AMBIGUOUS,
-                reason=f"{name!r} fits several catalogue GPUs equally ({names}); "
-                "give the memory or the full name to choose",
+                reason=f"{name!r} fits several catalogue GPUs equally ({names}); {hint}",
                 candidates=tuple(Candidate(e.slug, "fits equally") for e in winners)[:MAX_CANDIDATES],
             )
         chosen = ordered[0]

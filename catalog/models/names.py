@@ -51,7 +51,9 @@ class GpuNameRule(models.Model):
     phrase = models.CharField(
         max_length=100, blank=True, help_text=_("Marker text as printed; completes names cut by nvidia-smi.")
     )
-    memory_gib = models.FloatField(null=True, blank=True, help_text=_("Memory size (memory_option rules)."))
+    memory_gib = models.FloatField(
+        _("memory (GB)"), null=True, blank=True, help_text=_("Memory size (memory_option rules).")
+    )
     gpus = models.ManyToManyField(Gpu, blank=True, related_name="name_rules")
     reason = models.TextField(blank=True, help_text=_("Shown in match reasons."))
     example = models.CharField(max_length=200, blank=True, help_text=_("A real name this rule was written for."))
