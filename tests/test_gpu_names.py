@@ -137,11 +137,17 @@ def test_match_gpu_corpus_prints_the_pass_rate(real_catalogue):
 
 
 @pytest.fixture
-def api(real_catalogue) -> Client:
+def api(real_catalogue):  # type: ignore[no-untyped-def]
+    """A client with a token; the ingest task runs in-process even where a broker is configured."""
+    from gpuatlas.celery import app
+
     user = UserFactory(username="runner")
     _, key = api_token_create(user=user, name="bench")
     catalog_snapshot_clear()
-    return Client(HTTP_AUTHORIZATION=f"Token {key}")
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield Client(HTTP_AUTHORIZATION=f"Token {key}")
+    app.conf.task_always_eager = eager
 
 
 def submit(api: Client, captured, *, name: str, memory_mib: int) -> dict:  # type: ignore[no-untyped-def]
