@@ -135,6 +135,12 @@ def test_match_gpu_reads_names_and_memory_and_names_bad_input():
         match_gpu("L40S", "--memory-mib", "0")
 
 
+def test_an_overlong_name_is_refused_without_reading_it():
+    GpuFactory(name="RTX PRO 6000 Blackwell", slug="rtx-pro-6000-blackwell", memory_gib=96)
+    result = GpuMatcher.load().match(name="RTX PRO 6000 " * 5000)
+    assert result.status == "unmatched" and "65000 characters" in result.reason
+
+
 def test_match_gpu_corpus_names_a_malformed_corpus(tmp_path):
     path = tmp_path / "corpus.tsv"
     path.write_text("name\tmemory_mib\texpected\tneeds_catalogue_entry\tsource\tnote\nL40S\tbig\tl40s\t\tx\t\n")

