@@ -21,6 +21,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
@@ -129,6 +130,11 @@ def _special(value: Any) -> Any:
         return "x" * int(argument)
     if kind == "result":
         return make_result(median=float(argument))
+    if kind == "params":
+        return {f"junk_{i:02d}": i for i in range(int(argument))}
+    if kind == "results":
+        # As many matmul results, each with its own params (m = 1, 2, ...).
+        return [make_result(params={"size": "fixed", "m": i + 1, "n": 8192, "k": 8192}) for i in range(int(argument))]
     if kind == "deep":
         nested: Any = []
         for _ in range(int(argument)):
@@ -139,8 +145,7 @@ def _special(value: Any) -> Any:
 
 def mutated_body(case: dict[str, Any]) -> bytes:
     document = submission_document()
-    if "set" in case:
-        path, value = case["set"]
+    for path, value in case.get("sets", [case["set"]] if "set" in case else []):
         node = document
         for part in path[:-1]:
             node = node[part]
@@ -235,6 +240,19 @@ def test_one_byte_over_a_configured_limit_is_413(api, world):
 # --------------------------------------------------------------------------- duplicated run UUIDs
 
 
+def api_post_as(username: str, document: dict[str, Any]) -> Any:
+    """POST a submission with a token of a new user ``username``."""
+    _, key = api_token_create(user=UserFactory(username=username), name=username)
+    return Client(HTTP_AUTHORIZATION=f"Token {key}").post(API, data=body(document), content_type="application/json")
+
+
+def form_post_as(username: str, document: dict[str, Any]) -> Any:
+    """Paste a submission into /submit/ as a new signed-in user ``username``."""
+    browser = Client()
+    browser.force_login(UserFactory(username=username))
+    return browser.post("/submit/", {"text": json.dumps(document)})
+
+
 def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_capture_on_commit_callbacks):
     document = submission_document()
     with django_capture_on_commit_callbacks(execute=True):
@@ -245,13 +263,8 @@ def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_
     changed = copy.deepcopy(document)
     changed["duration_s"] = 99.0
     conflict = api.post(API, data=body(changed), content_type="application/json")
-    _, other_key = api_token_create(user=UserFactory(username="other"), name="o")
-    stolen = Client(HTTP_AUTHORIZATION=f"Token {other_key}").post(
-        API, data=body(document), content_type="application/json"
-    )
-    browser = Client()
-    browser.force_login(UserFactory(username="formuser"))
-    via_form = browser.post("/submit/", {"text": json.dumps(changed)})
+    stolen = api_post_as("other", document)
+    via_form = form_post_as("formuser", changed)
     for response in (conflict, stolen):
         tally("duplicated run UUID", response.status_code == 409)
         assert response.status_code == 409
@@ -262,6 +275,70 @@ def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_
     submission = RawSubmission.objects.get()
     assert submission.payload == body(document).decode()  # the first payload, untouched
     assert BenchmarkResult.objects.filter(submission=submission).count() == 2
+    tally_done()
+
+
+def test_an_invalid_body_with_someone_elses_run_uuid_is_a_400_for_the_body_not_a_409(api, world):
+    """Only a valid body reaches the run-UUID ownership check: an invalid one learns nothing about
+    whether the UUID is taken (no existence oracle), through the API or the upload form."""
+    document = submission_document()
+    assert api.post(API, data=body(document), content_type="application/json").status_code == 201
+    invalid = copy.deepcopy(document)
+    invalid["results"][0]["params"]["m"] = -1
+    probe = api_post_as("prober", invalid)
+    via_form = form_post_as("formprober", invalid)
+    # The owner's own invalid variant is a 400 for the body too.
+    own = api.post(API, data=body(invalid), content_type="application/json")
+    for response in (probe, own):
+        tally("run UUID oracle", response.status_code == 400)
+        assert response.status_code == 400
+        assert set(response.json()["errors"]) == {"$.results[0].params.m"}
+    page = html.unescape(via_form.content.decode())
+    tally("run UUID oracle", via_form.status_code == 400)
+    assert via_form.status_code == 400 and "$.results[0].params.m: " in page and "someone else" not in page
+    assert RawSubmission.objects.count() == 1
+    tally_done()
+
+
+# --------------------------------------------------------------------------- stored under older rules
+
+
+def test_rebuild_rejects_stored_rows_that_todays_rules_refuse_and_keeps_them_as_received(world):
+    """Rows stored before a rule existed (inserted here as they would have been): a rebuild must
+    not crash on them; each is rejected with the reason naming the field, its payload untouched,
+    and no result of it stays public. A valid row beside them is re-derived as accepted."""
+    from benchmarks_app.services.payload import payload_sha256
+    from benchmarks_app.services.rebuild import results_rebuild
+
+    rows, texts = {}, {}
+    for name in sorted(n for n in SUBMISSION_CASES if n.startswith("mutation:")):
+        text = texts[name] = case_body(name).decode("utf-8")
+        rows[name] = RawSubmission.objects.create(
+            payload=text, sha256=payload_sha256(text), status=SubmissionStatus.ACCEPTED, processed_at=timezone.now()
+        )
+    good_text = body(submission_document()).decode()
+    good = RawSubmission.objects.create(
+        payload=good_text,
+        sha256=payload_sha256(good_text),
+        status=SubmissionStatus.ACCEPTED,
+        processed_at=timezone.now(),
+    )
+
+    summary = results_rebuild(lab_path=None)
+
+    assert summary.failed == {}
+    for name, row in rows.items():
+        _, case = SUBMISSION_CASES[name]
+        row.refresh_from_db()
+        fields = {r["field"] for r in row.reasons if r["verdict"] == "rejected"}
+        refused = row.status == SubmissionStatus.REJECTED and case["field"] in fields
+        tally("rebuild of stored rows", refused)
+        assert refused, (name, row.status, row.reasons)
+        assert row.payload == texts[name]
+        assert str(row.run_uuid) in summary.newly_rejected
+    good.refresh_from_db()
+    assert good.status == SubmissionStatus.ACCEPTED
+    assert set(BenchmarkResult.objects.values_list("submission_id", flat=True)) == {good.pk}
     tally_done()
 
 
@@ -309,6 +386,11 @@ FORM_CASES = sorted(name for name in SUBMISSION_CASES if name.startswith("raw:")
     "mutation:ten times the GPU's peak",
     "mutation:NUL escape in the GPU name",
     "mutation:negative repetition",
+    "mutation:created_at on February 30",
+    "mutation:created_at in year 0000",
+    "mutation:script as params.size",
+    "mutation:32 unknown params",
+    "mutation:memory of 100,000,000 MiB",
 ]
 BLANK_BODIES = {"raw:empty.json"}  # an empty file: the form asks for a file or text first
 
