@@ -5,12 +5,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from benchmarks_app.forms import SubmissionUploadForm
+from benchmarks_app.forms import TOO_LARGE, SubmissionUploadForm
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.selectors import submission_get_for_viewer, submission_results, workloads_for_submission
 from benchmarks_app.services import plausibility
@@ -52,7 +53,7 @@ def submit_view(request: HttpRequest) -> HttpResponse:
                     messages.info(request, _("This run was already submitted: here it is."))
                 return redirect("benchmarks:submission-detail", run_uuid=outcome.submission.run_uuid)
         else:
-            status_code = 400
+            status_code = 413 if form.has_error(NON_FIELD_ERRORS, TOO_LARGE) else 400
     context = {
         "form": form,
         "workloads": workloads_for_submission(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,82 @@ def test_one_byte_over_a_configured_limit_is_413(api, world):
     assert response.status_code == 413
     assert RawSubmission.objects.count() == 1  # only the one at the limit
     tally_done()
+
+
+# --------------------------------------------------------------------------- oversized bodies, every endpoint
+
+# Every view that takes a body (and a page and an API list that take none): (path, who, kind).
+OVERSIZED_TARGETS = [
+    ("/api/v1/submissions/", "token", "api"),
+    ("/api/v1/moderation/submissions/approve/", "staff", "api"),
+    ("/api/v1/moderation/submissions/reject/", "staff", "api"),
+    ("/api/v1/gpus/", "anonymous", "api"),
+    ("/submit/", "user", "form"),
+    ("/accounts/", "user", "form"),
+    ("/accounts/tokens/1/revoke/", "user", "form"),
+    ("/accounts/signup/", "anonymous", "form"),
+    ("/accounts/login/", "anonymous", "form"),
+    ("/accounts/logout/", "user", "form"),
+    ("/i18n/setlang/", "anonymous", "form"),
+    ("/admin/login/", "anonymous", "form"),
+    ("/admin/benchmarks_app/rawsubmission/", "staff", "form"),
+    ("/", "anonymous", "form"),
+]
+
+
+@pytest.mark.parametrize(("path", "who", "kind"), OVERSIZED_TARGETS, ids=[t[0] for t in OVERSIZED_TARGETS])
+@pytest.mark.parametrize("encoding", ["multipart", "json"])
+def test_an_oversized_body_is_a_413_with_a_message_logged_as_a_warning(path, who, kind, encoding, caplog):
+    """Every endpoint and form: 413 saying what the limit is (JSON under /api/, a page elsewhere),
+    one warning and no error or traceback in the log, nothing stored."""
+    from django.conf import settings
+
+    client = Client(raise_request_exception=False)
+    if who == "token":
+        _, key = api_token_create(user=UserFactory(username="big"), name="big")
+        client = Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+    elif who in ("user", "staff"):
+        client.force_login(UserFactory(username=who, is_staff=who == "staff", is_superuser=who == "staff"))
+    size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
+    before = RawSubmission.objects.count()
+    with caplog.at_level("INFO"):
+        if encoding == "multipart":
+            response = client.post(path, {"text": "x" * size})
+        else:
+            response = client.post(path, data=b"[" + b" " * size + b"]", content_type="application/json")
+    refused = response.status_code == 413
+    tally("oversized bodies", refused)
+    assert refused, (path, response.status_code, response.content[:200])
+    limit = f"the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"
+    if kind == "api":
+        payload = response.json()
+        assert payload["detail"].startswith("Request body too large") and limit in payload["errors"]["$"][0]
+    else:
+        assert response["Content-Type"].startswith("text/html")
+        page = html.unescape(response.content.decode())
+        assert "Request too large" in page and limit in page
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], caplog.text
+    assert [r for r in caplog.records if r.levelno == logging.WARNING and "refused" in r.getMessage()]
+    assert RawSubmission.objects.count() == before
+    tally_done()
+
+
+def test_a_body_found_too_large_while_read_is_a_413_too(caplog):
+    """A body whose Content-Length was within the limit but read as too large (a stream without
+    a length): the view's RequestDataTooBig becomes the same 413, also logged as a warning."""
+    from django.core.exceptions import RequestDataTooBig
+    from django.test import RequestFactory
+
+    from gpuatlas.request_limits import RequestBodyLimitMiddleware
+
+    middleware = RequestBodyLimitMiddleware(lambda request: None)  # type: ignore[arg-type,return-value]
+    request = RequestFactory().post("/api/v1/submissions/", data=b"{}", content_type="application/json")
+    with caplog.at_level("INFO"):
+        response = middleware.process_exception(request, RequestDataTooBig("too big"))
+    assert response is not None and response.status_code == 413
+    assert "over the limit" in json.loads(response.content)["errors"]["$"][0]
+    assert middleware.process_exception(request, ValueError("other")) is None
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
 
 
 # --------------------------------------------------------------------------- duplicated run UUIDs
