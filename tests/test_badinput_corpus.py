@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client, override_settings
@@ -41,6 +42,7 @@ CORPUS = Path(__file__).resolve().parent / "badinput"
 MANIFEST = json.loads((CORPUS / "submissions.json").read_text(encoding="utf-8"))
 FIT_CASES = json.loads((CORPUS / "fit_queries.json").read_text(encoding="utf-8"))["cases"]
 PRICE_EXPECTED = json.loads((CORPUS / "prices" / "expected.json").read_text(encoding="utf-8"))
+USERNAMES = json.loads((CORPUS / "usernames.json").read_text(encoding="utf-8"))
 API = "/api/v1/submissions/"
 
 TRIED: Counter[str] = Counter()
@@ -579,6 +581,36 @@ def test_the_import_command_reports_rejections_without_a_traceback(tmp_path):
     assert "Traceback" not in text
     assert "line 7" in text or "7" in text  # the rejected lines are listed
     assert Offer.objects.count() == 2
+
+
+# --------------------------------------------------------------------------- usernames
+
+
+def _sign_up(username: str) -> Any:
+    password = "a long enough passphrase 2026"
+    return Client().post("/accounts/signup/", {"username": username, "password1": password, "password2": password})
+
+
+@pytest.mark.parametrize("case", USERNAMES["confusable"], ids=lambda c: c["why"])
+def test_a_username_that_reads_like_an_existing_one_is_refused(case):
+    UserFactory(username=case["existing"])
+    response = _sign_up(case["new"])
+    errors = response.context["form"].errors if response.context else {}
+    refused = response.status_code == 200 and "looks the same as an existing one" in " ".join(
+        errors.get("username", [])
+    )
+    tally("usernames", refused)
+    assert refused, (case, response.status_code, errors)
+    assert not get_user_model().objects.filter(username=case["new"]).exists()
+    tally_done()
+
+
+@pytest.mark.parametrize("case", USERNAMES["distinct"], ids=lambda c: c["new"])
+def test_a_username_that_only_resembles_an_existing_one_is_accepted(case):
+    UserFactory(username=case["existing"])
+    response = _sign_up(case["new"])
+    assert response.status_code == 302, response.context["form"].errors if response.context else None
+    assert get_user_model().objects.filter(username=case["new"]).exists()
 
 
 # --------------------------------------------------------------------------- fit calculator
