@@ -18,7 +18,8 @@ class SignupForm(UserCreationForm):  # type: ignore[type-arg]
             raise forms.ValidationError(
                 _(
                     "This username looks the same as an existing one (some of its letters are look-alikes "
-                    "from other alphabets, or it differs only in letters such as l and I): choose another."
+                    "from other alphabets, or it differs only in letters that look alike, such as a lower-case L "
+                    "and a capital i): choose another."
                 ),
                 code="confusable",
             )

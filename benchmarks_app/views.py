@@ -17,16 +17,19 @@ from benchmarks_app.selectors import submission_get_for_viewer, submission_resul
 from benchmarks_app.services import plausibility
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.intake import submission_intake
+from benchmarks_app.services.report import CLIENT_FIRST_RUN
 
 PENDING = (SubmissionStatus.RECEIVED, SubmissionStatus.PROCESSING)
 
 
-def _rules() -> dict[str, float]:
+def _rules() -> dict[str, float | str]:
     return {
         "peak_tolerance_pct": plausibility.PEAK_TOLERANCE * 100,
         "intake_factor": plausibility.INTAKE_IMPOSSIBLE_FACTOR,
         "far_below_pct": plausibility.FAR_BELOW_FRACTION * 100,
         "max_spread_pct": plausibility.MAX_SPREAD_PCT,
+        "clock_skew_minutes": settings.SUBMISSION_CLOCK_SKEW_S / 60,
+        "client_first_run": f"{CLIENT_FIRST_RUN:%Y-%m-%d}",
     }
 
 

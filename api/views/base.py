@@ -77,8 +77,10 @@ class ApiMixin:
         known = query_parameters_known(self)
         unknown = sorted(name for name in request.query_params if name not in known)
         if unknown:
-            takes = ", ".join(sorted(known)) if known else _("no query parameters")
-            message = _("Unknown parameter; this endpoint takes: %(names)s.") % {"names": takes}
+            if known:
+                message = _("Unknown parameter; this endpoint takes: %(names)s.") % {"names": ", ".join(sorted(known))}
+            else:
+                message = _("Unknown parameter; this endpoint takes no query parameters.")
             raise ValidationError({name[:100]: [message] for name in unknown})
 
 

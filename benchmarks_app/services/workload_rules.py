@@ -136,7 +136,8 @@ def _param_rule(name: str, raw: Any, where: str) -> ParamRule:
         if not isinstance(enum, list) or not enum or not all(_has_type(v, kind) for v in enum):
             raise ValueError(f"{where}: param {name!r}: enum must be a non-empty list of {kind} values")
         enum = tuple(enum)
-    minimum, maximum = raw.get("minimum"), raw.get("maximum")
+    minimum: Any = raw.get("minimum")
+    maximum: Any = raw.get("maximum")
     if minimum is not None or maximum is not None:
         if kind not in ("integer", "number") or enum is not None:
             raise ValueError(f"{where}: param {name!r}: minimum/maximum are for numbers without an enum")
