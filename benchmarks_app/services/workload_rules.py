@@ -247,7 +247,8 @@ def result_params_errors(
 ) -> list[FieldError]:
     """Every way ``params`` differs from what the workload's client code sends, by JSON path."""
     errors: list[FieldError] = []
-    known = ", ".join(rules.params) or "no params"
+    # Sorted: PostgreSQL's jsonb, where the rules are stored, does not keep the file's key order.
+    known = ", ".join(sorted(rules.params)) or "no params"
     for name in params:
         if name not in rules.params:
             errors.append(FieldError(f"{path}.params.{name}", f"unknown parameter: {rules.label} takes {known}"))
