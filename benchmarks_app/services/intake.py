@@ -49,10 +49,10 @@ def document_check(document: Any) -> tuple[RunReport | None, list[FieldError]]:
     """The rules every submission passes (report_from_document), then impossible results for GPUs we recognise."""
     if not isinstance(document, dict):
         return None, [FieldError("$", "the submission must be a JSON object")]
-    snapshot = catalog_snapshot()
-    report, errors = report_from_document(document, snapshot)
+    report, errors = report_from_document(document, catalog_snapshot())
     if errors or report is None:
         return report, errors
+    snapshot = catalog_snapshot()  # reloaded by the rules' check if a workload was missing
     match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
     if match.matched and match.gpu_id in snapshot.peaks:
         peaks = snapshot.peaks[match.gpu_id]
