@@ -137,3 +137,28 @@ def test_each_workload_version_keeps_its_own_rules(tmp_path):
     new_run = make_result(params={"size": "fixed", "m": 4096, "n": 8192, "k": 8192})
     new_run["workload_version"] = "2.0"
     assert submission_intake(body=body(submission_document(results=[new_run])), submitter=UserFactory()).created
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upgraded_site_gets_the_rules_of_its_existing_workloads():
+    """Migration 0006 fills the rules from workloads.json: without it every submission would be
+    refused until someone ran seed_workloads. Lab workloads keep none."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("benchmarks_app", "0004_rawsubmission_payload_lz4")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old_workload = executor.loader.project_state(before).apps.get_model("benchmarks_app", "Workload")
+    for slug in ("matmul", "resnet50"):
+        old_workload.objects.create(slug=slug, version="1.0", name=slug, unit="TFLOPS", category="micro")
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    matmul = Workload.objects.get(slug="matmul")
+    assert matmul.submission_rules["results_per_run"] == 10
+    assert workload_rules_parse(raw=matmul.submission_rules, label="matmul 1.0").params["size"].enum == (
+        "fixed",
+        "preferred",
+    )
+    assert Workload.objects.get(slug="resnet50").submission_rules is None
