@@ -5,13 +5,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from accounts.forms import TokenCreateForm
+from accounts.forms import SignupForm, TokenCreateForm
 from accounts.services import api_token_create, api_token_revoke
 
 
@@ -43,7 +42,7 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
 
 
 def signup_view(request: HttpRequest) -> HttpResponse:
-    form = UserCreationForm(request.POST or None)  # type: ignore[var-annotated]
+    form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user)

@@ -24,7 +24,7 @@ class ErrorSerializer(serializers.Serializer):
     errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
-        help_text="On 400: the rejected parameters (or body fields), each with its messages.",
+        help_text="On 400: the rejected parameters (or body fields), each with its messages; on 413: `$`, the body.",
     )
 
 

@@ -169,6 +169,8 @@ class WorkloadAdmin(SimpleHistoryAdmin):
     list_display = ("slug", "version", "name", "unit", "higher_is_better", "category")
     list_filter = ("category",)
     search_fields = ("slug", "name")
+    # From the client's workloads.json (seed_workloads), which the client's code must match.
+    readonly_fields = ("submission_rules",)
 
 
 @admin.register(BenchmarkResult)

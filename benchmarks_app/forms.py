@@ -8,6 +8,8 @@ from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
+TOO_LARGE = "too_large"
+
 
 class SubmissionUploadForm(forms.Form):
     file = forms.FileField(
@@ -27,7 +29,8 @@ class SubmissionUploadForm(forms.Form):
         limit = settings.SUBMISSION_MAX_BYTES
         if upload is not None and upload.size > limit:
             raise forms.ValidationError(
-                _("The file is %(size)s bytes; the limit is %(limit)s bytes.") % {"size": upload.size, "limit": limit}
+                _("The file is %(size)s bytes; the limit is %(limit)s bytes.") % {"size": upload.size, "limit": limit},
+                code=TOO_LARGE,
             )
         return cleaned
 

@@ -27,6 +27,14 @@ class Workload(models.Model):
     category = models.CharField(max_length=16, choices=Category.choices)
     description = models.TextField(blank=True)
     source = models.CharField(max_length=500, blank=True)
+    submission_rules = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=_(
+            "What a submitted result may carry (precisions, params, results per run), from the client's "
+            "workloads.json; empty for lab-only workloads, whose results are not accepted from submissions."
+        ),
+    )
     history = HistoricalRecords()
 
     class Meta:

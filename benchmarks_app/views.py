@@ -5,27 +5,31 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from benchmarks_app.forms import SubmissionUploadForm
+from benchmarks_app.forms import TOO_LARGE, SubmissionUploadForm
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.selectors import submission_get_for_viewer, submission_results, workloads_for_submission
 from benchmarks_app.services import plausibility
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.intake import submission_intake
+from benchmarks_app.services.report import CLIENT_FIRST_RUN
 
 PENDING = (SubmissionStatus.RECEIVED, SubmissionStatus.PROCESSING)
 
 
-def _rules() -> dict[str, float]:
+def _rules() -> dict[str, float | str]:
     return {
         "peak_tolerance_pct": plausibility.PEAK_TOLERANCE * 100,
         "intake_factor": plausibility.INTAKE_IMPOSSIBLE_FACTOR,
         "far_below_pct": plausibility.FAR_BELOW_FRACTION * 100,
         "max_spread_pct": plausibility.MAX_SPREAD_PCT,
+        "clock_skew_minutes": settings.SUBMISSION_CLOCK_SKEW_S / 60,
+        "client_first_run": f"{CLIENT_FIRST_RUN:%Y-%m-%d}",
     }
 
 
@@ -52,7 +56,7 @@ def submit_view(request: HttpRequest) -> HttpResponse:
                     messages.info(request, _("This run was already submitted: here it is."))
                 return redirect("benchmarks:submission-detail", run_uuid=outcome.submission.run_uuid)
         else:
-            status_code = 400
+            status_code = 413 if form.has_error(NON_FIELD_ERRORS, TOO_LARGE) else 400
     context = {
         "form": form,
         "workloads": workloads_for_submission(),

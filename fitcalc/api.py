@@ -383,6 +383,8 @@ class FitView(ApiMixin, APIView):
 
     Anonymous read: ApiMixin's AllowAny permission and the API's usual throttles."""
 
+    query_parameters = frozenset(FitForm.base_fields)
+
     @extend_schema(
         summary="Will a model fit, on how many GPUs, how long and at what cost",
         description=__doc__,

@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # 413 for oversized bodies before the CSRF check reads them (gpuatlas/request_limits.py).
+    "gpuatlas.request_limits.RequestBodyLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
@@ -134,6 +136,9 @@ STORAGES = {
 SUBMISSION_MAX_BYTES = env_int("SUBMISSION_MAX_BYTES", 1_000_000, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SUBMISSION_MAX_BYTES + 64 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = SUBMISSION_MAX_BYTES + 64 * 1024
+# A run's created_at may be this far after the moment the server received it (the machine's
+# clock runs ahead); more is refused as a clock error.
+SUBMISSION_CLOCK_SKEW_S = env_int("SUBMISSION_CLOCK_SKEW_S", 600, minimum=0)
 
 # Celery: with no broker the embedded default runs tasks in-process, eagerly.
 CELERY_BROKER_URL = env_broker_url("CELERY_BROKER_URL")

@@ -128,21 +128,32 @@ def _result(rng: random.Random, workload: str, precision: str, unit: str, median
 def make_document(rng: random.Random, results_per_submission: int) -> dict:
     name, mib, bf16, fp32, bandwidth = rng.choice(GPUS)
     results = []
+    # The params the client sends (gpuatlas_bench/workloads.json): the server refuses any others.
     for precision, fraction_of_bf16 in (("fp32", None), ("tf32", 0.35), ("fp16", 0.7), ("bf16", 0.7), ("fp8", 1.3)):
-        for size in ("fixed", "preferred"):
+        fp8 = {"fast_accum": True, "format": "e4m3"} if precision == "fp8" else {}
+        for size, shape in (("fixed", {"m": 8192, "n": 8192, "k": 8192}), ("preferred", {})):
             median = fp32 * 0.85 if fraction_of_bf16 is None else bf16 * fraction_of_bf16
             results.append(
                 _result(
-                    rng, "matmul", precision, "TFLOPS", median * (1.03 if size == "preferred" else 1), {"size": size}
+                    rng,
+                    "matmul",
+                    precision,
+                    "TFLOPS",
+                    median * (1.03 if size == "preferred" else 1),
+                    {"size": size, **shape, **fp8},
                 )
             )
-    results.append(_result(rng, "matmul-stress", "fp32", "TFLOPS", fp32 * 0.8, {"m": 8192, "repeat": 100}))
-    results.append(_result(rng, "membw-copy", "fp32", "GB/s", bandwidth * 0.9, {"buffer_bytes": 4294967296}))
-    results.append(_result(rng, "membw-triad", "fp32", "GB/s", bandwidth * 0.88, {"buffer_bytes": 4294967296}))
-    results.append(_result(rng, "pcie-h2d", "fp32", "GB/s", 25.0, {"bytes": 1073741824}))
-    results.append(_result(rng, "pcie-d2h", "fp32", "GB/s", 26.0, {"bytes": 1073741824}))
-    results.append(_result(rng, "transformer-train", "bf16", "tokens/s", bf16 * 60, {"batch": 8, "seq_len": 2048}))
-    results.append(_result(rng, "transformer-infer", "bf16", "tokens/s", bf16 * 180, {"batch": 8, "seq_len": 2048}))
+    stress = {"m": 8192, "n": 8192, "k": 8192, "matmuls_per_repetition": 100}
+    buffers = {"buffer_bytes": 4294967296, "dtype": "float32"}
+    pcie = {"bytes": 1073741824, "pinned": True}
+    block = {"batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192}
+    results.append(_result(rng, "matmul-stress", "fp32", "TFLOPS", fp32 * 0.8, stress))
+    results.append(_result(rng, "membw-copy", "fp32", "GB/s", bandwidth * 0.9, buffers))
+    results.append(_result(rng, "membw-triad", "fp32", "GB/s", bandwidth * 0.88, buffers))
+    results.append(_result(rng, "pcie-h2d", "fp32", "GB/s", 25.0, pcie))
+    results.append(_result(rng, "pcie-d2h", "fp32", "GB/s", 26.0, pcie))
+    results.append(_result(rng, "transformer-train", "bf16", "tokens/s", bf16 * 60, block))
+    results.append(_result(rng, "transformer-infer", "bf16", "tokens/s", bf16 * 180, block))
     from tests.factories_ingest import submission_document
 
     return submission_document(

@@ -63,7 +63,7 @@ def bandwidth_result(median: float = 2700.0, **kwargs: Any) -> dict[str, Any]:
         precision="fp32",
         unit="GB/s",
         median=median,
-        params={"buffer_bytes": 4294967296},
+        params={"buffer_bytes": 4294967296, "dtype": "float32"},
         **kwargs,
     )
 
@@ -81,7 +81,7 @@ def submission_document(
         "schema_version": 1,
         "client": {"name": "gpuatlas-bench", "version": "0.1.0"},
         "run_uuid": run_uuid or str(uuid.uuid4()),
-        "created_at": "2025-11-20T10:00:00Z",
+        "created_at": "2026-11-22T10:00:00Z",
         "duration_s": 120.0,
         "cpu_only": False,
         "run_mode": "standard",

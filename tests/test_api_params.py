@@ -75,6 +75,20 @@ BAD = [
     ("/api/v1/prices/?page_size=ten", "page_size"),
     ("/api/v1/gpus/?limit=1001", "limit"),
     ("/api/v1/gpus/?offset=-1", "offset"),
+    # a filter the endpoint does not have: refused, not silently ignored (it answered the
+    # unfiltered list, or an empty one)
+    ("/api/v1/offers/?max_price=-1", "max_price"),
+    ("/api/v1/offers/?max_price=nan", "max_price"),
+    ("/api/v1/offers/?max_price=inf", "max_price"),
+    ("/api/v1/offers/?limit=nan", "limit"),  # offers page by cursor
+    ("/api/v1/gpus/?min_memory=-1", "min_memory"),
+    ("/api/v1/results/?min_value=-1", "min_value"),
+    ("/api/v1/rankings/?min_vram_gib=inf", "min_vram_gib"),
+    ("/api/v1/tiers/?max_price=-1", "max_price"),
+    ("/api/v1/fit/?model=llama-3-8b&gpus=-1", "gpus"),
+    ("/api/v1/workloads/?format=json", "format"),
+    ("/api/v1/gpus/h100-sxm5-80gb/?currency=EUR", "currency"),
+    ("/api/v1/ping/?x=1", "x"),
 ]
 
 
@@ -91,6 +105,68 @@ def test_invalid_parameter_is_400_naming_it(client, world, url, parameter):  # t
 def test_several_invalid_parameters_are_all_named(client, world):  # type: ignore[no-untyped-def]
     body = client.get("/api/v1/offers/?spot=maybe&provider=aws&max_price_per_gpu_hour=-2").json()
     assert set(body["errors"]) == {"spot", "provider", "max_price_per_gpu_hour"}
+
+
+def _numeric_filters() -> list[tuple[str, str]]:
+    """(endpoint, parameter) for every number filter of every API endpoint with a filterset."""
+    from django.urls import URLPattern
+
+    from api import urls as api_urls
+    from api.filters.base import FloatFilter, IntFilter
+
+    found = []
+    for pattern in api_urls.urlpatterns:
+        view = getattr(getattr(pattern, "callback", None), "view_class", None)
+        filterset = getattr(view, "filterset_class", None)
+        if not isinstance(pattern, URLPattern) or filterset is None or "<" in str(pattern.pattern):
+            continue
+        for name, item in filterset.base_filters.items():
+            if isinstance(item, FloatFilter | IntFilter):
+                found.append((f"/api/v1/{pattern.pattern}", name))
+    return found
+
+
+NUMERIC_FILTERS = _numeric_filters()
+
+
+def test_the_numeric_filters_are_found():
+    assert ("/api/v1/offers/", "max_price_per_gpu_hour") in NUMERIC_FILTERS
+    assert ("/api/v1/rankings/", "min_vram") in NUMERIC_FILTERS and ("/api/v1/prices/", "offer") in NUMERIC_FILTERS
+
+
+@pytest.mark.parametrize(("endpoint", "parameter"), NUMERIC_FILTERS)
+@pytest.mark.parametrize("value", ["-1", "nan", "NaN", "inf", "-inf", "1e999", "-0.5"])
+def test_every_numeric_filter_refuses_negative_and_non_finite_values(client, world, endpoint, parameter, value):  # type: ignore[no-untyped-def]
+    response = client.get(f"{endpoint}?{parameter}={value}")
+    assert response.status_code == 400, (endpoint, parameter, value)
+    assert list(response.json()["errors"]) == [parameter]
+
+
+def test_the_parameters_an_endpoint_takes_are_the_ones_its_schema_documents(rf):  # type: ignore[no-untyped-def]
+    """What the server accepts (api.views.base.query_parameters_known) and what /api/v1/schema/
+    lists are the same names, for every GET operation."""
+    import re
+    import uuid
+
+    from django.urls import resolve
+    from drf_spectacular.generators import SchemaGenerator
+
+    from api.views.base import query_parameters_known
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    checked = 0
+    for path, operations in schema["paths"].items():
+        if "get" not in operations:
+            continue
+        documented = {p["name"] for p in operations["get"].get("parameters", []) if p["in"] == "query"}
+        concrete = re.sub(r"\{run_uuid\}", str(uuid.uuid4()), path)
+        concrete = re.sub(r"\{[a-z_]+\}", "x", concrete)
+        view_class = getattr(resolve(concrete).func, "view_class", None)
+        if view_class is None or getattr(view_class, "query_parameters", None) is None:
+            continue  # not an API v1 view of ours (submissions have no query parameters)
+        assert query_parameters_known(view_class()) == documented, path
+        checked += 1
+    assert checked >= 14
 
 
 def test_page_size_at_the_maximum_is_accepted(client, world):  # type: ignore[no-untyped-def]

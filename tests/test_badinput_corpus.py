@@ -12,15 +12,18 @@ from __future__ import annotations
 import copy
 import html
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
@@ -39,6 +42,7 @@ CORPUS = Path(__file__).resolve().parent / "badinput"
 MANIFEST = json.loads((CORPUS / "submissions.json").read_text(encoding="utf-8"))
 FIT_CASES = json.loads((CORPUS / "fit_queries.json").read_text(encoding="utf-8"))["cases"]
 PRICE_EXPECTED = json.loads((CORPUS / "prices" / "expected.json").read_text(encoding="utf-8"))
+USERNAMES = json.loads((CORPUS / "usernames.json").read_text(encoding="utf-8"))
 API = "/api/v1/submissions/"
 
 TRIED: Counter[str] = Counter()
@@ -129,6 +133,11 @@ def _special(value: Any) -> Any:
         return "x" * int(argument)
     if kind == "result":
         return make_result(median=float(argument))
+    if kind == "params":
+        return {f"junk_{i:02d}": i for i in range(int(argument))}
+    if kind == "results":
+        # As many matmul results, each with its own params (m = 1, 2, ...).
+        return [make_result(params={"size": "fixed", "m": i + 1, "n": 8192, "k": 8192}) for i in range(int(argument))]
     if kind == "deep":
         nested: Any = []
         for _ in range(int(argument)):
@@ -139,8 +148,7 @@ def _special(value: Any) -> Any:
 
 def mutated_body(case: dict[str, Any]) -> bytes:
     document = submission_document()
-    if "set" in case:
-        path, value = case["set"]
+    for path, value in case.get("sets", [case["set"]] if "set" in case else []):
         node = document
         for part in path[:-1]:
             node = node[part]
@@ -232,7 +240,96 @@ def test_one_byte_over_a_configured_limit_is_413(api, world):
     tally_done()
 
 
+# --------------------------------------------------------------------------- oversized bodies, every endpoint
+
+# Every view that takes a body (and a page and an API list that take none): (path, who, kind).
+OVERSIZED_TARGETS = [
+    ("/api/v1/submissions/", "token", "api"),
+    ("/api/v1/moderation/submissions/approve/", "staff", "api"),
+    ("/api/v1/moderation/submissions/reject/", "staff", "api"),
+    ("/api/v1/gpus/", "anonymous", "api"),
+    ("/submit/", "user", "form"),
+    ("/accounts/", "user", "form"),
+    ("/accounts/tokens/1/revoke/", "user", "form"),
+    ("/accounts/signup/", "anonymous", "form"),
+    ("/accounts/login/", "anonymous", "form"),
+    ("/accounts/logout/", "user", "form"),
+    ("/i18n/setlang/", "anonymous", "form"),
+    ("/admin/login/", "anonymous", "form"),
+    ("/admin/benchmarks_app/rawsubmission/", "staff", "form"),
+    ("/", "anonymous", "form"),
+]
+
+
+@pytest.mark.parametrize(("path", "who", "kind"), OVERSIZED_TARGETS, ids=[t[0] for t in OVERSIZED_TARGETS])
+@pytest.mark.parametrize("encoding", ["multipart", "json"])
+def test_an_oversized_body_is_a_413_with_a_message_logged_as_a_warning(path, who, kind, encoding, caplog):
+    """Every endpoint and form: 413 saying what the limit is (JSON under /api/, a page elsewhere),
+    one warning and no error or traceback in the log, nothing stored."""
+    from django.conf import settings
+
+    client = Client(raise_request_exception=False)
+    if who == "token":
+        _, key = api_token_create(user=UserFactory(username="big"), name="big")
+        client = Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+    elif who in ("user", "staff"):
+        client.force_login(UserFactory(username=who, is_staff=who == "staff", is_superuser=who == "staff"))
+    size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
+    before = RawSubmission.objects.count()
+    with caplog.at_level("INFO"):
+        if encoding == "multipart":
+            response = client.post(path, {"text": "x" * size})
+        else:
+            response = client.post(path, data=b"[" + b" " * size + b"]", content_type="application/json")
+    refused = response.status_code == 413
+    tally("oversized bodies", refused)
+    assert refused, (path, response.status_code, response.content[:200])
+    limit = f"the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"
+    if kind == "api":
+        payload = response.json()
+        assert payload["detail"].startswith("Request body too large") and limit in payload["errors"]["$"][0]
+    else:
+        assert response["Content-Type"].startswith("text/html")
+        page = html.unescape(response.content.decode())
+        assert "Request too large" in page and limit in page
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], caplog.text
+    assert [r for r in caplog.records if r.levelno == logging.WARNING and "refused" in r.getMessage()]
+    assert RawSubmission.objects.count() == before
+    tally_done()
+
+
+def test_a_body_found_too_large_while_read_is_a_413_too(caplog):
+    """A body whose Content-Length was within the limit but read as too large (a stream without
+    a length): the view's RequestDataTooBig becomes the same 413, also logged as a warning."""
+    from django.core.exceptions import RequestDataTooBig
+    from django.test import RequestFactory
+
+    from gpuatlas.request_limits import RequestBodyLimitMiddleware
+
+    middleware = RequestBodyLimitMiddleware(lambda request: None)  # type: ignore[arg-type,return-value]
+    request = RequestFactory().post("/api/v1/submissions/", data=b"{}", content_type="application/json")
+    with caplog.at_level("INFO"):
+        response = middleware.process_exception(request, RequestDataTooBig("too big"))
+    assert response is not None and response.status_code == 413
+    assert "over the limit" in json.loads(response.content)["errors"]["$"][0]
+    assert middleware.process_exception(request, ValueError("other")) is None
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
 # --------------------------------------------------------------------------- duplicated run UUIDs
+
+
+def api_post_as(username: str, document: dict[str, Any]) -> Any:
+    """POST a submission with a token of a new user ``username``."""
+    _, key = api_token_create(user=UserFactory(username=username), name=username)
+    return Client(HTTP_AUTHORIZATION=f"Token {key}").post(API, data=body(document), content_type="application/json")
+
+
+def form_post_as(username: str, document: dict[str, Any]) -> Any:
+    """Paste a submission into /submit/ as a new signed-in user ``username``."""
+    browser = Client()
+    browser.force_login(UserFactory(username=username))
+    return browser.post("/submit/", {"text": json.dumps(document)})
 
 
 def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_capture_on_commit_callbacks):
@@ -245,13 +342,8 @@ def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_
     changed = copy.deepcopy(document)
     changed["duration_s"] = 99.0
     conflict = api.post(API, data=body(changed), content_type="application/json")
-    _, other_key = api_token_create(user=UserFactory(username="other"), name="o")
-    stolen = Client(HTTP_AUTHORIZATION=f"Token {other_key}").post(
-        API, data=body(document), content_type="application/json"
-    )
-    browser = Client()
-    browser.force_login(UserFactory(username="formuser"))
-    via_form = browser.post("/submit/", {"text": json.dumps(changed)})
+    stolen = api_post_as("other", document)
+    via_form = form_post_as("formuser", changed)
     for response in (conflict, stolen):
         tally("duplicated run UUID", response.status_code == 409)
         assert response.status_code == 409
@@ -262,6 +354,70 @@ def test_duplicated_run_uuids_never_make_a_second_submission(api, world, django_
     submission = RawSubmission.objects.get()
     assert submission.payload == body(document).decode()  # the first payload, untouched
     assert BenchmarkResult.objects.filter(submission=submission).count() == 2
+    tally_done()
+
+
+def test_an_invalid_body_with_someone_elses_run_uuid_is_a_400_for_the_body_not_a_409(api, world):
+    """Only a valid body reaches the run-UUID ownership check: an invalid one learns nothing about
+    whether the UUID is taken (no existence oracle), through the API or the upload form."""
+    document = submission_document()
+    assert api.post(API, data=body(document), content_type="application/json").status_code == 201
+    invalid = copy.deepcopy(document)
+    invalid["results"][0]["params"]["m"] = -1
+    probe = api_post_as("prober", invalid)
+    via_form = form_post_as("formprober", invalid)
+    # The owner's own invalid variant is a 400 for the body too.
+    own = api.post(API, data=body(invalid), content_type="application/json")
+    for response in (probe, own):
+        tally("run UUID oracle", response.status_code == 400)
+        assert response.status_code == 400
+        assert set(response.json()["errors"]) == {"$.results[0].params.m"}
+    page = html.unescape(via_form.content.decode())
+    tally("run UUID oracle", via_form.status_code == 400)
+    assert via_form.status_code == 400 and "$.results[0].params.m: " in page and "someone else" not in page
+    assert RawSubmission.objects.count() == 1
+    tally_done()
+
+
+# --------------------------------------------------------------------------- stored under older rules
+
+
+def test_rebuild_rejects_stored_rows_that_todays_rules_refuse_and_keeps_them_as_received(world):
+    """Rows stored before a rule existed (inserted here as they would have been): a rebuild must
+    not crash on them; each is rejected with the reason naming the field, its payload untouched,
+    and no result of it stays public. A valid row beside them is re-derived as accepted."""
+    from benchmarks_app.services.payload import payload_sha256
+    from benchmarks_app.services.rebuild import results_rebuild
+
+    rows, texts = {}, {}
+    for name in sorted(n for n in SUBMISSION_CASES if n.startswith("mutation:")):
+        text = texts[name] = case_body(name).decode("utf-8")
+        rows[name] = RawSubmission.objects.create(
+            payload=text, sha256=payload_sha256(text), status=SubmissionStatus.ACCEPTED, processed_at=timezone.now()
+        )
+    good_text = body(submission_document()).decode()
+    good = RawSubmission.objects.create(
+        payload=good_text,
+        sha256=payload_sha256(good_text),
+        status=SubmissionStatus.ACCEPTED,
+        processed_at=timezone.now(),
+    )
+
+    summary = results_rebuild(lab_path=None)
+
+    assert summary.failed == {}
+    for name, row in rows.items():
+        _, case = SUBMISSION_CASES[name]
+        row.refresh_from_db()
+        fields = {r["field"] for r in row.reasons if r["verdict"] == "rejected"}
+        refused = row.status == SubmissionStatus.REJECTED and case["field"] in fields
+        tally("rebuild of stored rows", refused)
+        assert refused, (name, row.status, row.reasons)
+        assert row.payload == texts[name]
+        assert str(row.run_uuid) in summary.newly_rejected
+    good.refresh_from_db()
+    assert good.status == SubmissionStatus.ACCEPTED
+    assert set(BenchmarkResult.objects.values_list("submission_id", flat=True)) == {good.pk}
     tally_done()
 
 
@@ -309,6 +465,11 @@ FORM_CASES = sorted(name for name in SUBMISSION_CASES if name.startswith("raw:")
     "mutation:ten times the GPU's peak",
     "mutation:NUL escape in the GPU name",
     "mutation:negative repetition",
+    "mutation:created_at on February 30",
+    "mutation:created_at in year 0000",
+    "mutation:script as params.size",
+    "mutation:32 unknown params",
+    "mutation:memory of 100,000,000 MiB",
 ]
 BLANK_BODIES = {"raw:empty.json"}  # an empty file: the form asks for a file or text first
 
@@ -420,6 +581,36 @@ def test_the_import_command_reports_rejections_without_a_traceback(tmp_path):
     assert "Traceback" not in text
     assert "line 7" in text or "7" in text  # the rejected lines are listed
     assert Offer.objects.count() == 2
+
+
+# --------------------------------------------------------------------------- usernames
+
+
+def _sign_up(username: str) -> Any:
+    password = "a long enough passphrase 2026"
+    return Client().post("/accounts/signup/", {"username": username, "password1": password, "password2": password})
+
+
+@pytest.mark.parametrize("case", USERNAMES["confusable"], ids=lambda c: c["why"])
+def test_a_username_that_reads_like_an_existing_one_is_refused(case):
+    UserFactory(username=case["existing"])
+    response = _sign_up(case["new"])
+    errors = response.context["form"].errors if response.context else {}
+    refused = response.status_code == 200 and "looks the same as an existing one" in " ".join(
+        errors.get("username", [])
+    )
+    tally("usernames", refused)
+    assert refused, (case, response.status_code, errors)
+    assert not get_user_model().objects.filter(username=case["new"]).exists()
+    tally_done()
+
+
+@pytest.mark.parametrize("case", USERNAMES["distinct"], ids=lambda c: c["new"])
+def test_a_username_that_only_resembles_an_existing_one_is_accepted(case):
+    UserFactory(username=case["existing"])
+    response = _sign_up(case["new"])
+    assert response.status_code == 302, response.context["form"].errors if response.context else None
+    assert get_user_model().objects.filter(username=case["new"]).exists()
 
 
 # --------------------------------------------------------------------------- fit calculator

@@ -70,3 +70,20 @@ def test_set_many_stores_each_value_with_its_expiry():
     backend.set_many({"a": 3, "c": 4}, timeout=0)  # Django's meaning: expire at once
     assert backend.get_many(["a", "b", "c"]) == {"b": {"x": "y"}}
     backend.delete_many(["a", "b", "c"])
+
+
+def test_the_ingest_benchmark_sends_runs_the_server_accepts(db):
+    """perf/bench_ingest.py measures the accept path: its documents pass every intake rule."""
+    import random
+
+    from benchmarks_app.services.intake import document_check
+    from benchmarks_app.services.snapshot import catalog_snapshot_clear
+    from perf.bench_ingest import make_document
+    from tests.factories_ingest import ingest_world
+
+    ingest_world()
+    catalog_snapshot_clear()
+    rng = random.Random(7)
+    for _ in range(8):
+        _report, errors = document_check(make_document(rng, 17))
+        assert errors == []

@@ -10,9 +10,11 @@ from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import filters as drf_filters
 from rest_framework import generics, permissions
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -35,15 +37,51 @@ READ_ERRORS = {
 }
 
 
+def query_parameters_known(view: Any) -> frozenset[str]:
+    """The query parameters a view reads: its filterset's, search, ordering, pagination, and its own.
+
+    The same sources the OpenAPI document lists them from, so the two agree.
+    """
+    names = set(view.query_parameters or ())
+    backends = list(getattr(view, "filter_backends", None) or [])
+    filterset_class = getattr(view, "filterset_class", None)
+    if filterset_class is not None and ApiFilterBackend in backends:
+        names.update(filterset_class.base_filters)
+    for backend in backends:
+        if issubclass(backend, drf_filters.SearchFilter | drf_filters.OrderingFilter):
+            names.update(parameter["name"] for parameter in backend().get_schema_operation_parameters(view))
+    pagination_class = getattr(view, "pagination_class", None)
+    if pagination_class is not None:
+        names.update(parameter["name"] for parameter in pagination_class().get_schema_operation_parameters(view))
+    return frozenset(names)
+
+
 class ApiMixin:
     """Everything every v1 endpoint shares, set per class so settings.py stays untouched."""
 
     permission_classes: Any = [permissions.AllowAny]
     throttle_classes: Any = list(DEFAULT_THROTTLES)
     renderer_classes: Any = [OrjsonRenderer]
+    # Query parameters the view reads itself, beyond its filterset, search, ordering and
+    # pagination. Any other is a 400 naming it: a misspelt filter (``?max_price=-1``) must not
+    # silently answer the unfiltered list. None: not checked.
+    query_parameters: ClassVar[frozenset[str] | None] = frozenset()
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return api_exception_handler
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]  # APIView.initial: auth, permissions, throttles
+        if self.query_parameters is None:
+            return
+        known = query_parameters_known(self)
+        unknown = sorted(name for name in request.query_params if name not in known)
+        if unknown:
+            if known:
+                message = _("Unknown parameter; this endpoint takes: %(names)s.") % {"names": ", ".join(sorted(known))}
+            else:
+                message = _("Unknown parameter; this endpoint takes no query parameters.")
+            raise ValidationError({name[:100]: [message] for name in unknown})
 
 
 def response_cached(view: APIView, request: Request, produce: Callable[[], Response]) -> HttpResponse:
@@ -148,6 +186,7 @@ class ApiNotFoundView(ApiMixin, APIView):
     """Any other path under /api/v1/: a JSON 404 instead of the site's HTML page."""
 
     throttle_classes = []
+    query_parameters = None  # no endpoint here: a 404 whatever the query
 
     def _not_found(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         raise NotFound(f"No API endpoint at {request.path}.")

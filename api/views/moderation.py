@@ -124,6 +124,9 @@ _DECISION_RESPONSES = {
     200: DecisionResultSerializer,
     400: ERROR_400,
     **AUTH_ERRORS,
+    413: OpenApiResponse(
+        ErrorSerializer, description='The body is over the size limit; `errors["$"]` says by how much.'
+    ),
     429: ERROR_429,
 }
 

@@ -30,8 +30,7 @@ from benchmarks_app.services.errors import FieldError, SubmissionInvalid
 from benchmarks_app.services.payload import json_parse_stored
 from benchmarks_app.services.peers import PeerCache, PeerSet, live_peers
 from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, peak_for, result_check
-from benchmarks_app.services.report import ResultReport, RunReport, report_check, report_read
-from benchmarks_app.services.schema import schema_errors
+from benchmarks_app.services.report import ResultReport, RunReport, report_from_document
 from benchmarks_app.services.snapshot import CatalogSnapshot, catalog_snapshot, catalog_snapshot_refresh_if_changed
 from catalog.matching import AMBIGUOUS, CONFLICT, MATCHED, UNMATCHED, MatchResult
 from catalog.models import UnmatchedGpuName
@@ -94,20 +93,22 @@ def _gpu_hold_reason(report: RunReport, match: MatchResult) -> FieldError:
     )
 
 
-def submission_judge(*, payload: str, snapshot: CatalogSnapshot) -> Derivation:
-    """Apply every rule to a stored payload; pure apart from reading the snapshot."""
+def submission_judge(*, payload: str, snapshot: CatalogSnapshot, received_at: dt.datetime | None = None) -> Derivation:
+    """Apply every rule to a stored payload; pure apart from reading the snapshot.
+
+    The rules are the intake's (report_from_document), as they are today: a submission stored
+    under older rules that fails them now is rejected with the reasons, its payload untouched.
+    """
     try:
         document = json_parse_stored(payload)
     except SubmissionInvalid as exc:
         return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in exc.errors])
-    errors = schema_errors(document)
-    if errors:
-        return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in errors])
-    report = report_read(document)
-    if any(snapshot.workload(r.workload, r.workload_version) is None for r in report.results):
-        snapshot = catalog_snapshot_refresh_if_changed()
-    errors = report_check(report, snapshot)
-    if errors:
+    if not isinstance(document, dict):
+        return Derivation(
+            SubmissionStatus.REJECTED, [_reason(FieldError("$", "the submission must be a JSON object"), "rejected")]
+        )
+    report, errors = report_from_document(document, snapshot, received_at=received_at)
+    if errors or report is None:
         return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in errors], report=report)
     match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
     if match.status == UNMATCHED:
@@ -229,7 +230,7 @@ def submissions_derive(
 
     plans: list[tuple[RawSubmission, Derivation]] = []
     for submission in submissions:
-        derivation = submission_judge(payload=submission.payload, snapshot=snapshot)
+        derivation = submission_judge(payload=submission.payload, snapshot=snapshot, received_at=submission.received_at)
         _apply_moderation(submission, derivation)
         plans.append((submission, derivation))
 

@@ -23,9 +23,8 @@ from benchmarks_app.models import RawSubmission
 from benchmarks_app.services.errors import FieldError, SubmissionConflict, SubmissionInvalid
 from benchmarks_app.services.payload import body_decode, json_parse_strict, payload_sha256
 from benchmarks_app.services.plausibility import intake_impossible
-from benchmarks_app.services.report import RunReport, report_check, report_read
-from benchmarks_app.services.schema import schema_errors
-from benchmarks_app.services.snapshot import catalog_snapshot, catalog_snapshot_refresh_if_changed
+from benchmarks_app.services.report import RunReport, report_from_document
+from benchmarks_app.services.snapshot import catalog_snapshot
 from gpuatlas.data_version import cache_is_shared
 
 logger = logging.getLogger(__name__)
@@ -47,19 +46,13 @@ def _run_uuid(document: Any) -> uuid.UUID | None:
 
 
 def document_check(document: Any) -> tuple[RunReport | None, list[FieldError]]:
-    """Schema, then the rules beyond it, then impossible results for GPUs we recognise."""
+    """The rules every submission passes (report_from_document), then impossible results for GPUs we recognise."""
     if not isinstance(document, dict):
         return None, [FieldError("$", "the submission must be a JSON object")]
-    errors = schema_errors(document)
-    if errors:
-        return None, errors
-    report = report_read(document)
-    snapshot = catalog_snapshot()
-    if any(snapshot.workload(r.workload, r.workload_version) is None for r in report.results):
-        snapshot = catalog_snapshot_refresh_if_changed()
-    errors = report_check(report, snapshot)
-    if errors:
+    report, errors = report_from_document(document, catalog_snapshot())
+    if errors or report is None:
         return report, errors
+    snapshot = catalog_snapshot()  # reloaded by the rules' check if a workload was missing
     match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
     if match.matched and match.gpu_id in snapshot.peaks:
         peaks = snapshot.peaks[match.gpu_id]
@@ -117,6 +110,15 @@ def _raw_submission_insert(fields: dict[str, Any]) -> RawSubmission:
     submission._state.adding = False
     submission._state.db = alias
     return submission
+
+
+def _stored_same_run(run_uuid: uuid.UUID, *, sha256: str, submitter: AbstractBaseUser | None) -> RawSubmission | None:
+    """This submitter's stored submission of this very body, or None; never says whose a UUID is."""
+    return (
+        RawSubmission.objects.defer("payload")
+        .filter(run_uuid=run_uuid, sha256=sha256, submitter_id=submitter.pk if submitter is not None else None)
+        .first()
+    )
 
 
 def _existing(run_uuid: uuid.UUID, *, sha256: str, submitter: AbstractBaseUser | None) -> RawSubmission | None:
@@ -212,8 +214,10 @@ def submission_intake(
     run_uuid = _run_uuid(document)
     report, errors = document_check(document)
     if errors:
-        # A run stored earlier is returned as stored, even if the rules changed since.
-        existing = _existing(run_uuid, sha256=sha256, submitter=user) if run_uuid is not None else None  # type: ignore[arg-type]
+        # The submitter's retry of a run stored earlier is returned as stored, even if the rules
+        # changed since. Any other invalid body is a 400 for the body: whether its run UUID is
+        # taken, and by whom, is only answered for a valid body (no existence oracle).
+        existing = _stored_same_run(run_uuid, sha256=sha256, submitter=user) if run_uuid is not None else None  # type: ignore[arg-type]
         if existing is not None:
             return IntakeOutcome(existing, created=False)
         raise SubmissionInvalid(errors)

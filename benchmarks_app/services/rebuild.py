@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.aggregates import aggregates_rebuild
 from benchmarks_app.services.derive import submission_derive
 from benchmarks_app.services.ingest import TERMINAL
@@ -21,6 +21,7 @@ from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[Iterable[Any], int, str], Iterable[Any]]
+NEWLY_REJECTED_SHOWN = 20
 
 
 def _no_progress(items: Iterable[Any], total: int, label: str) -> Iterable[Any]:
@@ -32,6 +33,8 @@ class RebuildSummary:
     submissions: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    # Accepted or flagged before, rejected by today's rules: run UUID -> the first reason.
+    newly_rejected: dict[str, str] = field(default_factory=dict)
     results: int = 0
     aggregates: int = 0
     lab: LabImportSummary | None = None
@@ -45,6 +48,13 @@ class RebuildSummary:
         ]
         if self.lab is not None:
             lines.append(f"lab results: {self.lab.results_written} from {self.lab.source}")
+        if self.newly_rejected:
+            lines.append(
+                f"rejected by the current rules, public before: {len(self.newly_rejected)} "
+                "(their raw submissions are kept as received)"
+            )
+            shown = list(self.newly_rejected.items())[:NEWLY_REJECTED_SHOWN]
+            lines.extend(f"  {uuid}: {why}" for uuid, why in shown)
         lines.extend(f"FAILED {uuid}: {why}" for uuid, why in self.failed.items())
         return lines
 
@@ -72,6 +82,7 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
         queryset = RawSubmission.objects.filter(status__in=TERMINAL).order_by("received_at", "pk")
         total = queryset.count()
         for submission in progress(queryset.iterator(chunk_size=500), total, "submissions"):
+            was_public = submission.status in (SubmissionStatus.ACCEPTED, SubmissionStatus.FLAGGED)
             try:
                 with transaction.atomic():
                     status = submission_derive(
@@ -84,6 +95,11 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
                 continue
             summary.submissions += 1
             summary.by_status[status] = summary.by_status.get(status, 0) + 1
+            if was_public and status == SubmissionStatus.REJECTED:
+                first = next((r for r in submission.reasons if r.get("verdict") == "rejected"), None)
+                summary.newly_rejected[str(submission.run_uuid)] = (
+                    f"{first['field']}: {first['reason']}" if first else "rejected"
+                )
         summary.aggregates = aggregates_rebuild()
         summary.results = BenchmarkResult.objects.count()
     return summary

@@ -1,10 +1,15 @@
 """A schema-valid submission read into typed values, and the rules a schema cannot state.
 
-The rules (shared with the client's own check): for each result min <= median <= max, every
-repetition of the statistics window within [min, max] and the median equal to the window's
-median; no two results with one identity (workload, version, precision, params, GPU count,
-mode); the workload exists in our Workload rows with the unit it is reported in; no
-``cpu_only`` runs; a start time that is not in the future.
+``report_from_document`` is the one check every submission passes, at intake (API and upload
+form) and again whenever it is derived (ingest, moderation, ``rebuild_results``): the schema,
+then these rules. The rules (partly shared with the client's own check): for each result min <=
+median <= max, every repetition of the statistics window within [min, max] and the median equal
+to the window's median; no two results with one identity (workload, version, precision, params,
+GPU count, mode); the workload exists in our Workload rows with the unit it is reported in, and
+its precision, GPU count, params and number of results are what the client produces
+(services.workload_rules); no ``cpu_only`` runs; a start time that is a real date between the
+client's first run and the time the server received it (plus a clock skew); GPU memory below any
+GPU's.
 """
 
 from __future__ import annotations
@@ -16,14 +21,26 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from benchmarks_app.services.aggregates import ComparisonKey, canonical_json, comparison_key_for
 from benchmarks_app.services.errors import FieldError
-from benchmarks_app.services.snapshot import CatalogSnapshot, WorkloadInfo
+from benchmarks_app.services.schema import MAX_ERRORS, schema_errors
+from benchmarks_app.services.snapshot import CatalogSnapshot, WorkloadInfo, catalog_snapshot_refresh_if_changed
+from benchmarks_app.services.workload_rules import result_rules_errors, results_count_errors
 
 _MEDIAN_REL_TOLERANCE = 1e-5  # the client writes 6 significant digits (relative error up to 5e-6)
-_FUTURE_SLACK = dt.timedelta(hours=1)
+
+# No run of gpuatlas-bench can start before 2026-11-22: version 0.1.0, its first, was written
+# and first measured a GPU that day (the first recorded run, tests/fixtures/bench/h100_run.json,
+# started 2026-11-22T03:57:14Z; the client and its measured runs are in the first commit).
+CLIENT_FIRST_RUN = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+
+# The most memory one GPU has today is 288 GB of HBM3E (NVIDIA B300, AMD Instinct MI355X);
+# announced parts reach 432 GB (AMD Instinct MI400). 1 TiB leaves room for generations to come
+# and still refuses the absurd (the schema alone allows 100,000,000 MiB).
+MAX_GPU_MEMORY_MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -73,6 +90,7 @@ class RunReport:
     gpu_name_torch: str
     gpu_name_smi: str | None
     memory_gib: float | None
+    memory_total_mib: int
     results: list[ResultReport]
     environment: dict[str, Any]
     client_version: str
@@ -90,6 +108,49 @@ def normalised_params(params: dict[str, Any]) -> dict[str, Any]:
 
 def _parse_time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def created_at_error(text: str) -> FieldError | None:
+    """Why a ``created_at`` that fits the schema's pattern is not a real time, or None.
+
+    The pattern admits 2026-02-30, month 13, hour 25, second 60 (no leap seconds: Python's
+    datetime, like POSIX time, has none) and year 0000.
+    """
+    try:
+        _parse_time(text)
+    except ValueError as exc:
+        return FieldError("$.created_at", f"not a real date and time ({exc})")
+    return None
+
+
+def created_at_window_error(created_at: dt.datetime, *, received_at: dt.datetime) -> FieldError | None:
+    """A start time before the client existed, or after the submission arrived (beyond the skew)."""
+    if created_at < CLIENT_FIRST_RUN:
+        return FieldError(
+            "$.created_at",
+            f"is before {CLIENT_FIRST_RUN:%Y-%m-%d}, the day of the benchmark client's first run: "
+            "check the machine's clock",
+        )
+    skew = dt.timedelta(seconds=settings.SUBMISSION_CLOCK_SKEW_S)
+    if created_at > received_at + skew:
+        ahead = created_at - received_at
+        return FieldError(
+            "$.created_at",
+            f"is {_duration(ahead)} after the server received the run (at most {_duration(skew)} of clock "
+            "skew is allowed): check the machine's clock",
+        )
+    return None
+
+
+def _duration(delta: dt.timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds >= 2 * 86400:
+        return f"{seconds // 86400} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds // 3600} hours"
+    if seconds >= 120:
+        return f"{seconds // 60} minutes"
+    return f"{seconds} seconds"
 
 
 def report_read(document: dict[str, Any]) -> RunReport:
@@ -134,6 +195,7 @@ def report_read(document: dict[str, Any]) -> RunReport:
         gpu_name_torch=gpu["name_torch"],
         gpu_name_smi=gpu.get("name_nvidia_smi"),
         memory_gib=memory_mib / 1024 if memory_mib else None,
+        memory_total_mib=memory_mib,
         results=results,
         environment=environment,
         client_version=document["client"]["version"],
@@ -161,6 +223,24 @@ def _result_errors(result: ResultReport, workload: WorkloadInfo | None) -> list[
                     f"{path}.higher_is_better", f"must be {str(workload.higher_is_better).lower()} for {workload.slug}"
                 )
             )
+        if workload.rules is None:
+            errors.append(
+                FieldError(
+                    f"{path}.workload",
+                    f"{workload.slug} {workload.version} is a lab workload that the benchmark client does not run: "
+                    "submissions of it are not accepted",
+                )
+            )
+        else:
+            errors.extend(
+                result_rules_errors(
+                    rules=workload.rules,
+                    precision=result.precision,
+                    gpu_count=result.gpu_count,
+                    params=result.params,
+                    path=path,
+                )
+            )
     if not result.minimum <= result.median <= result.maximum:
         errors.append(FieldError(f"{path}.median", "must lie between min and max"))
     if len(result.window) < 1:
@@ -182,19 +262,43 @@ def _result_errors(result: ResultReport, workload: WorkloadInfo | None) -> list[
     return errors
 
 
-def report_check(report: RunReport, snapshot: CatalogSnapshot, *, now: dt.datetime | None = None) -> list[FieldError]:
-    """The rules beyond the schema; an empty list means the submission may be stored."""
+def report_check(
+    report: RunReport, snapshot: CatalogSnapshot, *, received_at: dt.datetime | None = None
+) -> list[FieldError]:
+    """The rules beyond the schema; an empty list means the submission may be stored.
+
+    ``received_at``: when the server received the run (a stored submission's), else now.
+    """
     errors: list[FieldError] = []
     if report.cpu_only:
         errors.append(
             FieldError("$.cpu_only", "CPU-only runs (--allow-cpu) are for testing the client and are not accepted")
         )
-    now = now or timezone.now()
-    if report.created_at > now + _FUTURE_SLACK:
-        errors.append(FieldError("$.created_at", "is in the future"))
+    window = created_at_window_error(report.created_at, received_at=received_at or timezone.now())
+    if window is not None:
+        errors.append(window)
+    if report.memory_total_mib > MAX_GPU_MEMORY_MIB:
+        errors.append(
+            FieldError(
+                "$.environment.gpu.memory_total_mib",
+                f"{report.memory_total_mib} MiB is more memory than any GPU has (the largest have 288 GB; "
+                f"the bound is {MAX_GPU_MEMORY_MIB} MiB, 1 TiB)",
+            )
+        )
+    workloads = [snapshot.workload(result.workload, result.workload_version) for result in report.results]
+    # First, so that it is among the errors reported however many results fail one by one.
+    errors.extend(
+        results_count_errors(
+            counted=[
+                (workload.rules, result.mode)
+                for result, workload in zip(report.results, workloads, strict=True)
+                if workload is not None and workload.rules is not None
+            ]
+        )
+    )
     seen: dict[str, int] = {}
-    for result in report.results:
-        errors.extend(_result_errors(result, snapshot.workload(result.workload, result.workload_version)))
+    for result, workload in zip(report.results, workloads, strict=True):
+        errors.extend(_result_errors(result, workload))
         identity = canonical_json(
             [
                 result.workload,
@@ -214,4 +318,25 @@ def report_check(report: RunReport, snapshot: CatalogSnapshot, *, now: dt.dateti
             )
         else:
             seen[identity] = result.index
-    return errors
+    return errors[:MAX_ERRORS]
+
+
+def report_from_document(
+    document: dict[str, Any], snapshot: CatalogSnapshot, *, received_at: dt.datetime | None = None
+) -> tuple[RunReport | None, list[FieldError]]:
+    """Every rule a submission must pass, in one place: the schema, a real start time, the rules.
+
+    The intake calls it before storing anything; the derivation calls it again on the stored
+    payload with the time it was received, so a rebuild judges old submissions by today's rules
+    (those they fail are rejected with the reason; the raw payload is never changed).
+    """
+    errors = schema_errors(document)
+    if errors:
+        return None, errors
+    bad_time = created_at_error(document["created_at"])
+    if bad_time is not None:
+        return None, [bad_time]
+    report = report_read(document)
+    if any(snapshot.workload(r.workload, r.workload_version) is None for r in report.results):
+        snapshot = catalog_snapshot_refresh_if_changed()
+    return report, report_check(report, snapshot, received_at=received_at)

@@ -9,6 +9,7 @@ alias), and at once when a catalogue row is saved in this process (see apps.py).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,8 +20,11 @@ from django.db.models import Count, Max
 from benchmarks_app.models import Workload
 from benchmarks_app.services.aggregates import version_major_minor
 from benchmarks_app.services.plausibility import GpuPeaks
+from benchmarks_app.services.workload_rules import WorkloadRules, workload_rules_parse
 from catalog.matching import GpuMatcher, MatchResult
 from catalog.models import Gpu, GpuAlias, GpuNameRule, TensorPeak
+
+logger = logging.getLogger(__name__)
 
 SNAPSHOT_TTL_S = 60.0
 
@@ -33,6 +37,8 @@ class WorkloadInfo:
     unit: str
     higher_is_better: bool
     category: str
+    # What a submitted result may carry; None: lab-only, not accepted from submissions.
+    rules: WorkloadRules | None = None
 
 
 @dataclass
@@ -99,10 +105,23 @@ def _load() -> CatalogSnapshot:
         )
     }
     workloads = {
-        (w.slug, w.version): WorkloadInfo(w.id, w.slug, w.version, w.unit, w.higher_is_better, w.category)
+        (w.slug, w.version): WorkloadInfo(
+            w.id, w.slug, w.version, w.unit, w.higher_is_better, w.category, _stored_rules(w)
+        )
         for w in Workload.objects.all()
     }
     return CatalogSnapshot(matcher=matcher, peaks=peaks, workloads=workloads, stamp=stamp)
+
+
+def _stored_rules(workload: Workload) -> WorkloadRules | None:
+    if workload.submission_rules is None:
+        return None
+    try:
+        return workload_rules_parse(raw=workload.submission_rules, label=f"{workload.slug} {workload.version}")
+    except ValueError:
+        # Seeding checks the rules; a row edited by hand into nonsense refuses submissions instead.
+        logger.error("workload %s has invalid submission rules", workload, exc_info=True)
+        return None
 
 
 def catalog_snapshot() -> CatalogSnapshot:

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from benchmarks_app.models import Workload
 from benchmarks_app.services.aggregates import version_major_minor
+from benchmarks_app.services.workload_rules import workload_rules_from_entry
 
 LAMBDA_SOURCE = "https://github.com/lambdal/deeplearning-benchmark (pytorch/, commit aa5addb6a536)"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -106,16 +107,19 @@ def _client_rows(data: Any, where: str) -> list[dict[str, Any]]:
             raise ValueError(
                 f"{where}: workload {slug!r} has category {item['category']!r}, not one of {sorted(_CATEGORIES)}"
             )
+        version = version_major_minor(item["version"])
+        rules = workload_rules_from_entry(item, label=f"{where}: workload {slug} {version}")
         rows.append(
             {
                 "slug": slug,
-                "version": version_major_minor(item["version"]),
+                "version": version,
                 "name": item.get("name") or slug,
                 "unit": item["unit"],
                 "higher_is_better": bool(item.get("higher_is_better", True)),
                 "category": item["category"],
                 "description": item.get("description", ""),
                 "source": item.get("source") or "gpuatlas_bench workloads.json",
+                "submission_rules": rules,
             }
         )
     return rows
@@ -136,6 +140,8 @@ def _lambda_rows() -> list[dict[str, Any]]:
                     "category": Workload.Category.TRAINING,
                     "description": model.description,
                     "source": LAMBDA_SOURCE,
+                    # Lab results only: the client does not run these, so submissions may not report them.
+                    "submission_rules": None,
                 }
             )
     return rows
