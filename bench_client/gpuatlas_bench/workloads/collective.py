@@ -28,7 +28,7 @@ from typing import Any
 from ..records import result_record, shown
 from ..timing import TimingPolicy, measure
 from .common import CPU_TINY_SIZES, GPU_SIZES, Case, Context, Prepared, Unsupported, correctness_record
-from .transformer import _block, forward_flops_per_token
+from .transformer import _block, forward_flops_per_token, step_finite, training_step
 
 COLLECTIVE_WORKLOADS = ("allreduce-busbw", "transformer-train-ddp")
 COLLECTIVE_PRECISION = {"allreduce-busbw": "fp32", "transformer-train-ddp": "bf16"}
@@ -172,18 +172,10 @@ def _ddp_prepared(ctx: Context, group: Rank) -> Prepared:
     grad_out = torch.randn(batch, seq, d_model, generator=ctx.generator(181 + group.rank), device=ctx.device).to(dtype)
     parameters = list(model.parameters())
     holder: dict[str, Any] = {}
-
-    def fn() -> None:
-        for parameter in parameters:
-            parameter.grad = None
-        out = model(x)
-        out.backward(grad_out)
-        holder["out"] = out
+    fn = training_step(model, x, grad_out, holder)
 
     def check() -> dict[str, Any]:
-        finite = bool(torch.isfinite(holder["out"]).all()) and all(
-            parameter.grad is not None and bool(torch.isfinite(parameter.grad).all()) for parameter in parameters
-        )
+        finite = step_finite(torch, model, holder)
         # DDP all-reduced the gradients: every rank must hold the same ones.
         probe = float(parameters[0].grad.double().sum())
         same = len(set(group.gather(probe))) == 1

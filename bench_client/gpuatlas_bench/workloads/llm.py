@@ -27,10 +27,12 @@ LLM_PRECISIONS = ("bf16", "fp8")
 _E4M3_MAX = 448.0
 _NORM_EPS = 1e-5
 # Decode logits against a prefill over the same tokens: different kernels (flash attention over the
-# prompt vs the cached decode step) and, for fp8, different activation scales (the prompt's amax
-# vs one token's) make them differ by rounding that the 32 layers amplify; a wrong cache position,
-# RoPE angle or head grouping gives errors near 1.
-_CONSISTENCY_TOLERANCE = {"bf16": 0.05, "fp8": 0.1}
+# prompt vs the cached decode step) round differently, and the 32 layers amplify it. On an H100
+# (2026-11-25) bf16 gave 0.019; fp8 gave 0.0 at batch 128 and 0.1004 at batch 1: a bf16 difference
+# that moves one activation across an e4m3 rounding step grows layer by layer. The bf16 check is
+# the one that catches a wrong cache position, RoPE angle or head grouping (0.1 to 0.8 on the test
+# model); fp8 runs the same code apart from the matrix products.
+_CONSISTENCY_TOLERANCE = {"bf16": 0.05, "fp8": 0.25}
 
 
 @dataclass(frozen=True)
@@ -400,6 +402,37 @@ def _graphed(ctx: Context, body: Any, warmup: Any) -> tuple[Any, Any]:
     return graph.replay, graph
 
 
+def _assembled(
+    model: Decoder,
+    fn: Any,
+    graph: Any,
+    check: Any,
+    holder: dict[str, Any],
+    *,
+    phase: str,
+    prompt: Any,
+    generated: int,
+) -> Prepared:
+    batch, prompt_len = prompt.shape
+
+    def release() -> None:
+        holder.clear()
+        if graph is not None:
+            graph.reset()
+
+    extra = _extra(
+        model.shape,
+        model,
+        phase=phase,
+        batch=batch,
+        prompt_len=prompt_len,
+        generated=generated,
+        graph=graph is not None,
+    )
+    work = batch * (prompt_len if phase == "prefill" else generated)
+    return Prepared(fn=fn, work=float(work), check=check, extra=extra, teardown=release)
+
+
 def _prefill_prepared(ctx: Context, model: Decoder, cache: KvCache, prompt: Any, *, generated: int) -> Prepared:
     torch = ctx.torch
     batch, prompt_len = prompt.shape
@@ -422,21 +455,7 @@ def _prefill_prepared(ctx: Context, model: Decoder, cache: KvCache, prompt: Any,
             "passed": written and finite,
         }
 
-    def release() -> None:
-        holder.clear()
-        if graph is not None:
-            graph.reset()
-
-    extra = _extra(
-        model.shape,
-        model,
-        phase="prefill",
-        batch=batch,
-        prompt_len=prompt_len,
-        generated=generated,
-        graph=graph is not None,
-    )
-    return Prepared(fn=fn, work=float(batch * prompt_len), check=check, extra=extra, teardown=release)
+    return _assembled(model, fn, graph, check, holder, phase="prefill", prompt=prompt, generated=generated)
 
 
 def _decode_prepared(ctx: Context, model: Decoder, cache: KvCache, prompt: Any, *, generated: int) -> Prepared:
@@ -473,20 +492,7 @@ def _decode_prepared(ctx: Context, model: Decoder, cache: KvCache, prompt: Any, 
         record["passed"] = record["passed"] and in_vocabulary
         return record
 
-    def release() -> None:
-        if graph is not None:
-            graph.reset()
-
-    extra = _extra(
-        model.shape,
-        model,
-        phase="decode",
-        batch=batch,
-        prompt_len=prompt_len,
-        generated=generated,
-        graph=graph is not None,
-    )
-    return Prepared(fn=fn, work=float(batch * generated), check=check, extra=extra, teardown=release)
+    return _assembled(model, fn, graph, check, {}, phase="decode", prompt=prompt, generated=generated)
 
 
 def llm_cases(ctx: Context, precisions: tuple[str, ...]) -> list[Case]:
