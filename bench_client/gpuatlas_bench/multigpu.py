@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from .workloads.collective import COLLECTIVE_PRECISION, COLLECTIVE_WORKLOADS, Co
 
 CPU_WORLD_SIZES = (1, 2)  # --allow-cpu: the same code over gloo, as CI runs it
 _NCCL_ENV_LIMIT = 32
+_NCCL_VARIABLE = re.compile(r"NCCL_[A-Z0-9_]{1,60}")  # the schema's host.nccl_env names
 
 
 def world_sizes(count: int) -> list[int]:
@@ -147,7 +149,7 @@ def host_describe(
     peer_access = None
     if devices is not None and len(devices) > 1:
         peer_access = all(torch.cuda.can_device_access_peer(a, b) for a in devices for b in devices if a != b)
-    nccl_env = {key: value[:200] for key, value in sorted(os.environ.items()) if key.startswith("NCCL_")}
+    nccl_env = {key: value[:200] for key, value in sorted(os.environ.items()) if _NCCL_VARIABLE.fullmatch(key)}
     return {
         "gpu_count": torch.cuda.device_count() if devices is not None else 0,
         "devices": list(devices or []),

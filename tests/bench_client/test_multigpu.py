@@ -140,7 +140,9 @@ def test_scaling_efficiency_against_the_one_gpu_result_of_the_same_shape():
 torch = pytest.importorskip("torch", reason="the multi-GPU workloads run through PyTorch")
 
 
-def test_two_gloo_processes_measure_allreduce_and_ddp_scaling(tmp_path, capsys):
+def test_two_gloo_processes_measure_allreduce_and_ddp_scaling(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("NCCL_debug_file", "/tmp/x")  # not a name the schema takes: left out
     out = tmp_path / "multi.json"
     code = main(
         ["run", "--allow-cpu", "--quick", "--quiet"]
@@ -151,6 +153,7 @@ def test_two_gloo_processes_measure_allreduce_and_ddp_scaling(tmp_path, capsys):
     assert submission_validate(payload, require_schema=True) == []
     host = payload["host"]
     assert (host["backend"], host["ranks"], host["devices"], host["gpu_count"]) == ("gloo", 2, [], 0)
+    assert host["nccl_env"]["NCCL_NVLS_ENABLE"] == "0" and "NCCL_debug_file" not in host["nccl_env"]
 
     allreduce = [r for r in payload["results"] if r["workload"] == "allreduce-busbw"]
     assert [(r["gpu_count"], r["params"]["bytes"]) for r in allreduce] == [(2, 4096), (2, 65536)]
