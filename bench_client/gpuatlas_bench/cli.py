@@ -8,6 +8,7 @@ after every retry.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -76,13 +77,15 @@ def _write_json_atomically(path: Path, payload: Any) -> None:
         raise
 
 
-def _out_path(out: str, index: int, several: bool) -> Path:
+def _out_path(out: str, index: int | str, several: bool) -> Path:
+    """The result file of one device (or, with index 'host', of the host's multi-GPU run)."""
     if "{device}" in out:
         return Path(out.replace("{device}", str(index)))
     path = Path(out)
     if not several:
         return path
-    return path.with_name(f"{path.stem}-gpu{index}{path.suffix or '.json'}")
+    name = "host" if index == "host" else f"gpu{index}"
+    return path.with_name(f"{path.stem}-{name}{path.suffix or '.json'}")
 
 
 def _credentials(args: argparse.Namespace) -> tuple[str, str]:
@@ -147,7 +150,7 @@ def _reject_constant(name: str) -> Any:
 
 def command_run(args: argparse.Namespace) -> int:
     from .runner import RunOptions, device_run
-    from .workloads import MATMUL_PRECISIONS, WORKLOAD_ORDER
+    from .workloads import COLLECTIVE_WORKLOADS, MATMUL_PRECISIONS, WORKLOAD_ORDER
 
     workloads = _split(args.workloads) or list(WORKLOAD_ORDER)
     unknown = [name for name in workloads if name not in WORKLOAD_ORDER]
@@ -188,9 +191,29 @@ def command_run(args: argparse.Namespace) -> int:
     )
     progress = Progress(quiet=args.quiet)
     code = EXIT_OK
-    for device in devices:
-        submission, errors = device_run(torch, device_index=device, options=options, progress=progress)
-        path = _out_path(args.out, device or 0, len(devices) > 1)
+    # One submission per GPU for the single-GPU workloads; on a host of several GPUs the multi-GPU
+    # workloads (1..N GPUs together) go into one more submission, the host's.
+    jobs: list[tuple[int | None, RunOptions, list[int] | None, Path]] = []
+    several = len(devices) > 1
+    single = tuple(name for name in workloads if name not in COLLECTIVE_WORKLOADS)
+    multi = tuple(name for name in workloads if name in COLLECTIVE_WORKLOADS)
+    if several:
+        if single:
+            jobs += [
+                (device, dataclasses.replace(options, workloads=single), None, _out_path(args.out, device or 0, True))
+                for device in devices
+            ]
+        if multi:
+            host_mode = "standard" if mode == "sustained" else mode  # multi-GPU figures are burst only
+            host_options = dataclasses.replace(options, workloads=multi, run_mode=host_mode)
+            gpus = [device for device in devices if device is not None]
+            jobs.append((gpus[0], host_options, gpus, _out_path(args.out, "host", True)))
+    else:
+        jobs.append((devices[0], options, None, _out_path(args.out, devices[0] or 0, False)))
+    for device, job_options, collective_devices, path in jobs:
+        submission, errors = device_run(
+            torch, device_index=device, options=job_options, progress=progress, collective_devices=collective_devices
+        )
         if not submission["results"]:
             _err(f"device {device or 0}: no workload produced a result, so nothing was written:")
             _err("  " + "\n  ".join(f"{entry['workload']}: {entry['reason']}" for entry in submission["skipped"]))

@@ -13,8 +13,11 @@ from typing import Any, TextIO
 
 from . import CLIENT_NAME, SCHEMA_VERSION, __version__
 from .environment import Telemetry, device_describe, environment_collect, telemetry_open
-from .timing import Measurement, TimingPolicy, measure, spread_pct
+from .multigpu import collective_run, host_describe, host_topology, mixed_models
+from .records import result_record, shown
+from .timing import TimingPolicy, measure
 from .workloads import cases_build, workload_code_sha256, workloads_load
+from .workloads.collective import COLLECTIVE_PRECISION, COLLECTIVE_WORKLOADS
 from .workloads.common import CPU_TINY_SIZES, GPU_SIZES, Case, Context, Unsupported
 
 POLICIES = {
@@ -43,7 +46,7 @@ class Progress:
             return None
 
         def show(count: int, value: float) -> None:
-            print(f"\r  {label}: repetition {count}, {_shown(value)} {unit}   ", end="", file=self.stream, flush=True)
+            print(f"\r  {label}: repetition {count}, {shown(value)} {unit}   ", end="", file=self.stream, flush=True)
 
         return show
 
@@ -58,52 +61,6 @@ class RunOptions:
     precisions: tuple[str, ...]
     run_mode: str  # quick | standard | sustained
     soak_seconds: float = DEFAULT_SOAK_SECONDS
-
-
-def _sig(value: float) -> float:
-    """Six significant digits: 0.0001% resolution, a file a person can read."""
-    return float(f"{value:.6g}")
-
-
-def _shown(value: float) -> str:
-    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
-
-
-def result_record(
-    case: Case, measurement: Measurement, *, unit: str, version: str, mode: str, extra: dict[str, Any]
-) -> dict[str, Any]:
-    values = [_sig(value) for value in measurement.values]
-    window = values[measurement.window_start :]
-    record: dict[str, Any] = {
-        "workload": case.workload,
-        "workload_version": version,
-        "precision": case.precision,
-        "gpu_count": 1,
-        "params": dict(case.params),
-        "unit": unit,
-        "higher_is_better": True,
-        "mode": mode,
-        "repetitions": values,
-        "median": _sig(statistics.median(window)),
-        "min": min(window),
-        "max": max(window),
-        "spread_pct": round(spread_pct(window), 3),
-        "stats": {
-            "window_start": measurement.window_start,
-            "window_size": len(window),
-            "converged": measurement.converged,
-            "target_spread_pct": measurement.target_spread_pct,
-        },
-        "timing": {
-            "method": measurement.timer_method,
-            "warmup_iterations": measurement.warmup_iterations,
-            "inner_iterations": measurement.inner_iterations,
-            "seconds_total": round(measurement.seconds_total, 6),
-        },
-    }
-    if extra:
-        record["extra"] = extra
-    return record
 
 
 def _run_case(
@@ -155,7 +112,7 @@ def _run_case(
     if correctness is not None and not correctness["passed"]:
         verdict = "  CORRECTNESS CHECK FAILED"
     progress.line(
-        f"{position} {case.label}: {_shown(record['median'])} {meta['unit']} "
+        f"{position} {case.label}: {shown(record['median'])} {meta['unit']} "
         f"(median of {record['stats']['window_size']}, spread {record['spread_pct']:.2f}%"
         f"{'' if record['stats']['converged'] else ', not converged'}) {time.monotonic() - started:.1f}s{verdict}"
     )
@@ -194,9 +151,18 @@ def _soak(ctx: Context, *, seconds: float, telemetry: Telemetry, progress: Progr
 
 
 def device_run(
-    torch: Any, *, device_index: int | None, options: RunOptions, progress: Progress
+    torch: Any,
+    *,
+    device_index: int | None,
+    options: RunOptions,
+    progress: Progress,
+    collective_devices: list[int] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Measure one device (``None``: the CPU, for tests) and return (submission, errors)."""
+    """Measure one device (``None``: the CPU, for tests) and return (submission, errors).
+
+    The multi-GPU workloads among ``options.workloads`` run over ``collective_devices`` (default: this
+    device alone; on the CPU, one and two gloo processes), and the submission then carries ``host``.
+    """
     cpu_only = device_index is None
     started_at = datetime.now(timezone.utc)  # noqa: UP017 - Python 3.10 has no datetime.UTC
     created_at = started_at.isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -253,6 +219,20 @@ def device_run(
 
     cases = cases_build(ctx, workloads=options.workloads, precisions=options.precisions)
     run_pass("burst", cases)
+    host = None
+    if any(workload in COLLECTIVE_WORKLOADS for workload in options.workloads):
+        ctx.release()
+        host = _collective_pass(
+            torch,
+            devices=None if cpu_only else (collective_devices or [device_index]),  # type: ignore[list-item]
+            options=options,
+            policy=policy,
+            sizes=sizes.name,
+            progress=progress,
+            results=results,
+            skipped=skipped,
+            errors=errors,
+        )
     soak = None
     if options.run_mode == "sustained":
         soak = _soak(ctx, seconds=options.soak_seconds, telemetry=telemetry, progress=progress)
@@ -284,7 +264,50 @@ def device_run(
         "skipped": skipped,
         "soak": soak,
     }
+    if host is not None:
+        submission["host"] = host
     return submission, errors
+
+
+def _collective_pass(
+    torch: Any,
+    *,
+    devices: list[int] | None,
+    options: RunOptions,
+    policy: TimingPolicy,
+    sizes: str,
+    progress: Progress,
+    results: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
+    errors: list[str],
+) -> dict[str, Any]:
+    """Run the multi-GPU workloads (burst only) and return the submission's ``host`` object."""
+    wanted = tuple(workload for workload in COLLECTIVE_WORKLOADS if workload in options.workloads)
+    topology = host_topology(torch, devices)
+    reason = mixed_models(torch, devices) if devices is not None and len(devices) > 1 else None
+    if reason is not None:
+        progress.line(f"multi-GPU workloads skipped: {reason}")
+        for workload in wanted:
+            skipped.append(
+                {"workload": workload, "precision": COLLECTIVE_PRECISION[workload], "mode": "burst", "reason": reason}
+            )
+        outcome = None
+    else:
+        outcome = collective_run(
+            torch,
+            workloads=wanted,
+            devices=devices,
+            topology=topology,
+            policy=policy,
+            sizes=sizes,
+            seed=SEED,
+            line=progress.line,
+            quiet=progress.quiet,
+        )
+        results += outcome.results
+        skipped += outcome.skipped
+        errors += outcome.errors
+    return host_describe(torch, devices=devices, topology=topology, outcome=outcome)
 
 
 __all__ = ["POLICIES", "Progress", "RunOptions", "device_run", "result_record"]

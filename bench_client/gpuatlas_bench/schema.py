@@ -78,6 +78,7 @@ def _cross_field_errors(payload: dict[str, Any]) -> list[str]:
                 min(window) < low * (1 - 1e-9) or max(window) > high * (1 + 1e-9)
             ):
                 errors.append(f"{where}: a repetition of the statistics window lies outside [min, max]")
+        errors += _per_gpu_errors(result, where, payload.get("host"))
         key = json.dumps(
             [result.get(name) for name in ("workload", "workload_version", "precision", "params", "gpu_count", "mode")],
             sort_keys=True,
@@ -86,6 +87,29 @@ def _cross_field_errors(payload: dict[str, Any]) -> list[str]:
             errors.append(f"{where}: the same workload, precision, params and mode as results/{seen[key]}")
         else:
             seen[key] = position
+    return errors
+
+
+def _per_gpu_errors(result: dict[str, Any], where: str, host: Any) -> list[str]:
+    """A multi-GPU result: one per_gpu entry per rank 0..gpu_count-1, and no more GPUs than the host ran."""
+    count, per_gpu = result.get("gpu_count"), result.get("per_gpu")
+    if not isinstance(count, int) or not isinstance(per_gpu, list):
+        return []
+    errors = []
+    ranks = sorted(
+        entry.get("rank") for entry in per_gpu if isinstance(entry, dict) and isinstance(entry.get("rank"), int)
+    )
+    if ranks != list(range(count)):
+        errors.append(f"{where}/per_gpu: needs one entry for each rank 0 to {count - 1}, has ranks {ranks}")
+    for position, entry in enumerate(per_gpu):
+        if not isinstance(entry, dict):
+            continue
+        low, middle, high = entry.get("min"), entry.get("median"), entry.get("max")
+        if all(isinstance(value, int | float) for value in (low, middle, high)) and not low <= middle <= high:
+            errors.append(f"{where}/per_gpu/{position}: min <= median <= max does not hold ({low}, {middle}, {high})")
+    ranks_run = host.get("ranks") if isinstance(host, dict) else None
+    if isinstance(ranks_run, int) and count > ranks_run:
+        errors.append(f"{where}/gpu_count: {count} GPUs, but host.ranks says the run used at most {ranks_run}")
     return errors
 
 

@@ -160,6 +160,27 @@ def _result_environment(report: RunReport, result: ResultReport) -> dict[str, An
         "timing": result.raw.get("timing"),
         "correctness": result.raw.get("correctness"),
         "extra": result.raw.get("extra"),
+        **_multi_gpu_environment(report, result),
+    }
+
+
+def _multi_gpu_environment(report: RunReport, result: ResultReport) -> dict[str, Any]:
+    """What a multi-GPU workload's row keeps: each rank's figure and how the host's GPUs are joined."""
+    if report.host is None or "interconnect" not in result.params:
+        return {}
+    host = report.host
+    return {
+        "per_gpu": result.raw.get("per_gpu"),
+        "host": {
+            "gpu_count": host["gpu_count"],
+            "interconnect": host["interconnect"],
+            "topology_source": host["topology_source"],
+            "link_matrix": host.get("link_matrix"),
+            "peer_access": host.get("peer_access"),
+            "backend": host["backend"],
+            "nccl_version": host.get("nccl_version"),
+            "nccl_env": host.get("nccl_env") or {},
+        },
     }
 
 

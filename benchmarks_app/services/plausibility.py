@@ -12,9 +12,11 @@ Rules (documented on the submit page too):
 
 Only workloads whose unit is a rate the catalogue has a peak for are checked: TFLOPS
 against the tensor peak (FP32 against the non-tensor FP32 figure), GB/s against memory
-bandwidth. Host-link transfers (``pcie-*`` workloads) are in GB/s too but are bounded by
-the bus, not by device memory; the catalogue has no reliable bus figure (NVLink-C2C hosts
-such as GH200 beat any PCIe bound), so they are not checked against a peak.
+bandwidth. Link transfers are in GB/s too but are bounded by a link, not by device memory:
+host-link copies (``pcie-*``) by the bus, for which the catalogue has no reliable figure
+(NVLink-C2C hosts such as GH200 beat any PCIe bound), and all-reduce bus bandwidth
+(``allreduce-*``) by NVLink or PCIe between the GPUs, a tenth of memory bandwidth or less;
+so they are not checked against a peak.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ MAX_SPREAD_PCT = 10.0
 _FLOPS_UNITS = {"tflops": 1.0, "tflop/s": 1.0, "gflops": 1e-3, "gflop/s": 1e-3, "pflops": 1e3, "pflop/s": 1e3}
 _TOPS_UNITS = {"tops": 1.0, "top/s": 1.0}
 _BANDWIDTH_UNITS = {"gb/s": 1.0, "gbps": 1.0, "gib/s": 1.073741824, "tb/s": 1e3, "mb/s": 1e-3}
-HOST_LINK_WORKLOAD_PREFIXES = ("pcie-",)
+LINK_WORKLOAD_PREFIXES = ("pcie-", "allreduce-")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def peak_for(
     unit_key = unit.strip().lower()
     count = max(gpu_count, 1)
     if unit_key in _BANDWIDTH_UNITS:
-        if not peaks.memory_bandwidth_gbs or workload.startswith(HOST_LINK_WORKLOAD_PREFIXES):
+        if not peaks.memory_bandwidth_gbs or workload.startswith(LINK_WORKLOAD_PREFIXES):
             return None
         scale = _BANDWIDTH_UNITS[unit_key]
         value = peaks.memory_bandwidth_gbs / scale * count

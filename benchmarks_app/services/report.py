@@ -9,7 +9,8 @@ GPU count, mode); the workload exists in our Workload rows with the unit it is r
 its precision, GPU count, params and number of results are what the client produces
 (services.workload_rules); no ``cpu_only`` runs; a start time that is a real date between the
 client's first run and the time the server received it (plus a clock skew); GPU memory below any
-GPU's.
+GPGPU; a result of several GPUs has one ``per_gpu`` entry for each rank 0 to gpu_count - 1 and
+uses no more GPUs than ``host.ranks``.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class RunReport:
     results: list[ResultReport]
     environment: dict[str, Any]
     client_version: str
+    host: dict[str, Any] | None = None  # the GPUs a multi-GPU run used and how they are joined
 
     @property
     def gpu_name(self) -> str:
@@ -199,10 +201,37 @@ def report_read(document: dict[str, Any]) -> RunReport:
         results=results,
         environment=environment,
         client_version=document["client"]["version"],
+        host=document.get("host"),
     )
 
 
-def _result_errors(result: ResultReport, workload: WorkloadInfo | None) -> list[FieldError]:
+def _per_gpu_errors(result: ResultReport, host_ranks: int | None) -> list[FieldError]:
+    per_gpu = result.raw.get("per_gpu")
+    errors: list[FieldError] = []
+    if host_ranks is not None and result.gpu_count > host_ranks:
+        errors.append(
+            FieldError(
+                f"{result.path}.gpu_count",
+                f"{result.gpu_count} GPUs, but host.ranks says the run used at most {host_ranks}",
+            )
+        )
+    if per_gpu is None:
+        return errors
+    ranks = sorted(entry["rank"] for entry in per_gpu)
+    if ranks != list(range(result.gpu_count)):
+        errors.append(
+            FieldError(
+                f"{result.path}.per_gpu",
+                f"needs one entry for each rank 0 to {result.gpu_count - 1}, has ranks {ranks}",
+            )
+        )
+    for position, entry in enumerate(per_gpu):
+        if not entry["min"] <= entry["median"] <= entry["max"]:
+            errors.append(FieldError(f"{result.path}.per_gpu[{position}].median", "must lie between min and max"))
+    return errors
+
+
+def _result_errors(result: ResultReport, workload: WorkloadInfo | None, host_ranks: int | None) -> list[FieldError]:
     errors: list[FieldError] = []
     path = result.path
     if workload is None:
@@ -252,6 +281,7 @@ def _result_errors(result: ResultReport, workload: WorkloadInfo | None) -> list[
         errors.append(
             FieldError(f"{path}.repetitions[{first}]", "a repetition of the statistics window lies outside [min, max]")
         )
+    errors.extend(_per_gpu_errors(result, host_ranks))
     window_median = statistics.median(result.window)
     if not math.isclose(window_median, result.median, rel_tol=_MEDIAN_REL_TOLERANCE):
         errors.append(
@@ -297,8 +327,9 @@ def report_check(
         )
     )
     seen: dict[str, int] = {}
+    host_ranks = report.host["ranks"] if report.host is not None else None
     for result, workload in zip(report.results, workloads, strict=True):
-        errors.extend(_result_errors(result, workload))
+        errors.extend(_result_errors(result, workload, host_ranks))
         identity = canonical_json(
             [
                 result.workload,

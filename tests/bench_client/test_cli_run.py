@@ -11,6 +11,8 @@ import pytest
 from gpuatlas_bench.cli import _out_path, main
 from gpuatlas_bench.schema import submission_validate
 
+from tests.bench_client.support import cpu_context
+
 torch = pytest.importorskip("torch", reason="the run command measures through PyTorch")
 
 
@@ -131,27 +133,10 @@ def test_a_run_without_any_result_writes_nothing(tmp_path, capsys):
     assert "pcie-h2d: needs CUDA" in capsys.readouterr().err
 
 
-def _cpu_context(**changes):
-    from gpuatlas_bench.runner import POLICIES
-    from gpuatlas_bench.workloads.common import CPU_TINY_SIZES, Context
-
-    fields = {
-        "torch": torch,
-        "device": torch.device("cpu"),
-        "cpu_only": True,
-        "sizes": CPU_TINY_SIZES,
-        "policy": POLICIES["cpu"],
-        "seed": 1,
-        "compute_capability": None,
-        "l2_bytes": None,
-    }
-    return Context(**{**fields, **changes})
-
-
 def test_matmul_check_fails_when_the_timed_output_was_never_written():
     from gpuatlas_bench.workloads.matmul import _matmul_prepared
 
-    prepared = _matmul_prepared(_cpu_context(), "fp32", 64, 64, 64)
+    prepared = _matmul_prepared(cpu_context(), "fp32", 64, 64, 64)
     assert prepared.check()["passed"] is False  # still the NaN poison
     prepared.fn()
     check = prepared.check()
@@ -165,7 +150,7 @@ def test_pre_ampere_gpus_never_report_tf32_or_bf16(precision, allowed):
     from gpuatlas_bench.workloads.matmul import _matmul_prepared
 
     # A V100 (7.0): 'tf32' would silently be FP32 and bf16 emulated. Checked before touching the GPU.
-    ctx = _cpu_context(cpu_only=False, compute_capability=(7, 0), torch=None)
+    ctx = cpu_context(cpu_only=False, compute_capability=(7, 0), torch=None)
     if allowed:
         with pytest.raises(AttributeError):  # got past the capability check to the (absent) torch
             _matmul_prepared(ctx, precision, 64, 64, 64)

@@ -8,7 +8,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .collective import COLLECTIVE_WORKLOADS
 from .common import Case, Context
+from .llm import LLM_PRECISIONS, llm_cases
 from .matmul import MATMUL_PRECISIONS, matmul_cases, stress_cases
 from .membw import membw_cases
 from .pcie import pcie_cases
@@ -24,6 +26,9 @@ WORKLOAD_ORDER = (
     "pcie-d2h",
     "transformer-train",
     "transformer-infer",
+    "llm-decode",
+    # One process per GPU, at 1..N GPUs (multigpu.py runs these, not cases_build).
+    *COLLECTIVE_WORKLOADS,
 )
 
 
@@ -37,7 +42,7 @@ def workloads_load() -> dict[str, dict[str, Any]]:
 def cases_build(ctx: Context, *, workloads: tuple[str, ...], precisions: tuple[str, ...]) -> list[Case]:
     cases: list[Case] = []
     for workload in WORKLOAD_ORDER:
-        if workload not in workloads:
+        if workload not in workloads or workload in COLLECTIVE_WORKLOADS:
             continue
         if workload == "matmul-stress":
             cases += stress_cases(ctx)
@@ -47,6 +52,8 @@ def cases_build(ctx: Context, *, workloads: tuple[str, ...], precisions: tuple[s
             cases += membw_cases(ctx, (workload,))
         elif workload.startswith("pcie-"):
             cases += pcie_cases(ctx, (workload,))
+        elif workload == "llm-decode":
+            cases += llm_cases(ctx, precisions)
         else:
             cases += transformer_cases(ctx, (workload,))
     return cases
@@ -67,4 +74,12 @@ def workload_code_sha256() -> str:
     return digest.hexdigest()
 
 
-__all__ = ["MATMUL_PRECISIONS", "WORKLOAD_ORDER", "cases_build", "workload_code_sha256", "workloads_load"]
+__all__ = [
+    "COLLECTIVE_WORKLOADS",
+    "LLM_PRECISIONS",
+    "MATMUL_PRECISIONS",
+    "WORKLOAD_ORDER",
+    "cases_build",
+    "workload_code_sha256",
+    "workloads_load",
+]

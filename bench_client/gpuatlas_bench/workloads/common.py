@@ -30,6 +30,8 @@ class SizeProfile:
     pcie_bytes: int
     transformer: dict[str, int]
     correctness_slice: int
+    llm: dict[str, Any]
+    allreduce_bytes: tuple[int, ...]
 
 
 GPU_SIZES = SizeProfile(
@@ -42,6 +44,22 @@ GPU_SIZES = SizeProfile(
     pcie_bytes=1 * GiB,
     transformer={"batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192},
     correctness_slice=256,
+    # Llama 3 8B (Meta's config.json for Meta-Llama-3-8B); prompt and output lengths as llama.cpp's pp512 / tg128.
+    llm={
+        "model": "llama3-8b",
+        "n_layers": 32,
+        "d_model": 4096,
+        "n_heads": 32,
+        "n_kv_heads": 8,
+        "d_ff": 14336,
+        "vocab": 128256,
+        "rope_theta": 500000.0,
+        "prompt_len": 512,
+        "generated_tokens": 128,
+        "batches": (1, 128),
+    },
+    # nccl-tests' usual sweep points: latency-bound, middle, and bandwidth-bound (1 GiB).
+    allreduce_bytes=(1 * MiB, 8 * MiB, 64 * MiB, 1 * GiB),
 )
 
 CPU_TINY_SIZES = SizeProfile(
@@ -54,6 +72,20 @@ CPU_TINY_SIZES = SizeProfile(
     pcie_bytes=1 * MiB,
     transformer={"batch": 2, "seq_len": 32, "d_model": 64, "n_heads": 4, "d_ff": 256},
     correctness_slice=32,
+    llm={
+        "model": "tiny-test",
+        "n_layers": 2,
+        "d_model": 64,
+        "n_heads": 4,
+        "n_kv_heads": 2,
+        "d_ff": 128,
+        "vocab": 256,
+        "rope_theta": 10000.0,
+        "prompt_len": 8,
+        "generated_tokens": 4,
+        "batches": (1, 3),
+    },
+    allreduce_bytes=(4096, 65536),
 )
 
 
@@ -137,6 +169,8 @@ class Prepared:
     extra: Callable[[float], dict[str, Any]] | None = None
     policy: TimingPolicy | None = None
     teardown: Callable[[], None] | None = None
+    # Multi-GPU cases: what one rank's call does, for the per-GPU figures (``work`` is the group's).
+    per_gpu_work: float | None = None
 
 
 @dataclass

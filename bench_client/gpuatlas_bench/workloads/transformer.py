@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .common import Case, Context, Prepared, require_ampere_for
@@ -38,6 +39,27 @@ def forward_flops_per_token(*, seq_len: int, d_model: int, d_ff: int) -> float:
     return 2.0 * (4 * d_model * d_model + 2 * d_model * d_ff) + 2.0 * seq_len * d_model
 
 
+def training_step(model: Any, x: Any, grad_out: Any, holder: dict[str, Any]) -> Callable[[], None]:
+    """One step: gradients cleared, forward, backward from a fixed output gradient (the output kept)."""
+    parameters = list(model.parameters())
+
+    def step() -> None:
+        for parameter in parameters:
+            parameter.grad = None
+        out = model(x)
+        out.backward(grad_out)
+        holder["out"] = out
+
+    return step
+
+
+def step_finite(torch: Any, model: Any, holder: dict[str, Any]) -> bool:
+    """The step's output and every weight gradient are finite (and were written)."""
+    return bool(torch.isfinite(holder["out"]).all()) and all(
+        parameter.grad is not None and bool(torch.isfinite(parameter.grad).all()) for parameter in model.parameters()
+    )
+
+
 def _prepared(ctx: Context, train: bool) -> Prepared:
     require_ampere_for(ctx, "bf16")
     torch = ctx.torch
@@ -53,19 +75,10 @@ def _prepared(ctx: Context, train: bool) -> Prepared:
 
     if train:
         grad_out = torch.randn(batch, seq, d_model, generator=ctx.generator(42), device=ctx.device).to(torch.bfloat16)
-
-        def fn() -> None:
-            for parameter in parameters:
-                parameter.grad = None
-            out = block(x)
-            out.backward(grad_out)
-            holder["out"] = out
+        fn = training_step(block, x, grad_out, holder)
 
         def check() -> dict[str, Any]:
-            finite = bool(torch.isfinite(holder["out"]).all()) and all(
-                parameter.grad is not None and bool(torch.isfinite(parameter.grad).all()) for parameter in parameters
-            )
-            return {"method": "output and every weight gradient finite", "passed": finite}
+            return {"method": "output and every weight gradient finite", "passed": step_finite(torch, block, holder)}
 
     else:
 
