@@ -9,7 +9,7 @@ GPU count, mode); the workload exists in our Workload rows with the unit it is r
 its precision, GPU count, params and number of results are what the client produces
 (services.workload_rules); no ``cpu_only`` runs; a start time that is a real date between the
 client's first run and the time the server received it (plus a clock skew); GPU memory below any
-GPGPU; a result of several GPUs has one ``per_gpu`` entry for each rank 0 to gpu_count - 1 and
+GPU; a result of several GPUs has one ``per_gpu`` entry for each rank 0 to gpu_count - 1 and
 uses no more GPUs than ``host.ranks``.
 """
 
