@@ -348,3 +348,63 @@ def architecture_timeline_figure(items: Sequence[TimelineItem]) -> dict[str, Any
         showlegend=False,
     )
     return _to_json(fig)
+
+
+TIER_COLOURS = {"S": "#d4380d", "A": "#fa8c16", "B": "#fadb14", "C": "#a0d911", "D": "#8c8c8c"}
+
+
+def tiers_figure(
+    tiers: Mapping[str, Sequence[Any]], *, thresholds: Mapping[str, float], currency: str, price_unit: str
+) -> dict[str, Any]:
+    """Each tiered GPU's performance per price as a share of the best, one colour per tier, the
+    tier bounds as shaded bands; estimated GPUs hatched. ``tiers`` maps S..D to rows, best first."""
+    rows = [(name, row) for name, members in tiers.items() for row in members if row.perf_per_dollar]
+    best = max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
+    fig = go.Figure()
+    for name, members in tiers.items():
+        subset = [row for row in members if row.perf_per_dollar]
+        if not subset:
+            continue
+        fig.add_bar(
+            name=esc(_("Tier %(name)s") % {"name": name}),
+            orientation="h",
+            x=[row.perf_per_dollar / best for row in subset],
+            y=[esc(row.gpu_name) for row in subset],
+            marker={
+                "color": TIER_COLOURS.get(name, PALETTE[0]),
+                "pattern": {"shape": ["/" if row.perf_basis == "estimated" else "" for row in subset]},
+            },
+            customdata=[_row_hover(row, currency, price_unit) for row in subset],
+            hovertemplate=_hovertemplate(_("Share of the best value")),
+        )
+    order = [esc(row.gpu_name) for _name, row in reversed(rows)]
+    bands = []
+    upper = 1.0
+    for name in TIER_COLOURS:
+        lower = thresholds.get(name, 0.0)
+        bands.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": lower,
+                "x1": upper,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": TIER_COLOURS[name],
+                "opacity": 0.07,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        upper = lower
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=max(320, 24 * len(rows) + 130),
+        barmode="overlay",
+        shapes=bands,
+        title=_title(_("Performance per price, as a share of the best")),
+        xaxis={"title": {"text": esc(_("Share of the best value"))}, "tickformat": ".0%", "range": [0, 1.02]},
+        yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
+    )
+    return _to_json(fig)

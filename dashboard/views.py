@@ -30,12 +30,17 @@ from dashboard.selectors_pages import architecture_timeline, architectures_compu
 RANKING_CSV_HEADER = (
     "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
     "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
-    "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor",
+    "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor", "eligible",
+    "ineligible_reasons", "estimate_error", "measured_via",
 )  # fmt: skip
 
 
 def _ranking_csv_rows(rows: list[RankingRow]) -> list[list[Any]]:
-    return [[getattr(r, name) for name in RANKING_CSV_HEADER] for r in rows]
+    def cell(row: RankingRow, name: str) -> Any:
+        value = getattr(row, name)
+        return "; ".join(value) if isinstance(value, list) else value
+
+    return [[cell(r, name) for name in RANKING_CSV_HEADER] for r in rows]
 
 
 def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamError | None]:

@@ -40,7 +40,13 @@ def test_rankings_page_shows_ranked_rows_and_figures(client):
     assert {t["name"] for t in bar["data"]} == {"measured", "estimated from specs"}
     scatter = _figure(html, "fig-scatter")
     frontier = next(t for t in scatter["data"] if t["name"] == "Pareto frontier")
-    assert frontier["text"][0] == "RTX 3060"  # cheapest GPU starts the frontier
+    assert frontier["text"][0] == "RTX 4090"  # the cheapest GPU shown starts the frontier
+    # the 12 GB RTX 3060 cannot train transformers: hidden, counted, one click away
+    assert "RTX 3060" not in names and 'id="show-all"' in html and "2 GPUs that cannot do this are hidden" in html
+    everything = client.get(reverse("dashboard:rankings"), {"show": "all"}).content.decode()
+    frontier = next(t for t in _figure(everything, "fig-scatter")["data"] if t["name"] == "Pareto frontier")
+    assert frontier["text"][0] == "RTX 3060"
+    assert "cannot do this" in everything and "12 GB is below the 24 GB floor" in everything
 
 
 def test_rankings_filters_change_the_figure(client):
@@ -86,7 +92,7 @@ def test_tiers_page(client):
     assert response.status_code == 200
     tier_s = html[html.index('id="tier-S"') : html.index('id="tier-A"')]
     assert "RTX 4090" in tier_s
-    assert "Below the 24 GB memory floor" in html
+    assert 'id="ineligible"' in html and "12 GB is below the 24 GB floor" in html
     rows = _csv(client.get(reverse("dashboard:tiers"), {"format": "csv"}))
     assert {r["gpu_slug"]: r["tier"] for r in rows}["rtx-4090"] == "S"
 
@@ -164,7 +170,7 @@ def test_open_data_page_and_table_download(client):
 def test_hostile_names_are_escaped_in_html_and_figures(client):
     world = build_world()
     for url in (
-        reverse("dashboard:rankings") + "?segment=consumer",
+        reverse("dashboard:rankings") + "?segment=consumer&show=all",
         reverse("dashboard:tiers") + "?use_case=inference-16bit",
         reverse("catalog:gpu-detail", args=[world.hostile.slug]),
         reverse("dashboard:compare") + f"?gpus={world.hostile.slug},rtx-4090",
@@ -173,7 +179,7 @@ def test_hostile_names_are_escaped_in_html_and_figures(client):
         assert "<script>window.__pwned" not in html, url
         assert "<img src=x" not in html, url
         assert "&lt;script&gt;window.__pwned" in html or "\\u003cscript\\u003e" in html, url
-    html = client.get(reverse("dashboard:rankings"), {"segment": "consumer"}).content.decode()
+    html = client.get(reverse("dashboard:rankings"), {"segment": "consumer", "show": "all"}).content.decode()
     bar = _figure(html, "fig-bar")
     labels = [n for t in bar["data"] for n in t["y"]]
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt; Card" in labels
