@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
@@ -171,8 +172,8 @@ class _RankingBase(ApiMixin, APIView):
 
 class RankingView(_RankingBase):
     @extend_schema(
-        summary="GPU rankings: performance, price and value",
-        description=(
+        summary=_("GPU rankings: performance, price and value"),
+        description=_(
             "The rows of the rankings page (/) for the same parameters. `perf` is relative to the baseline "
             "GPU (1.0); `perf_basis`/`measured` say whether it is measured (then `n` results back it) or "
             "estimated from specs (`n` = 0)."
@@ -190,8 +191,8 @@ class RankingView(_RankingBase):
 
 class TierListView(_RankingBase):
     @extend_schema(
-        summary="Tier list of a use case",
-        description=(
+        summary=_("Tier list of a use case"),
+        description=_(
             "S..D by performance per price relative to the best GPU eligible for the use case (its memory "
             "floor and tensor format) that has a price (the tiers page, /tiers/). `below_floor` and "
             "`lacking_precision` list the GPUs that cannot do the work."
