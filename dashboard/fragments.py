@@ -27,6 +27,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
 from dashboard import figures, metrics
 from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
@@ -216,6 +217,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
         **_switch_hrefs(params),
         "requirement": metrics.use_case_requirement(ranking.use_case, family=params.precision),
         "memory_floor_citation": ranking.use_case.memory_floor_citation,
+        "lab_source": LAMBDA_SOURCE,
         "min_fit_gpus": metrics.MIN_FIT_GPUS,
         "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
         "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
@@ -266,6 +268,7 @@ def tiers_body(*, params: RankingParams) -> bytes:
         "min_fit_gpus": metrics.MIN_FIT_GPUS,
         "requirement": metrics.use_case_requirement(tier_list.ranking.use_case, family=params.precision),
         "memory_floor_citation": tier_list.ranking.use_case.memory_floor_citation,
+        "lab_source": LAMBDA_SOURCE,
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
         **filter_options(),

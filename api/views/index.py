@@ -59,6 +59,7 @@ class ApiIndexView(ApiMixin, APIView):
 
     @extend_schema(
         summary=_("What the API offers"),
+        tags=["index"],
         responses={
             200: inline_serializer(
                 "ApiIndex",

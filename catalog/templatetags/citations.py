@@ -35,7 +35,7 @@ def cite(source: str, as_of: dt.date | None = None) -> SafeString:
     date = as_of or citation.date
     if date:
         parts.append(format_html("{}", date.isoformat()))
-    out = format_html_join(", ", "{}", ((p,) for p in parts))
+    out = format_html_join(_(", "), "{}", ((p,) for p in parts))
     if citation.original_title:
         original = (
             format_html('<a href="{}" rel="noopener nofollow">{}</a>', citation.original_url, citation.original_title)
@@ -43,9 +43,10 @@ def cite(source: str, as_of: dt.date | None = None) -> SafeString:
             else format_html("<cite>{}</cite>", citation.original_title)
         )
         out = format_html(
-            "{} ({})",
-            out,
-            format_html(_("summarising {original} by {author}"), original=original, author=citation.original_author),
+            _("{citation} (summarising {original} by {author})"),
+            citation=out,
+            original=original,
+            author=citation.original_author,
         )
     return format_html('<span class="citation">{}</span>', out)
 
