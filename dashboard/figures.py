@@ -168,7 +168,7 @@ def log_axis_range(values: Sequence[float]) -> list[float]:
 
 
 def label_box(
-    px: float, py: float, text: str, position: str, *, font_px: float = FRONTIER_FONT_PX, gap: float = 6.0
+    px: float, py: float, text: str, position: str, *, font_px: float = FRONTIER_FONT_PX, gap: float = 8.0
 ) -> tuple[float, float, float, float]:
     """The box (left, top, right, bottom, in screen pixels, y down) a Plotly text label takes at a
     textposition around a marker at (px, py); widths are estimated (0.62 em per character)."""
