@@ -265,6 +265,10 @@ class RankingRowSerializer(serializers.Serializer):
     tier = serializers.ChoiceField(
         choices=[(t, t) for t in ("S", "A", "B", "C", "D")], allow_null=True, help_text="Null: no tier."
     )
+    eligible = serializers.BooleanField(help_text="Meets the use case's memory floor and has its tensor format.")
+    ineligible_reasons = serializers.ListField(child=serializers.CharField(), help_text="Why not; empty if eligible.")
+    estimate_error = _nullable_float(help_text="Typical relative error of perf_estimated; null when unknown.")
+    measured_via = serializers.CharField(help_text="GPU a measured figure is chained through; empty when direct.")
 
 
 class RankingParamsSerializer(serializers.Serializer):
@@ -282,6 +286,7 @@ class RankingParamsSerializer(serializers.Serializer):
     baseline = serializers.CharField()
     basis = serializers.CharField()
     sort = serializers.CharField()
+    show = serializers.CharField()
 
 
 class UseCaseSerializer(serializers.Serializer):
@@ -289,6 +294,17 @@ class UseCaseSerializer(serializers.Serializer):
     label = serializers.CharField()  # type: ignore[assignment]
     memory_floor_gib = serializers.FloatField()
     memory_floor_source = serializers.CharField()
+    required_tensor_formats = serializers.ListField(child=serializers.CharField())
+    requirement = serializers.CharField(help_text="What a GPU needs for the use case, in words.")
+
+
+class EstimateSerializer(serializers.Serializer):
+    compute_weight = serializers.FloatField()
+    scale = serializers.FloatField()
+    least_squares = serializers.BooleanField(help_text="False: equal weights, nothing fitted.")
+    checked_on = serializers.IntegerField(help_text="Measured GPUs the estimate was checked on; 0: unchecked.")
+    typical_error = _nullable_float(help_text="Median relative miss on the measured GPUs (leave-one-out).")
+    worst_error = _nullable_float()
 
 
 class BaselineSerializer(serializers.Serializer):
@@ -306,6 +322,8 @@ class ExchangeRateSerializer(serializers.Serializer):
 class RankingHeaderSerializer(serializers.Serializer):
     params = RankingParamsSerializer(help_text="The parameters as applied, defaults filled in.")
     use_case = UseCaseSerializer()
+    estimate = EstimateSerializer(help_text="The spec estimate and how far it misses the measured GPUs.")
+    hidden_ineligible = serializers.IntegerField(help_text="GPUs left out because they cannot do the use case.")
     baseline = BaselineSerializer()
     currency = serializers.CharField(help_text="Currency of prices (USD when no rate exists for the one asked).")
     exchange_rate = ExchangeRateSerializer(allow_null=True)
@@ -328,4 +346,5 @@ class TierListSerializer(RankingHeaderSerializer):
     memory_floor_gib = serializers.FloatField()
     tiers = TierSerializer(many=True)
     below_floor = RankingRowSerializer(many=True)
+    lacking_precision = RankingRowSerializer(many=True)
     without_price = RankingRowSerializer(many=True)

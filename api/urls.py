@@ -1,18 +1,20 @@
 from django.urls import path, re_path
 from drf_spectacular.utils import extend_schema
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from api.views import benchmarks, catalog, moderation, prices, rankings
 from api.views.base import ApiNotFoundView, PingView
+from api.views.index import ApiIndexView, LocalisedRedocView, LocalisedSwaggerView
 from benchmarks_app.api import SubmissionCreateView, SubmissionDetailView
 from fitcalc.api import FitView
 
 app_name = "api"
 
 urlpatterns = [
+    path("", ApiIndexView.as_view(), name="index"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("docs/", LocalisedSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", LocalisedRedocView.as_view(url_name="api:schema"), name="redoc"),
     path("ping/", PingView.as_view(), name="ping"),
     path("gpus/", catalog.GpuListView.as_view(), name="gpu-list"),
     # <path:...>: any slug reaches the view, so a strange one is a JSON 404, not Django's HTML one.

@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog.matching.rules import name_rule_problems
 from catalog.models import GpuNameRule, Segment
+from catalog.selectors import CATALOGUE_SORTS
 
 
 class GpuFilterForm(forms.Form):
@@ -16,7 +17,12 @@ class GpuFilterForm(forms.Form):
     segment = forms.ChoiceField(required=False, choices=[("", _("Any"))] + list(Segment.choices), label=_("Segment"))
     min_memory = forms.FloatField(required=False, min_value=0, max_value=10_000, label=_("Min memory (GiB)"))
     max_memory = forms.FloatField(required=False, min_value=0, max_value=10_000, label=_("Max memory (GiB)"))
-    curated_only = forms.BooleanField(required=False, label=_("Deep-learning GPUs only"))
+    scope = forms.ChoiceField(
+        required=False,
+        choices=[("dl", _("Deep-learning GPUs")), ("all", _("All GPUs"))],
+        label=_("Show"),
+    )
+    sort = forms.ChoiceField(required=False, choices=[(k, k) for k in CATALOGUE_SORTS], label=_("Sort by"))
 
 
 class GpuNameRuleForm(forms.ModelForm):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from catalog.models import Gpu, Segment
+from catalog.models import Gpu, GpuAlias, Segment, TensorPeak
+from catalog.models.gpus import alias_normalise
+from catalog.selectors_prices import price_summary_per_gpu
 from gpuatlas.data_version import data_versioned
 
 
@@ -88,3 +91,139 @@ def gpu_for_page(*, slug: str) -> Gpu | None:
     Cached per data version: a warm GPU page then runs no query (catalogue edits bump it).
     """
     return Gpu.objects.with_related().filter(slug=slug).first()
+
+
+@dataclass(frozen=True)
+class CurrentPrice:
+    """A GPU's current on-demand rent in USD per GPU-hour: the cheapest offer and the typical
+    (median) one, over how many offers and providers."""
+
+    cheapest_usd: float
+    typical_usd: float
+    offers: int
+    providers: int
+
+
+def gpu_current_prices(*, gpu_ids: list[int]) -> dict[int, CurrentPrice]:
+    """Current on-demand prices of the given GPUs, for the comparison page and the catalogue.
+
+    The one place those two pages read prices, so a better price read (freshness, outliers)
+    replaces it here alone.
+    """
+    summaries = price_summary_per_gpu(gpu_ids=gpu_ids)
+    return {
+        gpu_id: CurrentPrice(
+            cheapest_usd=float(s["cheapest"]),
+            typical_usd=float(s["median"]),
+            offers=s["offers"],
+            providers=s["providers"],
+        )
+        for gpu_id, s in summaries.items()
+        if s["cheapest"] is not None and s["median"] is not None
+    }
+
+
+@dataclass
+class GpuLookup:
+    """What a typed GPU name resolved to: the GPU, or suggestions when it matched none."""
+
+    text: str
+    gpu: Gpu | None
+    suggestions: list[Gpu]
+
+
+def gpus_lookup(*, texts: list[str], suggestions: int = 5) -> list[GpuLookup]:
+    """Resolve what people type for a GPU (its name, page slug or a known alias, any case and
+    spacing: "RTX 4090", "rtx-4090", "geforce-rtx-4090") to catalogue GPUs, curated ones first."""
+    keys = {text: alias_normalise(text) for text in texts}
+    by_alias = {
+        a.normalised: a.gpu
+        for a in GpuAlias.objects.filter(normalised__in=[k for k in keys.values() if k]).select_related("gpu")
+    }
+    direct = list(
+        Gpu.objects.with_related()
+        .filter(
+            Q(slug__in=[t.strip().lower() for t in texts]) | Q(name__in=[t.strip() for t in texts]) | Q(is_curated=True)
+        )
+        .order_by("-is_curated", "name")
+    )
+    out = []
+    for text in texts:
+        wanted = text.strip()
+        gpu = next((g for g in direct if g.slug == wanted.lower() or g.name.lower() == wanted.lower()), None)
+        gpu = gpu or by_alias.get(keys[text])
+        if gpu is None and keys[text]:
+            gpu = next((g for g in direct if alias_normalise(g.name) == keys[text]), None)
+        found: list[Gpu] = []
+        if gpu is None and keys[text]:
+            words = [w for w in re.split(r"[\s\-_/()]+", wanted) if w]
+            candidates = Gpu.objects.with_related().order_by("-is_curated", "-release_date", "name")
+            for word in words:
+                candidates = candidates.filter(Q(name__icontains=word) | Q(aliases__alias__icontains=word))
+            found = list(candidates.distinct()[:suggestions])
+        out.append(GpuLookup(text=text, gpu=gpu, suggestions=found))
+    return out
+
+
+# Catalogue sort keys (a leading "-" reverses): what each sorts by; missing values go last.
+CATALOGUE_SORT_FIELDS = {
+    "name": "name",
+    "memory": "memory_gib",
+    "bandwidth": "memory_bandwidth_gbs",
+    "bf16": "bf16",
+    "fp8": "fp8",
+    "tdp": "tdp_w",
+    "price": "price",
+    "released": "release_date",
+}
+CATALOGUE_SORTS = tuple(CATALOGUE_SORT_FIELDS) + tuple(f"-{k}" for k in CATALOGUE_SORT_FIELDS)
+
+
+@dataclass
+class CatalogueRow:
+    """A GPU of the /gpus/ page with its deep-learning figures: dense BF16 and FP8 tensor
+    TFLOPS (None: not supported; absent from ``known``: not on record) and its current price."""
+
+    gpu: Gpu
+    bf16: float | None
+    fp8: float | None
+    known: frozenset[str]
+    price: CurrentPrice | None
+
+    def sort_value(self, key: str) -> Any:
+        if key == "price":
+            return self.price.typical_usd if self.price else None
+        if key in ("bf16", "fp8"):
+            return getattr(self, key)
+        value = getattr(self.gpu, CATALOGUE_SORT_FIELDS[key])
+        return value.lower() if isinstance(value, str) else value
+
+
+def gpu_catalogue(*, scope: str = "dl", sort: str = "", **filters: Any) -> list[CatalogueRow]:
+    """The /gpus/ page: the filtered catalogue (deep-learning GPUs by default, ``scope="all"`` for
+    every GPU) with dense BF16/FP8 tensor figures and current prices, sorted by ``sort``."""
+    gpus = list(gpu_list(curated_only=scope != "all", **filters))
+    ids = [g.id for g in gpus]
+    peaks: dict[int, dict[str, float | None]] = {}
+    for peak in TensorPeak.objects.filter(gpu_id__in=ids, precision__in=("bf16", "fp8")).values(
+        "gpu_id", "precision", "supported", "dense_tflops"
+    ):
+        peaks.setdefault(peak["gpu_id"], {})[peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
+    prices = gpu_current_prices(gpu_ids=ids)
+    rows = [
+        CatalogueRow(
+            gpu=g,
+            bf16=peaks.get(g.id, {}).get("bf16"),
+            fp8=peaks.get(g.id, {}).get("fp8"),
+            known=frozenset(peaks.get(g.id, {})),
+            price=prices.get(g.id),
+        )
+        for g in gpus
+    ]
+    key = sort.lstrip("-")
+    if key in CATALOGUE_SORT_FIELDS:
+        descending = sort.startswith("-")
+        present = [r for r in rows if r.sort_value(key) is not None]
+        present.sort(key=lambda r: r.sort_value(key), reverse=descending)
+        rows = present + [r for r in rows if r.sort_value(key) is None]
+    return rows

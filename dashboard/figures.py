@@ -83,7 +83,7 @@ def _row_hover(row: Any, currency: str, price_unit: str) -> list[str]:
     sample = (
         _("n = %(n)s results, %(submitters)s distinct submitters") % {"n": row.n, "submitters": row.distinct_submitters}
         if row.perf_basis == "measured"
-        else _("no accepted measurement: estimated from specs")
+        else _("no accepted measurement: estimated from specs") + _estimate_hover(row)
     )
     return [
         esc(row.gpu_name),
@@ -93,6 +93,16 @@ def _row_hover(row: Any, currency: str, price_unit: str) -> list[str]:
         _fmt(row.perf_per_dollar),
         f"{row.memory_gib:g} GiB" if row.memory_gib else "—",
     ]
+
+
+def _estimate_hover(row: Any) -> str:
+    error = getattr(row, "estimate_error", None)
+    return "" if error is None else " " + _("(typically within ±%(error)s %%)") % {"error": f"{error * 100:.0f}"}
+
+
+def _estimate_text(row: Any) -> str:
+    error = getattr(row, "estimate_error", None)
+    return _("est.") if error is None else _("est. ±%(error)s %%") % {"error": f"{error * 100:.0f}"}
 
 
 def _hovertemplate(value_label: str) -> str:
@@ -125,7 +135,7 @@ def rankings_bar_figure(
             marker={"color": colour, "pattern": {"shape": pattern}},
             customdata=[_row_hover(r, currency, price_unit) for r in subset],
             hovertemplate=_hovertemplate(value_label),
-            text=[f"n={r.n}" if r.perf_basis == "measured" else _("est.") for r in subset],
+            text=[f"n={r.n}" if r.perf_basis == "measured" else _estimate_text(r) for r in subset],
             textposition="auto",
         )
     order = [esc(r.gpu_name) for r in reversed(ranked)]
@@ -138,6 +148,92 @@ def rankings_bar_figure(
         yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
     )
     return _to_json(fig)
+
+
+FRONTIER_FONT_PX = 11
+# The smallest plot area the scatter gets (the chart grid's narrowest card, 460 px tall): labels
+# placed without overlap or clipping there keep clear of each other in any larger one.
+MIN_PLOT_PX = (360.0, 280.0)
+_LABEL_POSITIONS = (
+    "top center", "bottom center", "middle right", "middle left", "top right", "top left", "bottom right", "bottom left",
+)  # fmt: skip
+
+
+def log_axis_range(values: Sequence[float]) -> list[float]:
+    """A log axis range (in log10 units, as Plotly wants it) with room for labels at both ends."""
+    logs = [math.log10(v) for v in values if v and v > 0] or [0.0]
+    low, high = min(logs), max(logs)
+    pad = max(0.12, (high - low) * 0.08)
+    return [low - pad, high + pad]
+
+
+def label_box(
+    px: float, py: float, text: str, position: str, *, font_px: float = FRONTIER_FONT_PX, gap: float = 8.0
+) -> tuple[float, float, float, float]:
+    """The box (left, top, right, bottom, in screen pixels, y down) a Plotly text label takes at a
+    textposition around a marker at (px, py); widths are estimated (0.62 em per character)."""
+    width, height = 0.62 * font_px * len(text), 1.3 * font_px
+    vertical, horizontal = position.split()
+    if vertical == "top":
+        top = py - gap - height
+    elif vertical == "bottom":
+        top = py + gap
+    else:
+        top = py - height / 2
+    if horizontal == "center":
+        left = px - width / 2
+    elif horizontal == "right":
+        left = px + (gap if vertical == "middle" else 0)
+    else:
+        left = px - width - (gap if vertical == "middle" else 0)
+    return left, top, left + width, top + height
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float], pad: float = 2.0) -> bool:
+    return a[0] < b[2] + pad and b[0] < a[2] + pad and a[1] < b[3] + pad and b[1] < a[3] + pad
+
+
+def frontier_labels(
+    points: Sequence[tuple[str, float, float]],
+    *,
+    x_range: Sequence[float],
+    y_range: Sequence[float],
+    plot_px: tuple[float, float] = MIN_PLOT_PX,
+    others: Sequence[tuple[float, float]] = (),
+) -> list[tuple[str, str]]:
+    """(text, textposition) per frontier point (name, price, performance): the first position
+    around the point where the label stays inside the plot, off every other label and off every
+    marker (the frontier's and ``others``, as (price, performance)); no label (the name stays in
+    the hover and the table) where none fits."""
+    width, height = plot_px
+
+    def pixel(price: float, perf: float) -> tuple[float, float]:
+        x = (math.log10(price) - x_range[0]) / (x_range[1] - x_range[0]) * width
+        y = height - (perf - y_range[0]) / (y_range[1] - y_range[0]) * height
+        return x, y
+
+    markers = [pixel(price, perf) for _name, price, perf in points]
+    obstacles = [pixel(price, perf) for price, perf in others if price > 0]
+    boxes: list[tuple[float, float, float, float]] = []
+    out = []
+    for i, (name, _price, _perf) in enumerate(points):
+        px, py = markers[i]
+        chosen = ("", "top center")
+        for position in _LABEL_POSITIONS:
+            box = label_box(px, py, name, position)
+            inside = box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
+            clear = not any(_overlap(box, other) for other in boxes)
+            off_markers = not any(
+                _overlap(box, (mx - 4, my - 4, mx + 4, my + 4), pad=0)
+                for j, (mx, my) in enumerate([*markers, *obstacles])
+                if j != i and (mx, my) != (px, py)
+            )
+            if inside and clear and off_markers:
+                boxes.append(box)
+                chosen = (name, position)
+                break
+        out.append(chosen)
+    return out
 
 
 def perf_price_scatter_figure(
@@ -169,25 +265,24 @@ def perf_price_scatter_figure(
         )
     by_slug = {r.gpu_slug: r for r in priced}
     front = [by_slug[s] for s in frontier if s in by_slug]
-    # Label frontier points only where they do not crowd the previous label (log price axis).
-    labels, last = [], None
-    top = max((r.perf for r in front), default=1.0) or 1.0
-    for r in front:
-        crowded = last is not None and math.log10(r.price / last.price) < 0.15 and abs(r.perf - last.perf) < 0.08 * top
-        labels.append("" if crowded else esc(r.gpu_name))
-        if not crowded:
-            last = r
+    x_range = log_axis_range([r.price for r in priced])
+    y_range = [0.0, max((r.perf for r in priced), default=1.0) * 1.15]
+    placed = frontier_labels(
+        [(r.gpu_name, r.price, r.perf) for r in front],
+        x_range=x_range,
+        y_range=y_range,
+        others=[(r.price, r.perf) for r in priced if r.gpu_slug not in set(frontier)],
+    )
     fig.add_scatter(
         name=esc(_("Pareto frontier")),
         mode="lines+markers+text",
         x=[r.price for r in front],
         y=[r.perf for r in front],
-        text=labels,
+        text=[esc(text) for text, _position in placed],
         customdata=[esc(r.gpu_name) for r in front],
-        # the leftmost label would be cut by the plot edge: it goes to the right of its point
-        textposition=["top right" if i == 0 else "top left" for i in range(len(front))],
+        textposition=[position for _text, position in placed],
         cliponaxis=False,
-        textfont={"size": 11, "color": FRONTIER_COLOUR},
+        textfont={"size": FRONTIER_FONT_PX, "color": FRONTIER_COLOUR},
         line={"color": FRONTIER_COLOUR, "width": 2, "dash": "dot"},
         marker={"color": FRONTIER_COLOUR, "size": 6},
         hoverinfo="skip",
@@ -196,36 +291,80 @@ def perf_price_scatter_figure(
         **_CONFIG_LAYOUT,
         height=460,
         title=_title(_("Performance against price")),
-        xaxis={"title": {"text": esc(price_label)}, "type": "log", "dtick": "D2"},
-        yaxis={"title": {"text": esc(perf_label)}, "rangemode": "tozero"},
+        xaxis={"title": {"text": esc(price_label)}, "type": "log", "dtick": "D2", "range": x_range},
+        yaxis={"title": {"text": esc(perf_label)}, "range": y_range},
     )
     return _to_json(fig)
+
+
+# A price holds until the next observation only this long; a longer silence breaks the line
+# (a catalogue snapshot months later says nothing about the months between).
+PRICE_GAP_DAYS = 7
+
+
+def price_steps(
+    points: Sequence[tuple[dt.date, float]], *, max_gap_days: int = PRICE_GAP_DAYS
+) -> tuple[list[str | None], list[float | None]]:
+    """x and y of a step line ("hv": each price holds until the next one) with a break (None)
+    wherever two observations are more than ``max_gap_days`` apart."""
+    xs: list[str | None] = []
+    ys: list[float | None] = []
+    previous: dt.date | None = None
+    for day, price in sorted(points):
+        if previous is not None and (day - previous).days > max_gap_days:
+            xs.append(None)
+            ys.append(None)
+        xs.append(day.isoformat())
+        ys.append(price)
+        previous = day
+    return xs, ys
+
+
+def date_axis_range(days: Sequence[dt.date], *, min_span_days: int = 14) -> list[str]:
+    """An x range of whole days around the data, at least ``min_span_days`` wide: a single day of
+    data otherwise autoranges to milliseconds ("23:59:59.999 Nov 21" to "00:00:00.001")."""
+    first, last = min(days), max(days)
+    pad = max(dt.timedelta(days=1), (last - first) * 0.03)
+    missing = dt.timedelta(days=min_span_days) - (last - first) - 2 * pad
+    if missing > dt.timedelta(0):
+        pad += missing / 2
+    return [(first - pad).isoformat(), (last + pad).isoformat()]
 
 
 def price_history_figure(
     series: Mapping[str, Sequence[tuple[dt.date, float]]], *, currency: str, shown: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """Lowest price per GPU-hour per day, one line per series; series not in ``shown`` start
-    hidden (a click on the legend shows them), so thirty providers stay readable."""
+    """Lowest price per GPU-hour per day as steps, one line per series, broken across gaps of
+    more than ``PRICE_GAP_DAYS``; series not in ``shown`` start hidden (a click on the legend shows
+    them), so thirty providers stay readable."""
     fig = go.Figure()
     for i, (name, points) in enumerate(series.items()):
+        xs, ys = price_steps(points)
         fig.add_scatter(
             name=esc(name),
             mode="lines+markers",
-            x=[p[0].isoformat() for p in points],
-            y=[p[1] for p in points],
+            x=xs,
+            y=ys,
+            connectgaps=False,
             line={"color": PALETTE[i % len(PALETTE)], "shape": "hv", "width": 3 if name in shown else 1.5},
             marker={"size": 5},
             visible=True if not shown or name in shown else "legendonly",
-            hovertemplate=esc(name) + "<br>%{x}: %{y:.3f} " + esc(currency) + "<extra></extra>",
+            hovertemplate=esc(name) + "<br>%{x|%Y-%m-%d}: %{y:.3f} " + esc(currency) + "<extra></extra>",
         )
     layout = dict(_CONFIG_LAYOUT)
     layout["legend"] = {"orientation": "v", "x": 1.02, "y": 1, "font": {"size": 11}}
+    days = [day for points in series.values() for day, _price in points]
     fig.update_layout(
         **layout,
         height=420,
         title=_title(_("Lowest price per GPU-hour, by day")),
-        xaxis={"title": {"text": esc(_("Date"))}},
+        xaxis={
+            "title": {"text": esc(_("Date"))},
+            "type": "date",
+            "range": date_axis_range(days) if days else None,
+            "tickformat": "%Y-%m-%d",
+            "hoverformat": "%Y-%m-%d",
+        },
         yaxis={"title": {"text": esc(_("%(currency)s per GPU-hour") % {"currency": currency})}, "rangemode": "tozero"},
     )
     return _to_json(fig)
@@ -346,5 +485,65 @@ def architecture_timeline_figure(items: Sequence[TimelineItem]) -> dict[str, Any
         xaxis={"title": {"text": esc(_("Release"))}, "type": "date"},
         yaxis={"title": {"text": ""}, "automargin": True},
         showlegend=False,
+    )
+    return _to_json(fig)
+
+
+TIER_COLOURS = {"S": "#d4380d", "A": "#fa8c16", "B": "#fadb14", "C": "#a0d911", "D": "#8c8c8c"}
+
+
+def tiers_figure(
+    tiers: Mapping[str, Sequence[Any]], *, thresholds: Mapping[str, float], currency: str, price_unit: str
+) -> dict[str, Any]:
+    """Each tiered GPU's performance per price as a share of the best, one colour per tier, the
+    tier bounds as shaded bands; estimated GPUs hatched. ``tiers`` maps S..D to rows, best first."""
+    rows = [(name, row) for name, members in tiers.items() for row in members if row.perf_per_dollar]
+    best = max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
+    fig = go.Figure()
+    for name, members in tiers.items():
+        subset = [row for row in members if row.perf_per_dollar]
+        if not subset:
+            continue
+        fig.add_bar(
+            name=esc(_("Tier %(name)s") % {"name": name}),
+            orientation="h",
+            x=[row.perf_per_dollar / best for row in subset],
+            y=[esc(row.gpu_name) for row in subset],
+            marker={
+                "color": TIER_COLOURS.get(name, PALETTE[0]),
+                "pattern": {"shape": ["/" if row.perf_basis == "estimated" else "" for row in subset]},
+            },
+            customdata=[_row_hover(row, currency, price_unit) for row in subset],
+            hovertemplate=_hovertemplate(_("Share of the best value")),
+        )
+    order = [esc(row.gpu_name) for _name, row in reversed(rows)]
+    bands = []
+    upper = 1.0
+    for name in TIER_COLOURS:
+        lower = thresholds.get(name, 0.0)
+        bands.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": lower,
+                "x1": upper,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": TIER_COLOURS[name],
+                "opacity": 0.07,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        upper = lower
+    fig.update_layout(
+        **_CONFIG_LAYOUT,
+        height=max(320, 24 * len(rows) + 130),
+        barmode="overlay",
+        shapes=bands,
+        title=_title(_("Performance per price, as a share of the best")),
+        xaxis={"title": {"text": esc(_("Share of the best value"))}, "tickformat": ".0%", "range": [0, 1.02]},
+        yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
     )
     return _to_json(fig)

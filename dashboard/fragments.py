@@ -27,6 +27,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
 from dashboard import figures, metrics
 from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
@@ -147,6 +148,7 @@ def filter_options() -> dict[str, Any]:
         ],
         "conditions": [("new", _("new")), ("used", _("used"))],
         "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
+        "shows": [("eligible", _("only GPUs that can do it")), ("all", _("all GPUs"))],
         "sorts": [
             ("perf_per_dollar", _("performance per price")),
             ("perf", _("performance")),
@@ -167,6 +169,16 @@ def _labels(ranking: Ranking) -> dict[str, str]:
         "price": price_label,
         "value": value_label,
         "perf": _("Performance (%(baseline)s = 1.0)") % {"baseline": ranking.baseline_name},
+    }
+
+
+def _switch_hrefs(params: RankingParams) -> dict[str, str]:
+    """One-click links that flip the eligibility and the measured-only switches."""
+    return {
+        "show_all_href": "?" + urlencode(params.with_changes(show="all").to_query()),
+        "show_eligible_href": "?" + urlencode(params.with_changes(show="eligible").to_query()),
+        "measured_only_href": "?" + urlencode(params.with_changes(basis="measured").to_query()),
+        "all_bases_href": "?" + urlencode(params.with_changes(basis="all").to_query()),
     }
 
 
@@ -202,6 +214,11 @@ def rankings_body(*, params: RankingParams) -> bytes:
         ),
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
+        **_switch_hrefs(params),
+        "requirement": metrics.use_case_requirement(ranking.use_case, family=params.precision),
+        "memory_floor_citation": ranking.use_case.memory_floor_citation,
+        "lab_source": LAMBDA_SOURCE,
+        "min_fit_gpus": metrics.MIN_FIT_GPUS,
         "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
         "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
         "min_community_n": metrics.MIN_COMMUNITY_N,
@@ -238,8 +255,20 @@ def tiers_body(*, params: RankingParams) -> bytes:
         "ranking": tier_list.ranking,
         "tabs": tabs,
         "tier_rows": [(name, tier_list.tiers[name]) for name in metrics.TIER_NAMES],
+        "tier_figure": figures.tiers_figure(
+            tier_list.tiers,
+            thresholds=tier_list.thresholds,
+            currency=tier_list.ranking.currency,
+            price_unit=str(tier_list.ranking.rows[0].price_unit) if tier_list.ranking.rows else "",
+        )
+        if any(tier_list.tiers.values())
+        else None,
         "tier_bounds": _tier_bounds(),
         "min_community_n": metrics.MIN_COMMUNITY_N,
+        "min_fit_gpus": metrics.MIN_FIT_GPUS,
+        "requirement": metrics.use_case_requirement(tier_list.ranking.use_case, family=params.precision),
+        "memory_floor_citation": tier_list.ranking.use_case.memory_floor_citation,
+        "lab_source": LAMBDA_SOURCE,
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
         **filter_options(),

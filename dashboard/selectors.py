@@ -26,6 +26,9 @@ Stable interface (the API builds on it; change only by adding fields)
     baseline   GPU slug = 1.0                                   a100-sxm4-80-gb
     basis      all | measured                                   all
     sort       perf_per_dollar | perf | perf_per_kw             perf_per_dollar
+    show       eligible | all  (GPUs that fail the use case's   eligible
+               memory floor or tensor-format need: hidden, or
+               listed with the reason)
     ========== ================================================ =================
 
 ``rankings_compute(*, params: RankingParams) -> Ranking``
@@ -33,8 +36,13 @@ Stable interface (the API builds on it; change only by adding fields)
     sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
     Issues a fixed number of SQL queries (at most 9) whatever the data size.
 
+    With ``show=eligible`` the rows that fail the use case's eligibility are in
+    ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
+    ``eligible`` and ``ineligible_reasons``. ``Ranking.estimate`` is the fitted spec estimate with
+    its leave-one-GPU-out error, which every estimated row repeats as ``estimate_error``.
+
 ``tiers_compute(*, params: RankingParams) -> TierList``
-    S/A/B/C/D over the rows that meet the use case's memory floor and have a price.
+    S/A/B/C/D over the eligible rows that have a price.
 
 Measured and estimated figures are never merged silently: ``RankingRow.perf_basis`` says which
 one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
@@ -68,6 +76,7 @@ MODES = ("rent", "buy")
 PRICE_HOW = ("cheapest", "median", "spot")
 CONDITIONS = ("new", "used")
 BASES = ("all", "measured")
+SHOWS = ("eligible", "all")
 SORTS = ("perf_per_dollar", "perf", "perf_per_kw")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 
@@ -97,6 +106,7 @@ class RankingParams:
     baseline: str = metrics.BASELINE_SLUG_DEFAULT
     basis: str = "all"
     sort: str = "perf_per_dollar"
+    show: str = "eligible"
 
     def __post_init__(self) -> None:
         if not self.precision:
@@ -180,6 +190,7 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         baseline=_slug(query, "baseline") or metrics.BASELINE_SLUG_DEFAULT,
         basis=_choice(query, "basis", BASES, "all"),
         sort=_choice(query, "sort", SORTS, "perf_per_dollar"),
+        show=_choice(query, "show", SHOWS, "eligible"),
     )
 
 
@@ -212,6 +223,10 @@ class RankingRow:
     meets_memory_floor: bool
     tier: str | None = None
     rank: int | None = None
+    eligible: bool = True  # meets the use case's memory floor and has the tensor format it needs
+    ineligible_reasons: list[str] = field(default_factory=list)
+    estimate_error: float | None = None  # typical relative error of the spec estimate (None: unknown)
+    measured_via: str = ""  # the GPU a measured figure is chained through (no workload shared with the baseline)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -229,16 +244,23 @@ class Ranking:
     exchange_rate: dict[str, Any] | None  # {"usd_per_unit", "date", "source"} for CNY
     warnings: list[str] = field(default_factory=list)
     skipped_without_data: int = 0  # GPUs with neither a measurement nor the specs to estimate
+    estimate: metrics.EstimateModel = field(default_factory=metrics.EstimateModel)
+    ineligible_rows: list[RankingRow] = field(default_factory=list)  # hidden with show=eligible
+
+    @property
+    def hidden_ineligible(self) -> int:
+        return len(self.ineligible_rows)
 
 
 @dataclass
 class TierList:
     ranking: Ranking
     tiers: dict[str, list[RankingRow]]  # "S".."D" -> rows, best first
-    below_floor: list[RankingRow]
+    below_floor: list[RankingRow]  # below the memory floor (whatever their tensor formats)
     without_price: list[RankingRow]
     thresholds: dict[str, float]
     memory_floor_gib: float
+    lacking_precision: list[RankingRow] = field(default_factory=list)  # enough memory, no tensor format
 
 
 def _latest_rates() -> dict[str, dict[str, Any]]:
@@ -299,6 +321,34 @@ def _spec_figures(gpu: Gpu, peaks: Mapping[str, float | None]) -> metrics.SpecFi
     return metrics.SpecFigures(peaks=peaks, bandwidth_gbs=gpu.memory_bandwidth_gbs, fp32_tflops=gpu.fp32_tflops)
 
 
+def _architecture_support(gpu: Gpu) -> metrics.ArchitectureSupport | None:
+    arch = gpu.architecture
+    if arch is None:
+        return None
+    return metrics.ArchitectureSupport(
+        vendor_slug=gpu.vendor.slug,
+        tensor_core_generation=arch.tensor_core_generation,
+        bf16=arch.supports_bf16,
+        fp8=arch.supports_fp8,
+    )
+
+
+def _estimate_model(
+    *,
+    measured: Mapping[int, metrics.MeasuredPerf],
+    specs: Mapping[int, metrics.SpecFigures],
+    baseline_specs: metrics.SpecFigures,
+    family: str,
+) -> metrics.EstimateModel:
+    """The spec estimate fitted on every measured GPU (whatever the page's filters)."""
+    samples = []
+    for gpu_id, perf in measured.items():
+        ratios = metrics.spec_ratios(specs[gpu_id], baseline_specs, family=family) if gpu_id in specs else None
+        if ratios is not None:
+            samples.append(metrics.EstimateSample(str(gpu_id), perf.value, *ratios))
+    return metrics.estimate_model_fit(samples)
+
+
 @data_versioned("rankings_compute")  # perf: cached per params until prices or results change
 def rankings_compute(*, params: RankingParams) -> Ranking:
     """Performance, price and value of every GPU with data for the use case (see module doc)."""
@@ -344,7 +394,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         if baseline is None:
             raise RankingParamError("baseline", _("unknown GPU %(slug)r") % {"slug": params.baseline})
 
-    ids = [g.id for g in gpus] + [baseline.id]
+    # The estimate is fitted on every measured GPU, also those the filters leave out.
+    ids = {g.id for g in gpus} | {baseline.id} | measured_gpu_ids
     peaks_by_gpu: dict[int, dict[str, float | None]] = defaultdict(dict)
     for peak in TensorPeak.objects.filter(gpu_id__in=ids).values("gpu_id", "precision", "supported", "dense_tflops"):
         peaks_by_gpu[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
@@ -412,13 +463,24 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         ppd_unit = _("per 1,000 %(currency)s") % {"currency": currency}
 
     baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
+    specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
+    names = {gpu.id: gpu.name for gpu in gpus}
+    filtered_out = set(measured) - set(specs)
+    if filtered_out:
+        for gpu in Gpu.objects.filter(id__in=filtered_out).only("id", "name", "memory_bandwidth_gbs", "fp32_tflops"):
+            specs[gpu.id] = _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {}))
+            names[gpu.id] = gpu.name
+    estimate_model = (
+        _estimate_model(measured=measured, specs=specs, baseline_specs=baseline_specs, family=params.precision)
+        if baseline_measured
+        else metrics.EstimateModel()
+    )
     rows: list[RankingRow] = []
     skipped = 0
     for gpu in gpus:
         m = measured.get(gpu.id)
-        estimate = metrics.estimate_relative(
-            _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})), baseline_specs, family=params.precision
-        )
+        ratios = metrics.spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
+        estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
         if m is None and estimate is None:
             skipped += 1
             continue
@@ -427,7 +489,13 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         perf = m.value if m else estimate
         usd, source, providers = prices.get(gpu.id, (None, "", 0))
         price = convert(usd)
-        meets_floor = gpu.memory_gib is not None and gpu.memory_gib >= uc.memory_floor_gib
+        eligibility = metrics.use_case_eligibility(
+            uc,
+            family=params.precision,
+            memory_gib=gpu.memory_gib,
+            peaks=peaks_by_gpu.get(gpu.id, {}),
+            architecture=_architecture_support(gpu),
+        )
         rows.append(
             RankingRow(
                 gpu_id=gpu.id,
@@ -454,15 +522,22 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 perf_per_dollar=metrics.per_price(perf, price, scale=scale),
                 perf_per_dollar_unit=ppd_unit,
                 perf_per_kw=metrics.per_kilowatt(perf, gpu.tdp_w),
-                meets_memory_floor=meets_floor,
+                meets_memory_floor=eligibility.meets_memory_floor,
+                eligible=eligibility.eligible,
+                ineligible_reasons=list(eligibility.reasons),
+                estimate_error=estimate_model.typical_error if estimate is not None else None,
+                measured_via=names.get(m.via, "") if m and m.via is not None else "",
             )
         )
 
-    tiers = metrics.tiers_assign({r.gpu_slug: r.perf_per_dollar for r in rows if r.meets_memory_floor})
+    tiers = metrics.tiers_assign({r.gpu_slug: r.perf_per_dollar for r in rows if r.eligible})
     for row in rows:
         row.tier = tiers.get(row.gpu_slug)
     sort_key = params.sort
     rows.sort(key=lambda r: (getattr(r, sort_key) is None, -(getattr(r, sort_key) or 0), r.gpu_name))
+    hidden = [r for r in rows if not r.eligible] if params.show == "eligible" else []
+    if hidden:
+        rows = [r for r in rows if r.eligible]
     rank = 0
     for row in rows:
         if getattr(row, sort_key) is not None:
@@ -479,17 +554,21 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         exchange_rate=exchange,
         warnings=warnings,
         skipped_without_data=skipped,
+        estimate=estimate_model,
+        ineligible_rows=hidden,
     )
 
 
 def tiers_compute(*, params: RankingParams) -> TierList:
-    """The tier list of one use case: S..D among GPUs meeting its memory floor (metrics doc)."""
-    ranking = rankings_compute(params=params.with_changes(sort="perf_per_dollar"))
+    """The tier list of one use case: S..D among the GPUs eligible for it (metrics doc)."""
+    ranking = rankings_compute(params=params.with_changes(sort="perf_per_dollar", show="all"))
     tiers: dict[str, list[RankingRow]] = {name: [] for name in metrics.TIER_NAMES}
-    below, without_price = [], []
+    below, lacking, without_price = [], [], []
     for row in ranking.rows:
         if not row.meets_memory_floor:
             below.append(row)
+        elif not row.eligible:
+            lacking.append(row)
         elif row.tier is None:
             without_price.append(row)
         else:
@@ -501,4 +580,5 @@ def tiers_compute(*, params: RankingParams) -> TierList:
         without_price=without_price,
         thresholds=dict(metrics.TIER_THRESHOLDS),
         memory_floor_gib=ranking.use_case.memory_floor_gib,
+        lacking_precision=lacking,
     )

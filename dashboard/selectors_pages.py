@@ -17,7 +17,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from benchmarks_app.models import ResultAggregate
-from catalog.models import Architecture, ExchangeRate, Gpu, Offer, PriceObservation
+from benchmarks_app.workload_text import workload_display_name
+from catalog.models import Architecture, ExchangeRate, Gpu, Offer, PriceObservation, TensorPeak
+from catalog.selectors import gpu_current_prices
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES
 from dashboard.selectors import RankingParams, RankingRow, rankings_compute
@@ -170,6 +172,42 @@ def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date
     return series
 
 
+def _aggregate_label(aggregate: ResultAggregate) -> str:
+    """The workload's display name and the run parameters of its comparison label (batch sizes,
+    matrix sizes), without the slug, version, precision and GPU count the table shows apart."""
+    name = workload_display_name(slug=aggregate.workload.slug, version=aggregate.workload.version)
+    parts = aggregate.comparison_label.split(" · ")
+    return f"{name} · {parts[3]}" if len(parts) > 3 else name
+
+
+def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[metrics.EfficiencyRow]:
+    """Micro-benchmarks against the datasheet figure each can be compared with: matmuls against
+    the dense tensor peak, in-memory copies against the memory bandwidth, PCIe transfers against
+    the host link (a PCIe result over HBM bandwidth would read as a 2 % "efficiency")."""
+    peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
+    rows = []
+    for a in aggregates:
+        if a.workload.category != "micro":
+            continue
+        unit = a.workload.unit.lower()
+        label = _aggregate_label(a)
+        if "flop" in unit or "tops" in unit:
+            peak = peaks.get(a.precision) or (gpu.fp32_tflops if a.precision == "fp32" else None)
+            rows.append(metrics.EfficiencyRow(a.precision.upper(), a.median, peak, a.workload.unit, "compute", label))
+        elif "gb/s" in unit and a.workload.slug.startswith("pcie"):
+            rows.append(
+                metrics.EfficiencyRow(
+                    "—", a.median, metrics.pcie_peak_gbs(gpu.bus_interface), a.workload.unit, "host link", label
+                )
+            )
+        elif "gb/s" in unit:
+            rows.append(
+                metrics.EfficiencyRow("—", a.median, gpu.memory_bandwidth_gbs, a.workload.unit, "memory", label)
+            )
+    order = {"compute": 0, "memory": 1, "host link": 2}
+    return sorted(rows, key=lambda r: order[r.kind])
+
+
 def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics.BASELINE_SLUG_DEFAULT) -> GpuPageData:
     """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
     money = money_for(currency)
@@ -203,7 +241,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
             relative = a.median / ref_median if a.workload.higher_is_better else ref_median / a.median
         aggregates.append(
             AggregateLine(
-                label=a.comparison_label,
+                label=_aggregate_label(a),
                 workload=a.workload.name,
                 category=a.workload.category,
                 precision=a.precision,
@@ -221,7 +259,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         if ref_median and a.workload.higher_is_better and a.gpu_count == box_gpu_count:
             boxes.append(
                 figures.ResultBox(
-                    label=a.workload.slug,
+                    label=workload_display_name(slug=a.workload.slug, version=a.workload.version),
                     precision=a.precision,
                     median=a.median / ref_median,
                     q1=a.q1 / ref_median,
@@ -233,22 +271,14 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
                 )
             )
 
-    peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
-    efficiency = []
-    for a in own:
-        if a.workload.category != "micro":
-            continue
-        unit = a.workload.unit.lower()
-        if "flop" in unit or "tops" in unit:
-            peak = peaks.get(a.precision) or (gpu.fp32_tflops if a.precision == "fp32" else None)
-            efficiency.append(metrics.EfficiencyRow(a.precision, a.median, peak, a.workload.unit))
-        elif "gb/s" in unit:
-            efficiency.append(metrics.EfficiencyRow(_("memory"), a.median, gpu.memory_bandwidth_gbs, a.workload.unit))
+    efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
 
     standings = []
     for slug, uc in USE_CASES.items():
         try:
-            ranking = rankings_compute(params=RankingParams(use_case=slug, currency=currency, baseline=baseline))
+            ranking = rankings_compute(
+                params=RankingParams(use_case=slug, currency=currency, baseline=baseline, show="all")
+            )
         except ValueError:
             ranking = None
         row = next((r for r in ranking.rows if r.gpu_id == gpu.id), None) if ranking else None
@@ -275,25 +305,76 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
     )
 
 
+COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+
+@dataclass
+class CompareCell:
+    """One GPU in one use case: its ranking row and its figure relative to the first GPU's."""
+
+    row: RankingRow | None
+    relative: float | None  # the GPU's ranking figure divided by the first GPU's
+    relative_basis: str  # "measured" when both figures are measured, else "estimated"
+    per_price: float | None  # relative performance per currency unit of the GPU-hour price
+
+
 @dataclass
 class CompareColumn:
     gpu: Gpu
-    rows: dict[str, RankingRow | None]  # use case -> row (perf relative to the first GPU)
+    peaks: dict[str, float | None]  # precision -> dense TFLOPS; None: not supported; absent: unknown
+    peak_sources: dict[str, tuple[str, dt.date]]
+    price: float | None  # cheapest current on-demand, page currency per GPU-hour
+    typical_price: float | None
+    price_providers: int
+    cells: dict[str, CompareCell] = field(default_factory=dict)
 
 
-def compare_compute(*, slugs: list[str], currency: str = "USD") -> tuple[list[CompareColumn], list[str]]:
-    """Two to four GPUs side by side, performance relative to the first; unknown slugs listed."""
-    found = {g.slug: g for g in Gpu.objects.with_related().filter(slug__in=slugs)}
-    unknown = [s for s in slugs if s not in found]
-    if unknown or not slugs:
-        return [], unknown
-    columns = [CompareColumn(found[s], {}) for s in slugs]
+@dataclass
+class Comparison:
+    columns: list[CompareColumn]
+    money: Money
+    baseline_name: str
+
+
+def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
+    """Two to four GPUs side by side. Performance comes from the rankings (one definition of the
+    figure and of n): each GPU's ranking figure divided by the first GPU's."""
+    money = money_for(currency)
+    ids = [g.id for g in gpus]
+    prices = gpu_current_prices(gpu_ids=ids)
+    peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
+    sources: dict[int, dict[str, tuple[str, dt.date]]] = defaultdict(dict)
+    for peak in TensorPeak.objects.filter(gpu_id__in=ids):
+        peaks[peak.gpu_id][peak.precision] = peak.dense_tflops if peak.supported else None
+        sources[peak.gpu_id][peak.precision] = (peak.source, peak.as_of)
+    columns = [
+        CompareColumn(
+            gpu=g,
+            peaks=peaks[g.id],
+            peak_sources=sources[g.id],
+            price=money(prices[g.id].cheapest_usd) if g.id in prices else None,
+            typical_price=money(prices[g.id].typical_usd) if g.id in prices else None,
+            price_providers=prices[g.id].providers if g.id in prices else 0,
+        )
+        for g in gpus
+    ]
+    baseline_name = ""
     for use_case in USE_CASES:
-        ranking = rankings_compute(params=RankingParams(use_case=use_case, currency=currency, baseline=slugs[0]))
-        by_slug = {r.gpu_slug: r for r in ranking.rows}
+        ranking = rankings_compute(params=RankingParams(use_case=use_case, currency=currency, show="all"))
+        baseline_name = ranking.baseline_name
+        by_id = {r.gpu_id: r for r in ranking.rows}
+        first = by_id.get(gpus[0].id)
         for column in columns:
-            column.rows[use_case] = by_slug.get(column.gpu.slug)
-    return columns, []
+            row = by_id.get(column.gpu.id)
+            relative = row.perf / first.perf if row and first and row.perf and first.perf else None
+            measured = row is not None and first is not None and row.perf_basis == first.perf_basis == "measured"
+            column.cells[use_case] = CompareCell(
+                row=row,
+                relative=relative,
+                relative_basis="measured" if measured else "estimated",
+                per_price=metrics.per_price(relative, column.price),
+            )
+    return Comparison(columns=columns, money=money, baseline_name=baseline_name)
 
 
 @dataclass

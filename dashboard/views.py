@@ -10,9 +10,11 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from catalog.models import Gpu
+from catalog.selectors import gpus_lookup
 from dashboard import figures, fragments, metrics
 from dashboard.csv_export import csv_response
 from dashboard.open_data import TABLES
@@ -25,17 +27,28 @@ from dashboard.selectors import (
     rankings_compute,
     tiers_compute,
 )
-from dashboard.selectors_pages import architecture_timeline, architectures_compute, compare_compute
+from dashboard.selectors_pages import (
+    COMPARE_PRECISIONS,
+    Comparison,
+    architecture_timeline,
+    architectures_compute,
+    compare_compute,
+)
 
 RANKING_CSV_HEADER = (
     "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
     "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
-    "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor",
+    "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor", "eligible",
+    "ineligible_reasons", "estimate_error", "measured_via",
 )  # fmt: skip
 
 
 def _ranking_csv_rows(rows: list[RankingRow]) -> list[list[Any]]:
-    return [[getattr(r, name) for name in RANKING_CSV_HEADER] for r in rows]
+    def cell(row: RankingRow, name: str) -> Any:
+        value = getattr(row, name)
+        return "; ".join(value) if isinstance(value, list) else value
+
+    return [[cell(r, name) for name in RANKING_CSV_HEADER] for r in rows]
 
 
 def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamError | None]:
@@ -98,67 +111,121 @@ def tiers_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
 COMPARE_MIN, COMPARE_MAX = 2, 4
 
 
+def _compare_texts(request: HttpRequest) -> list[str]:
+    """What the picker sent (one ``gpu`` field per GPU: a name, page slug or alias) and the
+    comma-separated slugs of shared links (``gpus``), in order, blanks dropped."""
+    texts = [t.strip() for t in request.GET.getlist("gpu") if t.strip()]
+    texts += [t.strip() for t in request.GET.get("gpus", "").split(",") if t.strip()]
+    return [t[:120] for t in texts]
+
+
 def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
-    raw = request.GET.get("gpus", "")
-    slugs = [s.strip().lower() for s in raw.split(",") if s.strip()]
+    texts = _compare_texts(request)
     currency = request.GET.get("currency", "USD").upper()
     if currency not in CURRENCIES:
         currency = "USD"
     context: dict[str, Any] = {
-        "raw": raw,
-        "slugs": slugs,
+        "picker": (texts + [""] * COMPARE_MAX)[:COMPARE_MAX] if len(texts) <= COMPARE_MAX else texts,
         "choices": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
+        "currency": currency,
+        "currencies": CURRENCIES,
+        "precisions": COMPARE_PRECISIONS,
     }
-    if not slugs:
+    if not texts:
         return render(request, "dashboard/compare.html", context)
-    if not (COMPARE_MIN <= len(slugs) <= COMPARE_MAX) or len(set(slugs)) != len(slugs):
+    if not (COMPARE_MIN <= len(texts) <= COMPARE_MAX):
         context["error"] = _("Choose between %(min)s and %(max)s different GPUs (you gave %(n)s).") % {
             "min": COMPARE_MIN,
             "max": COMPARE_MAX,
-            "n": len(slugs),
+            "n": len(texts),
         }
         return render(request, "dashboard/compare.html", context, status=400)
-    columns, unknown = compare_compute(slugs=slugs, currency=currency)
+    lookups = gpus_lookup(texts=texts)
+    unknown = [found for found in lookups if found.gpu is None]
     if unknown:
-        context["error"] = _("Unknown GPU: %(slugs)s. Use the slugs shown in GPU page addresses.") % {
-            "slugs": ", ".join(unknown)
+        context["unknown"] = unknown
+        context["error"] = _("No GPU in the catalogue is called %(names)s.") % {
+            "names": ", ".join(f"“{found.text}”" for found in unknown)
         }
         return render(request, "dashboard/compare.html", context, status=404)
+    gpus = [found.gpu for found in lookups if found.gpu is not None]
+    if len({g.id for g in gpus}) != len(gpus):
+        context["error"] = _("Choose between %(min)s and %(max)s different GPUs (you gave %(n)s).") % {
+            "min": COMPARE_MIN,
+            "max": COMPARE_MAX,
+            "n": len({g.id for g in gpus}),
+        }
+        return render(request, "dashboard/compare.html", context, status=400)
+    comparison = compare_compute(gpus=gpus, currency=currency)
+    columns = comparison.columns
     use_cases = list(metrics.USE_CASES.values())
     if request.GET.get("format") == "csv":
-        header = ["gpu_slug", "gpu_name", "memory_gib", "memory_bandwidth_gbs", "tdp_w"]
-        for uc in use_cases:
-            header += [
-                f"{uc.slug}_perf",
-                f"{uc.slug}_basis",
-                f"{uc.slug}_n",
-                f"{uc.slug}_price",
-                f"{uc.slug}_perf_per_dollar",
-            ]
-        rows = []
-        for col in columns:
-            line: list[Any] = [
-                col.gpu.slug,
-                col.gpu.name,
-                col.gpu.memory_gib,
-                col.gpu.memory_bandwidth_gbs,
-                col.gpu.tdp_w,
-            ]
-            for uc in use_cases:
-                r = col.rows[uc.slug]
-                line += [r.perf, r.perf_basis, r.n, r.price, r.perf_per_dollar] if r else ["", "", "", "", ""]
-            rows.append(line)
-        return csv_response(filename="compare.csv", header=header, rows=rows)
+        return _compare_csv(comparison, use_cases)
     names = [c.gpu.name for c in columns]
     figure = figures.compare_figure(
         names,
         [str(uc.label) for uc in use_cases],
-        [[(row.perf if (row := c.rows[uc.slug]) else None) for uc in use_cases] for c in columns],
-        [[(row.perf_basis if (row := c.rows[uc.slug]) else "") for uc in use_cases] for c in columns],
+        [[c.cells[uc.slug].relative for uc in use_cases] for c in columns],
+        [[c.cells[uc.slug].relative_basis if c.cells[uc.slug].relative else "" for uc in use_cases] for c in columns],
     )
-    table = [(uc, [c.rows[uc.slug] for c in columns]) for uc in use_cases]
-    context.update({"columns": columns, "figure": figure, "table": table, "use_cases": use_cases, "currency": currency})
+    slugs = ",".join(c.gpu.slug for c in columns)
+    context.update(
+        {
+            "picker": (names + [""] * COMPARE_MAX)[:COMPARE_MAX],
+            "comparison": comparison,
+            "columns": columns,
+            "figure": figure,
+            "table": [(uc, [c.cells[uc.slug] for c in columns]) for uc in use_cases],
+            "peak_rows": [
+                (p, [(c.peaks.get(p, "unknown"), c.peak_sources.get(p)) for c in columns]) for p in COMPARE_PRECISIONS
+            ],
+            "peak_sources": [sorted(set(c.peak_sources.values())) for c in columns],
+            "use_cases": use_cases,
+            "share_href": "?" + urlencode({"gpus": slugs, **({"currency": currency} if currency != "USD" else {})}),
+            "csv_href": "?" + urlencode({"gpus": slugs, "currency": currency, "format": "csv"}),
+        }
+    )
     return render(request, "dashboard/compare.html", context)
+
+
+def _compare_csv(comparison: Comparison, use_cases: list[metrics.UseCase]) -> StreamingHttpResponse:
+    header = ["gpu_slug", "gpu_name", "memory_gib", "memory_bandwidth_gbs", "interconnect_gbs", "tdp_w"]
+    header += [f"{p}_dense_tflops" for p in COMPARE_PRECISIONS]
+    header += ["price_per_gpu_hour", "typical_price_per_gpu_hour", "currency"]
+    for uc in use_cases:
+        header += [
+            f"{uc.slug}_perf",
+            f"{uc.slug}_relative_to_first",
+            f"{uc.slug}_basis",
+            f"{uc.slug}_n",
+            f"{uc.slug}_relative_per_price",
+            f"{uc.slug}_eligible",
+        ]
+    rows = []
+    for col in comparison.columns:
+        gpu = col.gpu
+        line: list[Any] = [
+            gpu.slug,
+            gpu.name,
+            gpu.memory_gib,
+            gpu.memory_bandwidth_gbs,
+            gpu.interconnect_gbs,
+            gpu.tdp_w,
+        ]
+        line += [
+            col.peaks.get(p, "") if col.peaks.get(p, "") is not None else "unsupported" for p in COMPARE_PRECISIONS
+        ]
+        line += [col.price, col.typical_price, comparison.money.currency]
+        for uc in use_cases:
+            cell = col.cells[uc.slug]
+            r = cell.row
+            line += (
+                [r.perf, cell.relative, r.perf_basis, r.n, cell.per_price, r.eligible]
+                if r
+                else ["", "", "", "", "", ""]
+            )
+        rows.append(line)
+    return csv_response(filename="compare.csv", header=header, rows=rows)
 
 
 def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:

@@ -229,8 +229,11 @@ DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, m
 # a thread of its process recomputes the page: no visitor waits a second for a cold render.
 DATA_VERSION_REFRESH_IN_BACKGROUND = env_bool("DATA_VERSION_REFRESH_IN_BACKGROUND", True)
 SPECTACULAR_SETTINGS = {
-    "TITLE": "GPU Atlas API",
-    "DESCRIPTION": "GPUs, cloud prices, benchmark results and performance-per-dollar rankings.",
+    "TITLE": _("GPU Atlas API"),
+    "DESCRIPTION": _(
+        "GPUs, cloud prices, benchmark results and performance-per-dollar rankings: the data behind the "
+        "GPU Atlas pages. [Back to GPU Atlas](/) · [Index of the endpoints](/api/v1/) · [Open data](/open-data/)"
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -76,6 +76,17 @@ def _clear_process_caches():
 
 
 @pytest.fixture(autouse=True)
+def _default_language():
+    """LocaleMiddleware activates a request's language in the test client's thread and nothing
+    resets it: after a request in Chinese, the next test would compute its strings in Chinese."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache():
     """Throttle counters and cached rankings live in the cache: start every test from empty."""
     from django.core.cache import cache

@@ -47,9 +47,12 @@ RANKING_ROW = {
     "rank", "gpu", "gpu_name", "vendor", "vendor_name", "segment", "architecture_name", "memory_gib", "tdp_w", "perf",
     "perf_basis", "measured", "perf_measured", "perf_estimated", "n", "distinct_submitters", "groups", "price",
     "price_unit", "price_source", "price_providers", "currency", "perf_per_dollar", "perf_per_dollar_unit",
-    "perf_per_kw", "meets_memory_floor", "tier",
+    "perf_per_kw", "meets_memory_floor", "tier", "eligible", "ineligible_reasons", "estimate_error", "measured_via",
 }  # fmt: skip
-RANKING_HEADER = {"params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data"}
+RANKING_HEADER = {
+    "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",
+    "hidden_ineligible",
+}  # fmt: skip
 CURSOR_PAGE = {"next", "previous", "results"}
 OFFSET_PAGE = {"count", "next", "previous", "results"}
 
@@ -273,7 +276,9 @@ def test_rankings_and_tiers_shape(client, world):  # type: ignore[no-untyped-def
         if not row["measured"]:
             assert row["n"] == 0
     tiers = get(client, "/api/v1/tiers/")
-    assert set(tiers) == RANKING_HEADER | {"memory_floor_gib", "tiers", "below_floor", "without_price"}
+    assert set(tiers) == RANKING_HEADER | {
+        "memory_floor_gib", "tiers", "below_floor", "lacking_precision", "without_price",
+    }  # fmt: skip
     assert [t["tier"] for t in tiers["tiers"]] == ["S", "A", "B", "C", "D"]
     assert all(set(row) == RANKING_ROW for t in tiers["tiers"] for row in t["results"])
 

@@ -96,7 +96,7 @@ def test_rankings_filter_changes_chart_and_url(page, live_server):
 
 def test_script_named_gpu_is_text_in_chart_hover(page, live_server):
     build_world()
-    _load(page, live_server.url + "/?segment=consumer", charts=2)
+    _load(page, live_server.url + "/?segment=consumer&show=all", charts=2)
     labels = _bar_labels(page)
     assert HOSTILE_GPU in labels  # shown literally as a tick label
     page.locator("#chart-bar .point path").first.wait_for()
@@ -169,7 +169,7 @@ def test_rankings_in_chinese(page, live_server, settings):
     if not compiled:
         pytest.skip("the zh-hans catalogue is not compiled (python manage.py compilemessages)")
     build_world()
-    page.goto(live_server.url + "/")
+    page.goto(live_server.url + "/?show=all")
     with page.expect_navigation():
         page.select_option("select[name=language]", "zh-hans")
     page.wait_for_function("document.querySelectorAll('#chart-bar .main-svg').length >= 1")
@@ -180,3 +180,23 @@ def test_rankings_in_chinese(page, live_server, settings):
     assert "按规格估算" in legend
     assert page.console_errors == []
     _shot(page, "rankings-zh")
+
+
+def test_compare_picker_works_without_javascript(browser, live_server):
+    """The picker is a plain form: typed names (the datalist narrows them as one types) are
+    resolved by the server, so it works with JavaScript off too."""
+    build_world()
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(live_server.url + "/compare/")
+    assert page.locator("datalist#gpu-names option").count() >= 4
+    fields = page.locator("input[name=gpu]")
+    fields.nth(0).fill("H100 SXM5 80 GB")
+    fields.nth(1).fill("rtx 4090")
+    with page.expect_navigation():
+        page.click("#compare-form button[type=submit]")
+    headers = page.locator("#compare-table thead th").all_inner_texts()
+    assert any("H100 SXM5 80 GB" in h for h in headers) and any("RTX 4090" in h for h in headers)
+    relative = (1.2 * 0.8) ** 0.5 / (2.5 * 3.0) ** 0.5  # the world's RTX 4090 over its H100, as in the rankings
+    assert f"{relative:.2f}×" in page.locator("#compare-table").inner_text()
+    context.close()

@@ -140,4 +140,136 @@ def test_use_case_workload_selection():
     assert metrics.USE_CASES["training"].includes_workload(slug="resnet50", category="training")
     assert not metrics.USE_CASES["training"].includes_workload(slug="matmul", category="micro")
     assert metrics.USE_CASES["training"].memory_floor_gib == 24
-    assert metrics.USE_CASES["inference-16bit"].memory_floor_gib == 12
+    # Dettmers's 24 GB for transformers; 8-bit weights halve it
+    assert metrics.USE_CASES["inference-16bit"].memory_floor_gib == 24
+    assert metrics.USE_CASES["inference-8bit"].memory_floor_gib == 12
+
+
+def test_use_case_texts_name_no_internal_sources():
+    for uc in metrics.USE_CASES.values():
+        for text in (uc.memory_floor_source, uc.precision_reason, uc.description):
+            assert "seed" not in str(text).lower()
+
+
+VOLTA = metrics.ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=1, bf16=False, fp8=False)
+TURING = metrics.ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=2, bf16=False, fp8=False)
+AMPERE = metrics.ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=3, bf16=True, fp8=False)
+
+
+def test_precision_support_from_figures_then_architecture():
+    # a curated figure decides; None there means "the hardware lacks it"
+    assert metrics.precision_supported("bf16", peaks={"bf16": None}, architecture=AMPERE) is False
+    assert metrics.precision_supported("bf16", peaks={"bf16": 312.0}, architecture=VOLTA) is True
+    # no figure: the architecture's flags (Turing added INT8 tensor cores, Volta has none)
+    assert metrics.precision_supported("bf16", peaks={}, architecture=VOLTA) is False
+    assert metrics.precision_supported("int8", peaks={}, architecture=TURING) is True
+    assert metrics.precision_supported("int8", peaks={}, architecture=VOLTA) is False
+    assert metrics.precision_supported("fp16", peaks={}, architecture=VOLTA) is True
+    assert metrics.precision_supported("bf16", peaks={}, architecture=None) is None
+
+
+def test_eligibility_of_a_v100_16gb():
+    """The issue's V100 16 GB: #1 for training though it has 16 GB and no BF16."""
+    v100 = {"bf16": None, "fp16": 125.0, "fp8": None, "int8": None}
+    training = metrics.use_case_eligibility(
+        metrics.USE_CASES["training"], family="16bit", memory_gib=16, peaks=v100, architecture=VOLTA
+    )
+    assert not training.eligible and not training.meets_memory_floor and not training.has_precision
+    assert training.reasons == ("16 GB is below the 24 GB floor", "no BF16 tensor cores")
+    # 32-bit training needs no tensor format, only the memory
+    fp32 = metrics.use_case_eligibility(
+        metrics.USE_CASES["training"], family="32bit", memory_gib=32, peaks=v100, architecture=VOLTA
+    )
+    assert fp32.eligible and fp32.reasons == ()
+    # 16-bit inference runs on FP16 tensor cores: a 32 GB V100 may do it
+    inference = metrics.use_case_eligibility(
+        metrics.USE_CASES["inference-16bit"], family="16bit", memory_gib=32, peaks=v100, architecture=VOLTA
+    )
+    assert inference.eligible
+    eight = metrics.use_case_eligibility(
+        metrics.USE_CASES["inference-8bit"], family="8bit", memory_gib=32, peaks=v100, architecture=VOLTA
+    )
+    assert not eight.eligible and eight.reasons == ("no INT8 or FP8 tensor cores",)
+
+
+def test_eligibility_of_a_10gb_rtx_3080_for_8bit_inference():
+    """The issue's RTX 3080 10 GB: #1 for 8-bit inference below the 12 GB floor."""
+    result = metrics.use_case_eligibility(
+        metrics.USE_CASES["inference-8bit"], family="8bit", memory_gib=10, peaks={"int8": 238.0}, architecture=AMPERE
+    )
+    assert not result.eligible and result.has_precision and result.reasons == ("10 GB is below the 12 GB floor",)
+    unknown = metrics.use_case_eligibility(
+        metrics.USE_CASES["inference-8bit"], family="8bit", memory_gib=None, peaks={}, architecture=None
+    )
+    assert unknown.reasons == ("memory size not on record", "INT8 or FP8 tensor support not on record")
+
+
+def test_use_case_requirement_in_words():
+    assert (
+        metrics.use_case_requirement(metrics.USE_CASES["training"], family="16bit")
+        == "at least 24 GB of memory and BF16 tensor cores"
+    )
+    assert metrics.use_case_requirement(metrics.USE_CASES["training"], family="32bit") == "at least 24 GB of memory"
+
+
+def _sample(key, measured, compute, bandwidth):
+    return metrics.EstimateSample(key, measured, compute, bandwidth)
+
+
+def test_estimate_fit_recovers_a_known_weight_and_scale():
+    # measured = 1.2 * c^0.25 * b^0.75 exactly: least squares finds it and misses nothing
+    ratios = [(0.5, 0.4), (1.0, 1.0), (2.0, 1.2), (3.0, 2.5), (6.0, 3.0), (0.3, 0.6)]
+    samples = [_sample(str(i), 1.2 * c**0.25 * b**0.75, c, b) for i, (c, b) in enumerate(ratios)]
+    model = metrics.estimate_model_fit(samples)
+    assert model.least_squares and model.checked_on == 6
+    assert model.compute_weight == pytest.approx(0.25) and model.scale == pytest.approx(1.2)
+    assert model.typical_error == pytest.approx(0.0, abs=1e-9) and model.worst_error == pytest.approx(0.0, abs=1e-9)
+    assert model.other_error is not None and model.other_error > 0.05
+    assert model.predict(compute_ratio=16.0, bandwidth_ratio=1.0) == pytest.approx(1.2 * 2.0)
+
+
+def test_estimate_keeps_equal_weights_when_they_miss_less():
+    # exactly the equal-weight form plus noise: fitting two parameters cannot beat it out of sample
+    noise = [1.03, 0.97, 1.02, 0.98, 1.01, 0.99]
+    ratios = [(0.5, 0.4), (1.0, 1.0), (2.0, 1.2), (3.0, 2.5), (6.0, 3.0), (0.3, 0.6)]
+    samples = [
+        _sample(str(i), k * math.sqrt(c * b), c, b) for i, ((c, b), k) in enumerate(zip(ratios, noise, strict=True))
+    ]
+    model = metrics.estimate_model_fit(samples)
+    assert not model.least_squares and model.compute_weight == 0.5 and model.scale == 1.0
+    assert model.typical_error == pytest.approx(0.02, abs=0.011)
+    assert model.other_error is not None and model.other_error >= model.typical_error
+
+
+def test_estimate_leave_one_out_error_is_out_of_sample():
+    # five GPUs on the law, one far off it: its own miss counts, from a fit that never saw it
+    ratios = [(0.5, 0.4), (1.0, 1.0), (2.0, 1.2), (3.0, 2.5), (6.0, 3.0)]
+    samples = [_sample(str(i), 0.8 * c**0.2 * b**0.8, c, b) for i, (c, b) in enumerate(ratios)]
+    samples.append(_sample("odd", 0.8 * 4.0**0.2 * 2.0**0.8 * 1.5, 4.0, 2.0))
+    model = metrics.estimate_model_fit(samples)
+    assert model.worst_error is not None and model.worst_error > 0.3
+
+
+def test_estimate_with_too_few_measured_gpus_is_unchecked():
+    samples = [_sample(str(i), 1.0 + i, 1.0 + i, 1.0 + i) for i in range(metrics.MIN_FIT_GPUS - 1)]
+    model = metrics.estimate_model_fit(samples)
+    assert not model.checked and model.typical_error is None and model.compute_weight == 0.5
+    assert model.predict(compute_ratio=4.0, bandwidth_ratio=1.0) == pytest.approx(2.0)
+
+
+def test_measured_relative_chains_through_a_bridge_gpu():
+    """Lambda's newer suite: B200 never ran the baseline's workloads; H100 ran both."""
+    points = [
+        _point(1, 10, 100.0),  # baseline on the old suite
+        _point(2, 10, 250.0),  # H100 old suite: 2.5x
+        _point(2, 20, 400.0, n=39),  # H100 new suite
+        _point(2, 21, 40.0, n=39),
+        _point(3, 20, 800.0),  # B200 new suite: 2x and 1.5x H100 -> sqrt(3) x H100
+        _point(3, 21, 60.0),
+        _point(4, 30, 5.0),  # shares nothing with anyone: stays unmeasured
+    ]
+    out = metrics.measured_relative(points, baseline_gpu_id=1)
+    assert out[2].value == pytest.approx(2.5) and out[2].via is None
+    assert out[3].value == pytest.approx(2.5 * math.sqrt(3.0)) and out[3].via == 2
+    assert out[3].groups == 2 and out[3].n == 2
+    assert 4 not in out

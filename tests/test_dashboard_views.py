@@ -9,9 +9,18 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils.http import urlencode
 
+from dashboard.selectors import RankingParams, rankings_compute
 from tests.dashboard_world import HOSTILE_GPU, HOSTILE_PROVIDER, build_world
-from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, ProviderFactory, TensorPeakFactory
+from tests.factories import (
+    GpuAliasFactory,
+    GpuFactory,
+    OfferFactory,
+    PriceObservationFactory,
+    ProviderFactory,
+    TensorPeakFactory,
+)
 from tests.factories_dashboard import ResultAggregateFactory, WorkloadFactory
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +49,13 @@ def test_rankings_page_shows_ranked_rows_and_figures(client):
     assert {t["name"] for t in bar["data"]} == {"measured", "estimated from specs"}
     scatter = _figure(html, "fig-scatter")
     frontier = next(t for t in scatter["data"] if t["name"] == "Pareto frontier")
-    assert frontier["text"][0] == "RTX 3060"  # cheapest GPU starts the frontier
+    assert frontier["text"][0] == "RTX 4090"  # the cheapest GPU shown starts the frontier
+    # the 12 GB RTX 3060 cannot train transformers: hidden, counted, one click away
+    assert "RTX 3060" not in names and 'id="show-all"' in html and "2 GPUs that cannot do this are hidden" in html
+    everything = client.get(reverse("dashboard:rankings"), {"show": "all"}).content.decode()
+    frontier = next(t for t in _figure(everything, "fig-scatter")["data"] if t["name"] == "Pareto frontier")
+    assert frontier["text"][0] == "RTX 3060"
+    assert "cannot do this" in everything and "12 GB is below the 24 GB floor" in everything
 
 
 def test_rankings_filters_change_the_figure(client):
@@ -86,7 +101,7 @@ def test_tiers_page(client):
     assert response.status_code == 200
     tier_s = html[html.index('id="tier-S"') : html.index('id="tier-A"')]
     assert "RTX 4090" in tier_s
-    assert "Below the 24 GB memory floor" in html
+    assert 'id="ineligible"' in html and "12 GB is below the 24 GB floor" in html
     rows = _csv(client.get(reverse("dashboard:tiers"), {"format": "csv"}))
     assert {r["gpu_slug"]: r["tier"] for r in rows}["rtx-4090"] == "S"
 
@@ -109,7 +124,8 @@ def test_gpu_page_has_offers_history_results_and_tiers(client):
     ]
     assert [t["visible"] for t in history["data"]] == [True, True, "legendonly", "legendonly", "legendonly"]
     # the overall on-demand line is the daily minimum over providers: 2.20 (Lambda, 1.1 x 2.00) then 2.00
-    assert history["data"][0]["y"] == pytest.approx([2.2, 2.2, 2.0])
+    # observed 10 days apart: steps broken across the gaps, not a line claiming the days between
+    assert history["data"][0]["y"] == [pytest.approx(2.2), None, pytest.approx(2.2), None, pytest.approx(2.0)]
     assert "Specifications" in html  # the catalogue's part is kept
     rows = _csv(client.get(reverse("catalog:gpu-detail", args=[world.baseline.slug]), {"format": "csv"}))
     assert sorted(float(r["price_per_gpu_hour"]) for r in rows) == [1.0, 2.0, 3.0]
@@ -140,6 +156,41 @@ def test_compare_page(client):
     assert unknown.status_code == 404 and "no-such-card" in unknown.content.decode()
     rows = _csv(client.get(url, {"gpus": "h100-sxm5-80-gb,a100-sxm4-80-gb", "format": "csv"}))
     assert [r["gpu_slug"] for r in rows] == ["h100-sxm5-80-gb", "a100-sxm4-80-gb"]
+    assert float(rows[1]["training_relative_to_first"]) == pytest.approx(1 / (2.5 * 3.0) ** 0.5)
+    assert rows[0]["bf16_dense_tflops"] == "1000.0" and rows[0]["price_per_gpu_hour"] == "5.0"
+
+
+def test_compare_picker_takes_names_as_people_type_them(client):
+    """The old form wanted slugs typed by hand, and its own example `rtx-4090` was "Unknown GPU"."""
+    world = build_world()
+    GpuAliasFactory(gpu=world.rtx4090, alias="GeForce RTX 4090")
+    url = reverse("dashboard:compare")
+    page = client.get(url).content.decode()
+    assert '<datalist id="gpu-names">' in page and '<option value="RTX 4090">' in page
+    for typed in ("RTX 4090", "rtx 4090", "rtx-4090", "GeForce RTX 4090"):
+        response = client.get(url + "?" + urlencode([("gpu", "H100 SXM5 80 GB"), ("gpu", typed), ("gpu", "")]))
+        assert response.status_code == 200, typed
+        assert [c.gpu.slug for c in response.context["columns"]] == ["h100-sxm5-80-gb", "rtx-4090"]
+    missing = client.get(url + "?" + urlencode([("gpu", "H100 SXM5 80 GB"), ("gpu", "RTX 40")]))
+    assert missing.status_code == 404 and "RTX 40" in missing.content.decode()
+    assert "<strong>RTX 4090</strong>" in missing.content.decode()  # a suggestion
+
+
+def test_compare_uses_the_rankings_figures_and_n(client):
+    """RTX 4090 was 0.38x H100 on the compare page and 0.32x in the rankings; H100's n was 749 and
+    210: the comparison recomputed with H100 as the baseline. Now both read the same ranking."""
+    world = build_world()
+    response = client.get(reverse("dashboard:compare"), {"gpus": "h100-sxm5-80-gb,rtx-4090"})
+    h100, rtx = response.context["columns"]
+    ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
+    cell = rtx.cells["training"]
+    assert cell.relative == pytest.approx(ranking["rtx-4090"].perf / ranking["h100-sxm5-80-gb"].perf)
+    assert h100.cells["training"].row.n == ranking["h100-sxm5-80-gb"].n == 3
+    assert cell.per_price == pytest.approx(cell.relative / 0.5)
+    html = response.content.decode()
+    for label in ("BF16", "INT8", "Interconnect", "Cheapest offer", "Performance per USD/GPU-hour"):
+        assert label in html
+    assert world.h100.name in html and "How to read this" in html
 
 
 def test_architectures_page(client):
@@ -164,7 +215,7 @@ def test_open_data_page_and_table_download(client):
 def test_hostile_names_are_escaped_in_html_and_figures(client):
     world = build_world()
     for url in (
-        reverse("dashboard:rankings") + "?segment=consumer",
+        reverse("dashboard:rankings") + "?segment=consumer&show=all",
         reverse("dashboard:tiers") + "?use_case=inference-16bit",
         reverse("catalog:gpu-detail", args=[world.hostile.slug]),
         reverse("dashboard:compare") + f"?gpus={world.hostile.slug},rtx-4090",
@@ -173,7 +224,7 @@ def test_hostile_names_are_escaped_in_html_and_figures(client):
         assert "<script>window.__pwned" not in html, url
         assert "<img src=x" not in html, url
         assert "&lt;script&gt;window.__pwned" in html or "\\u003cscript\\u003e" in html, url
-    html = client.get(reverse("dashboard:rankings"), {"segment": "consumer"}).content.decode()
+    html = client.get(reverse("dashboard:rankings"), {"segment": "consumer", "show": "all"}).content.decode()
     bar = _figure(html, "fig-bar")
     labels = [n for t in bar["data"] for n in t["y"]]
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt; Card" in labels
@@ -204,7 +255,7 @@ def _bulk(extra: int) -> None:
         (lambda w: reverse("dashboard:rankings") + "?mode=buy", 12),
         (lambda w: reverse("dashboard:tiers"), 12),
         (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 38),
-        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 28),
+        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 30),
         (lambda w: reverse("dashboard:architectures"), 3),
         (lambda w: reverse("dashboard:open-data"), 1),
     ],
@@ -216,3 +267,30 @@ def test_query_count_is_bounded(client, django_assert_max_num_queries, url, limi
     with django_assert_max_num_queries(limit):
         response = client.get(url(world))
     assert response.status_code == 200
+
+
+def test_gpu_page_separates_pcie_from_memory_and_names_workloads(client):
+    """The H100 page listed "memory 55.1 GB/s vs 3350 = 2%": a PCIe transfer against HBM bandwidth.
+    Charts and tables named workloads by slug (`bert_large_squad`)."""
+    world = build_world()
+    world.h100.bus_interface = "PCIe 5.0 x16"
+    world.h100.memory_bandwidth_gbs = 3350.0
+    world.h100.save()
+    for slug, unit, median in (("pcie-d2h", "GB/s", 55.1), ("membw-copy", "GB/s", 3028.9), ("matmul", "TFLOPS", 680.0)):
+        workload = WorkloadFactory(slug=slug, category="micro", unit=unit)
+        ResultAggregateFactory(
+            gpu=world.h100, workload=workload, precision="bf16" if slug == "matmul" else "fp32", median=median
+        )
+    response = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug]))
+    pcie = next(e for e in response.context["page"].efficiency if e.kind == "host link")
+    assert pcie.peak == pytest.approx(63.0, abs=0.1) and pcie.efficiency == pytest.approx(55.1 / 63.0, rel=1e-3)
+    memory = next(e for e in response.context["page"].efficiency if e.kind == "memory")
+    assert memory.peak == 3350.0 and memory.measured == 3028.9
+    html = response.content.decode()
+    assert 'id="efficiency-host-link"' in html and "Host-to-GPU" not in html and "GPU-to-host transfer (PCIe)" in html
+    box = _figure(html, "fig-box")
+    labels = [x for trace in box["data"] for x in trace["x"]]
+    assert labels and all("bert_large_squad" not in x and "resnet50" not in x for x in labels)
+    assert any(x.startswith("BERT-Large fine-tuning (SQuAD)") for x in labels)
+    table = html[html.index('id="results"') :]
+    assert "bert_large_squad" not in table.split("</table>")[0]

@@ -269,6 +269,14 @@ class RankingFilterSet(ApiFilterSet):
     sort = EntityFilter(
         method="validate_only", values=fixed_values(ranking_selectors.SORTS), description=_("Sort key.")
     )
+    show = EntityFilter(
+        method="validate_only",
+        values=fixed_values(ranking_selectors.SHOWS),
+        description=_(
+            "eligible (default): only GPUs with the use case's memory and tensor format; all: every GPU, "
+            "those that cannot do it marked (eligible=false, ineligible_reasons)."
+        ),
+    )
 
     class Meta:
         model = Gpu

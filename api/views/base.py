@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils.translation import get_language
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import filters as drf_filters
 from rest_framework import generics, permissions
@@ -177,7 +177,7 @@ class PingView(ApiMixin, APIView):
     perf/bench_api.py reports each endpoint's latency as a ratio to this one.
     """
 
-    @extend_schema(responses={200: PingSerializer, 429: ERROR_429}, summary="Liveness of the API")
+    @extend_schema(responses={200: PingSerializer, 429: ERROR_429}, summary=_("Liveness of the API"))
     def get(self, request: Request) -> Response:
         return Response({"ok": True})
 

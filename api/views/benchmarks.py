@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema, extend_schema_view
 
 from api.filters import AggregateFilterSet, ResultFilterSet, WorkloadFilterSet
@@ -15,7 +16,7 @@ from benchmarks_app.models import BenchmarkResult, ResultAggregate, Workload
 
 
 @extend_schema_view(
-    get=extend_schema(summary="Benchmark workloads", responses={200: WorkloadSerializer(many=True), **READ_ERRORS})
+    get=extend_schema(summary=_("Benchmark workloads"), responses={200: WorkloadSerializer(many=True), **READ_ERRORS})
 )
 class WorkloadListView(ValuesListView):
     serializer_class = WorkloadSerializer
@@ -33,8 +34,10 @@ class WorkloadListView(ValuesListView):
 
 @extend_schema_view(
     get=extend_schema(
-        summary="Individual benchmark results",
-        description="Results derived from submissions and lab imports, newest first. `trust=flagged` rows are excluded from rankings.",
+        summary=_("Individual benchmark results"),
+        description=_(
+            "Results derived from submissions and lab imports, newest first. `trust=flagged` rows are excluded from rankings."
+        ),
         responses={200: ResultSerializer(many=True), **READ_ERRORS},
     )
 )
@@ -70,8 +73,8 @@ class ResultListView(ValuesListView):
 
 @extend_schema_view(
     get=extend_schema(
-        summary="Per-GPU aggregates of trusted results",
-        description="One row per GPU and comparison key: median, quartiles, n and distinct submitters.",
+        summary=_("Per-GPU aggregates of trusted results"),
+        description=_("One row per GPU and comparison key: median, quartiles, n and distinct submitters."),
         responses={200: AggregateSerializer(many=True), **READ_ERRORS},
     )
 )

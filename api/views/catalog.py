@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.db.models import Count, F, Min, Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -52,7 +53,7 @@ GPU_DETAIL_FIELDS = {
 
 
 @extend_schema_view(
-    get=extend_schema(summary="GPUs in the catalogue", responses={200: GpuRowSerializer(many=True), **READ_ERRORS})
+    get=extend_schema(summary=_("GPUs in the catalogue"), responses={200: GpuRowSerializer(many=True), **READ_ERRORS})
 )
 class GpuListView(CachedListMixin, ValuesListView):
     serializer_class = GpuRowSerializer
@@ -78,7 +79,7 @@ class GpuDetailView(ApiMixin, APIView):
     """One GPU with its sourced tensor peaks, citations, aliases, purchase prices and current prices."""
 
     @extend_schema(
-        summary="One GPU",
+        summary=_("One GPU"),
         parameters=[OpenApiParameter("slug", str, OpenApiParameter.PATH, description="GPU slug (see gpus/).")],
         responses={200: GpuDetailSerializer, 404: ERROR_404, 429: ERROR_429},
     )
@@ -120,7 +121,7 @@ class GpuDetailView(ApiMixin, APIView):
 
 
 @extend_schema_view(
-    get=extend_schema(summary="GPU architectures", responses={200: ArchitectureSerializer(many=True), **READ_ERRORS})
+    get=extend_schema(summary=_("GPU architectures"), responses={200: ArchitectureSerializer(many=True), **READ_ERRORS})
 )
 class ArchitectureListView(ValuesListView):
     serializer_class = ArchitectureSerializer
@@ -158,7 +159,7 @@ class ArchitectureListView(ValuesListView):
 
 
 @extend_schema_view(
-    get=extend_schema(summary="Cloud providers", responses={200: ProviderSerializer(many=True), **READ_ERRORS})
+    get=extend_schema(summary=_("Cloud providers"), responses={200: ProviderSerializer(many=True), **READ_ERRORS})
 )
 class ProviderListView(ValuesListView):
     serializer_class = ProviderSerializer

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import permissions, serializers
 from rest_framework.parsers import JSONParser
@@ -44,8 +45,8 @@ class ModerationFilterSet(ApiFilterSet):
 
 @extend_schema_view(
     get=extend_schema(
-        summary="Submissions awaiting a curator (staff)",
-        description="Flagged submissions (implausible results) and those on hold (unknown GPU), oldest first.",
+        summary=_("Submissions awaiting a curator (staff)"),
+        description=_("Flagged submissions (implausible results) and those on hold (unknown GPU), oldest first."),
         responses={
             200: ModerationSubmissionSerializer(many=True),
             **AUTH_ERRORS,
@@ -135,9 +136,11 @@ class ModerationApproveView(_DecisionView):
     service = staticmethod(submissions_approve)
 
     @extend_schema(
-        summary="Approve flagged submissions (staff)",
-        description="Their results become trusted community results and count in the aggregates. "
-        "Only flagged submissions can be approved; others are reported in `skipped` with the reason.",
+        summary=_("Approve flagged submissions (staff)"),
+        description=_(
+            "Their results become trusted community results and count in the aggregates. "
+            "Only flagged submissions can be approved; others are reported in `skipped` with the reason."
+        ),
         request=DecisionRequestSerializer,
         responses=_DECISION_RESPONSES,
         tags=["moderation"],
@@ -150,9 +153,11 @@ class ModerationRejectView(_DecisionView):
     service = staticmethod(submissions_reject)
 
     @extend_schema(
-        summary="Reject submissions (staff)",
-        description="Their results are removed from the site and the aggregates; the raw submission is kept. "
-        "Submissions still being ingested are reported in `skipped`.",
+        summary=_("Reject submissions (staff)"),
+        description=_(
+            "Their results are removed from the site and the aggregates; the raw submission is kept. "
+            "Submissions still being ingested are reported in `skipped`."
+        ),
         request=DecisionRequestSerializer,
         responses=_DECISION_RESPONSES,
         tags=["moderation"],

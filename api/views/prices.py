@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from django.db.models import F, QuerySet
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema, extend_schema_view
 
 from api.filters import OfferFilterSet, PriceFilterSet
@@ -16,8 +17,8 @@ from catalog.models import Offer, PriceObservation
 
 @extend_schema_view(
     get=extend_schema(
-        summary="Cloud GPU offers with a per-GPU price",
-        description=(
+        summary=_("Cloud GPU offers with a per-GPU price"),
+        description=_(
             "Every offer whose price can be attributed to its GPUs (not host-only VMs), current or "
             "withdrawn (`available`). Prices are the newest observation; `price_per_gpu_hour_usd` is "
             "converted at the exchange rate of the observation day."
@@ -72,8 +73,10 @@ class OfferListView(CachedListMixin, ValuesListView):
 
 @extend_schema_view(
     get=extend_schema(
-        summary="Price history: observations of offers over time",
-        description="Filter by `gpu` for every offer of a GPU, or by `offer` for one series; `since`/`until` bound the dates.",
+        summary=_("Price history: observations of offers over time"),
+        description=_(
+            "Filter by `gpu` for every offer of a GPU, or by `offer` for one series; `since`/`until` bound the dates."
+        ),
         responses={200: PriceObservationSerializer(many=True), **READ_ERRORS},
     )
 )

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import ValidationError
@@ -62,6 +63,10 @@ ROW_FIELDS = {
     "perf_per_kw": "perf_per_kw",
     "meets_memory_floor": "meets_memory_floor",
     "tier": "tier",
+    "eligible": "eligible",
+    "ineligible_reasons": "ineligible_reasons",
+    "estimate_error": "estimate_error",
+    "measured_via": "measured_via",
 }
 
 
@@ -89,20 +94,33 @@ def _params_data(params: RankingParams) -> dict[str, Any]:
         "baseline": params.baseline,
         "basis": params.basis,
         "sort": params.sort,
+        "show": params.show,
     }
 
 
 def ranking_header(ranking: Ranking) -> dict[str, Any]:
     uc = ranking.use_case
     exchange = ranking.exchange_rate
+    estimate = ranking.estimate
     return {
         "params": _params_data(ranking.params),
         "use_case": {
             "slug": uc.slug,
             "label": str(uc.label),
             "memory_floor_gib": uc.memory_floor_gib,
-            "memory_floor_source": uc.memory_floor_source,
+            "memory_floor_source": str(uc.memory_floor_source),
+            "required_tensor_formats": list(uc.required_precisions(ranking.params.precision)),
+            "requirement": metrics.use_case_requirement(uc, family=ranking.params.precision),
         },
+        "estimate": {
+            "compute_weight": estimate.compute_weight,
+            "scale": estimate.scale,
+            "least_squares": estimate.least_squares,
+            "checked_on": estimate.checked_on,
+            "typical_error": estimate.typical_error,
+            "worst_error": estimate.worst_error,
+        },
+        "hidden_ineligible": ranking.hidden_ineligible,
         "baseline": {
             "gpu": ranking.baseline_slug,
             "gpu_name": ranking.baseline_name,
@@ -154,8 +172,8 @@ class _RankingBase(ApiMixin, APIView):
 
 class RankingView(_RankingBase):
     @extend_schema(
-        summary="GPU rankings: performance, price and value",
-        description=(
+        summary=_("GPU rankings: performance, price and value"),
+        description=_(
             "The rows of the rankings page (/) for the same parameters. `perf` is relative to the baseline "
             "GPU (1.0); `perf_basis`/`measured` say whether it is measured (then `n` results back it) or "
             "estimated from specs (`n` = 0)."
@@ -173,10 +191,11 @@ class RankingView(_RankingBase):
 
 class TierListView(_RankingBase):
     @extend_schema(
-        summary="Tier list of a use case",
-        description=(
-            "S..D by performance per price relative to the best GPU that meets the use case's memory floor "
-            "and has a price (the tiers page, /tiers/)."
+        summary=_("Tier list of a use case"),
+        description=_(
+            "S..D by performance per price relative to the best GPU eligible for the use case (its memory "
+            "floor and tensor format) that has a price (the tiers page, /tiers/). `below_floor` and "
+            "`lacking_precision` list the GPUs that cannot do the work."
         ),
         responses={200: TierListSerializer, **READ_ERRORS},
     )
@@ -200,5 +219,6 @@ class TierListView(_RankingBase):
             "memory_floor_gib": tier_list.memory_floor_gib,
             "tiers": tiers,
             "below_floor": [row_data(row) for row in tier_list.below_floor],
+            "lacking_precision": [row_data(row) for row in tier_list.lacking_precision],
             "without_price": [row_data(row) for row in tier_list.without_price],
         }

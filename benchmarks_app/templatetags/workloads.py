@@ -1,0 +1,20 @@
+"""``{{ workload|workload_name }}`` and ``{{ workload|workload_description }}`` in the page's language."""
+
+from __future__ import annotations
+
+from django import template
+
+from benchmarks_app.models import Workload
+from benchmarks_app.workload_text import workload_display_description, workload_display_name
+
+register = template.Library()
+
+
+@register.filter
+def workload_name(workload: Workload) -> str:
+    return workload_display_name(slug=workload.slug, version=workload.version, fallback=workload.name)
+
+
+@register.filter
+def workload_description(workload: Workload) -> str:
+    return workload_display_description(slug=workload.slug, fallback=workload.description)
