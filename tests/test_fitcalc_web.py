@@ -32,7 +32,7 @@ from fitcalc.api import CROSS_FIELD_PARAMETERS, FitView
 from fitcalc.figures import CostTimePoint, cost_time_points, fit_cost_time_figure
 from fitcalc.forms import FitForm
 from fitcalc.memory import GIB
-from fitcalc.selectors import (
+from fitcalc.throughput import (
     ACHIEVABLE_BANDWIDTH_FRACTION,
     ACHIEVABLE_COMPUTE_FRACTION,
     GpuMeasurements,
@@ -199,7 +199,18 @@ def test_cost_time_points_keep_only_fitting_plans_with_time_and_cost() -> None:
         ({"params": "1e15"}, "params", "less than or equal to"),
         ({"model": "gpt-9"}, "model", "valid choice"),
         ({}, "model", "choose a model preset or give a parameter count"),
-        ({"model": "llama-3-8b", "params": "7e9"}, "params", "not both"),
+        ({"model": "llama-3-8b", "params": "7e9"}, "params", "not model and params"),
+        ({"model": "llama-3-8b", "hf_model": "Qwen/Qwen3-8B"}, "hf_model", "not model and hf_model"),
+        ({"hf_model": "Qwen/Qwen3-8B"}, "hf_model", "offline"),
+        ({"hf_model": "not a repo"}, "hf_model", "offline"),
+        ({"model": "llama-3-8b", "serving": "single", "users": "4"}, "users", "one stream"),
+        ({"model": "llama-3-8b", "batch": "4"}, "batch", "users"),
+        ({"model": "llama-3-8b", "mode": "lora", "users": "4"}, "users", "inference"),
+        ({"model": "llama-3-8b", "users": "0"}, "users", "greater than or equal to 1"),
+        ({"model": "llama-3-8b", "serving": "many"}, "serving", "valid choice"),
+        ({"model": "llama-3-8b", "kv_cache_precision": "fp4"}, "kv_cache_precision", "valid choice"),
+        ({"model": "llama-3-8b", "precision": "q3_k"}, "precision", "valid choice"),
+        ({"model": "llama-3-8b", "mode": "full_finetune", "precision": "gptq"}, "precision", "gptq"),
         ({"model": "llama-3-8b", "layers": "12"}, "layers", "custom models"),
         ({"model": "llama-3-8b", "context": "0"}, "context", "greater than or equal to 1"),
         ({"model": "llama-3-8b", "batch": "-1"}, "batch", "greater than or equal to 1"),
@@ -268,7 +279,7 @@ def plans_by_slug(body: dict) -> dict[str, dict]:  # type: ignore[type-arg]
 def test_api_known_case_fits_on_two_24_gib_gpus_and_a_full_finetune_does_not(client) -> None:  # type: ignore[no-untyped-def]
     make_gpu("card-24", 24.0, price="0.40", tdp_w=450)
     make_gpu("card-80", 80.0, price="2.00")
-    response = client.get(URL, {"model": "llama-3-70b", "precision": "int4", "context": "2048"})
+    response = client.get(URL, {"model": "llama-3-70b", "precision": "int4", "context": "2048", "serving": "single"})
     assert response.status_code == 200, response.content
     plans = plans_by_slug(response.json())
     assert plans["card-24"]["gpus_needed"] == 2 and plans["card-80"]["gpus_needed"] == 1
@@ -413,7 +424,7 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     body = client.get(URL, {"model": "llama-3-8b", "tokens": "1e6"}).json()
     assert set(body) == {
         "inputs", "model", "memory", "currency", "exchange_rate", "fitting_count", "plans", "buy_vs_rent",
-        "assumptions", "warnings",
+        "buy_vs_rent_missing", "assumptions", "warnings",
     }  # fmt: skip
     assert {"weights", "kv_cache", "activations", "gradients", "optimizer", "overhead", "total", "unit"} <= set(
         body["memory"]
@@ -422,8 +433,8 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     assert set(plan) == {"gpu", "gpus_needed", "recommended", "reason", "counts"}
     assert set(plan["gpu"]) == {
         "slug", "name", "memory_gib", "throughput_per_s", "throughput_unit", "throughput_basis",
-        "throughput_is_estimate", "throughput_note", "price_per_gpu_hour", "purchase_price",
-        "purchase_price_source", "tdp_w",
+        "throughput_is_estimate", "throughput_note", "throughput_typical_error", "price_per_gpu_hour",
+        "purchase_price", "purchase_price_source", "tdp_w",
     }  # fmt: skip
     assert set(plan["counts"][0]) == {
         "count", "per_gpu_gib", "memory_gib", "fits", "speedup", "hours", "cost", "over_max_hours",
