@@ -41,6 +41,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
 from fitcalc.errors import FitInputError
 
 #: Families whose tensors the counter knows. Other ``model_type`` values are read as Llama-style
@@ -142,11 +145,15 @@ def config_shapes(config: Mapping[str, Any]) -> ConfigShapes:
         if key not in config:
             raise FitInputError("hf_model", f"config.json has no {key!r}, which the calculator needs")
     model_type = str(config.get("model_type") or "")
-    notes: list[str] = []
+    notes: list[Any] = []  # lazy translations: presets are read at import time
     if model_type not in KNOWN_MODEL_TYPES:
         notes.append(
-            f"model type {model_type or 'unknown'!r} is read as a Llama-style decoder "
-            "(gated MLP, no biases): the parameter count may be off"
+            format_lazy(
+                _(
+                    "model type {type} is read as a Llama-style decoder (gated MLP, no biases): the parameter count may be off"
+                ),
+                type=model_type or "unknown",
+            )
         )
     h = _int(config, "hidden_size")
     layers = _int(config, "num_hidden_layers")
@@ -231,15 +238,27 @@ def config_shapes(config: Mapping[str, Any]) -> ConfigShapes:
     params = layers * (attention + norms_per_layer * h) + mlp_total + embedding + h
     window, sliding = _sliding_layers(config, model_type, layers)
     if model_type == "deepseek_v3" and config.get("num_nextn_predict_layers"):
-        notes.append("the multi-token-prediction module (speculative decoding only) is not counted")
+        notes.append(_("the multi-token-prediction module (speculative decoding only) is not counted"))
     if latent:
         notes.append(
-            "multi-head latent attention: the KV cache holds the compressed latent and rotary key "
-            f"({kv_values} values per token and layer), not full keys and values"
+            format_lazy(
+                _(
+                    "multi-head latent attention: the KV cache holds the compressed latent and rotary key "
+                    "({values} values per token and layer), not full keys and values"
+                ),
+                values=kv_values,
+            )
         )
     if window and sliding:
         notes.append(
-            f"{sliding} of {layers} layers attend to a {window:,}-token sliding window: their KV cache stops growing there"
+            format_lazy(
+                _(
+                    "{sliding} of {layers} layers attend to a {window}-token sliding window: their KV cache stops growing there"
+                ),
+                sliding=sliding,
+                layers=layers,
+                window=f"{window:,}",
+            )
         )
     return ConfigShapes(
         model_type=model_type,

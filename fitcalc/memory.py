@@ -70,6 +70,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from django.utils.translation import gettext as _
+
 from fitcalc.errors import FitInputError
 from fitcalc.presets import ModelSpec
 from fitcalc.quant import KV_BYTES, WEIGHT_FORMATS, KvPrecision, Precision
@@ -301,10 +303,18 @@ def _weights_bytes(*, model: ModelSpec, precision: Precision, qlora: bool) -> tu
     else:
         quantised = model.params - min(model.embedding_params, model.params)
     kept = model.params - quantised
-    notes = [f"weights in {fmt.label}: {bits:.3g} bits per quantised weight, scales included"]
+    notes = [
+        _("weights in %(format)s: %(bits).3g bits per quantised weight, scales included")
+        % {"format": fmt.label, "bits": bits}
+    ]
     if kept:
-        what = "attention, router, embedding and output" if quantised == model.expert_params else "embedding and output"
-        notes.append(f"{kept / 1e9:.2f}B {what} parameters kept in 16-bit")
+        if quantised == model.expert_params:
+            notes.append(
+                _("%(billions).2fB attention, router, embedding and output parameters kept in 16-bit")
+                % {"billions": kept / 1e9}
+            )
+        else:
+            notes.append(_("%(billions).2fB embedding and output parameters kept in 16-bit") % {"billions": kept / 1e9})
     return quantised * bits / 8 + kept * 2, notes
 
 
@@ -400,7 +410,10 @@ def memory_estimate(
         checkpointing = False
     notes: list[str] = list(model.notes)
     if model.max_context is not None and model.is_transformer and context > model.max_context:
-        notes.append(f"context {context:,} exceeds the model's published maximum of {model.max_context:,} tokens")
+        notes.append(
+            _("context %(context)s exceeds the model's published maximum of %(maximum)s tokens")
+            % {"context": f"{context:,}", "maximum": f"{model.max_context:,}"}
+        )
 
     # Weights (+ LoRA adapters), gradients, optimizer.
     weights_bytes, weight_notes = _weights_bytes(
@@ -416,11 +429,15 @@ def memory_estimate(
         if computed is None:
             trainable = round(model.params * LORA_FALLBACK_FRACTION)
             notes.append(
-                f"model shapes unknown: LoRA trainable parameters taken as {LORA_FALLBACK_FRACTION:.0%} of the total"
+                _("model shapes unknown: LoRA trainable parameters taken as %(share)s of the total")
+                % {"share": f"{LORA_FALLBACK_FRACTION:.0%}"}
             )
         else:
             trainable = computed
-            notes.append(f"LoRA rank {lora_rank} on {targets.value}: {trainable:,} trainable parameters")
+            notes.append(
+                _("LoRA rank %(rank)d on %(targets)s: %(trainable)s trainable parameters")
+                % {"rank": lora_rank, "targets": targets.value, "trainable": f"{trainable:,}"}
+            )
         weights_bytes += trainable * ADAPTER_WEIGHT_BYTES
         gradients_bytes = trainable * ADAPTER_GRADIENT_BYTES
         optimizer_bytes = trainable * ADAPTER_OPTIMIZER_BYTES
@@ -438,15 +455,15 @@ def memory_estimate(
         if cache is not None:
             kv_bytes = cache
         else:
-            notes.append("KV cache not estimated: layers, KV heads and head dim are unknown")
+            notes.append(_("KV cache not estimated: layers, KV heads and head dim are unknown"))
     elif chosen_mode is Mode.INFERENCE and model.kind == "encoder":
-        notes.append("encoder model: no KV cache")
+        notes.append(_("encoder model: no KV cache"))
 
     # Activations.
     activation_bytes = 0.0
     if activation_gib_per_sample is not None:
         activation_bytes = activation_gib_per_sample * batch * GIB
-        notes.append(f"activations from the given {activation_gib_per_sample:g} GiB per sample")
+        notes.append(_("activations from the given %(gib)s GiB per sample") % {"gib": f"{activation_gib_per_sample:g}"})
     elif model.is_transformer and model.layers and model.hidden and model.heads:
         if training:
             activation_bytes = _training_activation_bytes(
@@ -461,7 +478,7 @@ def memory_estimate(
         else:
             activation_bytes = _inference_activation_bytes(model=model, context=context, batch=batch)
     elif model.is_transformer:
-        notes.append("activations not estimated: layers, hidden size and heads are unknown")
+        notes.append(_("activations not estimated: layers, hidden size and heads are unknown"))
 
     fragmentation_bytes = FRAGMENTATION_FACTOR * (activation_bytes + gradients_bytes + kv_bytes)
     return MemoryBreakdown(

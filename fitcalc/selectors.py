@@ -73,6 +73,10 @@ class GpuDetail:
     purchase_price_source: str
     throughput_typical_error: float | None = None
 
+    @property
+    def typical_error_percent(self) -> int | None:
+        return None if self.throughput_typical_error is None else round(self.throughput_typical_error * 100)
+
 
 @dataclass(frozen=True)
 class FitGpuFacts:
