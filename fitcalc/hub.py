@@ -53,6 +53,26 @@ def _error_kind(error: BaseException) -> str:
     return ""
 
 
+def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInputError:
+    """The error to show when the Hub did not deliver: a timeout, an HTTP status, or unreachable."""
+    causes = []
+    current: BaseException | None = error
+    while current is not None and len(causes) < 5:
+        causes.append(current)
+        current = current.__cause__ or current.__context__
+    for cause in causes:
+        if _error_kind(cause) == "timeout":
+            return FitInputError(FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout})
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        if isinstance(cause, HfHubHTTPError) and status:
+            return FitInputError(
+                FIELD,
+                _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
+                % {"status": status, "id": repo_id},
+            )
+    return FitInputError(FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id})
+
+
 def hf_repo_id_check(*, repo_id: str) -> str:
     """The id stripped, or FitInputError saying how it is malformed."""
     text = (repo_id or "").strip()
@@ -89,6 +109,10 @@ def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
             etag_timeout=timeout,
             token=False,
         )
+    except (OfflineModeIsEnabled, LocalEntryNotFoundError) as error:
+        # huggingface_hub falls back to its cache when the Hub fails, and reports the miss; the
+        # Hub's own failure (a timeout, an HTTP error, no connection) is the cause.
+        raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
     except GatedRepoError:
         raise FitInputError(
             FIELD,
@@ -106,8 +130,6 @@ def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
             FIELD,
             _("%(id)s has no config.json: it is not a transformers model the calculator can read") % {"id": repo_id},
         ) from None
-    except (OfflineModeIsEnabled, LocalEntryNotFoundError):
-        raise FitInputError(FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id}) from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
         raise FitInputError(
@@ -116,16 +138,9 @@ def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
             % {"status": status, "id": repo_id},
         ) from None
     except Exception as error:  # transport errors of huggingface_hub's HTTP client, by class name
-        kind = _error_kind(error)
-        if kind == "timeout":
-            raise FitInputError(
-                FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout}
-            ) from None
-        if kind == "network":
-            raise FitInputError(
-                FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id}
-            ) from None
-        raise
+        if not _error_kind(error):
+            raise
+        raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
     file = Path(path)
     if file.stat().st_size > MAX_CONFIG_BYTES:
         raise FitInputError(FIELD, _("%(id)s's config.json is too large to be a model configuration") % {"id": repo_id})
