@@ -55,7 +55,7 @@ def _error_kind(error: BaseException) -> str:
 
 def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInputError:
     """The error to show when the Hub did not deliver: a timeout, an HTTP status, or unreachable."""
-    causes = []
+    causes: list[BaseException] = []
     current: BaseException | None = error
     while current is not None and len(causes) < 5:
         causes.append(current)
