@@ -1,12 +1,15 @@
 """GET /api/v1/fit/: will a model fit, on how many GPUs, how long and at what cost.
 
 The same form (fitcalc.forms.FitForm) and selector (fitcalc.selectors.fit_compute) as the /fit/
-page. Every parameter is optional except the model: ``model`` (a preset) or ``params`` (a custom
-model's parameter count). Invalid input is a 400 in the API's error shape, naming the parameter:
+page. Every parameter is optional except the model: ``model`` (a preset), ``params`` (a custom
+model's parameter count) or ``hf_model`` (a Hugging Face id, where the deployment is online). Invalid input is a 400 in the API's error shape, naming the parameter:
 ``{"detail": "Invalid parameter: context.", "errors": {"context": ["..."]}}``.
 
 Besides the per-parameter bounds in the schema, these combinations are refused (400, naming the
-parameter): ``model`` with ``params``, or neither (``model``); ``kind``/``layers``/``hidden``/
+parameter): more than one of ``model``/``params``/``hf_model``, or none (``model``); an
+``hf_model`` that can't be loaded (offline deployment, malformed id, no such repository, gated,
+no config.json, timeout, a config without the needed keys); ``users`` outside inference or
+above 1 with ``serving=single``, ``batch`` for inference (``users``/``batch``); ``kind``/``layers``/``hidden``/
 ``heads``/``kv_heads``/``head_dim`` with a preset; ``kv_heads`` above ``heads``; ``mode=qlora``
 with a precision other than int4, ``full_finetune``/``train`` with int8/int4 (``precision``);
 more than one of ``tokens``/``samples``/``epochs``; ``epochs`` without ``dataset_size`` or the
@@ -37,21 +40,25 @@ from fitcalc.forms import (
     DEFAULT_CONTEXT,
     DEFAULT_HOURS_PER_DAY,
     DEFAULT_LORA_RANK,
+    DEFAULT_USERS,
     MAX_DATASET_SIZE,
     MAX_ELECTRICITY_PRICE,
     MAX_EPOCHS,
+    MAX_HF_ID,
     MIN_PARAMS,
+    SERVING_MODES,
     FitForm,
     FitRequest,
 )
-from fitcalc.memory import MAX_BATCH, MAX_CONTEXT, MAX_LORA_RANK, LoraTargets, Mode, Precision
+from fitcalc.memory import MAX_BATCH, MAX_CONTEXT, MAX_LORA_RANK, LoraTargets, Mode
 from fitcalc.plan import MAX_WORK_UNITS, BuyVsRent, CountPlan, GpuPlan
 from fitcalc.presets import MAX_HIDDEN, MAX_LAYERS, MAX_PARAMS, MODEL_KINDS, PRESETS
+from fitcalc.quant import KvPrecision, Precision
 from fitcalc.selectors import BuyRentRow, FitResult, GpuDetail, fit_compute
 
 CROSS_FIELD_PARAMETERS = (
-    "model", "params", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim", "precision",
-    "lora_rank", "tokens", "samples", "epochs", "dataset_size",
+    "model", "params", "hf_model", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim", "precision",
+    "lora_rank", "tokens", "samples", "epochs", "dataset_size", "users", "batch",
 )  # fmt: skip
 BASES = ("measured", "measured-scaled", "estimated", "none")
 # A plain string in responses: an enum named "precision" would clash with the catalogue's
@@ -104,6 +111,17 @@ class FitInputsSerializer(serializers.Serializer):
     electricity_price_per_kwh = _nullable_float(help_text="Null: electricity not counted.")
     condition = _enum(list(CONDITIONS))
     currency = _enum(list(CURRENCIES))
+    serving = _enum(list(SERVING_MODES))
+    users = _nullable_int(help_text="Inference: concurrent sequences; null for training.")
+    kv_cache_precision = _enum([p.value for p in KvPrecision])
+    hf_model = serializers.CharField(allow_null=True)
+
+
+class FitCitationSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    publisher = serializers.CharField()
+    date = serializers.CharField(allow_blank=True)
+    url = serializers.CharField()
 
 
 class FitModelSerializer(serializers.Serializer):
@@ -119,7 +137,13 @@ class FitModelSerializer(serializers.Serializer):
     intermediate = _nullable_int()
     vocab = _nullable_int()
     max_context = _nullable_int()
+    active_params = _nullable_int(help_text="Mixture of experts: parameters one token uses (compute); null if dense.")
+    experts = _nullable_int()
+    experts_active = _nullable_int()
+    native_precision = serializers.CharField(allow_null=True, help_text="The format the publisher ships.")
+    hf_repo = serializers.CharField(allow_null=True)
     sources = _strings(help_text="Where the preset's configuration figures come from.")
+    citations = FitCitationSerializer(many=True)
     notes = _strings()
 
 
@@ -156,6 +180,9 @@ class FitGpuSerializer(serializers.Serializer):
     throughput_basis = _enum(list(BASES))
     throughput_is_estimate = serializers.BooleanField()
     throughput_note = serializers.CharField(allow_blank=True)
+    throughput_typical_error = _nullable_float(
+        help_text="Typical relative error of an estimate (0.25 = 25%); null where not measured."
+    )
     price_per_gpu_hour = _nullable_float(help_text="Cheapest current on-demand price, in `currency`.")
     purchase_price = _nullable_float(help_text="In `currency`.")
     purchase_price_source = serializers.CharField(allow_blank=True)
@@ -234,7 +261,12 @@ class FitResponseSerializer(serializers.Serializer):
     plans = FitGpuPlanSerializer(
         many=True, help_text="Every curated GPU, ranked: fitting first, then by cost, time, count."
     )
-    buy_vs_rent = FitBuyVsRentSerializer(many=True, help_text="For the best few fitting GPUs.")
+    buy_vs_rent = FitBuyVsRentSerializer(
+        many=True, help_text="Every GPU that fits with both a purchase and a rental price, in rank order."
+    )
+    buy_vs_rent_missing = FitBuyVsRentSerializer(
+        many=True, help_text="GPUs that fit but lack a purchase or a rental price (notes say which)."
+    )
     assumptions = FitAssumptionsSerializer()
     warnings = _strings()
 
@@ -264,7 +296,12 @@ def _positive(maximum: float) -> dict[str, Any]:
 _BOOL = {"type": "string", "enum": ["true", "false", ""]}
 
 PARAMETERS = [
-    _param("model", _enum_schema(sorted(PRESETS)), "Model preset. Give this or `params`."),
+    _param("model", _enum_schema(sorted(PRESETS)), "Model preset. Give this, `params` or `hf_model`."),
+    _param(
+        "hf_model",
+        {"type": "string", "maxLength": MAX_HF_ID},
+        "Hugging Face model id (owner/name): its config.json is read. Online deployments only.",
+    ),
     _param(
         "params",
         {"type": "number", "minimum": MIN_PARAMS, "maximum": MAX_PARAMS},
@@ -278,10 +315,24 @@ PARAMETERS = [
     _param("head_dim", _int(1, MAX_HIDDEN), "Custom model: head dimension."),
     _param("mode", _enum_schema([m.value for m in Mode]), "inference (default), lora, qlora, full_finetune or train."),
     _param(
-        "precision", _enum_schema([p.value for p in Precision]), "Weights precision. Default bf16 (int4 for qlora)."
+        "precision",
+        _enum_schema([p.value for p in Precision]),
+        "Weights format: fp32, bf16, fp16, fp8, int8, int4 (bitsandbytes), gptq, awq, q4_k_m, q8_0 (llama.cpp), "
+        "mxfp4. Default bf16 (int4 for qlora; the model's release format for inference, e.g. fp8 for DeepSeek V3).",
+    ),
+    _param(
+        "serving",
+        _enum_schema(SERVING_MODES),
+        "Inference: batched (default; `users` sequences together) or single (one stream).",
+    ),
+    _param("users", _int(1, MAX_BATCH), f"Inference: concurrent users (default {DEFAULT_USERS} when batched)."),
+    _param(
+        "kv_cache_precision",
+        _enum_schema([p.value for p in KvPrecision]),
+        "KV cache format: fp32, bf16, fp16, fp8, int8, q8_0, q4_0 (default 16-bit).",
     ),
     _param("context", _int(1, MAX_CONTEXT), f"Tokens per sequence (default {DEFAULT_CONTEXT})."),
-    _param("batch", _int(1, MAX_BATCH), f"Sequences or samples per GPU (default {DEFAULT_BATCH})."),
+    _param("batch", _int(1, MAX_BATCH), f"Training: sequences or samples per GPU (default {DEFAULT_BATCH})."),
     _param(
         "flash_attention", _BOOL, "Default true: FlashAttention is standard now; the attention matrices are not stored."
     ),
@@ -332,6 +383,7 @@ def _gpu_plan_data(plan: GpuPlan, detail: GpuDetail) -> dict[str, Any]:
             "throughput_basis": detail.throughput_basis,
             "throughput_is_estimate": gpu.throughput_is_estimate,
             "throughput_note": detail.throughput_note,
+            "throughput_typical_error": detail.throughput_typical_error,
             "price_per_gpu_hour": gpu.price_per_gpu_hour,
             "purchase_price": gpu.purchase_price,
             "purchase_price_source": detail.purchase_price_source,
@@ -357,7 +409,11 @@ def _buy_rent_data(row: BuyRentRow) -> dict[str, Any]:
 
 def _model_data(request: FitRequest) -> dict[str, Any]:
     spec = request.model.to_dict()
-    keys = ("slug", "name", "kind", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "max_context", "sources", "notes")  # fmt: skip
+    keys = (
+        "slug", "name", "kind", "params", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
+        "max_context", "active_params", "experts", "experts_active", "native_precision", "hf_repo", "sources",
+        "citations", "notes",
+    )  # fmt: skip
     return {key: spec[key] for key in keys}
 
 
@@ -373,6 +429,7 @@ def fit_result_data(result: FitResult) -> dict[str, Any]:
         "fitting_count": len(result.fitting),
         "plans": [_gpu_plan_data(plan, result.details[plan.gpu.slug]) for plan in result.plans],
         "buy_vs_rent": [_buy_rent_data(row) for row in result.buy_vs_rent],
+        "buy_vs_rent_missing": [_buy_rent_data(row) for row in result.buy_vs_rent_missing],
         "assumptions": result.assumptions,
         "warnings": list(result.warnings),
     }

@@ -28,6 +28,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from fitcalc.errors import FitInputError
+from fitcalc.hub import hf_model_spec
 from fitcalc.memory import (
     MAX_BATCH,
     MAX_CONTEXT,
@@ -35,7 +36,6 @@ from fitcalc.memory import (
     LoraTargets,
     MemoryBreakdown,
     Mode,
-    Precision,
     memory_estimate,
 )
 from fitcalc.plan import MAX_WORK_UNITS
@@ -49,11 +49,17 @@ from fitcalc.presets import (
     model_spec_custom,
     model_spec_from_preset,
 )
+from fitcalc.quant import WEIGHT_FORMATS, KvPrecision, Precision
 
 CURRENCIES = ("USD", "CNY")
 CONDITIONS = ("new", "used")
 WORK_FIELDS = ("tokens", "samples", "epochs")
 CUSTOM_ONLY_FIELDS = ("kind", "layers", "hidden", "heads", "kv_heads", "head_dim")
+SERVING_MODES = ("batched", "single")
+#: Concurrent users of a batched deployment when none is given: an assumption of a modest service
+#: (vLLM's default ceiling on sequences in flight, max_num_seqs, is 256).
+DEFAULT_USERS = 32
+MAX_HF_ID = 193
 TRANSFORMER_KINDS = ("decoder", "encoder")
 
 DEFAULT_MODE = Mode.INFERENCE.value
@@ -77,12 +83,19 @@ MODE_LABELS = {
     "full_finetune": _("Full fine-tuning (Adam, mixed precision)"),
     "train": _("Training from scratch (Adam, mixed precision)"),
 }
-PRECISION_LABELS = {
+PRECISION_LABELS = {precision.value: fmt.label for precision, fmt in WEIGHT_FORMATS.items()}
+KV_PRECISION_LABELS = {
     "fp32": "FP32",
     "bf16": "BF16",
     "fp16": "FP16",
+    "fp8": "FP8",
     "int8": "INT8",
-    "int4": "INT4",
+    "q8_0": "llama.cpp q8_0 (8.5 bits)",
+    "q4_0": "llama.cpp q4_0 (4.5 bits)",
+}
+SERVING_LABELS = {
+    "batched": _("Batched serving (many users at once)"),
+    "single": _("One stream (one user, e.g. a local chat)"),
 }
 KIND_LABELS = {
     "decoder": _("Decoder transformer (LLM)"),
@@ -160,6 +173,10 @@ class FitRequest:
     electricity_price_per_kwh: float | None
     condition: str
     currency: str
+    serving: str = "batched"
+    users: int | None = None
+    kv_cache_precision: str = "bf16"
+    hf_model: str | None = None
 
     def echo(self) -> dict[str, Any]:
         """The inputs as the API answers them (after defaults)."""
@@ -186,6 +203,10 @@ class FitRequest:
             "electricity_price_per_kwh": self.electricity_price_per_kwh,
             "condition": self.condition,
             "currency": self.currency,
+            "serving": self.serving,
+            "users": self.users,
+            "kv_cache_precision": self.kv_cache_precision,
+            "hf_model": self.hf_model,
         }
 
 
@@ -264,6 +285,13 @@ class FitForm(forms.Form):
         + [(slug, spec.name) for slug, spec in sorted(PRESETS.items())],
         help_text=_("A published model, or empty for a custom model given by its parameter count."),
     )
+    hf_model = forms.CharField(
+        label=_("Hugging Face model id"),
+        required=False,
+        max_length=MAX_HF_ID,
+        strip=True,
+        help_text=_("Online deployments only: owner/name, e.g. Qwen/Qwen3-8B; its config.json is read."),
+    )
     params = FiniteFloatField(
         label=_("Parameters"),
         required=False,
@@ -290,15 +318,36 @@ class FitForm(forms.Form):
         required=False,
         choices=[("", _("default for the mode"))] + [(p.value, PRECISION_LABELS[p.value]) for p in Precision],
     )
+    serving = forms.ChoiceField(
+        label=_("Inference"),
+        required=False,
+        choices=[(key, SERVING_LABELS[key]) for key in SERVING_MODES],
+    )
+    users = forms.IntegerField(
+        label=_("Concurrent users"),
+        required=False,
+        min_value=1,
+        max_value=MAX_BATCH,
+        help_text=_("Batched inference: sequences served at once (default 32); each keeps its own KV cache."),
+    )
+    kv_cache_precision = forms.ChoiceField(
+        label=_("KV cache precision"),
+        required=False,
+        choices=[("", _("default (16-bit)"))] + [(p.value, KV_PRECISION_LABELS[p.value]) for p in KvPrecision],
+    )
     context = forms.IntegerField(
         label=_("Context (tokens)"),
         required=False,
         min_value=1,
         max_value=MAX_CONTEXT,
-        help_text=_("Tokens per sequence."),
+        help_text=_("Tokens per sequence: prompt and answer together."),
     )
     batch = forms.IntegerField(
-        label=_("Batch"), required=False, min_value=1, max_value=MAX_BATCH, help_text=_("Sequences or samples per GPU.")
+        label=_("Batch"),
+        required=False,
+        min_value=1,
+        max_value=MAX_BATCH,
+        help_text=_("Training: sequences or samples per GPU."),
     )
     flash_attention = _bool_choice(_("FlashAttention"), _("Default yes: the attention matrices are never stored."))
     activation_checkpointing = _bool_choice(
@@ -342,16 +391,23 @@ class FitForm(forms.Form):
         return data
 
     def _model(self, data: dict[str, Any]) -> ModelSpec:
-        preset, params = data.get("model") or "", data.get("params")
-        if preset and params is not None:
-            raise FitInputError("params", "give either a model preset or a parameter count, not both")
-        if preset:
+        preset, params, hf_id = data.get("model") or "", data.get("params"), data.get("hf_model") or ""
+        given = [
+            name
+            for name, value in (("model", preset), ("params", params), ("hf_model", hf_id))
+            if value not in (None, "")
+        ]
+        if len(given) > 1:
+            raise FitInputError(
+                given[1], f"give one of model (a preset), params or hf_model, not {' and '.join(given)}"
+            )
+        if preset or hf_id:
             for name in CUSTOM_ONLY_FIELDS:
                 if data.get(name) not in (None, ""):
                     raise FitInputError(
-                        name, f"{name} is for custom models (params=...); preset {preset!r} has its own"
+                        name, f"{name} is for custom models (params=...); {preset or hf_id!r} has its own"
                     )
-            return model_spec_from_preset(preset=preset)
+            return model_spec_from_preset(preset=preset) if preset else hf_model_spec(repo_id=hf_id)
         if params is None:
             raise FitInputError("model", "choose a model preset or give a parameter count (params)")
         return model_spec_custom(
@@ -364,11 +420,29 @@ class FitForm(forms.Form):
             head_dim=data.get("head_dim"),
         )
 
+    def _sequences(self, data: dict[str, Any], mode: str) -> tuple[str, int | None, int]:
+        """(serving, users, sequences the memory holds at once): inference serves ``users``
+        sequences together (batched) or one stream; training takes ``batch`` per GPU."""
+        serving = data.get("serving") or "batched"
+        users, batch = data.get("users"), data.get("batch")
+        if mode != Mode.INFERENCE.value:
+            if users is not None:
+                raise FitInputError("users", "concurrent users are for inference; training takes batch (per GPU)")
+            return serving, None, batch or DEFAULT_BATCH
+        if batch is not None:
+            raise FitInputError("batch", "inference takes users (concurrent sequences), not batch")
+        if serving == "single":
+            if users not in (None, 1):
+                raise FitInputError("users", "one stream serves one user: choose batched serving for more")
+            return serving, 1, 1
+        users = users or DEFAULT_USERS
+        return serving, users, users
+
     def _build_request(self, data: dict[str, Any]) -> FitRequest:
         model = self._model(data)
         mode = data.get("mode") or DEFAULT_MODE
         context = data.get("context") or DEFAULT_CONTEXT
-        batch = data.get("batch") or DEFAULT_BATCH
+        serving, users, batch = self._sequences(data, mode)
         flash = DEFAULT_FLASH_ATTENTION if data.get("flash_attention") is None else data["flash_attention"]
         lora_rank = data.get("lora_rank") or DEFAULT_LORA_RANK
         lora_targets = data.get("lora_targets") or DEFAULT_LORA_TARGETS
@@ -378,6 +452,7 @@ class FitForm(forms.Form):
             precision=data.get("precision") or None,
             context=context,
             batch=batch,
+            kv_cache_precision=data.get("kv_cache_precision") or None,
             activation_checkpointing=data.get("activation_checkpointing"),
             flash_attention=flash,
             lora_rank=lora_rank,
@@ -410,6 +485,10 @@ class FitForm(forms.Form):
             electricity_price_per_kwh=data.get("electricity_price_per_kwh"),
             condition=data.get("condition") or "new",
             currency=data.get("currency") or "USD",
+            serving=serving,
+            users=users,
+            kv_cache_precision=breakdown.kv_cache_precision.value,
+            hf_model=data.get("hf_model") or None,
         )
 
     def errors_by_field(self) -> dict[str, list[str]]:

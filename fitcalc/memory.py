@@ -33,7 +33,8 @@ defaults to bf16 (fp32 when the weights are fp32). Encoders (BERT) and training 
   training doubles the total. Defaults: checkpointing on for lora, qlora and full_finetune (the
   usual fine-tuning recipes), off for train ("activations at full batch").
 * inference, transformers: a working set, not stored activations: one layer's transient tensors
-  during a full-context prefill, ``s*b*(4*h + 2*intermediate)*2`` bytes (residual stream, normed
+  during prefill of ``t = min(s*b, 8192)`` tokens (chunked prefill, :data:`PREFILL_CHUNK_TOKENS`),
+  ``t*(4*h + 2*intermediate)*2`` bytes (residual stream, normed
   input, attention output and query; the MLP's two inner-width tensors), plus the last position's
   fp32 logits ``4*b*V``.
 * CNN and diffusion models: depends on the input resolution and is not estimated (0, with a note)
@@ -69,8 +70,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from django.utils.translation import gettext as _
+
 from fitcalc.errors import FitInputError
 from fitcalc.presets import ModelSpec
+from fitcalc.quant import KV_BYTES, WEIGHT_FORMATS, KvPrecision, Precision
 
 GIB = 2**30
 
@@ -87,14 +91,6 @@ class Mode(StrEnum):
     TRAIN = "train"
 
 
-class Precision(StrEnum):
-    FP32 = "fp32"
-    BF16 = "bf16"
-    FP16 = "fp16"
-    INT8 = "int8"
-    INT4 = "int4"
-
-
 class LoraTargets(StrEnum):
     """Which linear layers get adapters. ``qv``: W_q and W_v, as in the LoRA paper (Hu et al. 2021,
     arXiv:2106.09685); ``attention``: q, k, v, o; ``all_linear``: attention and MLP, as in QLoRA."""
@@ -104,16 +100,7 @@ class LoraTargets(StrEnum):
     ALL_LINEAR = "all_linear"
 
 
-BYTES_PER_PARAM: dict[Precision, float] = {
-    Precision.FP32: 4.0,
-    Precision.BF16: 2.0,
-    Precision.FP16: 2.0,
-    Precision.INT8: 1.0,
-    Precision.INT4: 0.5,
-}
-
-#: Quantisation scale overhead in bits per parameter (see the module docstring).
-QUANT_SCALE_BITS: dict[Precision, float] = {Precision.INT8: 0.0, Precision.INT4: 0.5}
+#: QLoRA's NF4 with double quantisation: scale overhead in bits per parameter (module docstring).
 NF4_DOUBLE_QUANT_SCALE_BITS = 0.127
 
 #: LoRA/QLoRA adapters: bf16 weight 2 + bf16 gradient 2 + fp32 Adam m and v 8.
@@ -128,6 +115,11 @@ FP32_ADAM_BYTES = (4, 4, 8)
 #: Trainable share of the parameters for LoRA when the model's shapes are unknown.
 LORA_FALLBACK_FRACTION = 0.01
 
+#: Serving engines process long prompts in chunks (vLLM's and SGLang's chunked prefill, llama.cpp's
+#: micro-batches): the prefill working set is bounded by the tokens of one chunk. 8,192 tokens is
+#: our assumption of a typical chunk budget, not a measured figure.
+PREFILL_CHUNK_TOKENS = 8192
+
 CUDA_CONTEXT_GIB = 1.0
 FRAGMENTATION_FACTOR = 0.10
 
@@ -135,6 +127,8 @@ FRAGMENTATION_FACTOR = 0.10
 KORTHIKANTI_LINEAR_BYTES = 34
 KORTHIKANTI_ATTENTION_BYTES = 5
 
+#: Default weight precision per mode; inference defaults to the model's own release format
+#: (``ModelSpec.native_precision``: DeepSeek V3 FP8, gpt-oss MXFP4) where it has one.
 DEFAULT_PRECISION: dict[Mode, Precision] = {
     Mode.INFERENCE: Precision.BF16,
     Mode.LORA: Precision.BF16,
@@ -161,7 +155,7 @@ class MemoryBreakdown:
     model_name: str
     mode: Mode
     precision: Precision
-    kv_cache_precision: Precision
+    kv_cache_precision: KvPrecision
     context: int
     batch: int
     params: int
@@ -176,6 +170,11 @@ class MemoryBreakdown:
     fragmentation_gib: float
     fragmentation_factor: float
     notes: tuple[str, ...] = ()
+    kv_shards: int = 1
+
+    @property
+    def is_inference(self) -> bool:
+        return self.mode is Mode.INFERENCE
 
     @property
     def overhead_gib(self) -> float:
@@ -275,26 +274,61 @@ def lora_trainable_params(*, model: ModelSpec, rank: int, targets: LoraTargets |
     q = rank * (h + model.heads * d)
     kv = rank * (h + model.kv_heads * d)
     o = rank * (model.heads * d + h)
-    per_layer = q + kv if chosen is LoraTargets.QV else q + 2 * kv + o
-    if chosen is LoraTargets.ALL_LINEAR:
-        if model.intermediate is None:
-            return None
-        per_layer += model.mlp_matrices * rank * (h + model.intermediate)
+    if chosen is LoraTargets.QV:
+        return (q + kv) * model.layers
+    per_layer = rank * model.lora_attention_width if model.lora_attention_width else q + 2 * kv + o
+    if chosen is LoraTargets.ATTENTION:
+        return per_layer * model.layers
+    if model.lora_mlp_width is not None:
+        # From the config: every expert's matrices (PEFT's all-linear targets each expert's layers).
+        return per_layer * model.layers + rank * model.lora_mlp_width
+    if model.intermediate is None:
+        return None
+    per_layer += model.mlp_matrices * rank * (h + model.intermediate)
     return per_layer * model.layers
 
 
-def _weights_bytes(*, model: ModelSpec, precision: Precision, scale_bits: float) -> tuple[float, list[str]]:
-    notes: list[str] = []
-    if precision in (Precision.INT8, Precision.INT4):
-        embedding = min(model.embedding_params, model.params)
-        quantised = model.params - embedding
-        bytes_ = quantised * (BYTES_PER_PARAM[precision] + scale_bits / 8) + embedding * 2
-        if embedding:
-            notes.append(f"{embedding / 1e9:.2f}B embedding/output parameters kept in 16-bit, the rest quantised")
-        if scale_bits:
-            notes.append(f"quantisation scales add {scale_bits:g} bits per quantised parameter")
-        return bytes_, notes
-    return model.params * BYTES_PER_PARAM[precision], notes
+def _weights_bytes(*, model: ModelSpec, precision: Precision, qlora: bool) -> tuple[float, list[str]]:
+    """Bytes of the weights in ``precision``'s format (fitcalc.quant): the quantised share at the
+    format's bits per weight, scales included, the rest (embeddings, attention of a quantised MoE)
+    in 16-bit."""
+    fmt = WEIGHT_FORMATS[precision]
+    if not fmt.quantised:
+        return model.params * fmt.bits / 8, []
+    bits = 4 + NF4_DOUBLE_QUANT_SCALE_BITS if qlora else fmt.bits
+    if fmt.scope == "all":
+        quantised = model.params
+    elif fmt.scope == "experts_or_linear" and model.expert_params:
+        quantised = model.expert_params
+    else:
+        quantised = model.params - min(model.embedding_params, model.params)
+    kept = model.params - quantised
+    notes = [
+        _("weights in %(format)s: %(bits).3g bits per quantised weight, scales included")
+        % {"format": fmt.label, "bits": bits}
+    ]
+    if kept:
+        if quantised == model.expert_params:
+            notes.append(
+                _("%(billions).2fB attention, router, embedding and output parameters kept in 16-bit")
+                % {"billions": kept / 1e9}
+            )
+        else:
+            notes.append(_("%(billions).2fB embedding and output parameters kept in 16-bit") % {"billions": kept / 1e9})
+    return quantised * bits / 8 + kept * 2, notes
+
+
+def kv_cache_bytes(*, model: ModelSpec, context: int, sequences: int, kv_precision: KvPrecision) -> float | None:
+    """KV cache of ``sequences`` sequences of ``context`` tokens; None when the shapes are unknown.
+
+    ``values per token and layer x (full layers x context + sliding layers x min(context, window))
+    x sequences x bytes per value``."""
+    values = model.kv_values_per_token
+    if not (model.layers and values):
+        return None
+    sliding = model.sliding_layers if model.sliding_window else 0
+    tokens_per_sequence = (model.layers - sliding) * context + sliding * min(context, model.sliding_window or 0)
+    return values * tokens_per_sequence * sequences * KV_BYTES[kv_precision]
 
 
 def _training_activation_bytes(
@@ -311,8 +345,9 @@ def _training_activation_bytes(
 
 def _inference_activation_bytes(*, model: ModelSpec, context: int, batch: int) -> float:
     assert model.hidden
-    intermediate = model.intermediate or 4 * model.hidden
-    working_set = context * batch * (4 * model.hidden + 2 * intermediate) * 2
+    intermediate = model.intermediate or 4 * model.hidden  # a mixture of experts: the active experts' width
+    tokens = min(context * batch, PREFILL_CHUNK_TOKENS)
+    working_set = tokens * (4 * model.hidden + 2 * intermediate) * 2
     logits = 4 * batch * model.vocab if model.vocab else 0
     return working_set + logits
 
@@ -324,7 +359,7 @@ def memory_estimate(
     precision: Precision | str | None = None,
     context: int = 2048,
     batch: int = 1,
-    kv_cache_precision: Precision | str | None = None,
+    kv_cache_precision: KvPrecision | str | None = None,
     activation_checkpointing: bool | None = None,
     flash_attention: bool = False,
     lora_rank: int = 16,
@@ -339,25 +374,28 @@ def memory_estimate(
     field for impossible or unsupported input.
     """
     chosen_mode = _enum_value(Mode, mode, "mode")
-    chosen_precision = (
-        DEFAULT_PRECISION[chosen_mode] if precision is None else _enum_value(Precision, precision, "precision")
-    )
+    if precision is not None:
+        chosen_precision = _enum_value(Precision, precision, "precision")
+    elif chosen_mode is Mode.INFERENCE and model.native_precision:
+        chosen_precision = Precision(model.native_precision)
+    else:
+        chosen_precision = DEFAULT_PRECISION[chosen_mode]
     context = _check_int("context", context, minimum=1, maximum=MAX_CONTEXT)
     batch = _check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
     if chosen_mode is Mode.QLORA and chosen_precision is not Precision.INT4:
         raise FitInputError(
             "precision", "qlora keeps the base weights in 4-bit NF4; use mode=lora for 8, 16 or 32-bit base weights"
         )
-    if chosen_mode in (Mode.FULL_FINETUNE, Mode.TRAIN) and chosen_precision in (Precision.INT8, Precision.INT4):
+    if chosen_mode in (Mode.FULL_FINETUNE, Mode.TRAIN) and WEIGHT_FORMATS[chosen_precision].quantised:
         raise FitInputError(
             "precision",
             f"{chosen_mode.value} updates every weight, which can't be done in {chosen_precision.value}; "
             "use fp32, bf16 or fp16, or mode=qlora / lora for a quantised base",
         )
     if kv_cache_precision is None:
-        cache_precision = Precision.FP32 if chosen_precision is Precision.FP32 else Precision.BF16
+        cache_precision = KvPrecision.FP32 if chosen_precision is Precision.FP32 else KvPrecision.BF16
     else:
-        cache_precision = _enum_value(Precision, kv_cache_precision, "kv_cache_precision")
+        cache_precision = _enum_value(KvPrecision, kv_cache_precision, "kv_cache_precision")
     if activation_gib_per_sample is not None and (
         isinstance(activation_gib_per_sample, bool)
         or not isinstance(activation_gib_per_sample, int | float)
@@ -372,13 +410,15 @@ def memory_estimate(
         checkpointing = False
     notes: list[str] = list(model.notes)
     if model.max_context is not None and model.is_transformer and context > model.max_context:
-        notes.append(f"context {context:,} exceeds the model's published maximum of {model.max_context:,} tokens")
+        notes.append(
+            _("context %(context)s exceeds the model's published maximum of %(maximum)s tokens")
+            % {"context": f"{context:,}", "maximum": f"{model.max_context:,}"}
+        )
 
     # Weights (+ LoRA adapters), gradients, optimizer.
-    scale_bits = (
-        NF4_DOUBLE_QUANT_SCALE_BITS if chosen_mode is Mode.QLORA else QUANT_SCALE_BITS.get(chosen_precision, 0.0)
+    weights_bytes, weight_notes = _weights_bytes(
+        model=model, precision=chosen_precision, qlora=chosen_mode is Mode.QLORA
     )
-    weights_bytes, weight_notes = _weights_bytes(model=model, precision=chosen_precision, scale_bits=scale_bits)
     notes.extend(weight_notes)
     gradients_bytes = 0.0
     optimizer_bytes = 0.0
@@ -389,11 +429,15 @@ def memory_estimate(
         if computed is None:
             trainable = round(model.params * LORA_FALLBACK_FRACTION)
             notes.append(
-                f"model shapes unknown: LoRA trainable parameters taken as {LORA_FALLBACK_FRACTION:.0%} of the total"
+                _("model shapes unknown: LoRA trainable parameters taken as %(share)s of the total")
+                % {"share": f"{LORA_FALLBACK_FRACTION:.0%}"}
             )
         else:
             trainable = computed
-            notes.append(f"LoRA rank {lora_rank} on {targets.value}: {trainable:,} trainable parameters")
+            notes.append(
+                _("LoRA rank %(rank)d on %(targets)s: %(trainable)s trainable parameters")
+                % {"rank": lora_rank, "targets": targets.value, "trainable": f"{trainable:,}"}
+            )
         weights_bytes += trainable * ADAPTER_WEIGHT_BYTES
         gradients_bytes = trainable * ADAPTER_GRADIENT_BYTES
         optimizer_bytes = trainable * ADAPTER_OPTIMIZER_BYTES
@@ -407,20 +451,19 @@ def memory_estimate(
     # KV cache: autoregressive inference only.
     kv_bytes = 0.0
     if chosen_mode is Mode.INFERENCE and model.kind == "decoder":
-        if model.layers and model.kv_heads and model.head_dim:
-            kv_bytes = (
-                2 * model.layers * model.kv_heads * model.head_dim * context * batch * BYTES_PER_PARAM[cache_precision]
-            )
+        cache = kv_cache_bytes(model=model, context=context, sequences=batch, kv_precision=cache_precision)
+        if cache is not None:
+            kv_bytes = cache
         else:
-            notes.append("KV cache not estimated: layers, KV heads and head dim are unknown")
+            notes.append(_("KV cache not estimated: layers, KV heads and head dim are unknown"))
     elif chosen_mode is Mode.INFERENCE and model.kind == "encoder":
-        notes.append("encoder model: no KV cache")
+        notes.append(_("encoder model: no KV cache"))
 
     # Activations.
     activation_bytes = 0.0
     if activation_gib_per_sample is not None:
         activation_bytes = activation_gib_per_sample * batch * GIB
-        notes.append(f"activations from the given {activation_gib_per_sample:g} GiB per sample")
+        notes.append(_("activations from the given %(gib)s GiB per sample") % {"gib": f"{activation_gib_per_sample:g}"})
     elif model.is_transformer and model.layers and model.hidden and model.heads:
         if training:
             activation_bytes = _training_activation_bytes(
@@ -435,7 +478,7 @@ def memory_estimate(
         else:
             activation_bytes = _inference_activation_bytes(model=model, context=context, batch=batch)
     elif model.is_transformer:
-        notes.append("activations not estimated: layers, hidden size and heads are unknown")
+        notes.append(_("activations not estimated: layers, hidden size and heads are unknown"))
 
     fragmentation_bytes = FRAGMENTATION_FACTOR * (activation_bytes + gradients_bytes + kv_bytes)
     return MemoryBreakdown(
@@ -458,4 +501,5 @@ def memory_estimate(
         fragmentation_gib=fragmentation_bytes / GIB,
         fragmentation_factor=FRAGMENTATION_FACTOR,
         notes=tuple(notes),
+        kv_shards=(model.kv_shards or model.kv_heads or 1) if chosen_mode is Mode.INFERENCE else 1,
     )

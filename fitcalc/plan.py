@@ -40,6 +40,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from django.utils.translation import gettext as _
+
 from fitcalc.errors import FitInputError
 from fitcalc.memory import MemoryBreakdown
 
@@ -158,9 +160,19 @@ def scaling_speedup(*, count: int, efficiency_per_doubling: float = SCALING_EFFI
     return count * efficiency_per_doubling ** math.log2(count)
 
 
+def kv_cache_per_gpu_gib(*, breakdown: MemoryBreakdown, count: int) -> float:
+    """KV cache each of ``count`` GPUs holds. Inference serves one batch across the GPUs with tensor
+    parallelism, which splits the cache by KV head: each GPU keeps ``ceil(kv_shards / count)`` of
+    ``kv_shards`` heads (MLA's latent cache has one "head" and is held whole by every GPU). Training
+    is data-parallel: each GPU keeps its own batch's cache (none, in practice)."""
+    if not breakdown.is_inference or breakdown.kv_shards <= 1:
+        return breakdown.kv_cache_gib
+    return breakdown.kv_cache_gib * math.ceil(breakdown.kv_shards / count) / breakdown.kv_shards
+
+
 def per_gpu_memory_gib(*, breakdown: MemoryBreakdown, count: int) -> float:
     """Memory each of ``count`` GPUs needs (GiB), per the module docstring's formula."""
-    replicated = breakdown.replicated_gib
+    replicated = kv_cache_per_gpu_gib(breakdown=breakdown, count=count) + breakdown.activations_gib
     fragmentation = breakdown.fragmentation_factor * (breakdown.gradients_gib / count + replicated)
     return breakdown.sharded_gib / count + replicated + fragmentation + breakdown.cuda_context_gib
 
@@ -171,13 +183,20 @@ def _gib_label(value: float) -> str:
 
 
 def _not_fit_reason(*, breakdown: MemoryBreakdown, count: int, need: float, memory: float) -> str:
-    overhead = need - breakdown.sharded_gib / count - breakdown.replicated_gib
-    return (
-        f"needs {need:.1f} GiB per GPU on {count} x {_gib_label(memory)} GiB: "
-        f"{breakdown.sharded_gib:.1f} GiB of weights/gradients/optimizer split {count} way(s) "
-        f"+ {breakdown.replicated_gib:.1f} GiB of KV cache and activations "
-        f"+ {overhead:.1f} GiB overhead per GPU"
-    )
+    replicated = kv_cache_per_gpu_gib(breakdown=breakdown, count=count) + breakdown.activations_gib
+    overhead = need - breakdown.sharded_gib / count - replicated
+    return _(
+        "needs %(need).1f GiB per GPU on %(count)d x %(memory)s GiB: %(sharded).1f GiB of "
+        "weights/gradients/optimizer split %(count)d way(s) + %(replicated).1f GiB of KV cache and "
+        "activations + %(overhead).1f GiB overhead per GPU"
+    ) % {
+        "need": need,
+        "count": count,
+        "memory": _gib_label(memory),
+        "sharded": breakdown.sharded_gib,
+        "replicated": replicated,
+        "overhead": overhead,
+    }
 
 
 def gpu_plan(
@@ -231,21 +250,27 @@ def gpu_plan(
                 plan.count,
             ),
         )
-        reason = f"fits on {needed.count} x {_gib_label(gpu.memory_gib)} GiB ({needed.per_gpu_gib:.1f} GiB per GPU)"
+        reason = _("fits on %(count)d x %(memory)s GiB (%(need).1f GiB per GPU)") % {
+            "count": needed.count,
+            "memory": _gib_label(gpu.memory_gib),
+            "need": needed.per_gpu_gib,
+        }
         if recommended.over_max_hours:
-            reason += f"; every fitting count takes longer than {max_hours:g} h"
+            reason += _("; every fitting count takes longer than %(hours)s h") % {"hours": f"{max_hours:g}"}
         return GpuPlan(gpu=gpu, counts=tuple(plans), gpus_needed=needed.count, recommended=recommended, reason=reason)
 
     largest = max(counts)
-    floor = breakdown.replicated_gib * (1 + breakdown.fragmentation_factor) + breakdown.cuda_context_gib
+    floor = (kv_cache_per_gpu_gib(breakdown=breakdown, count=largest) + breakdown.activations_gib) * (
+        1 + breakdown.fragmentation_factor
+    ) + breakdown.cuda_context_gib
     if floor > gpu.memory_gib:
-        reason = (
-            f"KV cache, activations and overhead alone need {floor:.1f} GiB per GPU, more than the "
-            f"{_gib_label(gpu.memory_gib)} GiB each has; more GPUs don't help: lower the batch or the context"
-        )
+        reason = _(
+            "KV cache, activations and overhead alone need %(floor).1f GiB per GPU, more than the "
+            "%(memory)s GiB each has; more GPUs don't help: lower the batch, the users or the context"
+        ) % {"floor": floor, "memory": _gib_label(gpu.memory_gib)}
     else:
         largest_plan = next(plan for plan in plans if plan.count == largest)
-        reason = f"too big even on {largest}: {largest_plan.reason}"
+        reason = _("too big even on %(count)d: %(reason)s") % {"count": largest, "reason": largest_plan.reason}
     return GpuPlan(gpu=gpu, counts=tuple(plans), gpus_needed=None, recommended=None, reason=reason)
 
 
@@ -288,20 +313,35 @@ def fit_plan(
         for gpu in gpus
     ]
 
-    def rank(plan: GpuPlan) -> tuple[bool, bool, float, float, int, str]:
-        best = plan.recommended
-        if best is None:
-            return (True, True, math.inf, math.inf, MAX_COUNT + 1, plan.gpu.name)
-        return (
-            False,
-            bool(best.over_max_hours),
-            best.cost if best.cost is not None else math.inf,
-            best.hours if best.hours is not None else math.inf,
-            best.count,
-            plan.gpu.name,
-        )
+    return sorted(plans, key=plan_rank)
 
-    return sorted(plans, key=rank)
+
+def plan_completeness(gpu: GpuFacts) -> int:
+    """0: throughput and price known; 1: one of them; 2: neither."""
+    return (gpu.throughput_per_s is None) + (gpu.price_per_gpu_hour is None)
+
+
+def plan_rank(plan: GpuPlan) -> tuple[bool, int, bool, float, float, int, str]:
+    """Sort key of :func:`fit_plan`: GPUs that fit first; among them, those with both a throughput and
+    a price before those missing one, and those before those missing both (an unknown is never ranked
+    above a known figure); then plans within the time limit, by cost per unit of work at the
+    recommended count, hours, GPU count and name."""
+    best = plan.recommended
+    if best is None:
+        return (True, 2, True, math.inf, math.inf, MAX_COUNT + 1, plan.gpu.name)
+    gpu = plan.gpu
+    per_unit = math.inf
+    if gpu.throughput_per_s and gpu.price_per_gpu_hour is not None:
+        per_unit = gpu.price_per_gpu_hour * best.count / (gpu.throughput_per_s * best.speedup)
+    return (
+        False,
+        plan_completeness(gpu),
+        bool(best.over_max_hours),
+        per_unit,
+        -(gpu.throughput_per_s or 0) * best.speedup,
+        best.count,
+        gpu.name,
+    )
 
 
 @dataclass(frozen=True)
@@ -380,15 +420,20 @@ def buy_vs_rent(
     break_even_hours = depreciation_month / DAYS_PER_MONTH / hourly_saving if hourly_saving > 0 else None
     recommendation: Literal["buy", "rent"] = "buy" if own_month < rent_month else "rent"
     if break_even_days is None:
-        reason = "electricity alone costs more per hour than renting: rent"
+        reason = _("electricity alone costs more per hour than renting: rent")
     else:
-        reason = (
-            f"at {hours_per_day:g} h a day renting costs {rent_month:,.0f} a month and owning "
-            f"{own_month:,.0f} (price spread over {amortisation_months:g} months + electricity); "
-            f"buying pays for itself after {break_even_days:,.0f} days of such use"
-        )
+        reason = _(
+            "at %(hours)s h a day renting costs %(rent)s a month and owning %(own)s (price spread over "
+            "%(months)s months + electricity); buying pays for itself after %(days)s days of such use"
+        ) % {
+            "hours": f"{hours_per_day:g}",
+            "rent": f"{rent_month:,.0f}",
+            "own": f"{own_month:,.0f}",
+            "months": f"{amortisation_months:g}",
+            "days": f"{break_even_days:,.0f}",
+        }
         if break_even_hours is not None:
-            reason += f"; owning is cheaper above {break_even_hours:.1f} h a day"
+            reason += _("; owning is cheaper above %(hours).1f h a day") % {"hours": break_even_hours}
     return BuyVsRent(
         purchase_price=purchase_price,
         resale_fraction=resale_fraction,

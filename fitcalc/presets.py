@@ -15,10 +15,14 @@ be, the estimator skips the KV cache and activations and says so in its notes.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
+from fitcalc.configs import config_shapes
 from fitcalc.errors import FitInputError
 
 ModelKind = Literal["decoder", "encoder", "diffusion", "cnn"]
@@ -36,12 +40,35 @@ DEFAULT_HEAD_DIM = 128
 
 
 @dataclass(frozen=True)
+class Citation:
+    """A readable source: title, publisher or author, date (``YYYY-MM`` or ``YYYY-MM-DD``), link."""
+
+    title: str
+    publisher: str
+    date: str
+    url: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """What the estimator knows about one model. Shapes are ``None`` when unknown.
 
-    ``intermediate`` is the MLP inner width; ``mlp_matrices`` is 3 for gated MLPs (SwiGLU: gate, up,
-    down) and 2 for plain ones (up, down). ``max_context`` is the longest context the published
-    config supports (``max_position_embeddings``), used only for a warning note.
+    ``intermediate`` is the MLP width one token passes through (for a mixture of experts: the active
+    experts' widths added up); ``mlp_matrices`` is 3 for gated MLPs (SwiGLU: gate, up, down) and 2 for
+    plain ones (up, down). ``max_context`` is the longest context the published config supports
+    (``max_position_embeddings``), used only for a warning note.
+
+    Mixture of experts: ``params`` counts every expert (memory), ``active_params`` only those a token
+    uses (compute); ``expert_params`` is the routed experts' share of ``params``.
+
+    KV cache: ``kv_values_per_token_layer`` values per token and layer (``2 x kv_heads x head_dim``
+    unless the attention caches a compressed latent, as DeepSeek's MLA does); ``kv_shards`` is how
+    many ways tensor parallelism can split it (the KV heads; 1 for MLA); ``sliding_layers`` layers
+    keep at most ``sliding_window`` tokens. ``native_precision`` is the weight format the publisher
+    ships (DeepSeek V3 FP8, gpt-oss MXFP4), the default for inference.
     """
 
     slug: str
@@ -60,15 +87,46 @@ class ModelSpec:
     max_context: int | None = None
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    active_params: int | None = None
+    experts: int | None = None
+    experts_active: int | None = None
+    expert_params: int = 0
+    kv_values_per_token_layer: int | None = None
+    kv_shards: int | None = None
+    sliding_window: int | None = None
+    sliding_layers: int = 0
+    lora_attention_width: int | None = None
+    lora_mlp_width: int | None = None
+    native_precision: str | None = None
+    hf_repo: str | None = None
+    citations: tuple[Citation, ...] = ()
 
     @property
     def is_transformer(self) -> bool:
         return self.kind in ("decoder", "encoder")
 
     @property
+    def is_moe(self) -> bool:
+        return bool(self.experts)
+
+    @property
+    def compute_params(self) -> int:
+        """Parameters one token runs through: the active ones of a mixture of experts."""
+        return self.active_params if self.active_params is not None else self.params
+
+    @property
     def has_attention_shapes(self) -> bool:
         """True when layers, hidden, heads, KV heads and head dim are all known."""
         return None not in (self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim)
+
+    @property
+    def kv_values_per_token(self) -> int | None:
+        """KV cache values per token and layer; None when the shapes are unknown."""
+        if self.kv_values_per_token_layer is not None:
+            return self.kv_values_per_token_layer
+        if self.kv_heads and self.head_dim:
+            return 2 * self.kv_heads * self.head_dim
+        return None
 
     @property
     def embedding_params(self) -> int:
@@ -81,112 +139,102 @@ class ModelSpec:
         data = asdict(self)
         data["sources"] = list(self.sources)
         data["notes"] = list(self.notes)
+        data["citations"] = [citation.to_dict() for citation in self.citations]
         return data
 
 
-PRESETS: dict[str, ModelSpec] = {
-    # https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json
-    #   hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32,
-    #   num_key_value_heads 8, vocab_size 128256, max_position_embeddings 8192, tie_word_embeddings false
-    # https://huggingface.co/meta-llama/Meta-Llama-3-8B (model card: 8.03B params)
-    "llama-3-8b": ModelSpec(
-        slug="llama-3-8b",
-        name="Llama 3 8B",
+PRESETS_FILE = Path(__file__).resolve().parent / "data" / "presets.json"
+
+
+def hf_config_url(repo: str) -> str:
+    return f"https://huggingface.co/{repo}/blob/main/config.json"
+
+
+def model_spec_from_config(
+    *,
+    config: Mapping[str, Any],
+    slug: str,
+    name: str,
+    hf_repo: str | None = None,
+    citations: tuple[Citation, ...] = (),
+    native_precision: str | None = None,
+    notes: tuple[str, ...] = (),
+) -> ModelSpec:
+    """A decoder ModelSpec from a config.json's keys (counted by :func:`fitcalc.configs.config_shapes`).
+
+    Raises :class:`FitInputError` (field ``hf_model``) when a needed key is missing or malformed."""
+    shapes = config_shapes(config)
+    return ModelSpec(
+        slug=slug,
+        name=name,
         kind="decoder",
-        params=8_030_261_248,
-        layers=32,
-        hidden=4096,
-        heads=32,
-        kv_heads=8,
-        head_dim=128,
-        intermediate=14336,
+        params=shapes.params,
+        layers=shapes.layers,
+        hidden=shapes.hidden,
+        heads=shapes.heads,
+        kv_heads=shapes.kv_heads,
+        head_dim=shapes.head_dim,
+        intermediate=shapes.intermediate,
         mlp_matrices=3,
-        vocab=128256,
-        tied_embeddings=False,
-        max_context=8192,
-        sources=(
-            "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
-            "https://huggingface.co/meta-llama/Meta-Llama-3-8B",
+        vocab=shapes.vocab,
+        tied_embeddings=shapes.tied_embeddings,
+        max_context=shapes.max_context,
+        sources=tuple(citation.url for citation in citations),
+        notes=notes + shapes.notes,
+        active_params=shapes.active_params if shapes.experts else None,
+        experts=shapes.experts,
+        experts_active=shapes.experts_active,
+        expert_params=shapes.expert_params,
+        kv_values_per_token_layer=shapes.kv_values_per_token_layer,
+        kv_shards=shapes.kv_shards,
+        sliding_window=shapes.sliding_window,
+        sliding_layers=shapes.sliding_layers,
+        lora_attention_width=shapes.lora_attention_width,
+        lora_mlp_width=shapes.lora_mlp_width,
+        native_precision=native_precision,
+        hf_repo=hf_repo,
+        citations=citations,
+    )
+
+
+def _preset_citations(entry: Mapping[str, Any]) -> tuple[Citation, ...]:
+    repo, publisher, released = entry["hf_repo"], entry["publisher"], entry["released"]
+    return (
+        Citation(
+            title=f"{repo}: config.json",
+            publisher=f"{publisher} on Hugging Face",
+            date=released,
+            url=hf_config_url(repo),
         ),
-    ),
-    # https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json
-    #   hidden_size 8192, intermediate_size 28672, num_hidden_layers 80, num_attention_heads 64,
-    #   num_key_value_heads 8, vocab_size 128256, max_position_embeddings 8192, tie_word_embeddings false
-    # https://huggingface.co/meta-llama/Meta-Llama-3-70B (model card: 70.6B params)
-    "llama-3-70b": ModelSpec(
-        slug="llama-3-70b",
-        name="Llama 3 70B",
-        kind="decoder",
-        params=70_553_706_496,
-        layers=80,
-        hidden=8192,
-        heads=64,
-        kv_heads=8,
-        head_dim=128,
-        intermediate=28672,
-        mlp_matrices=3,
-        vocab=128256,
-        tied_embeddings=False,
-        max_context=8192,
-        sources=(
-            "https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json",
-            "https://huggingface.co/meta-llama/Meta-Llama-3-70B",
+        Citation(
+            title=entry["published"]["text"], publisher=publisher, date=released, url=f"https://huggingface.co/{repo}"
         ),
-    ),
-    # https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json
-    #   hidden_size 3584, intermediate_size 18944, num_hidden_layers 28, num_attention_heads 28,
-    #   num_key_value_heads 4, vocab_size 152064, max_position_embeddings 131072, tie_word_embeddings false
-    #   (q/k/v projections carry biases)
-    # https://huggingface.co/Qwen/Qwen2.5-7B (model card: 7.61B parameters, 6.53B non-embedding)
-    "qwen2.5-7b": ModelSpec(
-        slug="qwen2.5-7b",
-        name="Qwen2.5 7B",
-        kind="decoder",
-        params=7_615_616_512,
-        layers=28,
-        hidden=3584,
-        heads=28,
-        kv_heads=4,
-        head_dim=128,
-        intermediate=18944,
-        mlp_matrices=3,
-        vocab=152064,
-        tied_embeddings=False,
-        max_context=131072,
-        sources=(
-            "https://huggingface.co/Qwen/Qwen2.5-7B/blob/main/config.json",
-            "https://huggingface.co/Qwen/Qwen2.5-7B",
-        ),
-    ),
-    # https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json
-    #   hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32,
-    #   num_key_value_heads 8, vocab_size 32000, max_position_embeddings 32768, sliding_window 4096
-    # https://arxiv.org/abs/2310.06825 (Mistral 7B paper, Table 1: dim 4096, n_layers 32, head_dim 128,
-    #   hidden_dim 14336, n_heads 32, n_kv_heads 8, window_size 4096, vocab_size 32000)
-    "mistral-7b": ModelSpec(
-        slug="mistral-7b",
-        name="Mistral 7B (v0.1)",
-        kind="decoder",
-        params=7_241_732_096,
-        layers=32,
-        hidden=4096,
-        heads=32,
-        kv_heads=8,
-        head_dim=128,
-        intermediate=14336,
-        mlp_matrices=3,
-        vocab=32000,
-        tied_embeddings=False,
-        max_context=32768,
-        sources=(
-            "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
-            "https://arxiv.org/abs/2310.06825",
-        ),
-        notes=(
-            "Mistral 7B v0.1 uses a 4096-token sliding attention window; a rolling-buffer KV cache "
-            "would cap at 4096 tokens, but the estimate keeps the full-context cache (conservative).",
-        ),
-    ),
+    )
+
+
+def _load_config_presets() -> dict[str, ModelSpec]:
+    data = json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
+    specs: dict[str, ModelSpec] = {}
+    for entry in data["presets"]:
+        specs[entry["slug"]] = model_spec_from_config(
+            config=entry["config"],
+            slug=entry["slug"],
+            name=entry["name"],
+            hf_repo=entry["hf_repo"],
+            citations=_preset_citations(entry),
+            native_precision=entry.get("native_precision"),
+            notes=tuple(entry.get("notes", ())),
+        )
+    return specs
+
+
+#: Published figures of each config preset (``{"params": "8.03", "active": ..., "text": ...}``),
+#: for the tests and the page.
+PUBLISHED_FIGURES: dict[str, dict[str, str]] = {
+    entry["slug"]: entry["published"] for entry in json.loads(PRESETS_FILE.read_text(encoding="utf-8"))["presets"]
+}
+
+_OTHER_PRESETS: dict[str, ModelSpec] = {
     # https://arxiv.org/abs/2307.01952 (SDXL paper, Podell et al. 2023): UNet 2.6B parameters; text
     #   encoders OpenCLIP ViT-bigG + CLIP ViT-L, 817M parameters in total.
     # https://huggingface.co/stabilityai/stable-diffusion-xl-base-1.0
@@ -248,6 +296,8 @@ PRESETS: dict[str, ModelSpec] = {
         notes=("340M is the paper's rounded figure; the config's tensor shapes give 335M.",),
     ),
 }
+
+PRESETS: dict[str, ModelSpec] = {**_load_config_presets(), **_OTHER_PRESETS}
 
 
 def preset_slugs() -> list[str]:

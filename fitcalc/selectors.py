@@ -5,91 +5,42 @@ price per GPU-hour (``catalog.selectors_prices.cheapest_price_per_gpu``), its pu
 TDP, and its throughput in the job's unit, in a fixed number of queries (seven, whatever the
 number of GPUs). ``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
 
-Throughput of one GPU (tokens/s for transformers, samples/s for image models)
---------------------------------------------------------------------------------
-In order of preference; ``throughput_basis`` says which one was used.
-
-1. ``measured``: a Lambda training result for the same model (ResNet-50 -> ``resnet50``,
-   BERT-Large -> ``bert_large_squad``; full fine-tuning and training modes; Lambda's FP16 runs
-   for BF16/FP16, FP32 for FP32; single-GPU configurations). BERT's sequences/s become tokens/s
-   as sequences/s x ``context`` (Lambda measured SQuAD fine-tuning at its own sequence length, so
-   other contexts are approximate).
-2. ``measured-scaled``: the client's ``transformer-train`` / ``transformer-infer`` benchmark (one
-   GPT block in BF16, tokens/s). Its achieved FLOP rate is ``tokens/s x block FLOP per token``
-   (the client's formula: forward ``2 x (4 d^2 + 2 d d_ff) + 2 x seq x d``, x3 for training),
-   and the model runs at ``achieved FLOP rate / model FLOP per token``. Used for BF16/FP16 and for
-   INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
-3. ``estimated`` from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak / model
-   FLOP per token``. The peak is the TensorPeak of the compute precision: BF16 or FP16 as chosen;
-   TF32 for FP32 (seed 000: PyTorch enables TF32 on Ampere by default), else the non-tensor FP32
-   figure; BF16 (else FP16) for INT8/INT4 weights.
-
-Model FLOP per token (Kaplan et al. 2020, arXiv:2001.08361, Table 1): forward ``2 P + 2 L s
-d_attn`` (``d_attn`` = heads x head dim; the second term only when the shapes are known),
-training three times that (forward + backward), i.e. the familiar ``6 P`` plus attention.
-LoRA and QLoRA are counted as full training FLOP, an upper bound (frozen weights need no weight
-gradients).
-
-Decoder inference is also bounded by memory bandwidth: every generated token reads the weights
-and the KV cache once per step of ``batch`` sequences, so ``tokens/s <= batch x bandwidth /
-(weight bytes + KV cache bytes)`` (the cache at full context: an upper bound on the bytes read).
-Bandwidth is the measured ``membw-copy`` figure where there is one, else
-``ACHIEVABLE_BANDWIDTH_FRACTION`` x the spec sheet's. The rate is the smaller of the compute and
-the bandwidth bounds; when the bandwidth bound decides, the figure is an ``estimated`` one.
-
-Image models (CNN, diffusion) have no spec-sheet estimate: their FLOP per sample depends on the
-input resolution, which the calculator does not take. They show fit and memory only, unless a
-Lambda measurement applies.
-
-Constants
----------
-* ``ACHIEVABLE_COMPUTE_FRACTION`` = 0.40: model FLOP utilisation of large BF16 training runs; the
-  Llama 3 paper (arXiv:2407.21783, Table 4) reports 38-43% on H100s.
-* ``ACHIEVABLE_BANDWIDTH_FRACTION`` = 0.80: an assumption (copy kernels reach roughly 80-90% of
-  the spec sheet's bandwidth); replaced by the measured ``membw-copy`` where available.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.models import Gpu, PurchasePrice, TensorPeak
 from catalog.selectors_prices import cheapest_price_per_gpu, display_rate
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from fitcalc.forms import FitRequest
-from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown, Mode
+from fitcalc.memory import TRAINING_MODES, MemoryBreakdown
 from fitcalc.plan import MAX_HOURS, SCALING_EFFICIENCY_PER_DOUBLING, BuyVsRent, GpuFacts, GpuPlan, buy_vs_rent, fit_plan
 from fitcalc.presets import ModelSpec
+from fitcalc.throughput import (
+    ACHIEVABLE_BANDWIDTH_FRACTION,
+    ACHIEVABLE_COMPUTE_FRACTION,
+    LAMBDA_MODES,
+    LAMBDA_WORKLOAD_FOR_PRESET,
+    MEMBW_COPY,
+    TRANSFORMER_INFER,
+    TRANSFORMER_TRAIN,
+    Basis,
+    GpuMeasurements,
+    GpuSpecs,
+    block_flops_per_token,
+    throughput_resolve,
+)
 
-ACHIEVABLE_COMPUTE_FRACTION = 0.40
-ACHIEVABLE_BANDWIDTH_FRACTION = 0.80
 MIN_COMMUNITY_N = 3  # as dashboard.metrics: an aggregate counts with a lab result or >= 3 community results
-BUY_VS_RENT_TOP = 5
-
-TRANSFORMER_TRAIN = "transformer-train"
-TRANSFORMER_INFER = "transformer-infer"
-MEMBW_COPY = "membw-copy"
-#: Lambda training workloads that measure a preset's own model.
-LAMBDA_WORKLOAD_FOR_PRESET = {"resnet-50": "resnet50", "bert-large": "bert_large_squad"}
-LAMBDA_MODES = frozenset({Mode.FULL_FINETUNE, Mode.TRAIN})
-LAMBDA_PRECISION = {"bf16": "fp16", "fp16": "fp16", "fp32": "fp32"}
-#: Precisions of the TensorPeak used for the compute bound ("fp32_nontensor" = Gpu.fp32_tflops).
-COMPUTE_PEAKS: dict[str, tuple[str, ...]] = {
-    "fp32": ("tf32", "fp32_nontensor"),
-    "bf16": ("bf16",),
-    "fp16": ("fp16",),
-    "int8": ("bf16", "fp16"),
-    "int4": ("bf16", "fp16"),
-}
-#: Precisions for which the BF16 transformer-block measurement stands for the compute rate.
-BLOCK_MEASUREMENT_PRECISIONS = frozenset({"bf16", "fp16", "int8", "int4"})
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5
@@ -97,162 +48,6 @@ _MAX_THROUGHPUT = 1e15
 _MAX_PRICE_PER_HOUR = 1e5
 _MAX_PURCHASE = 1e8
 _MAX_TDP = 1e5
-
-Basis = Literal["measured", "measured-scaled", "estimated", "none"]
-
-
-# --- pure arithmetic -------------------------------------------------------------------------
-
-
-def model_flops_per_token(*, model: ModelSpec, context: int, training: bool) -> float:
-    """Kaplan et al.'s FLOP per token: forward ``2P + 2 L s d_attn``; training x3."""
-    forward = 2.0 * model.params
-    if model.layers and model.heads and model.head_dim:
-        forward += 2.0 * model.layers * context * model.heads * model.head_dim
-    return forward * (3 if training else 1)
-
-
-def block_flops_per_token(*, params: Mapping[str, Any], training: bool) -> float | None:
-    """FLOP per token of the client's transformer block at its recorded shapes (None if unknown)."""
-    try:
-        d, d_ff, seq = int(params["d_model"]), int(params["d_ff"]), int(params["seq_len"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if min(d, d_ff, seq) <= 0:
-        return None
-    forward = 2.0 * (4 * d * d + 2 * d * d_ff) + 2.0 * seq * d
-    return forward * (3 if training else 1)
-
-
-@dataclass(frozen=True)
-class GpuSpecs:
-    """Spec-sheet figures of one GPU: dense tensor peaks by precision (None: unsupported)."""
-
-    peaks: Mapping[str, float | None]
-    fp32_tflops: float | None
-    bandwidth_gbs: float | None
-
-
-@dataclass(frozen=True)
-class GpuMeasurements:
-    """What the benchmarks measured on one GPU, already reduced to rates."""
-
-    train_flops: float | None = None  # achieved FLOP/s of the transformer-train block
-    infer_flops: float | None = None  # achieved FLOP/s of the transformer-infer block
-    bandwidth_gbs: float | None = None  # membw-copy
-    lambda_per_s: Mapping[str, float] = field(default_factory=dict)  # lambda precision -> items/s
-
-
-@dataclass(frozen=True)
-class Throughput:
-    per_s: float | None
-    unit: str
-    basis: Basis
-    note: str
-
-    @property
-    def is_estimate(self) -> bool:
-        return self.basis == "estimated"
-
-
-def _compute_peak_flops(specs: GpuSpecs, precision: str) -> tuple[float | None, str]:
-    """FLOP/s of the compute precision's dense peak and the peak's name; (None, why) if unknown."""
-    for key in COMPUTE_PEAKS[precision]:
-        if key == "fp32_nontensor":
-            if specs.fp32_tflops:
-                return specs.fp32_tflops * 1e12, "FP32 (non-tensor)"
-            continue
-        if key in specs.peaks:
-            value = specs.peaks[key]
-            if value:
-                return value * 1e12, key.upper()
-            if precision == key:
-                return None, f"this GPU has no {key.upper()} support"
-    return None, "no dense tensor peak on record for " + "/".join(k.upper() for k in COMPUTE_PEAKS[precision])
-
-
-def throughput_resolve(
-    *,
-    model: ModelSpec,
-    breakdown: MemoryBreakdown,
-    specs: GpuSpecs,
-    measured: GpuMeasurements,
-) -> Throughput:
-    """One GPU's rate for this job, per the module docstring (pure: plain data in)."""
-    mode, precision = breakdown.mode, breakdown.precision.value
-    context, batch = breakdown.context, breakdown.batch
-    training = mode in TRAINING_MODES
-    transformer = model.kind in ("decoder", "encoder")
-    unit = "tokens/s" if transformer else "samples/s"
-
-    if precision == "bf16" and "bf16" in specs.peaks and specs.peaks["bf16"] is None:
-        # V100 and older: BF16 is emulated, not run on tensor cores; no figure stands for it.
-        return Throughput(None, unit, "none", "this GPU has no BF16 support: choose FP16")
-    lambda_precision = LAMBDA_PRECISION.get(precision)
-    if model.slug in LAMBDA_WORKLOAD_FOR_PRESET and mode in LAMBDA_MODES and lambda_precision:
-        per_s = measured.lambda_per_s.get(lambda_precision)
-        if per_s:
-            workload = LAMBDA_WORKLOAD_FOR_PRESET[model.slug]
-            if transformer:
-                return Throughput(
-                    per_s * context,
-                    unit,
-                    "measured",
-                    f"Lambda {workload} {lambda_precision.upper()}: {per_s:g} sequences/s x {context} tokens",
-                )
-            return Throughput(
-                per_s, unit, "measured", f"Lambda {workload} {lambda_precision.upper()}: {per_s:g} samples/s"
-            )
-
-    if not transformer:
-        return Throughput(
-            None,
-            unit,
-            "none",
-            "no measurement for this model; image models need FLOP per sample, which depend on the input size",
-        )
-    if model.params <= 0:
-        return Throughput(None, unit, "none", "no parameters")
-
-    flops_per_token = model_flops_per_token(model=model, context=context, training=training)
-    block_rate = measured.train_flops if training else measured.infer_flops
-    if block_rate and precision in BLOCK_MEASUREMENT_PRECISIONS:
-        compute = block_rate / flops_per_token
-        basis: Basis = "measured-scaled"
-        note = (
-            f"{TRANSFORMER_TRAIN if training else TRANSFORMER_INFER} block measured at {block_rate / 1e12:.1f} TFLOP/s, "
-            f"scaled to {flops_per_token / 1e9:.1f} GFLOP per token"
-        )
-    else:
-        peak, peak_name = _compute_peak_flops(specs, precision)
-        if peak is None:
-            return Throughput(None, unit, "none", peak_name)
-        compute = ACHIEVABLE_COMPUTE_FRACTION * peak / flops_per_token
-        basis = "estimated"
-        note = (
-            f"{ACHIEVABLE_COMPUTE_FRACTION:.0%} of the {peak_name} dense peak ({peak / 1e12:g} TFLOPS) "
-            f"/ {flops_per_token / 1e9:.1f} GFLOP per token"
-        )
-
-    if mode is Mode.INFERENCE and model.kind == "decoder":
-        step_bytes = (breakdown.weights_gib + breakdown.kv_cache_gib) * GIB
-        if measured.bandwidth_gbs:
-            bandwidth, how = measured.bandwidth_gbs * 1e9, f"measured copy bandwidth {measured.bandwidth_gbs:g} GB/s"
-        elif specs.bandwidth_gbs:
-            bandwidth = ACHIEVABLE_BANDWIDTH_FRACTION * specs.bandwidth_gbs * 1e9
-            how = f"{ACHIEVABLE_BANDWIDTH_FRACTION:.0%} of {specs.bandwidth_gbs:g} GB/s"
-        else:
-            return Throughput(None, unit, "none", "no memory bandwidth on record to bound decoding")
-        if step_bytes > 0:
-            decode = batch * bandwidth / step_bytes
-            if decode < compute:
-                return Throughput(
-                    decode,
-                    unit,
-                    "estimated",
-                    f"decoding bound by memory: {batch} x {how} / {step_bytes / 1e9:.1f} GB read per step",
-                )
-    return Throughput(compute, unit, basis, note)
 
 
 def _within(value: float | None, *, low: float, high: float, inclusive_low: bool = False) -> float | None:
@@ -276,6 +71,11 @@ class GpuDetail:
     throughput_basis: Basis
     throughput_note: str
     purchase_price_source: str
+    throughput_typical_error: float | None = None
+
+    @property
+    def typical_error_percent(self) -> int | None:
+        return None if self.throughput_typical_error is None else round(self.throughput_typical_error * 100)
 
 
 @dataclass(frozen=True)
@@ -438,6 +238,7 @@ def fit_gpu_facts_list(
             throughput_basis=throughput.basis if per_s is not None else "none",
             throughput_note=throughput.note,
             purchase_price_source=purchase_source,
+            throughput_typical_error=throughput.typical_error,
         )
     return FitGpuFacts(gpus=facts, details=details, currency=currency, exchange_rate=exchange, warnings=warnings)
 
@@ -465,6 +266,7 @@ class FitResult:
     currency: str
     exchange_rate: dict[str, Any] | None
     warnings: list[str]
+    buy_vs_rent_missing: list[BuyRentRow] = field(default_factory=list)
 
     @property
     def fitting(self) -> list[GpuPlan]:
@@ -489,23 +291,32 @@ class FitResult:
         }
 
 
-def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> list[BuyRentRow]:
-    rows = []
-    for plan in [p for p in plans if p.gpus_needed is not None][:BUY_VS_RENT_TOP]:
+def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[list[BuyRentRow], list[BuyRentRow]]:
+    """Buy versus rent for every GPU that fits and has both a purchase and a rental price, in the
+    ranking's order; and the fitting GPUs without one of them, each saying which is missing."""
+    rows: list[BuyRentRow] = []
+    missing: list[BuyRentRow] = []
+    for plan in plans:
+        if plan.gpus_needed is None:
+            continue
         gpu = plan.gpu
         notes: list[str] = []
         if gpu.purchase_price is None:
-            notes.append(f"no {request.condition} purchase price on record")
+            notes.append(
+                _("no new purchase price on record")
+                if request.condition == "new"
+                else _("no used purchase price on record")
+            )
         if gpu.price_per_gpu_hour is None or gpu.price_per_gpu_hour <= 0:
-            notes.append("no current on-demand rental price")
+            notes.append(_("no current on-demand rental price"))
         if notes:
-            rows.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, None, tuple(notes)))
+            missing.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, None, tuple(notes)))
             continue
         assert gpu.purchase_price is not None and gpu.price_per_gpu_hour is not None
         if gpu.tdp_w is None:
-            notes.append("no TDP on record: power is not counted")
+            notes.append(_("no TDP on record: power is not counted"))
         if request.electricity_price_per_kwh is None:
-            notes.append("no electricity price given: power is not counted")
+            notes.append(_("no electricity price given: power is not counted"))
         result = buy_vs_rent(
             purchase_price=gpu.purchase_price,
             power_w=gpu.tdp_w or 0.0,
@@ -514,12 +325,12 @@ def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> list[BuyR
             rent_prices_per_hour=[gpu.price_per_gpu_hour],
         )
         rows.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, result, tuple(notes)))
-    return rows
+    return rows, missing
 
 
 def fit_compute(*, request: FitRequest) -> FitResult:
     """Fit, time and cost of ``request`` on every curated GPU at 1, 2, 4 and 8 GPUs, ranked,
-    with buy versus rent for the best few. A fixed number of queries (see fit_gpu_facts_list).
+    with buy versus rent for every fitting GPU with both prices. A fixed number of queries (see fit_gpu_facts_list).
     Raises FitInputError only for inputs the form could not check alone."""
     facts = fit_gpu_facts_list(
         model=request.model, breakdown=request.breakdown, condition=request.condition, currency=request.currency
@@ -529,11 +340,13 @@ def fit_compute(*, request: FitRequest) -> FitResult:
         gpus=facts.gpus,
         work_units=request.work.work_units if request.work else None,
     )
+    buy_rows, missing_rows = _buy_vs_rent_rows(request=request, plans=plans)
     return FitResult(
         request=request,
         plans=plans,
         details=facts.details,
-        buy_vs_rent=_buy_vs_rent_rows(request=request, plans=plans),
+        buy_vs_rent=buy_rows,
+        buy_vs_rent_missing=missing_rows,
         currency=facts.currency,
         exchange_rate=facts.exchange_rate,
         warnings=facts.warnings,

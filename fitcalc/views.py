@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
-from fitcalc.forms import MODE_LABELS, FitForm
+from fitcalc.forms import MODE_LABELS, PRECISION_LABELS, FitForm
 from fitcalc.plan import MAX_HOURS
 from fitcalc.presets import PRESETS
 from fitcalc.selectors import fit_compute
@@ -21,13 +23,18 @@ from fitcalc.selectors import fit_compute
 #: 100 million tokens (about 49,000 sequences of 2,048 tokens).
 PAGE_DEFAULTS = {"model": "llama-3-8b", "mode": "lora", "context": "2048", "batch": "1", "tokens": "100000000"}
 
+WORK_LABELS = {"tokens": _lazy("tokens"), "samples": _lazy("samples"), "epochs": _lazy("epochs")}
+
 FIELD_GROUPS = (
-    ("model", ("model", "params", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim")),
+    ("model", ("model", "hf_model", "params", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim")),
     (
         "job",
         (
             "mode",
             "precision",
+            "serving",
+            "users",
+            "kv_cache_precision",
             "context",
             "batch",
             "flash_attention",
@@ -66,5 +73,11 @@ def fit_view(request: HttpRequest) -> HttpResponse:
             "presets": sorted(PRESETS.values(), key=lambda spec: spec.name),
             "max_hours": MAX_HOURS,
             "mode_label": MODE_LABELS.get(result.request.mode, "") if result else "",
+            "work_unit_label": WORK_LABELS.get(result.request.work.unit, "") if result and result.request.work else "",
+            "work_given_label": WORK_LABELS.get(result.request.work.given_as, "")
+            if result and result.request.work
+            else "",
+            "no_power_note": _("no electricity price given: power is not counted"),
+            "precision_label": PRECISION_LABELS.get(result.request.precision, "") if result else "",
         },
     )

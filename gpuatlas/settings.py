@@ -318,3 +318,11 @@ METRICS_DB_CACHE_SECONDS = env_int("METRICS_DB_CACHE_SECONDS", 15, minimum=0)
 # Celery hosts without a web process serve their own task samples here (0: off); same guard.
 METRICS_WORKER_PORT = env_int("METRICS_WORKER_PORT", 0, minimum=0)
 METRICS_WORKER_ADDR = env_str("METRICS_WORKER_ADDR", "0.0.0.0")  # noqa: S104 - guarded by token/IPs
+
+# Fit calculator: load a model's config.json from Hugging Face by its id (fitcalc/hub.py). Off by
+# default (the demo and the tests are offline): presets only. HF_ENDPOINT is huggingface_hub's own
+# variable, so a mirror (or a test server) stands in for https://huggingface.co.
+FITCALC_HF_ONLINE = env_bool("FITCALC_HF_ONLINE", False)
+HF_ENDPOINT = env_str("HF_ENDPOINT") or "https://huggingface.co"
+FITCALC_HF_TIMEOUT_S = env_int("FITCALC_HF_TIMEOUT_S", 10, minimum=1)
+FITCALC_HF_CACHE_DIR = env_str("FITCALC_HF_CACHE_DIR") or None

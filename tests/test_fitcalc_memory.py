@@ -405,7 +405,7 @@ def test_unknown_preset_lists_the_known_ones() -> None:
     ("kwargs", "field"),
     [
         ({"mode": "pretrain"}, "mode"),
-        ({"mode": "inference", "precision": "fp8"}, "precision"),
+        ({"mode": "inference", "precision": "fp6"}, "precision"),
         ({"mode": "inference", "context": 0}, "context"),
         ({"mode": "inference", "context": -5}, "context"),
         ({"mode": "inference", "context": 10_000_001}, "context"),

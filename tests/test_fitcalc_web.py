@@ -32,7 +32,7 @@ from fitcalc.api import CROSS_FIELD_PARAMETERS, FitView
 from fitcalc.figures import CostTimePoint, cost_time_points, fit_cost_time_figure
 from fitcalc.forms import FitForm
 from fitcalc.memory import GIB
-from fitcalc.selectors import (
+from fitcalc.throughput import (
     ACHIEVABLE_BANDWIDTH_FRACTION,
     ACHIEVABLE_COMPUTE_FRACTION,
     GpuMeasurements,
@@ -199,7 +199,18 @@ def test_cost_time_points_keep_only_fitting_plans_with_time_and_cost() -> None:
         ({"params": "1e15"}, "params", "less than or equal to"),
         ({"model": "gpt-9"}, "model", "valid choice"),
         ({}, "model", "choose a model preset or give a parameter count"),
-        ({"model": "llama-3-8b", "params": "7e9"}, "params", "not both"),
+        ({"model": "llama-3-8b", "params": "7e9"}, "params", "not model and params"),
+        ({"model": "llama-3-8b", "hf_model": "Qwen/Qwen3-8B"}, "hf_model", "not model and hf_model"),
+        ({"hf_model": "Qwen/Qwen3-8B"}, "hf_model", "offline"),
+        ({"hf_model": "not a repo"}, "hf_model", "offline"),
+        ({"model": "llama-3-8b", "serving": "single", "users": "4"}, "users", "one stream"),
+        ({"model": "llama-3-8b", "batch": "4"}, "batch", "users"),
+        ({"model": "llama-3-8b", "mode": "lora", "users": "4"}, "users", "inference"),
+        ({"model": "llama-3-8b", "users": "0"}, "users", "greater than or equal to 1"),
+        ({"model": "llama-3-8b", "serving": "many"}, "serving", "valid choice"),
+        ({"model": "llama-3-8b", "kv_cache_precision": "fp4"}, "kv_cache_precision", "valid choice"),
+        ({"model": "llama-3-8b", "precision": "q3_k"}, "precision", "valid choice"),
+        ({"model": "llama-3-8b", "mode": "full_finetune", "precision": "gptq"}, "precision", "gptq"),
         ({"model": "llama-3-8b", "layers": "12"}, "layers", "custom models"),
         ({"model": "llama-3-8b", "context": "0"}, "context", "greater than or equal to 1"),
         ({"model": "llama-3-8b", "batch": "-1"}, "batch", "greater than or equal to 1"),
@@ -268,7 +279,7 @@ def plans_by_slug(body: dict) -> dict[str, dict]:  # type: ignore[type-arg]
 def test_api_known_case_fits_on_two_24_gib_gpus_and_a_full_finetune_does_not(client) -> None:  # type: ignore[no-untyped-def]
     make_gpu("card-24", 24.0, price="0.40", tdp_w=450)
     make_gpu("card-80", 80.0, price="2.00")
-    response = client.get(URL, {"model": "llama-3-70b", "precision": "int4", "context": "2048"})
+    response = client.get(URL, {"model": "llama-3-70b", "precision": "int4", "context": "2048", "serving": "single"})
     assert response.status_code == 200, response.content
     plans = plans_by_slug(response.json())
     assert plans["card-24"]["gpus_needed"] == 2 and plans["card-80"]["gpus_needed"] == 1
@@ -413,7 +424,7 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     body = client.get(URL, {"model": "llama-3-8b", "tokens": "1e6"}).json()
     assert set(body) == {
         "inputs", "model", "memory", "currency", "exchange_rate", "fitting_count", "plans", "buy_vs_rent",
-        "assumptions", "warnings",
+        "buy_vs_rent_missing", "assumptions", "warnings",
     }  # fmt: skip
     assert {"weights", "kv_cache", "activations", "gradients", "optimizer", "overhead", "total", "unit"} <= set(
         body["memory"]
@@ -422,8 +433,8 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     assert set(plan) == {"gpu", "gpus_needed", "recommended", "reason", "counts"}
     assert set(plan["gpu"]) == {
         "slug", "name", "memory_gib", "throughput_per_s", "throughput_unit", "throughput_basis",
-        "throughput_is_estimate", "throughput_note", "price_per_gpu_hour", "purchase_price",
-        "purchase_price_source", "tdp_w",
+        "throughput_is_estimate", "throughput_note", "throughput_typical_error", "price_per_gpu_hour",
+        "purchase_price", "purchase_price_source", "tdp_w",
     }  # fmt: skip
     assert set(plan["counts"][0]) == {
         "count", "per_gpu_gib", "memory_gib", "fits", "speedup", "hours", "cost", "over_max_hours",
@@ -588,3 +599,76 @@ def test_fit_api_conforms_to_its_schema(case) -> None:  # type: ignore[no-untype
         case.validate_response(response, excluded_checks=[positive_data_acceptance])
     else:
         case.validate_response(response)
+
+
+# --- defects of issue 18 ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_buy_or_rent_covers_every_fitting_gpu_with_both_prices(client) -> None:  # type: ignore[no-untyped-def]
+    # The defect: only the five best-ranked fitting GPUs were compared, and when those lacked a
+    # price the table held nothing but "no price on record".
+    for index in range(6):
+        make_gpu(f"unpriced-{index}", 80.0 + index, price=None, bf16=2000.0)
+    priced = make_gpu("priced", 48.0, price="0.50", tdp_w=300)
+    PurchasePriceFactory(gpu=priced, condition="new", price=Decimal("4000"))
+    rent_only = make_gpu("rent-only", 48.0, price="0.60")
+    body = client.get(URL, {"model": "llama-3.1-8b", "tokens": "1e8"}).json()
+    assert [row["gpu"] for row in body["buy_vs_rent"]] == ["priced"]
+    assert body["buy_vs_rent"][0]["result"]["purchase_price"] == 4000
+    missing = {row["gpu"]: row["notes"] for row in body["buy_vs_rent_missing"]}
+    assert missing[rent_only.slug] == ["no new purchase price on record"]
+    assert len(missing) == 7
+    html = client.get("/fit/", {"model": "llama-3.1-8b", "tokens": "1e8"}).content.decode()
+    table = html[html.index('id="buy-rent-table"') : html.index("</table>", html.index('id="buy-rent-table"'))]
+    assert 'data-gpu="priced"' in table and "unpriced-0" not in table
+
+
+@pytest.mark.django_db
+def test_fit_calculator_speaks_chinese(client) -> None:  # type: ignore[no-untyped-def]
+    make_gpu("card-80", 80.0, price="2.00")
+    client.cookies["django_language"] = "zh-hans"
+    html = client.get("/fit/", {"model": "llama-3-70b", "mode": "full_finetune"}).content.decode()
+    assert "即使 8 块也装不下" in html and "too big even on" not in html
+    html = client.get("/fit/", {"model": "llama-3-70b", "tokens": "1e8"}).content.decode()
+    assert "没有新卡购买价格记录" in html and "no new purchase price" not in html
+    assert "购买new" not in html and "购买新卡" in html
+    for english in ("concurrent users", ">estimated<", "Model shapes", "tokens/s", "preset models"):
+        assert english not in html, english
+    # Preset citations are readable: title, publisher, date, link (no raw file names).
+    assert "meta-llama/Meta-Llama-3-70B: config.json</a></cite>, Meta on Hugging Face, 2024-04" in html
+
+
+@pytest.mark.django_db
+def test_page_answers_the_new_inputs(client) -> None:  # type: ignore[no-untyped-def]
+    make_gpu("card-80", 80.0, price="2.00")
+    html = client.get(
+        "/fit/", {"model": "deepseek-v3", "users": "8", "kv_cache_precision": "fp8", "context": "8192"}
+    ).content.decode()
+    assert "8 concurrent users" in html and "weights FP8 (8.0 bits), KV cache FP8" in html
+    assert "37,552,297,472 parameters active per token (8 of 256 experts)" in html
+    single = client.get("/fit/", {"model": "llama-3.1-8b", "serving": "single", "tokens": "1e6"}).content.decode()
+    assert "one stream" in single
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"model": "llama-3-8b", "users": "0"}, "users"),
+        ({"model": "llama-3-8b", "serving": "single", "users": "5"}, "users"),
+        ({"model": "llama-3-8b", "mode": "lora", "users": "5"}, "users"),
+        ({"model": "llama-3-8b", "batch": "8"}, "batch"),
+        ({"model": "llama-3-8b", "serving": "sometimes"}, "serving"),
+        ({"model": "llama-3-8b", "precision": "nf3"}, "precision"),
+        ({"model": "llama-3-8b", "kv_cache_precision": "fp4"}, "kv_cache_precision"),
+        ({"model": "llama-3-8b", "mode": "train", "precision": "awq"}, "precision"),
+        ({"hf_model": "Qwen/Qwen3-8B"}, "hf_model"),
+        ({"hf_model": "x" * 300}, "hf_model"),
+        ({"model": "llama-3-8b", "hf_model": "Qwen/Qwen3-8B"}, "hf_model"),
+    ],
+)
+def test_api_400_names_the_new_parameters(client, query: dict[str, str], field: str) -> None:  # type: ignore[no-untyped-def]
+    response = client.get(URL, query)
+    assert response.status_code == 400, response.content
+    assert field in response.json()["errors"]

@@ -1,0 +1,180 @@
+"""A model by its Hugging Face id: its config.json through ``huggingface_hub``, read into a ModelSpec.
+
+Only where the deployment allows it (setting ``FITCALC_HF_ONLINE``, off by default: the demo and
+the tests are offline). The endpoint is the ``HF_ENDPOINT`` setting (``huggingface_hub``'s own
+variable, default https://huggingface.co), so a mirror or a test server can stand in. No token is
+sent: gated and private repositories are reported, never opened with someone's credentials.
+
+Every failure is a :class:`FitInputError` on field ``hf_model`` that names the problem: offline,
+malformed id, no such repository, gated, no config.json, timeout, the Hub unreachable or
+answering an error, a config.json that is not JSON or lacks the keys the calculator needs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.utils.translation import gettext as _
+from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    HFValidationError,
+    LocalEntryNotFoundError,
+    OfflineModeIsEnabled,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import validate_repo_id
+
+from fitcalc.errors import FitInputError
+from fitcalc.presets import Citation, ModelSpec, model_spec_from_config
+
+FIELD = "hf_model"
+#: Owner and name as the Hub allows them (letters, digits, ``-``, ``_``, ``.``; 96 characters each).
+REPO_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _error_kind(error: BaseException) -> str:
+    """'timeout' or 'network' for the HTTP client's transport errors (by class name: the client
+    library is huggingface_hub's choice, not ours), else ''."""
+    names = [cls.__name__ for cls in type(error).__mro__]
+    if any("Timeout" in name for name in names):
+        return "timeout"
+    if any(name in ("ConnectError", "NetworkError", "TransportError", "ConnectionError") for name in names):
+        return "network"
+    return ""
+
+
+def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInputError:
+    """The error to show when the Hub did not deliver: a timeout, an HTTP status, or unreachable."""
+    causes: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(causes) < 5:
+        causes.append(current)
+        current = current.__cause__ or current.__context__
+    for cause in causes:
+        if _error_kind(cause) == "timeout":
+            return FitInputError(FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout})
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        if isinstance(cause, HfHubHTTPError) and status:
+            return FitInputError(
+                FIELD,
+                _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
+                % {"status": status, "id": repo_id},
+            )
+    return FitInputError(FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id})
+
+
+def hf_repo_id_check(*, repo_id: str) -> str:
+    """The id stripped, or FitInputError saying how it is malformed."""
+    text = (repo_id or "").strip()
+    if not REPO_ID_PATTERN.match(text):
+        raise FitInputError(
+            FIELD,
+            _("%(id)r is not a Hugging Face model id: write it as owner/name, e.g. Qwen/Qwen3-8B") % {"id": text[:100]},
+        )
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        raise FitInputError(FIELD, _("%(id)r is not a valid Hugging Face model id") % {"id": text}) from None
+    return text
+
+
+def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
+    """The parsed config.json of ``repo_id`` from the configured endpoint (see the module docstring)."""
+    if not settings.FITCALC_HF_ONLINE:
+        raise FitInputError(
+            FIELD,
+            _(
+                "this deployment is offline, so models can't be loaded from Hugging Face: "
+                "choose one of the presets or give the parameter count"
+            ),
+        )
+    repo_id = hf_repo_id_check(repo_id=repo_id)
+    timeout = settings.FITCALC_HF_TIMEOUT_S
+    try:
+        path = hf_hub_download(
+            repo_id=repo_id,
+            filename="config.json",
+            endpoint=settings.HF_ENDPOINT,
+            cache_dir=settings.FITCALC_HF_CACHE_DIR,
+            etag_timeout=timeout,
+            token=False,
+        )
+    except (OfflineModeIsEnabled, LocalEntryNotFoundError) as error:
+        # huggingface_hub falls back to its cache when the Hub fails, and reports the miss; the
+        # Hub's own failure (a timeout, an HTTP error, no connection) is the cause.
+        raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
+    except GatedRepoError:
+        raise FitInputError(
+            FIELD,
+            _("%(id)s is gated on Hugging Face: its config can only be read after accepting its licence there")
+            % {"id": repo_id},
+        ) from None
+    except RepositoryNotFoundError:
+        raise FitInputError(
+            FIELD, _("there is no public model called %(id)s on Hugging Face") % {"id": repo_id}
+        ) from None
+    except RevisionNotFoundError:
+        raise FitInputError(FIELD, _("%(id)s has no main branch on Hugging Face") % {"id": repo_id}) from None
+    except EntryNotFoundError:
+        raise FitInputError(
+            FIELD,
+            _("%(id)s has no config.json: it is not a transformers model the calculator can read") % {"id": repo_id},
+        ) from None
+    except HfHubHTTPError as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        raise FitInputError(
+            FIELD,
+            _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
+            % {"status": status, "id": repo_id},
+        ) from None
+    except Exception as error:  # transport errors of huggingface_hub's HTTP client, by class name
+        if not _error_kind(error):
+            raise
+        raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
+    file = Path(path)
+    if file.stat().st_size > MAX_CONFIG_BYTES:
+        raise FitInputError(FIELD, _("%(id)s's config.json is too large to be a model configuration") % {"id": repo_id})
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise FitInputError(FIELD, _("%(id)s's config.json is not valid JSON") % {"id": repo_id}) from None
+    if not isinstance(config, dict):
+        raise FitInputError(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id})
+    return config
+
+
+def hf_model_spec(*, repo_id: str, today: dt.date | None = None) -> ModelSpec:
+    """The ModelSpec of ``repo_id`` from its config.json, cited with the date it was read."""
+    config = hf_config_fetch(repo_id=repo_id)
+    repo_id = repo_id.strip()
+    url = f"{settings.HF_ENDPOINT.rstrip('/')}/{repo_id}/blob/main/config.json"
+    citation = Citation(
+        title=f"{repo_id}: config.json",
+        publisher="Hugging Face",
+        date=(today or dt.date.today()).isoformat(),
+        url=url,
+    )
+    quantization = config.get("quantization_config")
+    native = None
+    if isinstance(quantization, dict):
+        method = str(quantization.get("quant_method", "")).lower()
+        native = {"fp8": "fp8", "mxfp4": "mxfp4", "gptq": "gptq", "awq": "awq"}.get(method)
+    return model_spec_from_config(
+        config=config,
+        slug=f"hf:{repo_id}",
+        name=repo_id,
+        hf_repo=repo_id,
+        citations=(citation,),
+        native_precision=native,
+        notes=(_("shapes read from %(id)s's config.json on Hugging Face") % {"id": repo_id},),
+    )

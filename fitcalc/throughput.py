@@ -1,0 +1,346 @@
+"""One GPU's throughput for a fit-calculator job: pure functions on plain numbers.
+
+Two entry points, both ``(GPU facts, job) -> Throughput`` (rate, unit, basis, note, typical error):
+
+* :func:`throughput_resolve` - training and non-LLM jobs (Lambda measurements, the client's
+  transformer-block benchmark, or the spec sheet);
+* :data:`INFERENCE_THROUGHPUT` - decoder inference, batched serving or one stream. Today
+  :func:`inference_throughput_roofline`; a calibrated model with the same signature replaces it by
+  reassigning that one name.
+
+Throughput of one GPU (tokens/s for transformers, samples/s for image models)
+------------------------------------------------------------------------------
+In order of preference; ``throughput_basis`` says which one was used.
+
+1. ``measured``: a Lambda training result for the same model (ResNet-50 -> ``resnet50``,
+   BERT-Large -> ``bert_large_squad``; full fine-tuning and training modes; Lambda's FP16 runs
+   for BF16/FP16, FP32 for FP32; single-GPU configurations). BERT's sequences/s become tokens/s
+   as sequences/s x ``context`` (Lambda measured SQuAD fine-tuning at its own sequence length, so
+   other contexts are approximate).
+2. ``measured-scaled``: the client's ``transformer-train`` / ``transformer-infer`` benchmark (one
+   GPT block in BF16, tokens/s). Its achieved FLOP rate is ``tokens/s x block FLOP per token``
+   (the client's formula: forward ``2 x (4 d^2 + 2 d d_ff) + 2 x seq x d``, x3 for training),
+   and the model runs at ``achieved FLOP rate / model FLOP per token``. Used for BF16/FP16 and for
+   INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
+3. ``estimated`` from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak / model
+   FLOP per token``. The peak is the TensorPeak of the compute precision: BF16 or FP16 as chosen;
+   TF32 for FP32 (seed 000: PyTorch enables TF32 on Ampere by default), else the non-tensor FP32
+   figure; BF16 (else FP16) for INT8/INT4 weights.
+
+Model FLOP per token (Kaplan et al. 2020, arXiv:2001.08361, Table 1): forward ``2 P + 2 L s
+d_attn`` (``d_attn`` = heads x head dim; the second term only when the shapes are known),
+training three times that (forward + backward), i.e. the familiar ``6 P`` plus attention.
+LoRA and QLoRA are counted as full training FLOP, an upper bound (frozen weights need no weight
+gradients).
+
+Decoder inference is also bounded by memory bandwidth: every generated token reads the weights
+and the KV cache once per step of ``batch`` sequences, so ``tokens/s <= batch x bandwidth /
+(weight bytes + KV cache bytes)`` (the cache at full context: an upper bound on the bytes read).
+Bandwidth is the measured ``membw-copy`` figure where there is one, else
+``ACHIEVABLE_BANDWIDTH_FRACTION`` x the spec sheet's. The rate is the smaller of the compute and
+the bandwidth bounds; when the bandwidth bound decides, the figure is an ``estimated`` one.
+
+Image models (CNN, diffusion) have no spec-sheet estimate: their FLOP per sample depends on the
+input resolution, which the calculator does not take. They show fit and memory only, unless a
+Lambda measurement applies.
+
+Constants
+---------
+* ``ACHIEVABLE_COMPUTE_FRACTION`` = 0.40: model FLOP utilisation of large BF16 training runs; the
+  Llama 3 paper (arXiv:2407.21783, Table 4) reports 38-43% on H100s.
+* ``ACHIEVABLE_BANDWIDTH_FRACTION`` = 0.80: an assumption (copy kernels reach roughly 80-90% of
+  the spec sheet's bandwidth); replaced by the measured ``membw-copy`` where available.
+
+LLM inference (:func:`inference_throughput_roofline`)
+------------------------------------------------------
+Output tokens per second of ``batch`` sequences decoded together. Each step generates one token per
+sequence and reads the weights once and every sequence's KV cache, so
+``steps/s = min(bandwidth / bytes read, compute / (batch x FLOP per token))`` and tokens/s = batch
+x steps/s. A mixture of experts reads only the experts its tokens are routed to: with ``E``
+experts, ``k`` per token and uniform routing, a step touches ``E x (1 - (1 - k/E)^batch)`` of them
+(every expert at large batch, ``k`` at batch 1). The KV cache is counted at full context (an upper
+bound on the bytes read). Prompt processing (prefill) is not counted. The figure is a roofline
+bound: real serving engines reach less; its error has not been measured (``typical_error`` None),
+which the calibrated model will provide.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown, Mode
+from fitcalc.presets import ModelSpec
+
+ACHIEVABLE_COMPUTE_FRACTION = 0.40
+ACHIEVABLE_BANDWIDTH_FRACTION = 0.80
+
+TRANSFORMER_TRAIN = "transformer-train"
+TRANSFORMER_INFER = "transformer-infer"
+MEMBW_COPY = "membw-copy"
+#: Lambda training workloads that measure a preset's own model.
+LAMBDA_WORKLOAD_FOR_PRESET = {"resnet-50": "resnet50", "bert-large": "bert_large_squad"}
+LAMBDA_MODES = frozenset({Mode.FULL_FINETUNE, Mode.TRAIN})
+LAMBDA_PRECISION = {"bf16": "fp16", "fp16": "fp16", "fp32": "fp32"}
+#: Precisions of the TensorPeak used for the compute bound ("fp32_nontensor" = Gpu.fp32_tflops).
+COMPUTE_PEAKS: dict[str, tuple[str, ...]] = {
+    "fp32": ("tf32", "fp32_nontensor"),
+    "bf16": ("bf16",),
+    "fp16": ("fp16",),
+    "fp8": ("fp8", "bf16", "fp16"),
+}
+#: Weight-only formats multiply in 16-bit (fitcalc.quant.WeightFormat.compute).
+for _weight_only in ("int8", "int4", "gptq", "awq", "q4_k_m", "q8_0", "mxfp4"):
+    COMPUTE_PEAKS[_weight_only] = ("bf16", "fp16")
+#: Precisions for which the BF16 transformer-block measurement stands for the compute rate.
+BLOCK_MEASUREMENT_PRECISIONS = frozenset(COMPUTE_PEAKS) - {"fp32", "fp8"}
+
+Basis = Literal["measured", "measured-scaled", "estimated", "none"]
+
+
+def model_flops_per_token(*, model: ModelSpec, context: int, training: bool) -> float:
+    """Kaplan et al.'s FLOP per token: forward ``2P + 2 L s d_attn``; training x3. ``P`` is the
+    parameters a token runs through: a mixture of experts' active ones."""
+    forward = 2.0 * model.compute_params
+    if model.layers and model.heads and model.head_dim:
+        forward += 2.0 * model.layers * context * model.heads * model.head_dim
+    return forward * (3 if training else 1)
+
+
+def block_flops_per_token(*, params: Mapping[str, Any], training: bool) -> float | None:
+    """FLOP per token of the client's transformer block at its recorded shapes (None if unknown)."""
+    try:
+        d, d_ff, seq = int(params["d_model"]), int(params["d_ff"]), int(params["seq_len"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if min(d, d_ff, seq) <= 0:
+        return None
+    forward = 2.0 * (4 * d * d + 2 * d * d_ff) + 2.0 * seq * d
+    return forward * (3 if training else 1)
+
+
+@dataclass(frozen=True)
+class GpuSpecs:
+    """Spec-sheet figures of one GPU: dense tensor peaks by precision (None: unsupported)."""
+
+    peaks: Mapping[str, float | None]
+    fp32_tflops: float | None
+    bandwidth_gbs: float | None
+
+
+@dataclass(frozen=True)
+class GpuMeasurements:
+    """What the benchmarks measured on one GPU, already reduced to rates."""
+
+    train_flops: float | None = None  # achieved FLOP/s of the transformer-train block
+    infer_flops: float | None = None  # achieved FLOP/s of the transformer-infer block
+    bandwidth_gbs: float | None = None  # membw-copy
+    lambda_per_s: Mapping[str, float] = field(default_factory=dict)  # lambda precision -> items/s
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A rate in ``unit``; ``basis`` measured / measured-scaled / estimated / none; ``typical_error``:
+    the model's typical relative error (0.25 = 25%) where it has been measured, else None."""
+
+    per_s: float | None
+    unit: str
+    basis: Basis
+    note: str
+    typical_error: float | None = None
+
+    @property
+    def is_estimate(self) -> bool:
+        return self.basis == "estimated"
+
+
+def _compute_peak_flops(specs: GpuSpecs, precision: str) -> tuple[float | None, str]:
+    """FLOP/s of the compute precision's dense peak and the peak's name; (None, why) if unknown."""
+    for key in COMPUTE_PEAKS[precision]:
+        if key == "fp32_nontensor":
+            if specs.fp32_tflops:
+                return specs.fp32_tflops * 1e12, "FP32 (non-tensor)"
+            continue
+        if key in specs.peaks:
+            value = specs.peaks[key]
+            if value:
+                return value * 1e12, key.upper()
+            if precision == key and precision != "fp8":
+                return None, f"this GPU has no {key.upper()} support"
+    return None, "no dense tensor peak on record for " + "/".join(k.upper() for k in COMPUTE_PEAKS[precision])
+
+
+def throughput_resolve(
+    *,
+    model: ModelSpec,
+    breakdown: MemoryBreakdown,
+    specs: GpuSpecs,
+    measured: GpuMeasurements,
+) -> Throughput:
+    """One GPU's rate for this job, per the module docstring (pure: plain data in)."""
+    mode, precision = breakdown.mode, breakdown.precision.value
+    context = breakdown.context
+    training = mode in TRAINING_MODES
+    transformer = model.kind in ("decoder", "encoder")
+    unit = "tokens/s" if transformer else "samples/s"
+
+    if precision == "bf16" and "bf16" in specs.peaks and specs.peaks["bf16"] is None:
+        # V100 and older: BF16 is emulated, not run on tensor cores; no figure stands for it.
+        return Throughput(None, unit, "none", "this GPU has no BF16 support: choose FP16")
+    lambda_precision = LAMBDA_PRECISION.get(precision)
+    if model.slug in LAMBDA_WORKLOAD_FOR_PRESET and mode in LAMBDA_MODES and lambda_precision:
+        per_s = measured.lambda_per_s.get(lambda_precision)
+        if per_s:
+            workload = LAMBDA_WORKLOAD_FOR_PRESET[model.slug]
+            if transformer:
+                return Throughput(
+                    per_s * context,
+                    unit,
+                    "measured",
+                    f"Lambda {workload} {lambda_precision.upper()}: {per_s:g} sequences/s x {context} tokens",
+                )
+            return Throughput(
+                per_s, unit, "measured", f"Lambda {workload} {lambda_precision.upper()}: {per_s:g} samples/s"
+            )
+
+    if not transformer:
+        return Throughput(
+            None,
+            unit,
+            "none",
+            "no measurement for this model; image models need FLOP per sample, which depend on the input size",
+        )
+    if model.params <= 0:
+        return Throughput(None, unit, "none", "no parameters")
+
+    if mode is Mode.INFERENCE and model.kind == "decoder":
+        return INFERENCE_THROUGHPUT(
+            specs=specs, measured=measured, workload=decode_workload(model=model, breakdown=breakdown)
+        )
+    flops_per_token = model_flops_per_token(model=model, context=context, training=training)
+    compute, basis, note = _compute_rate(
+        specs=specs,
+        measured_flops=measured.train_flops if training else measured.infer_flops,
+        block=TRANSFORMER_TRAIN if training else TRANSFORMER_INFER,
+        precision=precision,
+        flops_per_token=flops_per_token,
+    )
+    if compute is None:
+        return Throughput(None, unit, "none", note)
+    return Throughput(compute, unit, basis, note)
+
+
+def _compute_rate(
+    *, specs: GpuSpecs, measured_flops: float | None, block: str, precision: str, flops_per_token: float
+) -> tuple[float | None, Basis, str]:
+    """Tokens/s the compute allows: the measured block's FLOP rate, else 40% of the dense peak."""
+    if measured_flops and precision in BLOCK_MEASUREMENT_PRECISIONS:
+        note = (
+            f"{block} block measured at {measured_flops / 1e12:.1f} TFLOP/s, "
+            f"scaled to {flops_per_token / 1e9:.1f} GFLOP per token"
+        )
+        return measured_flops / flops_per_token, "measured-scaled", note
+    peak, peak_name = _compute_peak_flops(specs, precision)
+    if peak is None:
+        return None, "none", peak_name
+    note = (
+        f"{ACHIEVABLE_COMPUTE_FRACTION:.0%} of the {peak_name} dense peak ({peak / 1e12:g} TFLOPS) "
+        f"/ {flops_per_token / 1e9:.1f} GFLOP per token"
+    )
+    return ACHIEVABLE_COMPUTE_FRACTION * peak / flops_per_token, "estimated", note
+
+
+# --- LLM inference ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeWorkload:
+    """One decode step of a batch, in plain numbers: what an LLM inference throughput model needs.
+
+    ``compute_params``: parameters each token runs through (a mixture of experts' active ones);
+    ``flops_per_token``: forward FLOP per generated token at full context (Kaplan, with attention);
+    ``shared_weight_bytes``: weights every step reads (all of a dense model; attention, embeddings,
+    dense and shared layers of a mixture of experts); ``expert_weight_bytes``: the routed experts;
+    ``kv_bytes_per_sequence`` at ``context`` tokens; ``batch``: sequences decoded together;
+    ``precision``: the weight format (fitcalc.quant.Precision value)."""
+
+    compute_params: float
+    flops_per_token: float
+    shared_weight_bytes: float
+    expert_weight_bytes: float
+    experts: int | None
+    experts_active: int | None
+    kv_bytes_per_sequence: float
+    batch: int
+    context: int
+    precision: str
+
+
+def decode_workload(*, model: ModelSpec, breakdown: MemoryBreakdown) -> DecodeWorkload:
+    """The decode step of ``breakdown``'s batch of ``model``."""
+    weights = breakdown.weights_gib * GIB
+    expert_share = model.expert_params / model.params if model.params and model.expert_params else 0.0
+    experts_bytes = weights * expert_share
+    return DecodeWorkload(
+        compute_params=float(model.compute_params),
+        flops_per_token=model_flops_per_token(model=model, context=breakdown.context, training=False),
+        shared_weight_bytes=weights - experts_bytes,
+        expert_weight_bytes=experts_bytes,
+        experts=model.experts,
+        experts_active=model.experts_active,
+        kv_bytes_per_sequence=breakdown.kv_cache_gib * GIB / breakdown.batch,
+        batch=breakdown.batch,
+        context=breakdown.context,
+        precision=breakdown.precision.value,
+    )
+
+
+def experts_touched(*, experts: int, per_token: int, batch: int) -> float:
+    """Expected distinct experts a step of ``batch`` tokens uses, routing uniform and independent."""
+    return experts * (1 - (1 - per_token / experts) ** batch)
+
+
+def inference_throughput_roofline(
+    *, specs: GpuSpecs, measured: GpuMeasurements, workload: DecodeWorkload
+) -> Throughput:
+    """Output tokens/s of one GPU decoding ``workload.batch`` sequences (module docstring): the
+    smaller of the memory-bandwidth and the compute bound. Basis "estimated", error unmeasured."""
+    unit = "tokens/s"
+    if workload.precision == "bf16" and "bf16" in specs.peaks and specs.peaks["bf16"] is None:
+        return Throughput(None, unit, "none", "this GPU has no BF16 support: choose FP16")
+    if measured.bandwidth_gbs:
+        bandwidth, how = measured.bandwidth_gbs * 1e9, f"measured copy bandwidth {measured.bandwidth_gbs:g} GB/s"
+    elif specs.bandwidth_gbs:
+        bandwidth = ACHIEVABLE_BANDWIDTH_FRACTION * specs.bandwidth_gbs * 1e9
+        how = f"{ACHIEVABLE_BANDWIDTH_FRACTION:.0%} of {specs.bandwidth_gbs:g} GB/s"
+    else:
+        return Throughput(None, unit, "none", "no memory bandwidth on record to bound decoding")
+    batch = workload.batch
+    expert_bytes = workload.expert_weight_bytes
+    if workload.experts and workload.experts_active and expert_bytes:
+        touched = experts_touched(experts=workload.experts, per_token=workload.experts_active, batch=batch)
+        expert_bytes *= touched / workload.experts
+    step_bytes = workload.shared_weight_bytes + expert_bytes + batch * workload.kv_bytes_per_sequence
+    memory_rate = batch * bandwidth / step_bytes if step_bytes > 0 else math.inf
+    compute, basis, compute_note = _compute_rate(
+        specs=specs,
+        measured_flops=measured.infer_flops,
+        block=TRANSFORMER_INFER,
+        precision=workload.precision,
+        flops_per_token=workload.flops_per_token,
+    )
+    if compute is None:
+        return Throughput(None, unit, "none", compute_note)
+    if memory_rate < compute:
+        note = f"decoding bound by memory: {batch} x {how} / {step_bytes / 1e9:.1f} GB read per step"
+        return Throughput(memory_rate, unit, "estimated", note)
+    return Throughput(
+        compute, unit, basis if basis != "measured" else "estimated", f"decoding bound by compute: {compute_note}"
+    )
+
+
+#: The LLM inference throughput model the calculator uses: one name to reassign.
+InferenceThroughput = Callable[..., Throughput]
+INFERENCE_THROUGHPUT: InferenceThroughput = inference_throughput_roofline
