@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from catalog.models import Gpu, ImportRun, Offer, PriceObservation, PriceSnapshot, Provider
 from catalog.services.prices.currency import USD, NoExchangeRate, RateBook
+from gpuatlas.data_version import data_versioned
 
 SUPPORTED_DISPLAY_CURRENCIES = ("USD", "CNY")
 # typical: the median of each provider's cheapest current on-demand offer (the higher middle
@@ -70,6 +71,7 @@ class GpuRentPrice:
     provenance: PriceProvenance
 
 
+@data_versioned("price_data_newest")  # perf: read by every page's footer; changes only with an import
 def price_data_newest() -> dt.datetime | None:
     """The newest snapshot time in the database ("the newest price data")."""
     return Offer.objects.aggregate(newest=Max("last_seen"))["newest"]
@@ -159,6 +161,17 @@ def gpu_rent_prices(
             provenance=provenance,
         )
     return result
+
+
+def snapshot_dates(*, offers: Iterable[Offer]) -> dict[tuple[str, int, dt.datetime], tuple[str, str]]:
+    """(feed, provider id, snapshot time) -> (date basis, note) for the snapshots of ``offers`` (one query)."""
+    offers = list(offers)
+    if not offers:
+        return {}
+    rows = PriceSnapshot.objects.filter(
+        provider_id__in={o.provider_id for o in offers}, observed_at__in={o.last_seen for o in offers}
+    ).values_list("feed", "provider_id", "observed_at", "date_basis", "date_note")
+    return {(feed, provider_id, at): (basis, note) for feed, provider_id, at, basis, note in rows}
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,8 @@ class RankingParams:
     sort: str = "perf_per_dollar"
 
     def __post_init__(self) -> None:
+        if self.price == "median":  # the former name of "typical"
+            object.__setattr__(self, "price", "typical")
         if not self.precision:
             object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)
 
@@ -177,7 +179,7 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         vendor=_slug(query, "vendor"),
         segment=_choice(query, "segment", tuple(Segment.values), ""),
         mode=_choice(query, "mode", MODES, "rent"),
-        price="typical" if (chosen := _choice(query, "price", PRICE_HOW, "typical")) == "median" else chosen,
+        price=_choice(query, "price", PRICE_HOW, "typical"),
         condition=_choice(query, "condition", CONDITIONS, "new"),
         provider=_slug(query, "provider"),
         region=region,
