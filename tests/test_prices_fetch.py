@@ -74,9 +74,12 @@ def test_fetch_imports_dates_by_fetch_time_and_a_second_fetch_is_not_modified(fe
     # Not modified: the offers are confirmed at the new fetch time, no price changes.
     assert set(offers.values_list("last_seen", flat=True)) == {second.started_at}
     assert offers.filter(available=True).count() == 374
-    assert Offer.objects.get(
-        provider__slug="lambda", instance_type="gpu_8x_h100_sxm5", region="us-east-1"
-    ).observations.count() == 1
+    assert (
+        Offer.objects.get(
+            provider__slug="lambda", instance_type="gpu_8x_h100_sxm5", region="us-east-1"
+        ).observations.count()
+        == 1
+    )
     # The site shows them as current, and the prices as live.
     assert gpu_rent_prices(rule="cheapest") and price_status().live
 
