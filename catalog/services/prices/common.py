@@ -92,6 +92,9 @@ class ParsedFile:
     rows_read: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Each observation time's rows are the whole listing (an offer missing from a newer one is
+    # withdrawn); False where rows are independent observations (the curated format).
+    complete_snapshots: bool = True
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1

@@ -161,7 +161,14 @@ class GpuLinker:
         chosen = (
             base
             if base in candidates
-            else min(candidates, key=lambda c: (abs((self.facts[c].memory_gib or 0) - target), self.facts[c].slug))
+            else min(  # a member of the matcher's form factor, then the closest memory
+                candidates,
+                key=lambda c: (
+                    self.facts[c].variant != fact.variant,
+                    abs((self.facts[c].memory_gib or 0) - target),
+                    self.facts[c].slug,
+                ),
+            )
         )
         reported = memory if memory is not None else (row.memory_candidates[0] if row.memory_candidates else None)
         if len(variants) > 1:

@@ -6,9 +6,10 @@ Order never matters: importing the same files in any order leaves the same curre
   replaces it (its price goes into the history if it differs from the one before it in time).
 * ``last_seen`` is the newest snapshot that listed the offer, ``first_seen`` the oldest; the
   offer's details (GPU, counts, extra) come from the newest snapshot.
-* ``available`` means "in the newest snapshot of its feed for its provider": a newer snapshot
-  without the offer marks it unavailable; an offer seen only in an older snapshot than the
-  newest one known is stored unavailable.
+* ``available`` means "in the newest snapshot of its feed": a newer snapshot without the offer
+  marks it unavailable (feeds whose files are complete listings: SkyPilot, FSDL, the tracker;
+  curated rows stand alone); an offer seen only in an older snapshot than the newest one known
+  is stored unavailable.
 
 Every (feed, provider, observation time) is recorded as a ``PriceSnapshot`` with how its time
 is known (a timestamp in the source, a commit or publication date, the fetch time, an estimate).
@@ -143,12 +144,7 @@ def snapshot_write(
         (o.provider_id, o.instance_type, o.region, o.zone, o.is_spot): o
         for o in Offer.objects.filter(provider_id__in=provider_ids.values())
     }
-    newest_snapshot = dict(
-        PriceSnapshot.objects.filter(feed=parsed.feed, provider_id__in=provider_ids.values())
-        .values("provider_id")
-        .annotate(newest=Max("observed_at"))
-        .values_list("provider_id", "newest")
-    )
+    feed_newest = PriceSnapshot.objects.filter(feed=parsed.feed).aggregate(newest=Max("observed_at"))["newest"]
     known_snapshots = set(
         PriceSnapshot.objects.filter(feed=parsed.feed, provider_id__in=provider_ids.values()).values_list(
             "provider_id", "observed_at"
@@ -178,9 +174,10 @@ def snapshot_write(
                         RowRejection(row.line, f"same offer as line {first_line} with a different price")
                     )
                 continue
-            newest = newest_snapshot.get(provider_id)
             try:
-                link = _write_row(row, key, when, newest is None or when >= newest, newest, context)
+                # Rows of a listing are current only in its newest snapshot; curated rows each stand alone.
+                is_newest = not parsed.complete_snapshots or feed_newest is None or when >= feed_newest
+                link = _write_row(row, key, when, is_newest, feed_newest, context)
             except RowError as exc:
                 summary.rejected.append(RowRejection(row.line, str(exc)))
                 continue
@@ -190,11 +187,11 @@ def snapshot_write(
                 unmatched_offers.setdefault(row.gpu_name_raw, set()).add(key)
             elif link.ambiguous:
                 ambiguous_offers.setdefault(row.gpu_name_raw, set()).add(key)
+        if feed_newest is None or when > feed_newest:
+            if parsed.complete_snapshots:
+                _withdraw_missing(context, when, seen)
+            feed_newest = when
         for provider_id, count in listed.items():
-            newest = newest_snapshot.get(provider_id)
-            if newest is None or when > newest:
-                _withdraw_missing(context, provider_id, when, seen)
-                newest_snapshot[provider_id] = when
             if (provider_id, when) not in known_snapshots:
                 known_snapshots.add((provider_id, when))
                 basis = PriceSnapshot.DateBasis.SOURCE if own_time else date_basis
@@ -219,12 +216,11 @@ def snapshot_write(
     return summary
 
 
-def _withdraw_missing(context: _Context, provider_id: int, when: dt.datetime, seen: dict[Key, Any]) -> None:
-    """Offers of the feed that a newer snapshot of their provider no longer lists: unavailable."""
+def _withdraw_missing(context: _Context, when: dt.datetime, seen: dict[Key, Any]) -> None:
+    """Offers of the feed that a newer snapshot of it no longer lists: unavailable."""
     for key, offer in context.existing.items():
         if (
-            key[0] == provider_id
-            and offer.source == context.feed
+            offer.source == context.feed
             and key not in seen
             and offer.available
             and offer.last_seen < when
