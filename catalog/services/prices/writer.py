@@ -219,12 +219,7 @@ def snapshot_write(
 def _withdraw_missing(context: _Context, when: dt.datetime, seen: dict[Key, Any]) -> None:
     """Offers of the feed that a newer snapshot of it no longer lists: unavailable."""
     for key, offer in context.existing.items():
-        if (
-            offer.source == context.feed
-            and key not in seen
-            and offer.available
-            and offer.last_seen < when
-        ):
+        if offer.source == context.feed and key not in seen and offer.available and offer.last_seen < when:
             offer.available = False
             offer.unavailable_since = when
             context.pending.mark(offer)
