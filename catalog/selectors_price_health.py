@@ -84,8 +84,10 @@ def price_data_health(*, now: dt.datetime | None = None) -> dict[str, Any]:
         .select_related("provider", "gpu")
         .order_by("current_price_per_gpu_hour_usd")
     ):
-        reference = typical[offer.gpu_id]
+        reference = typical.get(offer.gpu_id or 0)
         price = offer.current_price_per_gpu_hour_usd
+        if reference is None:
+            continue
         if price is not None and reference.providers >= 2 and price < reference.typical_usd * OUTLIER_SHARE:
             outliers.append({"offer": offer, "typical": reference.typical_usd, "share": price / reference.typical_usd})
     return {

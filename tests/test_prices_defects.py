@@ -206,3 +206,51 @@ def test_cny_converts_at_the_ecb_rate_of_the_price_date(real_catalogue, tmp_path
     assert offer(instance_type="4090x1-later").current_price_per_gpu_hour_usd == (2 * later.usd_per_unit).quantize(
         Decimal("0.000001")
     )
+
+
+def test_form_factor_words_and_memory_types_state_the_variant(real_catalogue):
+    # crusoe_A100-80G-sxm4x8,A100-80GB,8.0,...: "sxm4x8" is eight SXM4 modules.
+    price_import_file(path=SKYPILOT / "v8/shadeform/vms.csv", observed_at=WHEN)
+    crusoe = offer(provider__slug="shadeform", instance_type="crusoe_A100-80G-sxm4x8", region="culpeper-usa-1")
+    assert crusoe.gpu.slug == "a100-sxm4-80-gb" and not crusoe.variant_ambiguous
+    # 1x-H100-75-722,H100,...,{'Name': 'NVIDIA-H100-80GB-HBM3', ...}: HBM3 at 80 GB is the SXM5 (the PCIe card is HBM2e).
+    price_import_file(path=SKYPILOT / "v8/hyperbolic/vms.csv", observed_at=WHEN)
+    hyperbolic = offer(provider__slug="hyperbolic", instance_type="1x-H100-75-722")
+    assert hyperbolic.gpu.slug == "h100-sxm5-80-gb" and not hyperbolic.variant_ambiguous
+    assert hyperbolic.extra["gpu_link"] == "name, memory type HBM3 stated"
+    # jarvislabs 2x_H100_48V_400G,H100,...{'Name': 'H100', ...}: nothing says which H100 80 GB it is.
+    price_import_file(path=SKYPILOT / "v8/jarvislabs/vms.csv", observed_at=WHEN)
+    jarvis = offer(provider__slug="jarvislabs", instance_type="2x_H100_48V_400G")
+    assert jarvis.variant_ambiguous and jarvis.extra["variant_candidates"] == ["h100-pcie-80-gb", "h100-sxm5-80-gb"]
+
+
+@pytest.mark.urls("tests.urls_prices_admin")
+def test_a_curator_maps_an_ambiguous_offer_and_later_snapshots_keep_it(real_catalogue, client):
+    from catalog.models import Gpu, OfferGpuMapping
+    from catalog.selectors_prices import gpu_rent_prices
+    from tests.factories import UserFactory
+
+    path = SKYPILOT / "v8/primeintellect/vms.csv"
+    price_import_file(path=path, observed_at=WHEN)
+    two = offer(provider__slug="primeintellect", instance_type="datacrunch__2xV100_16GB__10__45", is_spot=False)
+    sxm2 = Gpu.objects.get(slug="tesla-v100-sxm2-16-gb")
+    assert two.variant_ambiguous
+    client.force_login(UserFactory(username="curator", is_staff=True, is_superuser=True))
+    done = client.post(
+        "/admin/catalog/offer/",
+        {
+            "action": "map_to_variant",
+            "_selected_action": [two.pk],
+            "apply": "1",
+            "gpu": sxm2.pk,
+            "note": "https://example.org/provider-page-saying-sxm2",
+        },
+    )
+    assert done.status_code == 302
+    two.refresh_from_db()
+    assert two.gpu_id == sxm2.pk and not two.variant_ambiguous
+    assert OfferGpuMapping.objects.get().created_by.username == "curator"
+    price_import_file(path=path, observed_at=WHEN + dt.timedelta(days=1))
+    two.refresh_from_db()
+    assert two.gpu_id == sxm2.pk and not two.variant_ambiguous and two.extra["gpu_link"] == "mapped by a curator"
+    assert gpu_rent_prices(gpu_ids=[sxm2.pk], rule="cheapest", provider="primeintellect")

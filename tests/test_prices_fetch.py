@@ -132,7 +132,7 @@ def test_command_reports_and_fails_on_a_failed_fetch(fetch_settings, httpserver,
     httpserver.expect_request("/catalogs/v8/gone/vms.csv").respond_with_data("", status=404)
     with pytest.raises(CommandError, match="1 of 1 fetch"):
         call_command("fetch_prices", "--cloud", "gone")
-    assert "gone: Failed" in capsys.readouterr().out
+    assert "gone: failed (HTTP 404" in capsys.readouterr().out
     with pytest.raises(CommandError, match="not a catalogue folder"):
         call_command("fetch_prices", "--cloud", "../etc")
 

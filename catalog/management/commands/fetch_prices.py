@@ -33,7 +33,7 @@ class Command(BaseCommand):
         fetches = prices_fetch(clouds=clouds)
         for fetch in fetches:
             style = self.style.ERROR if fetch.status == PriceFetch.Status.FAILED else self.style.SUCCESS
-            line = f"{fetch.source}: {fetch.get_status_display()}"
+            line = f"{fetch.source}: {fetch.status}"
             if fetch.http_status:
                 line += f" (HTTP {fetch.http_status}, {fetch.bytes} bytes, {fetch.attempts} attempt(s))"
             if fetch.error:

@@ -35,14 +35,24 @@ _MODEL_HEAD = re.compile(r"^(?:nvidia[\s_-]+)?([a-z]*\d+[a-z]*)", re.IGNORECASE)
 # Form-factor words, matched on the row text split at anything but letters and digits. "NVLink"
 # is a bridge between PCIe cards, not the NVL product; "HGX" boards carry SXM modules.
 _FORM_FACTORS = (
-    (re.compile(r"^(?:[a-z]*\d+)?(?:sxm\d?|hgx)$"), "SXM"),
-    (re.compile(r"^(?:[a-z]*\d+)?(?:pcie|pci|pciex)$"), "PCIe"),
+    (re.compile(r"^(?:[a-z]*\d+)?(?:sxm\d?|hgx)(?:x\d+)?$"), "SXM"),  # "sxm4x8": 8 SXM4 modules
+    (re.compile(r"^(?:[a-z]*\d+)?(?:pcie|pci|pciex)(?:x\d+)?$"), "PCIe"),
     (re.compile(r"^(?:[a-z]*\d+)?nvl$"), "NVL"),
     (re.compile(r"^oam$"), "OAM"),
     (re.compile(r"^(?:workstation|ws)$"), "Workstation"),
     (re.compile(r"^server$"), "Server"),
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Memory types a row may name ("NVIDIA-H100-80GB-HBM3"): where a family's members differ in it
+# (H100 SXM5 HBM3, H100 PCIe HBM2e), the memory type states the member as a form-factor word does.
+_MEMORY_TYPES = {
+    "hbm2": "HBM2",
+    "hbm2e": "HBM2e",
+    "hbm3": "HBM3",
+    "hbm3e": "HBM3e",
+    "gddr6": "GDDR6",
+    "gddr6x": "GDDR6X",
+}
 
 
 def bare_model_name(name: str) -> str | None:
@@ -55,6 +65,11 @@ def bare_model_name(name: str) -> str | None:
     if head.group(1) == text or not all(_SAFE_SUFFIX_WORD.match(w) for w in rest):
         return None
     return head.group(1)
+
+
+def memory_types_stated(text: str) -> set[str]:
+    """The memory types a row's text names: ``{"HBM3"}`` for ``NVIDIA-H100-80GB-HBM3``."""
+    return {_MEMORY_TYPES[w] for w in _WORD_SPLIT.split(text.lower()) if w in _MEMORY_TYPES}
 
 
 def form_factors_stated(text: str) -> set[str]:
@@ -74,6 +89,7 @@ class GpuFact:
     family: str
     variant: str
     memory_gib: float | None
+    memory_type: str = ""
 
 
 @dataclass
@@ -99,8 +115,15 @@ class GpuLinker:
     @classmethod
     def load(cls, matcher: GpuMatcher | None = None) -> GpuLinker:
         linker = cls(matcher or GpuMatcher.load())
-        for row in Gpu.objects.values("id", "slug", "family", "variant", "memory_gib"):
-            fact = GpuFact(row["id"], row["slug"], row["family"] or "", row["variant"] or "", row["memory_gib"])
+        for row in Gpu.objects.values("id", "slug", "family", "variant", "memory_gib", "memory_type"):
+            fact = GpuFact(
+                row["id"],
+                row["slug"],
+                row["family"] or "",
+                row["variant"] or "",
+                row["memory_gib"],
+                row["memory_type"] or "",
+            )
             linker.facts[fact.id] = fact
             if fact.family:
                 linker.families.setdefault(fact.family, []).append(fact.id)
@@ -143,12 +166,17 @@ class GpuLinker:
         memory = next((m for m in row.memory_candidates if any(self.fits(s, m) for s in siblings)), None)
         mismatch = ""
         if memory is None and row.memory_candidates:
-            reported = row.memory_candidates[0]
-            mismatch = f"reported {reported:g} GiB per GPU, catalogue {fact.memory_gib or 0:g} GiB"
+            mismatch = f"reported {row.memory_candidates[0]:g} GiB per GPU, catalogue {fact.memory_gib or 0:g} GiB"
         candidates = [s for s in siblings if self.fits(s, memory if memory is not None else fact.memory_gib)]
         candidates = candidates or [base]
-        stated = form_factors_stated(" ".join((row.gpu_name_raw, *row.other_gpu_names, row.hints)))
+        text = " ".join((row.gpu_name_raw, *row.other_gpu_names, row.hints))
+        stated = form_factors_stated(text)
         how = "name"
+        memory_types = memory_types_stated(text)
+        if len(memory_types) == 1 and len({self.facts[c].memory_type for c in candidates}) > 1:
+            of_type = [c for c in candidates if self.facts[c].memory_type == next(iter(memory_types))]
+            if of_type:
+                candidates, how = of_type, f"name, memory type {next(iter(memory_types))} stated"
         if len(stated) == 1:
             wanted = next(iter(stated))
             of_variant = [c for c in candidates if self.facts[c].variant == wanted]
@@ -170,7 +198,9 @@ class GpuLinker:
                 ),
             )
         )
-        reported = memory if memory is not None else (row.memory_candidates[0] if row.memory_candidates else None)
+        reported: float | None = memory
+        if reported is None and row.memory_candidates:
+            reported = row.memory_candidates[0]
         if len(variants) > 1:
             slugs = tuple(sorted(self.facts[c].slug for c in candidates))
             return GpuLink(chosen, reported, mismatch, ambiguous=True, candidates=slugs, how="form factor not stated")
