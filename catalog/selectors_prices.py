@@ -174,11 +174,22 @@ def snapshot_dates(*, offers: Iterable[Offer]) -> dict[tuple[str, int, dt.dateti
     return {(feed, provider_id, at): (basis, note) for feed, provider_id, at, basis, note in rows}
 
 
+@data_versioned("price_data_newest_dated")  # perf: read by every page's footer; changes only with an import
+def price_data_newest_dated() -> dt.datetime | None:
+    """The newest snapshot whose date is known (from the source, a publication, or our fetch)."""
+    return (
+        PriceSnapshot.objects.exclude(date_basis=PriceSnapshot.DateBasis.ESTIMATE)
+        .aggregate(newest=Max("observed_at"))
+        .get("newest")
+    )
+
+
 @dataclass(frozen=True)
 class PriceStatus:
     """Whether the prices shown are live, or "as of" a date because the newest data is old."""
 
-    newest: dt.datetime | None
+    newest: dt.datetime | None  # the newest price data, whatever its date basis
+    newest_dated: dt.datetime | None  # the newest price data with a known (not estimated) date
     window_days: int
     live: bool
 
@@ -192,19 +203,15 @@ class PriceStatus:
 
 
 def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
-    """Live while the newest price data is within PRICE_FRESHNESS_DAYS of today (one query)."""
-    newest = price_data_newest()
+    """Live while price data with a known date lies within PRICE_FRESHNESS_DAYS of today.
+
+    A bundled snapshot dated by an estimate (the day its files were copied) is never "live":
+    pages say "prices as of" its date.
+    """
+    newest, dated = price_data_newest(), price_data_newest_dated()
     window = settings.PRICE_FRESHNESS_DAYS
-    live = newest is not None and newest >= (now or timezone.now()) - dt.timedelta(days=window)
-    return PriceStatus(newest=newest, window_days=window, live=live)
-
-
-class Median(Aggregate):
-    """PostgreSQL's ordered-set median; other databases fall back to Python (see below)."""
-
-    function = "percentile_cont"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = DecimalField(max_digits=14, decimal_places=6)
+    live = dated is not None and dated >= (now or timezone.now()) - dt.timedelta(days=window)
+    return PriceStatus(newest=newest, newest_dated=dated, window_days=window, live=live)
 
 
 def _current_offers(*, spot: bool, provider: str | None = None, region: str | None = None) -> QuerySet[Offer]:

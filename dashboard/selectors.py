@@ -401,7 +401,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         rent = _rent_prices(params, [g.id for g in gpus])
         price_unit, scale = _("per GPU-hour"), 1.0
         source_label = {
-            "typical": _("typical: median of providers' cheapest on-demand offers"),
+            "typical": _("typical on-demand price"),
             "cheapest": _("cheapest on-demand offer"),
             "spot": _("cheapest spot offer"),
         }[params.price]

@@ -59,16 +59,26 @@ def test_typical_is_the_median_of_provider_minimums_and_one_listing_cannot_set_i
         gpu_rent_prices(rule="lowest")
 
 
+def snapshot_of(offer: Offer, basis: str) -> None:
+    PriceSnapshot.objects.create(
+        feed=offer.source, provider=offer.provider, observed_at=offer.last_seen, date_basis=basis, offers=1
+    )
+
+
 def test_pages_say_prices_as_of_a_date_once_the_newest_data_is_old(client, settings):
     settings.PRICE_FRESHNESS_DAYS = 14
     gpu = GpuFactory(slug="l4", name="L4")
     seen = timezone.now() - dt.timedelta(days=30)
-    OfferFactory(gpu=gpu, last_seen=seen)
+    snapshot_of(OfferFactory(gpu=gpu, last_seen=seen), PriceSnapshot.DateBasis.FETCHED)
     status = price_status()
     assert not status.live and status.as_of == seen.date()
     footer = client.get("/providers/").content.decode()
     assert f"rental prices as of {seen:%Y-%m-%d}" in footer and "live rental prices" not in footer
-    OfferFactory(gpu=gpu, last_seen=timezone.now())
+    # Recent data whose date is only an estimate (a bundled snapshot) is not live either.
+    recent = OfferFactory(gpu=gpu, last_seen=timezone.now() - dt.timedelta(days=2))
+    snapshot_of(recent, PriceSnapshot.DateBasis.ESTIMATE)
+    assert not price_status().live and price_status().as_of == recent.last_seen.date()
+    snapshot_of(OfferFactory(gpu=gpu, last_seen=timezone.now()), PriceSnapshot.DateBasis.FETCHED)
     assert price_status().live
     assert "live rental prices" in client.get("/providers/").content.decode()
 
