@@ -214,6 +214,14 @@ def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
     return PriceStatus(newest=newest, newest_dated=dated, window_days=window, live=live)
 
 
+class Median(Aggregate):
+    """PostgreSQL's ordered-set median; other databases fall back to Python (see below)."""
+
+    function = "percentile_cont"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = DecimalField(max_digits=14, decimal_places=6)
+
+
 def _current_offers(*, spot: bool, provider: str | None = None, region: str | None = None) -> QuerySet[Offer]:
     offers = Offer.objects.current().sku_level().filter(is_spot=spot)
     if provider:
