@@ -174,14 +174,14 @@ def snapshot_dates(*, offers: Iterable[Offer]) -> dict[tuple[str, int, dt.dateti
     return {(feed, provider_id, at): (basis, note) for feed, provider_id, at, basis, note in rows}
 
 
-@data_versioned("price_data_newest_dated")  # perf: read by every page's footer; changes only with an import
-def price_data_newest_dated() -> dt.datetime | None:
-    """The newest snapshot whose date is known (from the source, a publication, or our fetch)."""
-    return (
-        PriceSnapshot.objects.exclude(date_basis=PriceSnapshot.DateBasis.ESTIMATE)
-        .aggregate(newest=Max("observed_at"))
-        .get("newest")
+@data_versioned("price_snapshot_newest")  # perf: read by every page's footer; changes only with an import
+def price_snapshot_newest() -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(newest snapshot time, newest snapshot time whose date is known, not estimated): one query."""
+    newest = PriceSnapshot.objects.aggregate(
+        newest=Max("observed_at"),
+        dated=Max("observed_at", filter=~Q(date_basis=PriceSnapshot.DateBasis.ESTIMATE)),
     )
+    return newest["newest"], newest["dated"]
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
     A bundled snapshot dated by an estimate (the day its files were copied) is never "live":
     pages say "prices as of" its date.
     """
-    newest, dated = price_data_newest(), price_data_newest_dated()
+    newest, dated = price_snapshot_newest()
     window = settings.PRICE_FRESHNESS_DAYS
     live = dated is not None and dated >= (now or timezone.now()) - dt.timedelta(days=window)
     return PriceStatus(newest=newest, newest_dated=dated, window_days=window, live=live)

@@ -10,14 +10,15 @@ from django.db import migrations, models
 def skypilot_sources_without_version(apps, schema_editor):
     """A v7 and a v8 catalogue of one cloud are one feed now: drop the version from offer sources;
     withdraw the tracker's provider-minimum offers (replaced by its configurations' best deals)."""
-    Offer = apps.get_model("catalog", "Offer")
+    # On the migrated database itself (not through the router, which would pin reads to it).
+    offers = apps.get_model("catalog", "Offer").objects.using(schema_editor.connection.alias)
     versioned = re.compile(r"^skypilot-catalog/v\d+/([^/]+)/([^/]+)$")
-    for offer in Offer.objects.filter(source__regex=r"^skypilot-catalog/v[0-9]+/").only("id", "source"):
+    for offer in offers.filter(source__regex=r"^skypilot-catalog/v[0-9]+/").only("id", "source"):
         found = versioned.match(offer.source)
         if found:
-            Offer.objects.filter(pk=offer.pk).update(source=f"skypilot-catalog/{found.group(1)}/{found.group(2)}")
+            offers.filter(pk=offer.pk).update(source=f"skypilot-catalog/{found.group(1)}/{found.group(2)}")
     # The tracker's per-provider minimums mixed spot and on-demand prices: no longer a listing.
-    Offer.objects.filter(instance_type__startswith="tracker minimum: ", available=True).update(available=False)
+    offers.filter(instance_type__startswith="tracker minimum: ", available=True).update(available=False)
 
 
 class Migration(migrations.Migration):
