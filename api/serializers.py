@@ -145,7 +145,10 @@ class OfferSerializer(serializers.Serializer):
     ram_gib = _nullable_float()
     vcpus_per_gpu = _nullable_float()
     ram_gib_per_gpu = _nullable_float()
-    available = serializers.BooleanField()
+    available = serializers.BooleanField(help_text="In its feed's newest snapshot.")
+    variant_ambiguous = serializers.BooleanField(
+        help_text="The source does not state the form factor (SXM/PCIe...): left out of per-GPU rankings."
+    )
     price_per_hour = serializers.FloatField(help_text="Whole instance, in `currency`.")
     currency = serializers.CharField()
     price_per_gpu_hour_usd = serializers.FloatField()
@@ -256,7 +259,19 @@ class RankingRowSerializer(serializers.Serializer):
     price = _nullable_float()
     price_unit = serializers.CharField()
     price_source = serializers.CharField()
-    price_providers = serializers.IntegerField()
+    price_providers = serializers.IntegerField(help_text="Providers with a current offer behind the spread.")
+    price_min = _nullable_float(help_text="Cheapest provider's price (rent mode).")
+    price_max = _nullable_float(help_text="The most expensive provider's cheapest price (rent mode).")
+    price_provider = serializers.CharField(help_text="Provider of the offer the price is (rent mode; else empty).")
+    price_provider_slug = serializers.CharField()
+    price_instance_type = serializers.CharField()
+    price_region = serializers.CharField()
+    price_observed_at = serializers.DateTimeField(
+        allow_null=True, help_text="Newest snapshot that listed the offer at this price."
+    )
+    price_age_days = _nullable_float()
+    price_date_basis = serializers.CharField(help_text="source | published | fetched | estimate (empty: no price).")
+    price_date_estimated = serializers.BooleanField()
     currency = serializers.CharField()
     perf_per_dollar = _nullable_float()
     perf_per_dollar_unit = serializers.CharField()

@@ -6,6 +6,7 @@ from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
 from catalog.forms import GpuNameRuleForm
+from catalog.admin_prices import map_offers_to_variant
 from catalog.models import (
     Architecture,
     ExchangeRate,
@@ -14,7 +15,10 @@ from catalog.models import (
     GpuNameRule,
     ImportRun,
     Offer,
+    OfferGpuMapping,
+    PriceFetch,
     PriceObservation,
+    PriceSnapshot,
     Provider,
     PurchasePrice,
     SpecCitation,
@@ -218,10 +222,17 @@ class OfferAdmin(BumpsDataVersion, admin.ModelAdmin):
         "is_spot",
         "current_price_per_gpu_hour_usd",
         "available",
+        "variant_ambiguous",
         "price_separable",
         "last_seen",
     )
-    list_filter = ("provider", "is_spot", "available", "price_separable")
+    list_filter = ("variant_ambiguous", "provider", "is_spot", "available", "price_separable")
+    actions = ["map_to_variant"]
+
+    @admin.action(description="Map selected offers to a GPU variant (form factor not stated by the source)")
+    def map_to_variant(self, request, queryset):  # type: ignore[no-untyped-def]
+        return map_offers_to_variant(self, request, queryset)
+
     search_fields = ("instance_type", "region", "gpu_name_raw", "gpu__name")
     list_select_related = ("provider", "gpu")
     autocomplete_fields = ("gpu",)
@@ -259,6 +270,33 @@ class ImportRunAdmin(admin.ModelAdmin):
     list_display = ("path", "format", "provider", "status", "started_at", "finished_at")
     list_filter = ("status", "format", "provider")
     readonly_fields = [f.name for f in ImportRun._meta.fields]
+
+
+@admin.register(OfferGpuMapping)
+class OfferGpuMappingAdmin(BumpsDataVersion, admin.ModelAdmin):
+    list_display = ("provider", "instance_type", "gpu_name_raw", "gpu", "created_by", "created_at")
+    list_filter = ("provider",)
+    search_fields = ("instance_type", "gpu_name_raw", "gpu__name")
+    autocomplete_fields = ("gpu",)
+
+
+@admin.register(PriceSnapshot)
+class PriceSnapshotAdmin(admin.ModelAdmin):
+    list_display = ("provider", "feed", "observed_at", "date_basis", "offers", "date_note")
+    list_filter = ("date_basis", "provider")
+    readonly_fields = [f.name for f in PriceSnapshot._meta.fields]
+
+
+@admin.register(PriceFetch)
+class PriceFetchAdmin(admin.ModelAdmin):
+    """Every download of a catalogue file (fetch_prices, the beat task): read-only."""
+
+    list_display = ("source", "started_at", "status", "http_status", "attempts", "bytes", "error")
+    list_filter = ("status", "source")
+    readonly_fields = [f.name for f in PriceFetch._meta.fields]
+
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False
 
 
 @admin.register(ExchangeRate)

@@ -1,4 +1,5 @@
-"""Admin support for curators mapping unmatched GPU names (used by UnmatchedGpuNameAdmin)."""
+"""Admin support for curators: mapping unmatched GPU names (UnmatchedGpuNameAdmin) and offers whose
+form factor the source does not state (OfferAdmin)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from catalog.models import Gpu, UnmatchedGpuName
-from catalog.services.prices import unmatched_gpu_name_resolve
+from catalog.models import Gpu, Offer, UnmatchedGpuName
+from catalog.services.prices import offer_gpu_map, unmatched_gpu_name_resolve
 
 
 class MapToGpuForm(forms.Form):
@@ -62,3 +63,48 @@ def map_unmatched_to_gpu(
 
 
 map_unmatched_to_gpu.short_description = _("Map selected names to a catalogue GPU (alias + relink offers)")  # type: ignore[attr-defined]
+
+
+class MapOfferToVariantForm(forms.Form):
+    gpu = forms.ModelChoiceField(
+        queryset=Gpu.objects.exclude(family="").order_by("family", "name"),
+        label=_("GPU variant"),
+        help_text=_("Every region of the selected listings, now and in later snapshots, takes this GPU."),
+    )
+    note = forms.CharField(
+        label=_("Why"),
+        help_text=_("Where the provider says the form factor (a page address or a message)."),
+        max_length=500,
+    )
+
+
+def map_offers_to_variant(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Offer]
+) -> HttpResponse | None:
+    """Admin action: choose the GPU variant of offers whose source leaves it open."""
+    if "apply" in request.POST:
+        form = MapOfferToVariantForm(request.POST)
+        if form.is_valid():
+            relinked = offer_gpu_map(
+                offers=queryset, gpu=form.cleaned_data["gpu"], user=request.user, note=form.cleaned_data["note"]
+            )
+            modeladmin.message_user(
+                request,
+                ngettext("%(n)d offer mapped to %(gpu)s.", "%(n)d offers mapped to %(gpu)s.", relinked)
+                % {"n": relinked, "gpu": form.cleaned_data["gpu"].name},
+                messages.SUCCESS,
+            )
+            return None
+    else:
+        first = queryset.select_related("gpu").first()
+        form = MapOfferToVariantForm(initial={"gpu": first.gpu_id if first else None})
+    context: dict[str, Any] = {
+        **modeladmin.admin_site.each_context(request),
+        "title": _("Map offers to a GPU variant"),
+        "names": queryset,
+        "form": form,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "action_name": request.POST.get("action", "map_to_variant"),
+        "opts": modeladmin.model._meta,
+    }
+    return TemplateResponse(request, "admin/catalog/unmatchedgpuname/map_to_gpu.html", context)

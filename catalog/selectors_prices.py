@@ -1,4 +1,8 @@
-"""Reads over cloud prices: cheapest and median per GPU, offers of a GPU, history, freshness.
+"""Reads over cloud prices: the one price read of the product, offers of a GPU, history, freshness.
+
+``gpu_rent_prices`` is what every surface that shows "the price of a GPU" reads (rankings,
+tiers, compare, GPU page, fit calculator, API, CSV): the figure by the chosen rule, its spread
+and its provenance (provider, observation date, age, how the date is known).
 
 The "now" selectors read the denormalised ``Offer.current_*`` fields through
 ``Offer.objects.current()``, which matches the partial index ``offer_gpu_spot_price``
@@ -11,17 +15,203 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import pandas as pd
+from django.conf import settings
 from django.db import connection
 from django.db.models import Aggregate, Count, DecimalField, Max, Min, Q, QuerySet
 from django.utils import timezone
 
-from catalog.models import Gpu, ImportRun, Offer, PriceObservation, Provider
+from catalog.models import Gpu, ImportRun, Offer, PriceObservation, PriceSnapshot, Provider
 from catalog.services.prices.currency import USD, NoExchangeRate, RateBook
+from gpuatlas.data_version import data_versioned
 
 SUPPORTED_DISPLAY_CURRENCIES = ("USD", "CNY")
+# typical: the median of each provider's cheapest current on-demand offer (the higher middle
+# value for an even count); cheapest: the cheapest current on-demand offer; spot: the cheapest
+# current spot offer. "median" is the former name of "typical", still accepted.
+PRICE_RULES = ("typical", "cheapest", "spot")
+
+
+@dataclass(frozen=True)
+class PriceProvenance:
+    """Where a price figure comes from: one offer, its provider and its observation date."""
+
+    offer_id: int
+    provider: str
+    provider_slug: str
+    instance_type: str
+    region: str
+    gpu_count: float
+    is_spot: bool
+    observed_at: dt.datetime  # the newest snapshot that listed the offer at this price
+    age_days: float
+    date_basis: str  # PriceSnapshot.DateBasis: source | published | fetched | estimate
+    date_is_estimate: bool
+    date_note: str
+    source: str  # the feed (file) the offer comes from
+
+
+@dataclass(frozen=True)
+class GpuRentPrice:
+    """One GPU's rental price by a rule, USD per GPU-hour, with its spread and provenance."""
+
+    gpu_id: int
+    rule: str
+    price_usd: Decimal
+    minimum_usd: Decimal  # cheapest provider (over the offers the rule reads: on-demand or spot)
+    typical_usd: Decimal  # median of the providers' cheapest offers (higher middle value)
+    maximum_usd: Decimal  # the most expensive provider's cheapest offer
+    providers: int
+    offers: int
+    provenance: PriceProvenance
+
+
+@data_versioned("price_data_newest")  # perf: read by every page's footer; changes only with an import
+def price_data_newest() -> dt.datetime | None:
+    """The newest snapshot time in the database ("the newest price data")."""
+    return Offer.objects.aggregate(newest=Max("last_seen"))["newest"]
+
+
+def gpu_rent_prices(
+    *,
+    gpu_ids: Iterable[int] | None = None,
+    rule: str = "typical",
+    provider: str = "",
+    region: str = "",
+    now: dt.datetime | None = None,
+) -> dict[int, GpuRentPrice]:
+    """{gpu_id: GpuRentPrice} from current, SKU-level offers (three queries whatever the data).
+
+    Current: in its provider's newest snapshot of its feed, that snapshot within
+    PRICE_FRESHNESS_DAYS of the newest price data (``Offer.objects.current()``). SKU-level: the
+    offer's form factor is stated by its source or mapped by a curator (ambiguous ones are
+    left out). ``rule`` is one of PRICE_RULES ("median" reads as "typical"); ``provider`` is a
+    provider slug, ``region`` a substring of the offer's region.
+    """
+    rule = "typical" if rule == "median" else rule
+    if rule not in PRICE_RULES:
+        raise ValueError(f"unknown price rule {rule!r}; expected one of {', '.join(PRICE_RULES)}")
+    offers = Offer.objects.current().sku_level().filter(is_spot=rule == "spot")
+    if gpu_ids is not None:
+        offers = offers.filter(gpu_id__in=list(gpu_ids))
+    if provider:
+        offers = offers.filter(provider__slug=provider)
+    if region:
+        offers = offers.filter(region__icontains=region)
+    columns = [
+        "id", "gpu_id", "provider_id", "provider__name", "provider__slug", "instance_type", "region",
+        "gpu_count", "is_spot", "source", "last_seen", "current_price_per_gpu_hour_usd",
+    ]  # fmt: skip
+    frame = pd.DataFrame.from_records(list(offers.order_by().values_list(*columns)), columns=columns)
+    if frame.empty:
+        return {}
+    snapshots = {
+        (feed, provider_id, at): (basis, note)
+        for feed, provider_id, at, basis, note in PriceSnapshot.objects.filter(
+            observed_at__gte=frame["last_seen"].min()
+        ).values_list("feed", "provider_id", "observed_at", "date_basis", "date_note")
+    }
+    now = now or timezone.now()
+    # Each provider's cheapest offer of each GPU (ties: the most recently seen, then the offer id).
+    frame = frame.sort_values(
+        ["gpu_id", "provider_id", "current_price_per_gpu_hour_usd", "last_seen", "id"],
+        ascending=[True, True, True, False, True],
+    )
+    offer_counts = frame.groupby("gpu_id")["id"].count()
+    cheapest = frame.drop_duplicates(["gpu_id", "provider_id"]).sort_values(
+        ["gpu_id", "current_price_per_gpu_hour_usd", "provider__slug"]
+    )
+    result: dict[int, GpuRentPrice] = {}
+    for gpu_id, group in cheapest.groupby("gpu_id", sort=False):
+        prices = list(group["current_price_per_gpu_hour_usd"])
+        typical_index = len(prices) // 2  # statistics.median_high: a price some provider charges
+        chosen = group.iloc[0] if rule in ("cheapest", "spot") else group.iloc[typical_index]
+        seen = pd.Timestamp(chosen["last_seen"]).to_pydatetime()
+        provider_id = int(chosen["provider_id"])
+        basis, note = snapshots.get((chosen["source"], provider_id, seen), (PriceSnapshot.DateBasis.ESTIMATE, ""))
+        provenance = PriceProvenance(
+            offer_id=int(chosen["id"]),
+            provider=chosen["provider__name"],
+            provider_slug=chosen["provider__slug"],
+            instance_type=chosen["instance_type"],
+            region=chosen["region"],
+            gpu_count=float(chosen["gpu_count"]),
+            is_spot=bool(chosen["is_spot"]),
+            observed_at=seen,
+            age_days=round((now - seen).total_seconds() / 86400, 1),
+            date_basis=basis,
+            date_is_estimate=basis == PriceSnapshot.DateBasis.ESTIMATE,
+            date_note=note,
+            source=chosen["source"],
+        )
+        result[int(gpu_id)] = GpuRentPrice(
+            gpu_id=int(gpu_id),
+            rule=rule,
+            price_usd=chosen["current_price_per_gpu_hour_usd"],
+            minimum_usd=prices[0],
+            typical_usd=prices[typical_index],
+            maximum_usd=prices[-1],
+            providers=len(prices),
+            offers=int(offer_counts[gpu_id]),
+            provenance=provenance,
+        )
+    return result
+
+
+def snapshot_dates(*, offers: Iterable[Offer]) -> dict[tuple[str, int, dt.datetime], tuple[str, str]]:
+    """(feed, provider id, snapshot time) -> (date basis, note) for the snapshots of ``offers`` (one query)."""
+    offers = list(offers)
+    if not offers:
+        return {}
+    rows = PriceSnapshot.objects.filter(
+        provider_id__in={o.provider_id for o in offers}, observed_at__in={o.last_seen for o in offers}
+    ).values_list("feed", "provider_id", "observed_at", "date_basis", "date_note")
+    return {(feed, provider_id, at): (basis, note) for feed, provider_id, at, basis, note in rows}
+
+
+@data_versioned("price_snapshot_newest")  # perf: read by every page's footer; changes only with an import
+def price_snapshot_newest() -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(newest snapshot time, newest snapshot time whose date is known, not estimated): one query."""
+    newest = PriceSnapshot.objects.aggregate(
+        newest=Max("observed_at"),
+        dated=Max("observed_at", filter=~Q(date_basis=PriceSnapshot.DateBasis.ESTIMATE)),
+    )
+    return newest["newest"], newest["dated"]
+
+
+@dataclass(frozen=True)
+class PriceStatus:
+    """Whether the prices shown are live, or "as of" a date because the newest data is old."""
+
+    newest: dt.datetime | None  # the newest price data, whatever its date basis
+    newest_dated: dt.datetime | None  # the newest price data with a known (not estimated) date
+    window_days: int
+    live: bool
+
+    @property
+    def as_of(self) -> dt.date | None:
+        return self.newest.date() if self.newest else None
+
+    @property
+    def cache_key(self) -> str:
+        return f"live:{self.live}:{self.as_of}"
+
+
+def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
+    """Live while price data with a known date lies within PRICE_FRESHNESS_DAYS of today.
+
+    A bundled snapshot dated by an estimate (the day its files were copied) is never "live":
+    pages say "prices as of" its date.
+    """
+    newest, dated = price_snapshot_newest()
+    window = settings.PRICE_FRESHNESS_DAYS
+    live = dated is not None and dated >= (now or timezone.now()) - dt.timedelta(days=window)
+    return PriceStatus(newest=newest, newest_dated=dated, window_days=window, live=live)
 
 
 class Median(Aggregate):
@@ -33,7 +223,7 @@ class Median(Aggregate):
 
 
 def _current_offers(*, spot: bool, provider: str | None = None, region: str | None = None) -> QuerySet[Offer]:
-    offers = Offer.objects.current().filter(is_spot=spot)
+    offers = Offer.objects.current().sku_level().filter(is_spot=spot)
     if provider:
         offers = offers.filter(provider__slug=provider)
     if region:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.messages import get_messages
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
@@ -29,6 +30,7 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
+from catalog.selectors_prices import price_status
 from dashboard import figures, metrics
 from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
 from dashboard.selectors_pages import gpu_page_compute
@@ -101,6 +103,7 @@ def _chrome_for_anonymous(request: HttpRequest, *, template: str, context: dict[
         request.GET.get("currency", "").upper(),
         tuple(sorted((name, getattr(value, "pk", value)) for name, value in context.items())),
         data_version(),
+        price_status().cache_key,  # the footer says "live" or "as of DATE", which turns with the calendar
     )
     cached = _ANONYMOUS_CHROME.get(key)
     if cached is None:
@@ -142,8 +145,8 @@ def filter_options() -> dict[str, Any]:
         "baselines": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
         "currencies": CURRENCIES,
         "price_how": [
+            ("typical", _("typical (median of providers)")),
             ("cheapest", _("cheapest on-demand")),
-            ("median", _("median across providers")),
             ("spot", _("cheapest spot")),
         ],
         "conditions": [("new", _("new")), ("used", _("used"))],
@@ -222,6 +225,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
         "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
         "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
         "min_community_n": metrics.MIN_COMMUNITY_N,
+        "price_window_days": settings.PRICE_FRESHNESS_DAYS,
         "tier_thresholds": metrics.TIER_THRESHOLDS,
         **filter_options(),
     }
@@ -269,6 +273,7 @@ def tiers_body(*, params: RankingParams) -> bytes:
         "requirement": metrics.use_case_requirement(tier_list.ranking.use_case, family=params.precision),
         "memory_floor_citation": tier_list.ranking.use_case.memory_floor_citation,
         "lab_source": LAMBDA_SOURCE,
+        "price_window_days": settings.PRICE_FRESHNESS_DAYS,
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
         **filter_options(),

@@ -16,9 +16,10 @@ Stable interface (the API builds on it; change only by adding fields)
     vendor     vendor slug (nvidia, amd ...)                    all
     segment    consumer | workstation | datacenter | ...        all
     mode       rent | buy                                       rent
-    price      cheapest | median | spot  (rent: cheapest        cheapest
-               current on-demand offer, median of providers'
-               cheapest on-demand offers, cheapest spot offer)
+    price      typical | cheapest | spot  (rent: median of the  typical
+               providers' cheapest current on-demand offers,
+               cheapest current on-demand offer, cheapest
+               spot offer; "median" = typical)
     condition  new | used  (buy)                                new
     provider   provider slug (rent)                             all
     region     substring of the offer region (rent)             all
@@ -48,24 +49,28 @@ Measured and estimated figures are never merged silently: ``RankingRow.perf_basi
 one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
 are 0 for estimates. The method is documented in dashboard/metrics.py.
 
-Offers are read here directly from ``Offer.objects.current()`` (the shared price selectors did
-not exist when this was written).
+Rental prices come from ``catalog.selectors_prices.gpu_rent_prices`` (current, SKU-level
+offers only); each row carries the figure's provider, observation date and age, and the spread
+over providers (``price_min``/``price_max``, ``price_providers``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Min, Q
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import ResultAggregate, Workload
-from catalog.models import ExchangeRate, Gpu, Offer, PurchasePrice, Segment, TensorPeak
+from catalog.models import Gpu, PurchasePrice, Segment, TensorPeak
+from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
+from catalog.services.prices.currency import NoExchangeRate, RateBook
 from dashboard import metrics
 from dashboard.metrics import USE_CASES, UseCase
 from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
@@ -73,7 +78,7 @@ from gpuatlas.data_version import data_versioned
 
 CURRENCIES = ("USD", "CNY")
 MODES = ("rent", "buy")
-PRICE_HOW = ("cheapest", "median", "spot")
+PRICE_HOW = ("typical", "cheapest", "spot", "median")  # "median": the former name of "typical"
 CONDITIONS = ("new", "used")
 BASES = ("all", "measured")
 SHOWS = ("eligible", "all")
@@ -98,7 +103,7 @@ class RankingParams:
     vendor: str = ""
     segment: str = ""
     mode: str = "rent"
-    price: str = "cheapest"
+    price: str = "typical"
     condition: str = "new"
     provider: str = ""
     region: str = ""
@@ -109,6 +114,8 @@ class RankingParams:
     show: str = "eligible"
 
     def __post_init__(self) -> None:
+        if self.price == "median":  # the former name of "typical"
+            object.__setattr__(self, "price", "typical")
         if not self.precision:
             object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)
 
@@ -182,7 +189,7 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         vendor=_slug(query, "vendor"),
         segment=_choice(query, "segment", tuple(Segment.values), ""),
         mode=_choice(query, "mode", MODES, "rent"),
-        price=_choice(query, "price", PRICE_HOW, "cheapest"),
+        price=_choice(query, "price", PRICE_HOW, "typical"),
         condition=_choice(query, "condition", CONDITIONS, "new"),
         provider=_slug(query, "provider"),
         region=region,
@@ -227,6 +234,19 @@ class RankingRow:
     ineligible_reasons: list[str] = field(default_factory=list)
     estimate_error: float | None = None  # typical relative error of the spec estimate (None: unknown)
     measured_via: str = ""  # the GPU a measured figure is chained through (no workload shared with the baseline)
+    # Provenance of a rental price: the offer it is, its provider, when it was observed (the
+    # newest snapshot that listed it) and whether that date is an estimate; the spread over
+    # providers' cheapest offers in the page currency.
+    price_provider: str = ""
+    price_provider_slug: str = ""
+    price_instance_type: str = ""
+    price_region: str = ""
+    price_observed_at: dt.datetime | None = None
+    price_age_days: float | None = None
+    price_date_basis: str = ""
+    price_date_estimated: bool = False
+    price_min: float | None = None
+    price_max: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,51 +283,27 @@ class TierList:
     lacking_precision: list[RankingRow] = field(default_factory=list)  # enough memory, no tensor format
 
 
-def _latest_rates() -> dict[str, dict[str, Any]]:
-    rates: dict[str, dict[str, Any]] = {}
-    for rate in ExchangeRate.objects.order_by("currency", "-date").values("currency", "date", "usd_per_unit", "source"):
-        rates.setdefault(rate["currency"], dict(rate))
-    return rates
+def _rent_prices(params: RankingParams, gpu_ids: list[int]) -> dict[int, GpuRentPrice]:
+    """gpu id -> the rental price by the chosen rule, with its spread and provenance."""
+    return gpu_rent_prices(gpu_ids=gpu_ids, rule=params.price, provider=params.provider, region=params.region)
 
 
-def _to_usd(amount: Decimal, currency: str, rates: Mapping[str, Mapping[str, Any]]) -> float | None:
-    if currency == "USD":
-        return float(amount)
-    rate = rates.get(currency)
-    return float(amount * rate["usd_per_unit"]) if rate else None
+def _to_usd(amount: Decimal, currency: str, on: dt.date, rates: RateBook) -> float | None:
+    try:
+        return float(rates.to_usd(amount, currency, on))
+    except NoExchangeRate:
+        return None
 
 
-def _rent_prices(params: RankingParams, gpu_ids: list[int]) -> dict[int, tuple[float, int]]:
-    """gpu id -> (USD per GPU-hour by the chosen rule, providers behind it)."""
-    offers = Offer.objects.current().filter(gpu_id__in=gpu_ids)
-    offers = offers.spot() if params.price == "spot" else offers.on_demand()
-    if params.provider:
-        offers = offers.filter(provider__slug=params.provider)
-    if params.region:
-        offers = offers.filter(region__icontains=params.region)
-    per_provider: dict[int, list[float]] = defaultdict(list)
-    for row in offers.order_by().values("gpu_id", "provider_id").annotate(low=Min("current_price_per_gpu_hour_usd")):
-        per_provider[row["gpu_id"]].append(float(row["low"]))
-    how = "median" if params.price == "median" else "cheapest"
-    out = {}
-    for gpu_id, lows in per_provider.items():
-        value = metrics.price_summary(lows, how=how)
-        if value is not None:
-            out[gpu_id] = (value, len(lows))
-    return out
-
-
-def _buy_prices(
-    params: RankingParams, gpus: list[Gpu], rates: Mapping[str, Mapping[str, Any]]
-) -> dict[int, tuple[float, str]]:
+def _buy_prices(params: RankingParams, gpus: list[Gpu], rates: RateBook) -> dict[int, tuple[float, str]]:
     """gpu id -> (USD purchase price, source label): newest observation per GPU; for new cards
     without one, the launch price."""
     out: dict[int, tuple[float, str]] = {}
     prices = PurchasePrice.objects.filter(gpu_id__in=[g.id for g in gpus], condition=params.condition)
-    for row in prices.order_by("gpu_id", "-observed_on").values("gpu_id", "price", "currency"):
+    for row in prices.order_by("gpu_id", "-observed_on").values("gpu_id", "price", "currency", "observed_on"):
         if row["gpu_id"] in out:
             continue
-        usd = _to_usd(row["price"], row["currency"], rates)
+        usd = _to_usd(row["price"], row["currency"], row["observed_on"], rates)
         if usd is not None:
             out[row["gpu_id"]] = (usd, _("newest %(condition)s purchase price") % {"condition": params.condition})
     if params.condition == "new":
@@ -428,33 +424,39 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         precisions=precisions,
     )
 
-    rates = _latest_rates()
+    rates = RateBook.load()
     currency, exchange = params.currency, None
     if params.currency != "USD":
-        rate = rates.get(params.currency)
-        if rate is None:
+        rate = display_rate(currency=params.currency, rates=rates)
+        if rate["missing"]:
             currency = "USD"
             warnings.append(
                 _("No %(currency)s exchange rate is recorded, so prices are shown in USD.")
                 % {"currency": params.currency}
             )
         else:
-            exchange = {"usd_per_unit": float(rate["usd_per_unit"]), "date": rate["date"], "source": rate["source"]}
+            exchange = {
+                "usd_per_unit": float(1 / rate["units_per_usd"]),
+                "units_per_usd": float(rate["units_per_usd"]),
+                "date": rate["rate_date"],
+                "source": rate["source"],
+            }
 
     def convert(usd: float | None) -> float | None:
         if usd is None or exchange is None:
             return usd
         return usd / exchange["usd_per_unit"]
 
+    rent: dict[int, GpuRentPrice] = {}
     if params.mode == "rent":
         rent = _rent_prices(params, [g.id for g in gpus])
         price_unit, scale = _("per GPU-hour"), 1.0
         source_label = {
+            "typical": _("typical on-demand price"),
             "cheapest": _("cheapest on-demand offer"),
-            "median": _("median of providers' cheapest on-demand offers"),
             "spot": _("cheapest spot offer"),
         }[params.price]
-        prices = {gpu_id: (usd, source_label, providers) for gpu_id, (usd, providers) in rent.items()}
+        prices = {gpu_id: (float(p.price_usd), source_label, p.providers) for gpu_id, p in rent.items()}
         ppd_unit = _("per %(currency)s/GPU-hour") % {"currency": currency}
     else:
         buy = _buy_prices(params, gpus, rates)
@@ -497,36 +499,40 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             architecture=_architecture_support(gpu),
         )
         rows.append(
-            RankingRow(
-                gpu_id=gpu.id,
-                gpu_slug=gpu.slug,
-                gpu_name=gpu.name,
-                vendor=gpu.vendor.name,
-                vendor_slug=gpu.vendor.slug,
-                segment=gpu.segment,
-                architecture=gpu.architecture.name if gpu.architecture else "",
-                memory_gib=gpu.memory_gib,
-                tdp_w=gpu.tdp_w,
-                perf=perf,
-                perf_basis="measured" if m else "estimated",
-                perf_measured=m.value if m else None,
-                perf_estimated=estimate,
-                n=m.n if m else 0,
-                distinct_submitters=distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
-                groups=m.groups if m else 0,
-                price=price,
-                price_unit=price_unit,
-                price_source=source,
-                price_providers=providers,
-                currency=currency,
-                perf_per_dollar=metrics.per_price(perf, price, scale=scale),
-                perf_per_dollar_unit=ppd_unit,
-                perf_per_kw=metrics.per_kilowatt(perf, gpu.tdp_w),
-                meets_memory_floor=eligibility.meets_memory_floor,
-                eligible=eligibility.eligible,
-                ineligible_reasons=list(eligibility.reasons),
-                estimate_error=estimate_model.typical_error if estimate is not None else None,
-                measured_via=names.get(m.via, "") if m and m.via is not None else "",
+            _with_provenance(
+                RankingRow(
+                    gpu_id=gpu.id,
+                    gpu_slug=gpu.slug,
+                    gpu_name=gpu.name,
+                    vendor=gpu.vendor.name,
+                    vendor_slug=gpu.vendor.slug,
+                    segment=gpu.segment,
+                    architecture=gpu.architecture.name if gpu.architecture else "",
+                    memory_gib=gpu.memory_gib,
+                    tdp_w=gpu.tdp_w,
+                    perf=perf,
+                    perf_basis="measured" if m else "estimated",
+                    perf_measured=m.value if m else None,
+                    perf_estimated=estimate,
+                    n=m.n if m else 0,
+                    distinct_submitters=distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
+                    groups=m.groups if m else 0,
+                    price=price,
+                    price_unit=price_unit,
+                    price_source=source,
+                    price_providers=providers,
+                    currency=currency,
+                    perf_per_dollar=metrics.per_price(perf, price, scale=scale),
+                    perf_per_dollar_unit=ppd_unit,
+                    perf_per_kw=metrics.per_kilowatt(perf, gpu.tdp_w),
+                    meets_memory_floor=eligibility.meets_memory_floor,
+                    eligible=eligibility.eligible,
+                    ineligible_reasons=list(eligibility.reasons),
+                    estimate_error=estimate_model.typical_error if estimate is not None else None,
+                    measured_via=names.get(m.via, "") if m and m.via is not None else "",
+                ),
+                rent.get(gpu.id),
+                convert,
             )
         )
 
@@ -556,6 +562,28 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         skipped_without_data=skipped,
         estimate=estimate_model,
         ineligible_rows=hidden,
+    )
+
+
+def _with_provenance(
+    row: RankingRow, rent: GpuRentPrice | None, convert: Callable[[float | None], float | None]
+) -> RankingRow:
+    """The row with its rental price's provider, date, age and spread (rent mode)."""
+    if rent is None:
+        return row
+    origin = rent.provenance
+    return replace(
+        row,
+        price_provider=origin.provider,
+        price_provider_slug=origin.provider_slug,
+        price_instance_type=origin.instance_type,
+        price_region=origin.region,
+        price_observed_at=origin.observed_at,
+        price_age_days=origin.age_days,
+        price_date_basis=origin.date_basis,
+        price_date_estimated=origin.date_is_estimate,
+        price_min=convert(float(rent.minimum_usd)),
+        price_max=convert(float(rent.maximum_usd)),
     )
 
 

@@ -18,8 +18,10 @@ from django.utils.translation import gettext_noop
 
 from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name
-from catalog.models import Architecture, ExchangeRate, Gpu, Offer, PriceObservation, TensorPeak
+from catalog.models import Architecture, Gpu, Offer, PriceObservation, TensorPeak
 from catalog.selectors import gpu_current_prices
+
+from catalog.selectors_prices import display_rate, snapshot_dates
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES
 from dashboard.selectors import RankingParams, RankingRow, rankings_compute
@@ -47,13 +49,13 @@ class Money:
 
 
 def money_for(currency: str) -> Money:
-    """USD, or CNY at the newest recorded rate; falls back to USD (missing=True) without one."""
+    """USD, or CNY at the newest ECB rate (its date kept); falls back to USD (missing=True) without one."""
     if currency == "USD":
         return Money("USD", None)
-    rate = ExchangeRate.objects.filter(currency=currency).order_by("-date").first()
-    if rate is None:
+    rate = display_rate(currency=currency)
+    if rate["missing"]:
         return Money("USD", None, missing=True)
-    return Money(currency, float(rate.usd_per_unit), rate.date, rate.source)
+    return Money(currency, float(1 / rate["units_per_usd"]), rate["rate_date"], rate["source"])
 
 
 @dataclass
@@ -67,7 +69,10 @@ class OfferLine:
     ram_gib_per_gpu: float | None
     price_per_gpu_hour: float | None
     is_spot: bool
-    last_seen: dt.datetime
+    last_seen: dt.datetime  # the newest snapshot that listed the offer: when its price was observed
+    variant_ambiguous: bool = False
+    date_is_estimate: bool = False
+    date_note: str = ""
 
 
 @dataclass
@@ -119,6 +124,7 @@ def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> t
     )
     total = qs.count() if limit is not None else 0
     chosen = list(qs[:limit] if limit is not None else qs)
+    dates = snapshot_dates(offers=chosen)
     lines = [
         OfferLine(
             provider=o.provider.name,
@@ -133,6 +139,9 @@ def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> t
             else None,
             is_spot=o.is_spot,
             last_seen=o.last_seen,
+            variant_ambiguous=o.variant_ambiguous,
+            date_is_estimate=dates.get((o.source, o.provider_id, o.last_seen), ("estimate", ""))[0] == "estimate",
+            date_note=dates.get((o.source, o.provider_id, o.last_seen), ("", ""))[1],
         )
         for o in chosen
     ]

@@ -40,6 +40,8 @@ RANKING_CSV_HEADER = (
     "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
     "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor", "eligible",
     "ineligible_reasons", "estimate_error", "measured_via",
+    "price_provider", "price_instance_type", "price_region", "price_observed_at", "price_age_days",
+    "price_date_estimated", "price_min", "price_max", "price_providers",
 )  # fmt: skip
 
 

@@ -86,6 +86,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "gpuatlas.context_processors.site",
+                "gpuatlas.context_processors.prices",
             ],
         },
     },
@@ -171,10 +172,37 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
 PRICE_IMPORT_EVERY_HOURS = env_int("PRICE_IMPORT_EVERY_HOURS", 6, minimum=1)
+# An offer counts as current only while its snapshot lies within this many days of the newest
+# price data in the database; pages say "prices as of DATE" once that newest data is older
+# than this counted from today.
+PRICE_FRESHNESS_DAYS = env_int("PRICE_FRESHNESS_DAYS", 14, minimum=1)
+# fetch_prices: the published SkyPilot catalogue (v8 layout: <base>/<cloud>/vms.csv).
+PRICE_FETCH_BASE_URL = env_str(
+    "PRICE_FETCH_BASE_URL", "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8"
+)
+# The clouds with a v8 vms.csv in the catalogue repository (its catalogs/v8/ folder).
+PRICE_FETCH_CLOUDS = env_list(
+    "PRICE_FETCH_CLOUDS",
+    [
+        *("aws", "gcp", "oci", "lambda", "runpod", "vast", "nebius", "verda", "hyperbolic", "shadeform"),
+        *("primeintellect", "jarvislabs", "hyperstack", "cudo", "seeweb", "mithril", "lium", "yotta"),
+    ],
+)
+PRICE_FETCH_TIMEOUT_SECONDS = env_int("PRICE_FETCH_TIMEOUT_SECONDS", 60, minimum=1)
+PRICE_FETCH_RETRIES = env_int("PRICE_FETCH_RETRIES", 3, minimum=0)
+PRICE_FETCH_BACKOFF_SECONDS = env_int("PRICE_FETCH_BACKOFF_SECONDS", 2, minimum=0)
+PRICE_FETCH_MAX_BYTES = env_int("PRICE_FETCH_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# Where the last downloaded copy of each file is kept (re-imported when a fetch says "not modified").
+PRICE_FETCH_DIR = env_str("PRICE_FETCH_DIR", str(BASE_DIR / "var" / "price-fetch"))
+PRICE_FETCH_EVERY_HOURS = env_int("PRICE_FETCH_EVERY_HOURS", 6, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "prices-reimport": {
         "task": "catalog.tasks.prices_import_directory_task",
         "schedule": timedelta(hours=PRICE_IMPORT_EVERY_HOURS),
+    },
+    "prices-fetch": {
+        "task": "catalog.tasks.prices_fetch_task",
+        "schedule": timedelta(hours=PRICE_FETCH_EVERY_HOURS),
     },
     "submissions-sweep": {
         "task": "benchmarks_app.tasks.sweep_stuck_submissions",

@@ -184,7 +184,10 @@ def cheap_offer_import(directory: Path) -> None:
     path = directory / "curated" / "cheapcloud.csv"
     path.parent.mkdir(parents=True)
     path.write_text(
-        CURATED_CSV_HEADER + "cheapcloud,Cheap Cloud,cheap.1x,Region A,RTX4090,24,1,8,32,0.07,gpu,,USD,2026-02-01,"
+        CURATED_CSV_HEADER
+        + "cheapcloud,Cheap Cloud,cheap.1x,Region A,RTX4090,24,1,8,32,0.07,gpu,,USD,"
+        + timezone.now().date().isoformat()
+        + ","
         "https://example.org/prices\n",
         encoding="utf-8",
     )

@@ -28,7 +28,7 @@ PROVIDER = {"slug", "name", "kind", "url", "country", "default_currency", "curre
 OFFER = {
     "id", "provider", "provider_name", "instance_type", "region", "zone", "is_spot", "gpu", "gpu_name", "gpu_name_raw",
     "gpu_count", "vcpus", "ram_gib", "vcpus_per_gpu", "ram_gib_per_gpu", "available", "price_per_hour", "currency",
-    "price_per_gpu_hour_usd", "observed_at", "first_seen", "last_seen", "source",
+    "price_per_gpu_hour_usd", "observed_at", "first_seen", "last_seen", "source", "variant_ambiguous",
 }  # fmt: skip
 PRICE = {
     "id", "offer", "provider", "instance_type", "region", "is_spot", "gpu", "observed_at", "price_per_hour", "currency",
@@ -48,6 +48,9 @@ RANKING_ROW = {
     "perf_basis", "measured", "perf_measured", "perf_estimated", "n", "distinct_submitters", "groups", "price",
     "price_unit", "price_source", "price_providers", "currency", "perf_per_dollar", "perf_per_dollar_unit",
     "perf_per_kw", "meets_memory_floor", "tier", "eligible", "ineligible_reasons", "estimate_error", "measured_via",
+    # issue 16: the price's provenance and spread
+    "price_min", "price_max", "price_provider", "price_provider_slug", "price_instance_type", "price_region",
+    "price_observed_at", "price_age_days", "price_date_basis", "price_date_estimated",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",

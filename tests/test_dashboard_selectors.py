@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from decimal import Decimal
 
 import pytest
 
 from benchmarks_app.models import Workload
+from catalog.models import PurchasePrice
+from catalog.services.prices.currency import ecb_rate
 from dashboard.selectors import (
     RankingParamError,
     RankingParams,
@@ -54,7 +57,7 @@ def test_params_reject_bad_values_naming_the_field(query, field):
 @pytest.mark.django_db
 def test_rankings_measured_estimated_prices_and_tiers():
     build_world()
-    ranking = rankings_compute(params=RankingParams(show="all"))
+    ranking = rankings_compute(params=RankingParams(show="all", price="cheapest"))
     rows = {r.gpu_slug: r for r in ranking.rows}
     assert ranking.baseline_measured
     base, h100, rtx, small = rows["a100-sxm4-80-gb"], rows["h100-sxm5-80-gb"], rows["rtx-4090"], rows["rtx-3060"]
@@ -82,7 +85,9 @@ def test_rankings_measured_estimated_prices_and_tiers():
 def test_price_modes_filters_and_currency():
     build_world()
     rows = lambda **kw: {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all", **kw)).rows}  # noqa: E731
-    assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(2.5)
+    # typical (default; "median" is its former name): the higher middle of the providers' cheapest, 2.0 and 3.0
+    assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(3.0)
+    assert rows()["a100-sxm4-80-gb"].price == pytest.approx(3.0) and rows()["a100-sxm4-80-gb"].price_min == 2.0
     spot = rows(price="spot")
     assert spot["a100-sxm4-80-gb"].price == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price is None
     assert rows(provider="lambda")["a100-sxm4-80-gb"].price == pytest.approx(2.0)
@@ -91,12 +96,13 @@ def test_price_modes_filters_and_currency():
     assert set(rows(segment="consumer")) == {"rtx-4090", "rtx-3060", "hostile-card"}
     assert set(rows(basis="measured")) == {"a100-sxm4-80-gb", "h100-sxm5-80-gb", "rtx-4090"}
 
-    no_rate = rankings_compute(params=RankingParams(currency="CNY"))
-    assert no_rate.currency == "USD" and no_rate.exchange_rate is None and no_rate.warnings
+    # CNY at the newest ECB reference rate, with its date (a table rate does not override it).
     ExchangeRateFactory(usd_per_unit="0.125")
-    cny = rankings_compute(params=RankingParams(currency="CNY"))
+    cny = rankings_compute(params=RankingParams(currency="CNY", price="cheapest"))
     base = next(r for r in cny.rows if r.gpu_slug == "a100-sxm4-80-gb")
-    assert cny.currency == "CNY" and base.currency == "CNY" and base.price == pytest.approx(16.0)
+    ecb = ecb_rate("CNY", dt.date.today())
+    assert cny.currency == "CNY" and base.currency == "CNY" and cny.exchange_rate["date"] == ecb.date
+    assert base.price == pytest.approx(2.0 / float(ecb.usd_per_unit), rel=1e-3)
 
 
 @pytest.mark.django_db
@@ -115,7 +121,8 @@ def test_buy_mode_uses_purchase_prices_then_launch_price():
         r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy", condition="used", show="all")).rows
     }
     assert used["rtx-4090"].price == pytest.approx(1000)
-    assert used["rtx-3060"].price == pytest.approx(100)  # 800 CNY at 0.125 USD
+    observed_on = PurchasePrice.objects.get(gpu=world.small).observed_on
+    assert used["rtx-3060"].price == pytest.approx(800 * float(ecb_rate("CNY", observed_on).usd_per_unit))
     assert used["a100-sxm4-80-gb"].price is None
 
 
@@ -135,7 +142,7 @@ def test_unknown_baseline_and_unmeasured_baseline():
 @pytest.mark.django_db
 def test_tiers_compute_groups_rows():
     build_world()
-    tiers = tiers_compute(params=RankingParams())
+    tiers = tiers_compute(params=RankingParams(price="cheapest"))
     assert [r.gpu_slug for r in tiers.tiers["S"]] == ["rtx-4090"]
     assert {r.gpu_slug for r in tiers.tiers["B"]} == {"h100-sxm5-80-gb", "a100-sxm4-80-gb"}
     assert {r.gpu_slug for r in tiers.below_floor} == {"rtx-3060", "hostile-card"}

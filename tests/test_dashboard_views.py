@@ -254,8 +254,9 @@ def _bulk(extra: int) -> None:
         (lambda w: reverse("dashboard:rankings") + "?currency=CNY", 12),
         (lambda w: reverse("dashboard:rankings") + "?mode=buy", 12),
         (lambda w: reverse("dashboard:tiers"), 12),
-        (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 38),
-        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 30),
+        # The price provenance (snapshot dates) is one query per ranking: four standings, three compared.
+        (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 42),
+        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 31),
         (lambda w: reverse("dashboard:architectures"), 3),
         (lambda w: reverse("dashboard:open-data"), 1),
     ],

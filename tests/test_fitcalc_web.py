@@ -27,6 +27,8 @@ from hypothesis import settings as hypothesis_settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from catalog.services.prices import currency
+from catalog.services.prices.currency import ecb_rate
 from fitcalc import PRESETS, GpuFacts, fit_plan, memory_estimate
 from fitcalc.api import CROSS_FIELD_PARAMETERS, FitView
 from fitcalc.figures import CostTimePoint, cost_time_points, fit_cost_time_figure
@@ -382,14 +384,17 @@ def test_api_buy_vs_rent_and_currency(client) -> None:  # type: ignore[no-untype
     used = client.get(URL, query | {"condition": "used"}).json()["buy_vs_rent"][0]["result"]
     assert used["purchase_price"] == 1000
 
+    # CNY at the newest ECB reference rate (issue 16); a table rate does not override it.
     ExchangeRateFactory(currency="CNY", usd_per_unit=Decimal("0.14"))
+    ecb = float(ecb_rate("CNY", dt.date.today()).usd_per_unit)
     cny = client.get(URL, query | {"currency": "CNY"}).json()
-    assert cny["currency"] == "CNY" and cny["exchange_rate"]["units_per_usd"] == pytest.approx(1 / 0.14, rel=1e-3)
-    assert plans_by_slug(cny)["card-24"]["gpu"]["price_per_gpu_hour"] == pytest.approx(0.40 / 0.14, rel=1e-3)
+    assert cny["currency"] == "CNY" and cny["exchange_rate"]["units_per_usd"] == pytest.approx(1 / ecb, rel=1e-3)
+    assert plans_by_slug(cny)["card-24"]["gpu"]["price_per_gpu_hour"] == pytest.approx(0.40 / ecb, rel=1e-3)
 
 
 @pytest.mark.django_db
-def test_api_without_an_exchange_rate_warns_instead_of_failing(client) -> None:  # type: ignore[no-untyped-def]
+def test_api_without_an_exchange_rate_warns_instead_of_failing(client, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(currency, "ecb_rate", lambda currency, on: None)  # a currency the ECB does not publish
     make_gpu("card-24", 24.0, price="0.40")
     body = client.get(URL, {"model": "llama-3-8b", "currency": "CNY", "tokens": "1e6"}).json()
     assert body["warnings"] and "CNY" in body["warnings"][0]

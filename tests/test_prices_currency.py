@@ -10,15 +10,16 @@ from decimal import Decimal
 
 import pytest
 
-from catalog.models import ExchangeRate, Offer, PriceObservation
+from catalog.models import Offer, PriceObservation
 from catalog.selectors_prices import display_rate, offers_for_gpu
 from catalog.services.prices import (
-    BUNDLED_PRICES_DIR,
     NoExchangeRate,
     RateBook,
+    currency,
     exchange_rate_upsert,
     price_import_file,
 )
+from catalog.services.prices.currency import ecb_rate
 from tests.factories_prices import catalogue_build
 
 pytestmark = pytest.mark.django_db
@@ -33,18 +34,31 @@ def curated(tmp_path, body, name="testcloud.csv"):
     return path
 
 
-def test_rate_book_uses_the_newest_rate_on_or_before_the_date():
-    exchange_rate_upsert(currency="cny", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.14"), source="test")
-    exchange_rate_upsert(currency="CNY", date=dt.date(2026, 2, 1), usd_per_unit=Decimal("0.15"), source="test")
+def test_table_rates_serve_currencies_the_ecb_does_not_publish():
+    # TWD is not among the ECB reference rates: the admin table's newest rate on or before the date.
+    exchange_rate_upsert(currency="twd", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.03"), source="test")
+    exchange_rate_upsert(currency="TWD", date=dt.date(2026, 2, 1), usd_per_unit=Decimal("0.04"), source="test")
     book = RateBook.load()
-    assert book.rate("CNY", dt.date(2026, 1, 15)).usd_per_unit == Decimal("0.14")
-    assert book.rate("CNY", dt.date(2026, 2, 1)).usd_per_unit == Decimal("0.15")
-    assert book.to_usd(Decimal("10"), "CNY", dt.date(2026, 3, 1)) == Decimal("1.5")
-    assert book.from_usd(Decimal("1.5"), "CNY") == Decimal("10")
+    assert book.rate("TWD", dt.date(2026, 1, 15)).usd_per_unit == Decimal("0.03")
+    assert book.rate("TWD", dt.date(2026, 2, 1)).usd_per_unit == Decimal("0.04")
+    assert book.to_usd(Decimal("10"), "TWD", dt.date(2026, 3, 1)) == Decimal("0.4")
+    assert book.from_usd(Decimal("0.4"), "TWD") == Decimal("10")
     with pytest.raises(NoExchangeRate, match="on or before 2025-12-31"):
-        book.rate("CNY", dt.date(2025, 12, 31))
-    with pytest.raises(NoExchangeRate, match="no exchange rate for EUR"):
-        book.rate("EUR")
+        book.rate("TWD", dt.date(2025, 12, 31))
+    with pytest.raises(NoExchangeRate, match="no exchange rate for XPT"):
+        book.rate("XPT")
+
+
+def test_cny_uses_the_ecb_rate_of_the_date_not_a_2017_figure():
+    exchange_rate_upsert(currency="CNY", date=dt.date(2017, 12, 1), usd_per_unit=Decimal("0.15120129"), source="old")
+    book = RateBook.load()
+    friday = book.rate("CNY", dt.date(2025, 11, 14))
+    assert friday.date == dt.date(2025, 11, 14) and "ECB" in friday.source
+    assert Decimal("0.13") < friday.usd_per_unit < Decimal("0.15")
+    # A Sunday takes the Friday before; a date after the shipped series takes its last day, dated.
+    assert book.rate("CNY", dt.date(2025, 11, 16)) == friday
+    beyond = book.rate("CNY", dt.date(2099, 1, 1))
+    assert beyond.date < dt.date(2099, 1, 1) and beyond.date == ecb_rate("CNY", dt.date(2099, 1, 1)).date
 
 
 def test_rate_validation():
@@ -58,22 +72,23 @@ def test_rate_validation():
 
 def test_curated_cny_prices_per_gpu_with_per_gpu_cpu_and_ram(tmp_path):
     catalogue = catalogue_build()
-    exchange_rate_upsert(currency="CNY", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.14"), source="test rate")
     path = curated(
         tmp_path,
-        "testcloud,Test Cloud,RTX 4090 x2,Region A,RTX4090,24,2,16,120,2.50,gpu,,CNY,2026-02-01,https://example.org/prices\n",
+        "testcloud,Test Cloud,RTX 4090 x2,Region A,RTX4090,24,2,16,120,2.50,gpu,,CNY,2026-02-02,https://example.org/prices\n",
     )
     summary = price_import_file(path=path)
     assert summary.ok and summary.rejected == [] and summary.format == "curated-csv"
     offer = Offer.objects.get()
     assert offer.gpu_id == catalogue.rtx4090.id
     assert (offer.vcpus, offer.ram_gib, offer.vcpus_per_gpu, offer.ram_gib_per_gpu) == (32, 240, 16, 120)
-    # Listed per GPU: the instance costs 2 x 2.50 CNY; per GPU 2.50 CNY = 0.35 USD at 0.14.
+    # Listed per GPU: the instance costs 2 x 2.50 CNY; per GPU 2.50 CNY at the ECB rate of 2026-02-02.
     assert offer.current_price_per_hour == Decimal("5.00") and offer.current_currency == "CNY"
-    assert offer.current_price_per_gpu_hour_usd == Decimal("0.35")
+    rate = ecb_rate("CNY", dt.date(2026, 2, 2))
+    assert rate.date == dt.date(2026, 2, 2)
+    assert offer.current_price_per_gpu_hour_usd == (Decimal("2.5") * rate.usd_per_unit).quantize(Decimal("0.000001"))
     observation = PriceObservation.objects.get()
     assert (observation.currency, observation.price_per_gpu_hour) == ("CNY", Decimal("2.5"))
-    assert offer.current_observed_at == dt.datetime(2026, 2, 1, tzinfo=dt.UTC)
+    assert offer.current_observed_at == dt.datetime(2026, 2, 2, tzinfo=dt.UTC)
     assert offer.provider.default_currency == "CNY" and offer.provider.name == "Test Cloud"
 
 
@@ -81,12 +96,12 @@ def test_curated_rows_without_a_rate_are_rejected_not_converted_with_a_guess(tmp
     catalogue_build()
     path = curated(
         tmp_path,
-        "testcloud,,RTX 4090 x1,,RTX4090,24,1,16,120,2.50,gpu,,CNY,2026-02-01,https://example.org/prices\n"
+        "testcloud,,RTX 4090 x1,,RTX4090,24,1,16,120,2.50,gpu,,TWD,2026-02-01,https://example.org/prices\n"
         "testcloud,,RTX 4090 x1b,,RTX4090,24,1,16,120,0.40,gpu,,USD,2026-02-01,https://example.org/prices\n",
     )
     summary = price_import_file(path=path)
     assert [(r.line, r.reason) for r in summary.rejected] == [
-        (2, "no exchange rate for CNY: add one in the admin (Exchange rates)")
+        (2, "no exchange rate for TWD: add one in the admin (Exchange rates)")
     ]
     assert list(Offer.objects.values_list("instance_type", flat=True)) == ["RTX 4090 x1b"]
 
@@ -109,22 +124,18 @@ def test_curated_format_errors_name_the_column(tmp_path):
     assert not Offer.objects.exists()
 
 
-def test_cny_display_says_when_there_is_no_rate():
+def test_cny_display_shows_the_rate_and_its_date(monkeypatch):
     catalogue = catalogue_build()
     from tests.factories import OfferFactory
 
     OfferFactory(gpu=catalogue.h100_sxm, current_price_per_hour=Decimal("2.00"))
+    rate = ecb_rate("CNY", dt.date.today())
+    rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
+    assert rows[0]["exchange_rate_date"] == rate.date and rows[0]["no_exchange_rate"] is False
+    assert rows[0]["price_per_gpu_hour"] == (Decimal("2.00") / rate.usd_per_unit).quantize(Decimal("0.0001"))
+    assert display_rate(currency="CNY")["rate_date"] == rate.date
+    # A currency without any rate is said to have none, never converted with a guess.
+    monkeypatch.setattr(currency, "ecb_rate", lambda currency, on: None)
     rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
     assert rows[0]["no_exchange_rate"] is True and rows[0]["price_per_gpu_hour"] is None
     assert rows[0]["price_per_gpu_hour_usd"] == Decimal("2.00")
-    exchange_rate_upsert(currency="CNY", date=dt.date(2026, 1, 1), usd_per_unit=Decimal("0.125"), source="test")
-    rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
-    assert rows[0]["price_per_gpu_hour"] == Decimal("16.0000") and rows[0]["exchange_rate_date"] == dt.date(2026, 1, 1)
-    assert display_rate(currency="CNY")["units_per_usd"] == Decimal("8.0000")
-
-
-def test_bundled_rate_file_is_sourced():
-    price_import_file(path=BUNDLED_PRICES_DIR / "exchange_rates.csv")
-    rate = ExchangeRate.objects.get(currency="CNY")
-    assert rate.date == dt.date(2017, 12, 1) and "6.6137" in rate.source and "H.10" in rate.source
-    assert (Decimal(1) / rate.usd_per_unit).quantize(Decimal("0.0001")) == Decimal("6.6137")

@@ -61,12 +61,17 @@ def test_a_changed_price_adds_one_observation_and_current_mirrors_it(tmp_path):
     assert offer.current_observed_at == newest.observed_at == T2
 
 
-def test_an_older_snapshot_never_overwrites_the_current_price(tmp_path):
+def test_an_older_snapshot_never_overwrites_the_current_price_and_history_keeps_both(tmp_path):
     catalogue_build()
     price_import_file(path=lambda_file(tmp_path, [row(price="2.29")]), observed_at=T2)
     summary = price_import_file(path=lambda_file(tmp_path, [row(price="2.49")]), observed_at=T1)
     offer = Offer.objects.get()
-    assert offer.current_price_per_hour == Decimal("2.29") and summary.observations_added == 0
+    assert offer.current_price_per_hour == Decimal("2.29") and offer.last_seen == T2 and offer.first_seen == T1
+    assert summary.observations_added == 1
+    assert list(offer.observations.order_by("observed_at").values_list("observed_at", "price_per_hour")) == [
+        (T1, Decimal("2.49")),
+        (T2, Decimal("2.29")),
+    ]
 
 
 def test_an_offer_absent_from_a_newer_snapshot_is_kept_unavailable_then_returns(tmp_path):
@@ -146,36 +151,38 @@ def test_a_database_error_mid_file_leaves_nothing_half_written(tmp_path, monkeyp
     assert ImportRun.objects.get(pk=summary.import_run_id).status == ImportRun.Status.FAILED
 
 
-def test_tracker_provider_leaving_and_returning(tmp_path):
+def test_tracker_best_deal_leaving_and_returning(tmp_path):
     catalogue_build()
+
+    def snapshot(stamp, deals):
+        return {
+            "timestamp": stamp,
+            "gpu_type": "H100_80GB",
+            "socket_type": "PCIe",
+            "by_provider": {},
+            "by_config": {
+                config: {
+                    "count": 1,
+                    "min_per_gpu": price,
+                    "min_total": price,
+                    "best_deal": {"provider": p, "spot": False},
+                }
+                for config, (p, price) in deals.items()
+            },
+        }
+
     snapshots = [
-        (
-            "2025-10-19T00:00:00+00:00",
-            {"runpod": {"count": 1, "min": 2.4, "avg": 2.4}, "hyperstack": {"count": 5, "min": 1.9, "avg": 1.9}},
-        ),
-        ("2025-10-20T00:00:00+00:00", {"hyperstack": {"count": 5, "min": 1.8, "avg": 1.9}}),
-        (
-            "2025-10-21T00:00:00+00:00",
-            {"runpod": {"count": 1, "min": 2.4, "avg": 2.4}, "hyperstack": {"count": 5, "min": 1.8, "avg": 1.9}},
-        ),
+        snapshot("2025-10-19T00:00:00+00:00", {"1x": ("runpod", 2.4), "2x": ("hyperstack", 1.9)}),
+        snapshot("2025-10-20T00:00:00+00:00", {"2x": ("hyperstack", 1.8)}),
+        snapshot("2025-10-21T00:00:00+00:00", {"1x": ("runpod", 2.4), "2x": ("hyperstack", 1.8)}),
     ]
     path = tmp_path / "H100_80GB_PCIe.jsonl"
-    path.write_text(
-        "\n".join(
-            json.dumps(
-                {"timestamp": t, "gpu_type": "H100_80GB", "socket_type": "PCIe", "by_provider": p, "by_config": {}}
-            )
-            for t, p in snapshots
-        )
-        + "\nnot json\n"
-    )
+    path.write_text("\n".join(json.dumps(s) for s in snapshots) + "\nnot json\n")
     summary = price_import_file(path=path)
     assert [(r.line, r.reason.split(" (")[0]) for r in summary.rejected] == [(4, "not valid JSON")]
     hyperstack = Offer.objects.get(provider__slug="hyperstack")
-    assert list(hyperstack.observations.values_list("price_per_gpu_hour_usd", flat=True)) == [
-        Decimal("1.9"),
-        Decimal("1.8"),
-    ]
+    assert hyperstack.gpu_count == 2
+    assert list(hyperstack.observations.values_list("price_per_hour", flat=True)) == [Decimal("1.9"), Decimal("1.8")]
     runpod = Offer.objects.get(provider__slug="runpod")
     assert runpod.available and runpod.observations.count() == 1  # same price when it came back
     assert summary.offers_marked_unavailable == 1

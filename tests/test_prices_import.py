@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.models import ImportRun, Offer, PriceObservation
+from catalog.models import ImportRun, Offer, PriceObservation, PriceSnapshot
 from catalog.services.prices import BUNDLED_PRICES_DIR, format_detect, price_import_file, prices_import_directory
 from tests.factories_prices import catalogue_build
 
@@ -163,10 +163,7 @@ def test_fsdl_table_imports_on_demand_and_spot_per_gpu():
     assert Offer.objects.filter(provider__slug="verda").exists()  # "Datacrunch"
 
 
-LAST_H100_PCIE_PROVIDERS = {"runpod", "lambda", "hyperstack", "massedcompute"}
-
-
-def test_tracker_history_imports_as_observations_over_time():
+def test_tracker_history_imports_best_deals_as_observations_over_time():
     catalogue = catalogue_build()
     path = BUNDLED_PRICES_DIR / "tugot17-gpu-price-tracker/H100_80GB_PCIe.jsonl"
     assert format_detect(path=path) == "tugot17"
@@ -174,34 +171,29 @@ def test_tracker_history_imports_as_observations_over_time():
     assert summary.ok and summary.rows_read == 29 and summary.rejected == []
     offers = Offer.objects.filter(source="tugot17-gpu-price-tracker/H100_80GB_PCIe.jsonl")
     assert {o.gpu_id for o in offers} == {catalogue.h100_pcie.id}
-    hyperstack = offers.get(provider__slug="hyperstack", is_spot=False)
-    first = hyperstack.observations.order_by("observed_at").first()
+    # One offer per configuration's best deal: its GPU count and whole-instance price as stated.
+    assert all(o.instance_type.startswith("tracker best deal: H100_80GB PCIe ") for o in offers)
+    assert all(o.gpu_count == float(o.instance_type.rsplit(" ", 1)[1].rstrip("x")) for o in offers)
+    first = PriceObservation.objects.filter(offer__in=offers).order_by("observed_at").first()
     assert first.observed_at == dt.datetime(2025, 10, 19, 21, 58, 24, 34620, tzinfo=dt.UTC)
-    assert first.price_per_gpu_hour_usd == Decimal("1.9")
-    assert hyperstack.current_observed_at == hyperstack.observations.order_by("observed_at").last().observed_at
-    # Offers of providers present in the last snapshot are available; others kept, unavailable.
-    assert {o.provider.slug for o in offers.filter(available=True)} == LAST_H100_PCIE_PROVIDERS
-    assert offers.count() == 4 and offers.filter(available=False).count() == 0
+    # Only the last snapshot's best deals are available.
+    last = offers.order_by("-last_seen").first().last_seen
+    assert set(offers.filter(available=True).values_list("last_seen", flat=True)) == {last}
 
 
-def test_tracker_spot_minimums_go_to_spot_offers():
-    catalogue_build()
-    price_import_file(path=BUNDLED_PRICES_DIR / "tugot17-gpu-price-tracker/H100_80GB_SXM5.jsonl")
-    datacrunch_spot = Offer.objects.get(provider__slug="verda", is_spot=True, instance_type__startswith="tracker")
-    assert datacrunch_spot.observations.filter(price_per_gpu_hour_usd=Decimal("0.99")).exists()
-    assert not Offer.objects.filter(
-        provider__slug="verda", is_spot=False, observations__price_per_gpu_hour_usd=Decimal("0.99")
-    ).exists()
-
-
-def test_whole_bundle_imports_with_rates_first():
+def test_whole_bundle_imports():
     summaries = prices_import_directory(path=BUNDLED_PRICES_DIR)
     failed = [s for s in summaries if s.error]
     assert failed == []
-    assert summaries[0].format == "exchange-rates"
     assert sum(len(s.rejected) for s in summaries) == 0
     assert PriceObservation.objects.count() == sum(s.observations_added for s in summaries)
-    # Observation time of files without timestamps comes from snapshots.toml.
+    # Observation time of files without timestamps comes from snapshots.toml, with how it is known.
     assert Offer.objects.filter(source="fsdl-cloud-gpus/cloud-gpus.csv").first().current_observed_at == dt.datetime(
         2025, 3, 7, tzinfo=dt.UTC
     )
+    fsdl = PriceSnapshot.objects.filter(feed="fsdl-cloud-gpus/cloud-gpus.csv").first()
+    assert fsdl.date_basis == PriceSnapshot.DateBasis.PUBLISHED
+    lambda_snapshot = PriceSnapshot.objects.get(feed="skypilot-catalog/lambda/vms.csv")
+    assert lambda_snapshot.date_basis == PriceSnapshot.DateBasis.ESTIMATE and "copy date" in lambda_snapshot.date_note
+    tracker = PriceSnapshot.objects.filter(feed__startswith="tugot17").first()
+    assert tracker.date_basis == PriceSnapshot.DateBasis.SOURCE

@@ -53,8 +53,12 @@ def test_memory_snap_picks_the_a100_size(tmp_path):
     )
     price_import_file(path=path, observed_at=WHEN)
     gpus = dict(Offer.objects.values_list("instance_type", "gpu_id"))
-    assert gpus["a100-40"] == catalogue.a100_sxm_40.id
-    assert gpus["a100-80"] == catalogue.a100_sxm_80.id
+    assert gpus["a100-40"] == catalogue.a100_sxm_40.id  # no 40 GB sibling of another form factor here
+    # "A100" with 80 GiB and no SXM/PCIe word: the SXM4 80 GB or the PCIe 80 GB; kept as the
+    # alias target's form factor but marked ambiguous (out of rankings until a curator maps it).
+    ambiguous = Offer.objects.get(instance_type="a100-80")
+    assert ambiguous.gpu_id == catalogue.a100_sxm_80.id and ambiguous.variant_ambiguous
+    assert ambiguous.extra["variant_candidates"] == ["a100-pcie-80-gb", "a100-sxm4-80-gb"]
     # No alias for "A100-80G-PCIe": retried as the bare model with the PCIe hint and 80 GiB.
     assert gpus["a100-80-pcie"] == catalogue.a100_pcie_80.id
 
@@ -87,7 +91,7 @@ def test_unmatched_names_are_recorded_kept_and_listed(tmp_path):
     assert (unmatched.name, unmatched.occurrences, unmatched.context) == (
         "RTX5090",
         2,
-        "skypilot-catalog/v8/vast/vms.csv",
+        "skypilot-catalog/vast/vms.csv",
     )
     assert unmatched.memory_gib == pytest.approx(31.84, abs=0.01)
     # Unmatched offers never appear among current prices.

@@ -89,3 +89,12 @@ def test_command_rejects_bad_arguments(tmp_path):
     unknown.write_text("a,b\n1,2\n")
     with pytest.raises(CommandError, match="1 file\\(s\\) failed"):
         call_command("import_prices", str(unknown))
+
+
+def test_fetch_task_enqueues_one_fetch_per_configured_cloud(settings):
+    settings.PRICE_FETCH_CLOUDS = ["lambda", "vast"]
+    with mock.patch.object(tasks.price_fetch_cloud_task, "delay") as delay:
+        queued = tasks.prices_fetch_task.apply().get()
+    assert queued == ["lambda", "vast"]
+    assert [c.args for c in delay.call_args_list] == [("lambda",), ("vast",)]
+    assert settings.CELERY_BEAT_SCHEDULE["prices-fetch"]["task"] == "catalog.tasks.prices_fetch_task"

@@ -48,6 +48,7 @@ class OfferListView(CachedListMixin, ValuesListView):
         "vcpus_per_gpu": "per_gpu_vcpus",
         "ram_gib_per_gpu": "per_gpu_ram_gib",
         "available": "available",
+        "variant_ambiguous": "variant_ambiguous",
         "price_per_hour": "current_price_per_hour",
         "currency": "current_currency",
         "price_per_gpu_hour_usd": "current_price_per_gpu_hour_usd",

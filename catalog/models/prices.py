@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import ExpressionWrapper, Q, Subquery, Value
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
@@ -33,12 +35,35 @@ class Provider(models.Model):
         return self.name
 
 
+def price_data_newest_subquery() -> Subquery:
+    """The newest snapshot time of any offer: "the newest price data in the database"."""
+    return Subquery(Offer.objects.order_by("-last_seen").values("last_seen")[:1])
+
+
 class OfferQuerySet(models.QuerySet["Offer"]):
-    def current(self) -> OfferQuerySet:
-        """Offers seen in their provider's newest snapshot, with a usable per-GPU price."""
+    def listed(self) -> OfferQuerySet:
+        """Offers in their feed's newest snapshot with a usable per-GPU price, however old."""
         return self.filter(available=True, price_separable=True, gpu__isnull=False).exclude(
             current_price_per_gpu_hour_usd__isnull=True
         )
+
+    def current(self) -> OfferQuerySet:
+        """Listed offers whose snapshot lies within PRICE_FRESHNESS_DAYS of the newest price data.
+
+        One stale source (a feed that stopped, a bundled file years old) never sets a price
+        beside fresh ones: the window is counted back from the newest snapshot in the
+        database, in the same SQL statement.
+        """
+        window = dt.timedelta(days=settings.PRICE_FRESHNESS_DAYS)
+        cutoff = ExpressionWrapper(price_data_newest_subquery() - Value(window), output_field=models.DateTimeField())
+        return self.listed().filter(last_seen__gte=cutoff)
+
+    def sku_level(self) -> OfferQuerySet:
+        """Offers whose GPU variant is known (stated by the source or mapped by a curator)."""
+        return self.filter(variant_ambiguous=False)
+
+    def ambiguous(self) -> OfferQuerySet:
+        return self.filter(variant_ambiguous=True)
 
     def on_demand(self) -> OfferQuerySet:
         return self.filter(is_spot=False)
@@ -83,7 +108,16 @@ class Offer(models.Model):
     current_price_per_gpu_hour_usd = models.DecimalField(
         max_digits=14, decimal_places=6, null=True, blank=True, db_index=True
     )
-    current_observed_at = models.DateTimeField(null=True, blank=True)
+    current_observed_at = models.DateTimeField(
+        null=True, blank=True, help_text=_("Since when the current price has been listed (its history row).")
+    )
+    variant_ambiguous = models.BooleanField(
+        default=False,
+        help_text=_(
+            "The source does not say which form factor (SXM, PCIe, NVL...) the GPU is and a sibling of "
+            "another form factor fits its memory: kept out of per-GPU rankings until a curator maps it."
+        ),
+    )
 
     objects = OfferQuerySet.as_manager()
 
@@ -108,6 +142,7 @@ class Offer(models.Model):
                 condition=Q(available=True, price_separable=True),
             ),
             models.Index(fields=["provider", "available"]),
+            models.Index(fields=["last_seen"], name="offer_last_seen"),
         ]
 
     def __str__(self) -> str:
@@ -120,6 +155,91 @@ class Offer(models.Model):
     @property
     def ram_gib_per_gpu(self) -> float | None:
         return self.ram_gib / self.gpu_count if self.ram_gib is not None else None
+
+
+class OfferGpuMapping(models.Model):
+    """A curator's answer for offers whose source leaves the GPU variant open.
+
+    Keyed by what the source writes (provider, instance type, GPU name), so that every region
+    of the listing and every later snapshot of it takes the same GPU.
+    """
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="gpu_mappings")
+    instance_type = models.CharField(max_length=200)
+    gpu_name_raw = models.CharField(max_length=200)
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="offer_mappings")
+    note = models.TextField(blank=True, help_text=_("Why: the provider's page or message that says the variant."))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["provider", "instance_type"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "instance_type", "gpu_name_raw"], name="offergpumapping_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.instance_type} -> {self.gpu}"
+
+
+class PriceSnapshot(models.Model):
+    """One provider's listing in one feed at one observation time, and how that time is known."""
+
+    class DateBasis(models.TextChoices):
+        SOURCE = "source", _("timestamp in the source")
+        PUBLISHED = "published", _("commit or publication date")
+        FETCHED = "fetched", _("time we fetched it")
+        ESTIMATE = "estimate", _("estimate")
+
+    feed = models.CharField(max_length=200)
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="snapshots")
+    observed_at = models.DateTimeField()
+    date_basis = models.CharField(max_length=16, choices=DateBasis.choices)
+    date_note = models.CharField(max_length=500, blank=True)
+    offers = models.PositiveIntegerField(default=0)
+    import_run = models.ForeignKey("ImportRun", on_delete=models.SET_NULL, null=True, blank=True)
+
+    class Meta:
+        ordering = ["feed", "provider", "-observed_at"]
+        constraints = [models.UniqueConstraint(fields=["feed", "provider", "observed_at"], name="pricesnapshot_unique")]
+        indexes = [models.Index(fields=["provider", "-observed_at"], name="pricesnapshot_provider_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.feed} {self.provider_id} @ {self.observed_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def date_is_estimate(self) -> bool:
+        return self.date_basis == self.DateBasis.ESTIMATE
+
+
+class PriceFetch(models.Model):
+    """One download of a published catalogue file (manage.py fetch_prices, the beat task)."""
+
+    class Status(models.TextChoices):
+        CHANGED = "changed", _("New content, imported")
+        UNCHANGED = "unchanged", _("Not modified since the last fetch")
+        FAILED = "failed", _("Failed")
+
+    source = models.CharField(max_length=64, help_text=_("Which file: the cloud's name in the catalogue."))
+    url = models.URLField(max_length=500)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    http_status = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    etag = models.CharField(max_length=200, blank=True)
+    last_modified = models.CharField(max_length=64, blank=True)
+    bytes = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    import_run = models.ForeignKey("ImportRun", on_delete=models.SET_NULL, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["source", "-started_at"], name="pricefetch_source_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.status} @ {self.started_at:%Y-%m-%d %H:%M}"
 
 
 class PriceObservation(models.Model):

@@ -86,7 +86,9 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
             "price_per_gpu_hour",
             "currency",
             "is_spot",
-            "last_seen",
+            "observed_at",
+            "observed_date_estimated",
+            "form_factor_not_stated",
         ]
         rows = [
             [
@@ -100,6 +102,8 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
                 money.currency,
                 o.is_spot,
                 o.last_seen.isoformat(),
+                o.date_is_estimate,
+                o.variant_ambiguous,
             ]
             for o in offers
         ]

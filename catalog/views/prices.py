@@ -1,16 +1,28 @@
-"""Price pages: providers with their offer counts and the freshness of their prices."""
+"""Price pages: providers with their offer counts and freshness; the data-health page for curators."""
 
 from __future__ import annotations
 
+from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from catalog.selectors_prices import price_freshness, providers_with_stats
+from catalog.selectors_price_health import price_data_health, price_fetches_latest
+from catalog.selectors_prices import price_freshness, price_status, providers_with_stats
 
 
 def provider_list_view(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "catalog/provider_list.html",
-        {"providers": providers_with_stats(), "freshness": price_freshness()},
+        {
+            "providers": providers_with_stats(),
+            "freshness": price_freshness(),
+            "status": price_status(),
+            "fetches": price_fetches_latest(),
+        },
     )
+
+
+@staff_member_required
+def price_health_view(request: HttpRequest) -> HttpResponse:
+    return render(request, "catalog/price_health.html", {"health": price_data_health()})

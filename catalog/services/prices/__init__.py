@@ -6,6 +6,8 @@ Public services:
 * ``prices_import_directory(*, path)`` -> list[FileSummary] (what ``load_demo`` calls)
 * ``price_import_path(*, path, format=None)`` (file or directory, for the command)
 * ``unmatched_gpu_name_resolve(*, unmatched, gpu)`` (admin mapping of unmatched names)
+* ``offer_gpu_map(*, offers, gpu, user=None, note="")`` (admin mapping of offers of unstated form factor)
+* ``prices_fetch(*, clouds=None)`` in ``catalog.services.prices.fetch`` (what ``fetch_prices`` runs)
 * ``exchange_rate_upsert(*, currency, date, usd_per_unit, source)``
 """
 
@@ -20,7 +22,7 @@ from catalog.services.prices.importer import (
     prices_import_directory,
     snapshot_time_for,
 )
-from catalog.services.prices.mapping import unmatched_gpu_name_resolve
+from catalog.services.prices.mapping import offer_gpu_map, unmatched_gpu_name_resolve
 
 BUNDLED_PRICES_DIR = Path(__file__).resolve().parents[2] / "data" / "prices"
 
@@ -39,5 +41,6 @@ __all__ = [
     "price_import_path",
     "prices_import_directory",
     "snapshot_time_for",
+    "offer_gpu_map",
     "unmatched_gpu_name_resolve",
 ]

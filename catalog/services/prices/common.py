@@ -55,8 +55,7 @@ class OfferRow:
     """One offer as read from a file, before GPU matching and currency conversion.
 
     ``price_per_hour`` is the whole-instance price; ``None`` with ``unavailable=True`` means
-    the source says the offer exists but cannot be had now (SkyPilot's 700.0 placeholder);
-    ``touch_only`` rows only confirm that an offer is still listed (no price this time).
+    the source says the offer exists but cannot be had now (SkyPilot's 700.0 placeholder).
     """
 
     line: int
@@ -76,7 +75,6 @@ class OfferRow:
     ram_gib: float | None = None
     price_separable: bool = True
     unavailable: bool = False
-    touch_only: bool = False
     observed_at: dt.datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -94,6 +92,9 @@ class ParsedFile:
     rows_read: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Each observation time's rows are the whole listing (an offer missing from a newer one is
+    # withdrawn); False where rows are independent observations (the curated format).
+    complete_snapshots: bool = True
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -114,6 +115,8 @@ class FileSummary:
     not_separable: int = 0
     listed_unavailable: int = 0
     memory_mismatches: dict[str, str] = field(default_factory=dict)
+    ambiguous: dict[str, int] = field(default_factory=dict)
+    snapshots: list[str] = field(default_factory=list)
     unmatched: dict[str, int] = field(default_factory=dict)
     rejected: list[RowRejection] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
@@ -141,6 +144,8 @@ class FileSummary:
             "not_separable": self.not_separable,
             "listed_unavailable": self.listed_unavailable,
             "memory_mismatches": self.memory_mismatches,
+            "ambiguous_form_factor": self.ambiguous,
+            "snapshots": self.snapshots,
             "unmatched_names": self.unmatched,
             "rows_rejected": len(self.rejected),
             "skipped": self.skipped,
@@ -168,6 +173,9 @@ class FileSummary:
         if self.memory_mismatches:
             names = "; ".join(f"{name}: {what}" for name, what in sorted(self.memory_mismatches.items()))
             lines.append(f"  matched by name although the reported memory differs (check these): {names}")
+        if self.ambiguous:
+            names = ", ".join(f"{name} ({count} offers)" for name, count in sorted(self.ambiguous.items()))
+            lines.append(f"  form factor not stated (SXM or PCIe...), kept out of rankings until mapped: {names}")
         for reason, count in sorted(self.skipped.items()):
             lines.append(f"  skipped {count}: {reason}")
         if self.unmatched:

@@ -62,7 +62,7 @@ def _observed_at(text: str) -> dt.datetime:
 
 def parse_curated_csv(*, path: Path, text: str | None = None) -> ParsedFile:
     """Parse a curated price file; each row is one offer, observed at its own ``observed_at``."""
-    parsed = ParsedFile(format=FORMAT, feed=f"curated/{path.name}")
+    parsed = ParsedFile(format=FORMAT, feed=f"curated/{path.name}", complete_snapshots=False)
     if text is None:
         text = path.read_text(encoding="utf-8-sig")
     reader = csv.DictReader(io.StringIO(text, newline=""))

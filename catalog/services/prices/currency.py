@@ -1,8 +1,11 @@
-"""Currency conversion through the dated ExchangeRate table (admin-editable).
+"""Currency conversion at the price's date: ECB reference rates, then the ExchangeRate table.
 
-The newest rate on or before a date applies. There is no built-in fallback rate: a price in a
-currency without any rate is reported as such ("no exchange rate for CNY") instead of being
-converted with a made-up figure.
+For the currencies the European Central Bank publishes (CNY, EUR, GBP, JPY...), the rate is
+the ECB euro reference rate of the price's date (or the last business day before it) as the
+``currencyconverter`` package ships it, crossed through EUR to USD; a date after the shipped
+series uses its last day, and every rate carries its own date so pages can show it. Other
+currencies use the admin-editable ExchangeRate table (newest rate on or before the date).
+There is no made-up fallback: a currency with neither is reported ("no exchange rate for X").
 """
 
 from __future__ import annotations
@@ -10,9 +13,13 @@ from __future__ import annotations
 import bisect
 import csv
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from importlib.metadata import version
 from pathlib import Path
+
+from currency_converter import CurrencyConverter, RateNotFoundError
 
 from catalog.models import ExchangeRate
 
@@ -33,6 +40,41 @@ class Rate:
     source: str
 
 
+ECB_SOURCE = (
+    "ECB euro reference rates, {currency}/EUR and USD/EUR of {date}, via the currencyconverter package {version}"
+)
+# Weekends and TARGET holidays have no ECB rate: look back this many days for the last one.
+ECB_LOOKBACK_DAYS = 10
+
+
+@functools.cache
+def _ecb() -> CurrencyConverter:
+    """The ECB series shipped with currencyconverter, parsed once per process."""
+    return CurrencyConverter(fallback_on_missing_rate=False, fallback_on_wrong_date=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def ecb_rate(currency: str, on: dt.date) -> Rate | None:
+    """The ECB rate of ``currency`` in USD on ``on`` or the last business day before; None if not covered."""
+    converter = _ecb()
+    if currency not in converter.currencies or currency == USD:
+        return None
+    first = max(converter.bounds[currency].first_date, converter.bounds[USD].first_date)
+    last = min(converter.bounds[currency].last_date, converter.bounds[USD].last_date)
+    day = min(on, last)
+    for _ in range(ECB_LOOKBACK_DAYS):
+        if day < first:
+            return None
+        try:
+            value = converter.convert(1, currency, USD, date=day)
+        except RateNotFoundError:
+            day -= dt.timedelta(days=1)
+            continue
+        source = ECB_SOURCE.format(currency=currency, date=day.isoformat(), version=version("CurrencyConverter"))
+        return Rate(currency, day, Decimal(str(value)).quantize(RATE_QUANTUM, rounding=ROUND_HALF_UP), source)
+    return None
+
+
 @dataclass
 class RateBook:
     """All exchange rates in memory, for imports and selectors that convert many prices."""
@@ -49,10 +91,13 @@ class RateBook:
         return book
 
     def rate(self, currency: str, on: dt.date | None = None) -> Rate:
-        """The newest rate on or before ``on`` (today when None)."""
+        """The ECB rate of ``on`` (today when None), else the newest table rate on or before it."""
         currency = currency.upper()
         if currency == USD:
             return Rate(USD, on or dt.date.today(), Decimal(1), "")
+        published = ecb_rate(currency, on or dt.date.today())
+        if published is not None:
+            return published
         series = self.rates.get(currency, [])
         if not series:
             raise NoExchangeRate(f"no exchange rate for {currency}: add one in the admin (Exchange rates)")

@@ -9,13 +9,14 @@ import logging
 import time
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
 from catalog.matching import GpuMatcher
-from catalog.models import ImportRun, Provider
+from catalog.models import ImportRun, PriceSnapshot, Provider
 from catalog.services.prices.common import (
     FileSummary,
     ParsedFile,
@@ -49,12 +50,30 @@ MANIFEST_NAME = "snapshots.toml"
 IMPORTABLE_SUFFIXES = (".csv", ".jsonl")
 
 
-def snapshot_time_for(*, path: Path, root: Path | None = None) -> dt.datetime:
+@dataclass(frozen=True)
+class SnapshotTime:
+    """When the prices of a file without timestamps were observed, and how we know."""
+
+    observed_at: dt.datetime
+    basis: str
+    note: str = ""
+
+
+def _as_datetime(value: object) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time(), tzinfo=dt.UTC)
+    return None
+
+
+def snapshot_time_for(*, path: Path, root: Path | None = None) -> SnapshotTime:
     """When the prices in ``path`` were observed, for files that carry no timestamps.
 
-    A ``snapshots.toml`` in the file's folder or a parent (up to ``root``) may give it per
-    file or per folder prefix (the bundled demo snapshot does, with the dates its sources
-    were retrieved); otherwise the file's modification time, i.e. when it was fetched.
+    A ``snapshots.toml`` in the file's folder or a parent (up to ``root``) gives it per file or
+    folder prefix: a table ``{observed_at = ..., basis = "published" | "estimate" | "fetched",
+    note = "..."}`` or a bare date (a commit or publication date). Without one, the file's
+    modification time, i.e. when it was fetched.
     """
     path = path.resolve()
     stop = root.resolve() if root else None
@@ -67,13 +86,18 @@ def snapshot_time_for(*, path: Path, root: Path | None = None) -> dt.datetime:
             matches = [k for k in entries if relative == k or relative.startswith(k.rstrip("/") + "/")]
             if matches:
                 value = entries[max(matches, key=len)]
-                if isinstance(value, dt.datetime):
-                    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-                if isinstance(value, dt.date):
-                    return dt.datetime.combine(value, dt.time(), tzinfo=dt.UTC)
+                entry = value if isinstance(value, dict) else {"observed_at": value}
+                when = _as_datetime(entry.get("observed_at"))
+                basis = str(entry.get("basis") or PriceSnapshot.DateBasis.PUBLISHED)
+                if when is None or basis not in PriceSnapshot.DateBasis.values:
+                    raise PriceFileError(
+                        f"{manifest}: entry {max(matches, key=len)!r} needs observed_at and a known basis"
+                    )
+                return SnapshotTime(when, basis, str(entry.get("note") or ""))
         if stop is not None and folder == stop:
             break
-    return dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
+    modified = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
+    return SnapshotTime(modified, PriceSnapshot.DateBasis.FETCHED, "the file's modification time")
 
 
 def price_import_file(
@@ -81,13 +105,20 @@ def price_import_file(
     path: Path,
     format: str | None = None,
     observed_at: dt.datetime | None = None,
+    date_basis: str = "",
+    date_note: str = "",
     root: Path | None = None,
     progress: Progress = no_progress,
     matcher: GpuMatcher | None = None,
     rates: RateBook | None = None,
     unknown_is_error: bool = True,
+    source_name: str = "",
 ) -> FileSummary:
     """Import one price file in one transaction and record it as an ImportRun.
+
+    ``observed_at`` (with ``date_basis`` and ``date_note``) dates rows without a time of their
+    own; by default ``snapshots.toml`` or the file's modification time does. ``source_name``
+    stands for the path where the file's location is not its identity (a downloaded copy).
 
     Malformed rows are rejected with their line numbers and the rest imports; a file that
     cannot be read at all is recorded as a failed run. ``OperationalError`` (database gone,
@@ -138,13 +169,18 @@ def price_import_file(
         elif detected == SKYPILOT_ACCELERATORS:
             _accelerator_names_check(text, summary, matcher or GpuMatcher.load())
         else:
-            parsed = PARSERS[detected](path=path, text=text)
+            parsed = PARSERS[detected](path=Path(source_name) if source_name else path, text=text)
             summary.feed = parsed.feed
-            when = observed_at or snapshot_time_for(path=path, root=root)
+            if observed_at is not None:
+                when = SnapshotTime(observed_at, date_basis or PriceSnapshot.DateBasis.PUBLISHED, date_note)
+            else:
+                when = snapshot_time_for(path=path, root=root)
             with transaction.atomic():
                 snapshot_write(
                     parsed=parsed,
-                    observed_at=when,
+                    observed_at=when.observed_at,
+                    date_basis=when.basis,
+                    date_note=when.note,
                     import_run=run,
                     matcher=matcher,
                     rates=rates,

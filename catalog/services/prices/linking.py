@@ -1,23 +1,58 @@
-"""GPU names of price rows -> catalogue GPUs: GpuMatcher plus memory candidates and safe retries."""
+"""GPU names of price rows -> catalogue GPUs, and the form-factor decision for offers.
+
+The generic name matcher (``catalog.matching.GpuMatcher``) finds the GPU model. Which member
+of the model's family an offer is (A100 SXM4 80 GB, A100 PCIe 80 GB...) is decided here, from
+the row alone:
+
+* the memory per GPU the source reports (the parsers hand over the readings, most trusted
+  first) picks the family members it fits within 7%;
+* a form-factor word in the row (GPU name, GpuInfo name, instance type, the tracker's socket:
+  ``SXM4``, ``PCIe``, Cudo's ``pci``, ``NVL``, ``HGX``...) picks among those;
+* when the row states no form factor and members of another form factor still fit, the offer
+  is **ambiguous**: it keeps the matcher's pick for reference but stays out of per-GPU
+  rankings until a curator maps it (``OfferGpuMapping``, admin). Nothing is guessed silently.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.matching import MEMORY_SNAP_TOLERANCE, GpuMatcher
+from catalog.matching import GpuMatcher
+from catalog.models import Gpu, OfferGpuMapping
 from catalog.services.prices.common import OfferRow
+
+MEMORY_FIT = 0.07  # reported memory within 7% of the catalogue's: the same card (80 GB vs 81920 MiB)
 
 # Words that may follow a model name without changing which GPU it is (memory size, socket,
 # memory type). Only when everything after the model is such words may we retry with the bare
 # model: "A100-80G-PCIe" -> "A100" is safe, "RTX6000-Ada" -> "RTX6000" is another GPU.
 _SAFE_SUFFIX_WORD = re.compile(
-    r"^((\d+(\.\d+)?)?\s*(g|gb|gib)|\d+(\.\d+)?|pcie|sxm\d?|hgx|hbm\d?e?|nvlink|gddr\d?x?)$", re.IGNORECASE
+    r"^((\d+(\.\d+)?)?\s*(g|gb|gib)|\d+(\.\d+)?|pcie|pci|sxm\d?|hgx|hbm\d?e?|nvlink|gddr\d?x?)$", re.IGNORECASE
 )
 _MODEL_HEAD = re.compile(r"^(?:nvidia[\s_-]+)?([a-z]*\d+[a-z]*)", re.IGNORECASE)
-_NVLINK = re.compile(r"nvlink", re.IGNORECASE)
-_VARIANT_WORD = re.compile(r"sxm|pcie|nvl|oam", re.IGNORECASE)
+# Form-factor words, matched on the row text split at anything but letters and digits. "NVLink"
+# is a bridge between PCIe cards, not the NVL product; "HGX" boards carry SXM modules.
+_FORM_FACTORS = (
+    (re.compile(r"^(?:[a-z]*\d+)?(?:sxm\d?|hgx)(?:x\d+)?$"), "SXM"),  # "sxm4x8": 8 SXM4 modules
+    (re.compile(r"^(?:[a-z]*\d+)?(?:pcie|pci|pciex)(?:x\d+)?$"), "PCIe"),
+    (re.compile(r"^(?:[a-z]*\d+)?nvl$"), "NVL"),
+    (re.compile(r"^oam$"), "OAM"),
+    (re.compile(r"^(?:workstation|ws)$"), "Workstation"),
+    (re.compile(r"^server$"), "Server"),
+)
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Memory types a row may name ("NVIDIA-H100-80GB-HBM3"): where a family's members differ in it
+# (H100 SXM5 HBM3, H100 PCIe HBM2e), the memory type states the member as a form-factor word does.
+_MEMORY_TYPES = {
+    "hbm2": "HBM2",
+    "hbm2e": "HBM2e",
+    "hbm3": "HBM3",
+    "hbm3e": "HBM3e",
+    "gddr6": "GDDR6",
+    "gddr6x": "GDDR6X",
+}
 
 
 def bare_model_name(name: str) -> str | None:
@@ -32,10 +67,29 @@ def bare_model_name(name: str) -> str | None:
     return head.group(1)
 
 
-def hints_clean(text: str) -> str:
-    # "PCIe-NVLink" is a PCIe card with a bridge, not the H100 NVL product.
-    cleaned = _NVLINK.sub(" ", text)
-    return re.sub(r"(?i)\bhgx\b", "SXM", cleaned)
+def memory_types_stated(text: str) -> set[str]:
+    """The memory types a row's text names: ``{"HBM3"}`` for ``NVIDIA-H100-80GB-HBM3``."""
+    return {_MEMORY_TYPES[w] for w in _WORD_SPLIT.split(text.lower()) if w in _MEMORY_TYPES}
+
+
+def form_factors_stated(text: str) -> set[str]:
+    """The form factors a row's text names: ``{"PCIe"}`` for ``intel-ice-lake-a100-pci_1x2v4gb``."""
+    found = set()
+    for word in _WORD_SPLIT.split(text.lower()):
+        for pattern, variant in _FORM_FACTORS:
+            if word and pattern.match(word):
+                found.add(variant)
+    return found
+
+
+@dataclass(frozen=True)
+class GpuFact:
+    id: int
+    slug: str
+    family: str
+    variant: str
+    memory_gib: float | None
+    memory_type: str = ""
 
 
 @dataclass
@@ -43,66 +97,111 @@ class GpuLink:
     gpu_id: int | None
     memory_gib: float | None
     memory_mismatch: str = ""
+    ambiguous: bool = False
+    candidates: tuple[str, ...] = ()  # slugs of the GPUs an ambiguous offer may be
+    how: str = ""
 
 
+@dataclass
 class GpuLinker:
-    """GpuMatcher plus the memory-candidate and bare-name retries, cached per distinct input."""
+    """The matcher plus family facts and curators' mappings, cached per distinct input."""
 
-    def __init__(self, matcher: GpuMatcher) -> None:
-        self.matcher = matcher
-        self.cache: dict[tuple[Any, ...], GpuLink] = {}
+    matcher: GpuMatcher
+    facts: dict[int, GpuFact] = field(default_factory=dict)
+    families: dict[str, list[int]] = field(default_factory=dict)
+    mappings: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    cache: dict[tuple[Any, ...], GpuLink] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, matcher: GpuMatcher | None = None) -> GpuLinker:
+        linker = cls(matcher or GpuMatcher.load())
+        for row in Gpu.objects.values("id", "slug", "family", "variant", "memory_gib", "memory_type"):
+            fact = GpuFact(
+                row["id"],
+                row["slug"],
+                row["family"] or "",
+                row["variant"] or "",
+                row["memory_gib"],
+                row["memory_type"] or "",
+            )
+            linker.facts[fact.id] = fact
+            if fact.family:
+                linker.families.setdefault(fact.family, []).append(fact.id)
+        for provider, instance, name, gpu_id in OfferGpuMapping.objects.values_list(
+            "provider__slug", "instance_type", "gpu_name_raw", "gpu_id"
+        ):
+            linker.mappings[(provider, instance, name)] = gpu_id
+        return linker
 
     def link(self, row: OfferRow) -> GpuLink:
+        mapped = self.mappings.get((row.provider, row.instance_type, row.gpu_name_raw))
+        if mapped is not None:
+            memory = row.memory_candidates[0] if row.memory_candidates else None
+            return GpuLink(mapped, memory, how="mapped by a curator")
         key = (row.gpu_name_raw, row.other_gpu_names, row.hints, row.memory_candidates)
         if key not in self.cache:
             self.cache[key] = self._link(row)
         return self.cache[key]
 
-    def _fits(self, gpu_id: int, memory: float | None) -> bool:
-        known = self.matcher.facts[gpu_id].memory_gib
-        return memory is None or not known or abs(memory - known) / known <= MEMORY_SNAP_TOLERANCE
+    def fits(self, gpu_id: int, memory: float | None) -> bool:
+        known = self.facts[gpu_id].memory_gib
+        return memory is None or not known or abs(memory - known) / known <= MEMORY_FIT
 
-    def _same_form_factor(self, gpu_id: int, *, name: str, hints: str, memory: float | None) -> int:
-        """When memory alone moved the match to a sibling, keep the alias target's form factor.
-
-        "A100" (alias: A100 SXM4 40 GB) with 80 GiB and no PCIe/SXM word is the SXM4 80 GB,
-        not whichever 80 GB sibling sorts first.
-        """
-        if memory is None or _VARIANT_WORD.search(f"{name} {hints}"):
-            return gpu_id
-        target = self.matcher.match(name=name, hints=hints)
-        if not target.matched or target.gpu_id == gpu_id:
-            return gpu_id
-        assert target.gpu_id is not None
-        wanted = self.matcher.facts[target.gpu_id].variant
-        chosen = self.matcher.facts[gpu_id]
-        if not wanted or chosen.variant == wanted:
-            return gpu_id
-        for sibling in self.matcher.families.get(chosen.family, []):
-            if self.matcher.facts[sibling].variant == wanted and self._fits(sibling, memory):
-                return sibling
-        return gpu_id
-
-    def _link(self, row: OfferRow) -> GpuLink:
-        hints = hints_clean(row.hints)
+    def _base_match(self, row: OfferRow) -> int | None:
         names = [row.gpu_name_raw, *row.other_gpu_names]
         names += [bare for bare in (bare_model_name(n) for n in list(names)) if bare and bare not in names]
-        memories: tuple[float | None, ...] = row.memory_candidates or (None,)
-        fallback: GpuLink | None = None
         for name in names:
-            if not name:
-                continue
-            for memory in memories:
-                result = self.matcher.match(name=name, memory_gib=memory, hints=f"{hints} {name}")
-                if not result.matched:
-                    break
-                assert result.gpu_id is not None
-                if self._fits(result.gpu_id, memory):
-                    return GpuLink(self._same_form_factor(result.gpu_id, name=name, hints=hints, memory=memory), memory)
-                known = self.matcher.facts[result.gpu_id].memory_gib
-                fallback = fallback or GpuLink(
-                    result.gpu_id, memory, f"reported {memory:g} GiB per GPU, catalogue {known:g} GiB"
-                )
-        # A name match whose reported memory fits no candidate still names the GPU (several
-        # catalogues misreport memory); keep it, flagged on the offer and in the summary.
-        return fallback or GpuLink(None, row.memory_candidates[0] if row.memory_candidates else None)
+            if name:
+                result = self.matcher.match(name=name)
+                if result.matched and result.gpu_id in self.facts:
+                    return result.gpu_id
+        return None
+
+    def _link(self, row: OfferRow) -> GpuLink:
+        base = self._base_match(row)
+        if base is None:
+            return GpuLink(None, row.memory_candidates[0] if row.memory_candidates else None)
+        fact = self.facts[base]
+        siblings = self.families.get(fact.family, [base]) if fact.family else [base]
+        memory = next((m for m in row.memory_candidates if any(self.fits(s, m) for s in siblings)), None)
+        mismatch = ""
+        if memory is None and row.memory_candidates:
+            mismatch = f"reported {row.memory_candidates[0]:g} GiB per GPU, catalogue {fact.memory_gib or 0:g} GiB"
+        candidates = [s for s in siblings if self.fits(s, memory if memory is not None else fact.memory_gib)]
+        candidates = candidates or [base]
+        text = " ".join((row.gpu_name_raw, *row.other_gpu_names, row.hints))
+        stated = form_factors_stated(text)
+        how = "name"
+        memory_types = memory_types_stated(text)
+        if len(memory_types) == 1 and len({self.facts[c].memory_type for c in candidates}) > 1:
+            of_type = [c for c in candidates if self.facts[c].memory_type == next(iter(memory_types))]
+            if of_type:
+                candidates, how = of_type, f"name, memory type {next(iter(memory_types))} stated"
+        if len(stated) == 1:
+            wanted = next(iter(stated))
+            of_variant = [c for c in candidates if self.facts[c].variant == wanted]
+            if not of_variant:  # the stated form factor overrides a memory reading that fits another
+                of_variant = [s for s in siblings if self.facts[s].variant == wanted]
+            if of_variant:
+                candidates, how = of_variant, f"name, form factor {wanted} stated"
+        variants = {self.facts[c].variant for c in candidates}
+        target = memory if memory is not None else fact.memory_gib or 0
+        chosen = (
+            base
+            if base in candidates
+            else min(  # a member of the matcher's form factor, then the closest memory
+                candidates,
+                key=lambda c: (
+                    self.facts[c].variant != fact.variant,
+                    abs((self.facts[c].memory_gib or 0) - target),
+                    self.facts[c].slug,
+                ),
+            )
+        )
+        reported: float | None = memory
+        if reported is None and row.memory_candidates:
+            reported = row.memory_candidates[0]
+        if len(variants) > 1:
+            slugs = tuple(sorted(self.facts[c].slug for c in candidates))
+            return GpuLink(chosen, reported, mismatch, ambiguous=True, candidates=slugs, how="form factor not stated")
+        return GpuLink(chosen, reported, mismatch, how=how)

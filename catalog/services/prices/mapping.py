@@ -1,12 +1,16 @@
-"""Curators' resolution of GPU names that no alias matched."""
+"""Curators' answers: GPU names that no alias matched, and offers whose GPU variant the source leaves open."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.db import transaction
 
-from catalog.models import GpuAlias, Offer, UnmatchedGpuName
+from catalog.models import GpuAlias, Offer, OfferGpuMapping, UnmatchedGpuName
 from catalog.models.gpus import Gpu, alias_normalise
 from catalog.services.catalog_import import gpu_alias_upsert
+from gpuatlas.data_version import data_version_bump
 
 
 @transaction.atomic
@@ -26,4 +30,29 @@ def unmatched_gpu_name_resolve(*, unmatched: UnmatchedGpuName, gpu: Gpu) -> int:
     unmatched.resolved_to = gpu
     unmatched.occurrences = max(unmatched.occurrences, 1)
     unmatched.save(update_fields=["resolved_to", "occurrences", "last_seen"])
+    return relinked
+
+
+@transaction.atomic
+def offer_gpu_map(*, offers: Iterable[Offer], gpu: Gpu, user: Any = None, note: str = "") -> int:
+    """Map offers to ``gpu`` (a curator's answer for an unstated form factor); returns offers relinked.
+
+    One ``OfferGpuMapping`` per (provider, instance type, GPU name) of the chosen offers, so every
+    region of those listings and every later snapshot take the same GPU; the offers are no
+    longer ambiguous and count in per-GPU rankings.
+    """
+    keys = {(o.provider_id, o.instance_type, o.gpu_name_raw) for o in offers}
+    for provider_id, instance_type, name in keys:
+        OfferGpuMapping.objects.update_or_create(
+            provider_id=provider_id,
+            instance_type=instance_type,
+            gpu_name_raw=name,
+            defaults={"gpu": gpu, "note": note, "created_by": user if getattr(user, "pk", None) else None},
+        )
+    relinked = 0
+    for provider_id, instance_type, name in keys:
+        relinked += Offer.objects.filter(
+            provider_id=provider_id, instance_type=instance_type, gpu_name_raw=name
+        ).update(gpu=gpu, variant_ambiguous=False)
+    data_version_bump()
     return relinked

@@ -6,13 +6,19 @@ Columns are read by name because their order and set differ per cloud (jarvislab
 shared/data/SOURCES.md:
 
 * ``GpuInfo`` is a Python-literal dict, real JSON, a dict with ``null``, or a plain GPU name;
-* ``SizeInMiB`` is sometimes in GB (shadeform, runpod: 48, 80) and sometimes the total over
-  all GPUs (vast, primeintellect); both readings are offered to the matcher, which keeps the
-  one that fits the catalogue GPU within 7%;
+* ``SizeInMiB`` is sometimes in GB (shadeform, runpod: 48, 80), sometimes the total over all
+  GPUs (vast, primeintellect: a 2x V100 16 GB lists 32768), sometimes the host RAM per GPU
+  (Nebius v7: an H100 lists 204800 = its 200 GiB of RAM, ignored); a memory size written in
+  the instance type or GPU name (``datacrunch__2xV100_16GB``) is trusted first;
 * ``700.0`` is a placeholder meaning "unavailable" (GCP TPU rows): the offer is recorded as
   unavailable, never priced at $700;
-* GCP host-VM rows (``a2-highgpu-1g``) are priced without their GPU: the offer is kept with
-  ``price_separable=False`` and no per-GPU price;
+* GCP prices a GPU machine as two rows: the host VM (``a3-highgpu-8g``, priced without its
+  GPUs) and the GPUs (empty ``InstanceType``, ``H100``, count 8). Where the machine family
+  fixes the host for a GPU model and count (A100 -> a2-highgpu, A100-80GB -> a2-ultragpu,
+  H100 -> a3-highgpu, H100-MEGA -> a3-megagpu, H200 -> a3-ultragpu, B200 -> a4-highgpu), the
+  offer is the host with its GPUs at the sum of both prices in the same zone; GPU rows whose
+  host is not fixed (N1 and G2 machines take several shapes) or not listed are left out with
+  the reason; host rows without their GPU row are kept without a per-GPU price;
 * rows with only a ``SpotPrice`` give a spot offer only; a row with both gives two offers;
 * float noise (``5.8854999999999995``) is rounded to the stored 6 decimal places.
 """
@@ -24,6 +30,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -50,7 +57,20 @@ GCP_HOST_FAMILIES = {
     "a2-ultragpu": ("A100-80GB", 80.0),
     "a3-highgpu": ("H100", 80.0),
     "a3-megagpu": ("H100-MEGA", 80.0),
+    "a3-ultragpu": ("H200", 141.0),
+    "a4-highgpu": ("B200", 180.0),
 }
+# The host of a GPU-only row, by SkyPilot accelerator name and count (inverse of the above).
+GCP_GPU_HOSTS = {
+    (gpu, count): f"{family}-{count}g"
+    for family, (gpu, _memory) in GCP_HOST_FAMILIES.items()
+    for count in ((16,) if family == "a2-megagpu" else (1, 2, 4, 8))
+    if not (family in ("a3-megagpu", "a3-ultragpu", "a4-highgpu") and count != 8)
+}
+# Clouds whose GpuInfo SizeInMiB is the total over the instance's GPUs (shared/data/SOURCES.md).
+MEMORY_IS_TOTAL = {"vast", "primeintellect"}
+# A memory size written right after a GPU model in a name: "V100_16GB", "A100-80GB", "H100 80G".
+_MEMORY_IN_NAME = re.compile(r"[a-z]+\d+[a-z]*[\s_-]+(\d{1,3})\s*g(?:b|ib)?(?![a-z])", re.IGNORECASE)
 _GCP_HOST = re.compile(r"^(?P<family>[a-z]\d-[a-z]+)-(?P<count>\d+)g$")
 # vast folds GPU names into AcceleratorName (RTX_4060_Ti -> RTX4060, RTX_4070S_Ti -> RTX4070);
 # its instance type keeps the real one: "1x-RTX_4060_Ti-32-65536".
@@ -59,13 +79,14 @@ _VERSIONED_PATH = re.compile(r"(?:^|/)(v\d+)/([^/]+)/[^/]+\.csv$")
 
 
 def skypilot_feed(path: Path) -> tuple[str, str]:
-    """(feed key, cloud) for a catalogue path: ``skypilot-catalog/v8/lambda/vms.csv``, ``lambda``."""
+    """(feed key, cloud) for a catalogue path: ``skypilot-catalog/lambda/vms.csv``, ``lambda``.
+
+    The catalogue version (v5, v7, v8) is a schema, not another source: a v7 and a v8 file of
+    one cloud are two snapshots of the same listing, ordered by their observation times.
+    """
     posix = path.as_posix()
     found = _VERSIONED_PATH.search(posix)
-    if found:
-        version, cloud = found.groups()
-        return f"skypilot-catalog/{version}/{cloud}/{path.name}", cloud
-    cloud = path.parent.name or path.stem
+    cloud = found.group(2) if found else (path.parent.name or path.stem)
     return f"skypilot-catalog/{cloud}/{path.name}", cloud
 
 
@@ -94,12 +115,14 @@ def parse_gpu_info(text: str) -> dict[str, Any] | str | None:
     return value
 
 
-def _gpu_facts(info: dict[str, Any] | str | None, gpu_count: float) -> tuple[str, tuple[float, ...]]:
-    """(GPU name from GpuInfo, per-GPU memory candidates in GiB)."""
+def _gpu_facts(
+    info: dict[str, Any] | str | None, gpu_count: float, *, cloud: str, host_ram_gib: float | None
+) -> tuple[str, tuple[float, ...], str]:
+    """(GPU name from GpuInfo, per-GPU memory readings in GiB, why a reading was dropped)."""
     if info is None:
-        return "", ()
+        return "", (), ""
     if isinstance(info, str):
-        return info, ()
+        return info, (), ""
     gpus = info.get("Gpus") or []
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
     name = str(first.get("Name") or "")
@@ -109,13 +132,28 @@ def _gpu_facts(info: dict[str, Any] | str | None, gpu_count: float) -> tuple[str
     except (TypeError, ValueError):
         size_value = 0.0
     if size_value <= 0:
-        return name, ()
+        return name, (), ""
     # Below 1024 the figure cannot be MiB of a GPU: it is GB (the shadeform/runpod unit bug).
     gib = size_value if size_value < 1024 else size_value / 1024
+    if host_ram_gib and gpu_count and abs(gib - host_ram_gib / gpu_count) < 0.5:
+        return name, (), f"GpuInfo memory {gib:g} GiB is the host RAM per GPU: ignored"
+    if cloud in MEMORY_IS_TOTAL:
+        return name, (round(gib / gpu_count, 2),), ""
     candidates = [round(gib, 2)]
     if gpu_count > 1:
         candidates.append(round(gib / gpu_count, 2))
-    return name, tuple(candidates)
+    return name, tuple(candidates), ""
+
+
+def memory_in_names(*texts: str) -> tuple[float, ...]:
+    """Memory sizes written after a GPU model in instance types and names, in order."""
+    found: list[float] = []
+    for text in texts:
+        for match in _MEMORY_IN_NAME.finditer(text or ""):
+            value = float(match.group(1))
+            if value >= 4 and value not in found:
+                found.append(value)
+    return tuple(found)
 
 
 def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
@@ -131,13 +169,16 @@ def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
     if missing or not ("Price" in header or "SpotPrice" in header):
         missing += [] if ("Price" in header or "SpotPrice" in header) else ["Price or SpotPrice"]
         raise PriceFileError(f"{path.name}: not a SkyPilot catalogue, header lacks {', '.join(missing)}")
+    records: list[tuple[int, dict[Any, Any]]] = []
     previous_end = 1
     for record in reader:
-        line = previous_end + 1
+        records.append((previous_end + 1, record))
         previous_end = reader.line_num
-        parsed.rows_read += 1
+    parsed.rows_read = len(records)
+    hosts = _gcp_hosts(records) if cloud == "gcp" else {}
+    for line, record in records:
         try:
-            rows = _rows_for(record, line=line, provider=provider, cloud=cloud)
+            rows = _rows_for(record, line=line, provider=provider, cloud=cloud, hosts=hosts)
         except RowError as exc:
             parsed.rejected.append(RowRejection(line, str(exc)))
             continue
@@ -148,7 +189,40 @@ def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
     return parsed
 
 
-def _rows_for(record: dict[Any, Any], *, line: int, provider: str, cloud: str) -> list[OfferRow] | str:
+@dataclass
+class _Host:
+    line: int
+    record: dict[Any, Any]
+    used: bool = False
+
+
+def _gcp_hosts(records: list[tuple[int, dict[Any, Any]]]) -> dict[tuple[str, str, str], _Host]:
+    """GCP host-VM rows of the families that fix their GPUs, by (machine type, region, zone)."""
+    hosts = {}
+    for line, record in records:
+        instance = (record.get("InstanceType") or "").strip()
+        found = _GCP_HOST.match(instance)
+        if found and found.group("family") in GCP_HOST_FAMILIES and not (record.get("AcceleratorName") or "").strip():
+            key = (instance, (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
+            hosts[key] = _Host(line, record)
+    # A host whose GPU row is present is priced with it (the GPU row's offer): mark it used.
+    for _line, record in records:
+        if (record.get("InstanceType") or "").strip() or not (record.get("AcceleratorName") or "").strip():
+            continue
+        try:
+            count = int(float(record.get("AcceleratorCount") or 0))
+        except ValueError:
+            continue
+        host_type = GCP_GPU_HOSTS.get((record["AcceleratorName"].strip(), count))
+        key = (host_type or "", (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
+        if key in hosts:
+            hosts[key].used = True
+    return hosts
+
+
+def _rows_for(
+    record: dict[Any, Any], *, line: int, provider: str, cloud: str, hosts: dict[tuple[str, str, str], _Host]
+) -> list[OfferRow] | str:
     if None in record and any((v or "").strip() for v in record[None]):
         raise RowError(f"{len(record[None])} field(s) more than the header has")
     absent = [k for k, v in record.items() if k is not None and v is None]
@@ -156,13 +230,20 @@ def _rows_for(record: dict[Any, Any], *, line: int, provider: str, cloud: str) -
         raise RowError(f"missing column(s): {', '.join(absent)}")
     instance = record["InstanceType"].strip()
     accelerator = record["AcceleratorName"].strip()
+    region = (record.get("Region") or "").strip()
+    zone = (record.get("AvailabilityZone") or "").strip()
     price = _price(record, "Price")
     spot = _price(record, "SpotPrice")
     separable = True
+    extra: dict[str, Any] = {}
+    vcpus = parse_float(record.get("vCPUs"), "vCPUs")
+    ram = parse_float(record.get("MemoryGiB"), "MemoryGiB")
     if not accelerator:
         host = _GCP_HOST.match(instance) if cloud == "gcp" else None
         if host is None or host.group("family") not in GCP_HOST_FAMILIES:
             return "no accelerator (CPU-only instance)"
+        if hosts.get((instance, region, zone), _Host(0, {})).used:
+            return "GCP host VM priced together with its GPU row"
         accelerator, memory = GCP_HOST_FAMILIES[host.group("family")]
         gpu_count = float(host.group("count"))
         gpu_info_name, memories = "", (memory,)  # type: tuple[str, tuple[float, ...]]
@@ -170,14 +251,25 @@ def _rows_for(record: dict[Any, Any], *, line: int, provider: str, cloud: str) -
     else:
         gpu_count = parse_float(record["AcceleratorCount"], "AcceleratorCount", required=True, positive=True) or 0.0
         info = parse_gpu_info(record.get("GpuInfo") or "")
-        gpu_info_name, memories = _gpu_facts(info, gpu_count)
+        host_ram = ram if instance else None
+        gpu_info_name, memories, dropped = _gpu_facts(info, gpu_count, cloud=cloud, host_ram_gib=host_ram)
+        if dropped:
+            extra["memory_note"] = dropped
+        memories = tuple(dict.fromkeys((*memory_in_names(instance, accelerator, gpu_info_name), *memories)))
     if not instance:
-        instance = accelerator  # GCP accelerator rows have no instance type of their own
+        # TPU rows price the whole slice ("tpu-v6e-8"): no host VM to add.
+        if cloud == "gcp" and not accelerator.lower().startswith("tpu-"):
+            combined = _gcp_with_host(accelerator, gpu_count, region, zone, price, spot, hosts)
+            if isinstance(combined, str):
+                return combined
+            instance, price, spot, vcpus, ram, host_line = combined
+            extra["host_line"] = host_line
+        elif cloud == "gcp":
+            instance = accelerator
+        else:
+            instance = f"{accelerator} x{gpu_count:g}"  # the GPU count is part of the offer's identity
     if price is None and spot is None:
         raise RowError("no price: Price and SpotPrice are both empty or zero")
-    vcpus = parse_float(record.get("vCPUs"), "vCPUs")
-    ram = parse_float(record.get("MemoryGiB"), "MemoryGiB")
-    extra: dict[str, Any] = {}
     if record.get("UpstreamCloudId"):
         extra["upstream_id"] = record["UpstreamCloudId"].strip()
     if record.get("Arch"):
@@ -195,8 +287,8 @@ def _rows_for(record: dict[Any, Any], *, line: int, provider: str, cloud: str) -
         "instance_type": instance[:200],
         "gpu_name_raw": accelerator,
         "gpu_count": gpu_count,
-        "region": (record.get("Region") or "").strip()[:200],
-        "zone": (record.get("AvailabilityZone") or "").strip()[:200],
+        "region": region[:200],
+        "zone": zone[:200],
         "other_gpu_names": others,
         "hints": f"{instance} {gpu_info_name}",
         "memory_candidates": memories,
@@ -214,6 +306,33 @@ def _rows_for(record: dict[Any, Any], *, line: int, provider: str, cloud: str) -
         else:
             rows.append(OfferRow(**base, is_spot=is_spot, price_per_hour=value))
     return rows
+
+
+def _gcp_with_host(
+    accelerator: str,
+    count: float,
+    region: str,
+    zone: str,
+    price: Decimal | None,
+    spot: Decimal | None,
+    hosts: dict[tuple[str, str, str], _Host],
+) -> tuple[str, Decimal | None, Decimal | None, float | None, float | None, int] | str:
+    """A GCP GPU-only row with its host VM: (machine type, prices with the host, vCPUs, RAM, host line)."""
+    host_type = GCP_GPU_HOSTS.get((accelerator, int(count)))
+    if host_type is None:
+        return "GCP GPU-only price left out: the host VM is not fixed by the GPU (N1/G2 machines), no full price"
+    host = hosts.get((host_type, region, zone))
+    if host is None:
+        return "GCP GPU-only price left out: its host VM is not listed in the same zone"
+    host_price = _price(host.record, "Price")
+    host_spot = _price(host.record, "SpotPrice")
+    total = price + host_price if price is not None and host_price is not None else None
+    total_spot = spot + host_spot if spot is not None and host_spot is not None else None
+    if total is None and total_spot is None:
+        return "GCP GPU-only price left out: the host VM has no price in the same zone"
+    vcpus = parse_float(host.record.get("vCPUs"), "vCPUs")
+    ram = parse_float(host.record.get("MemoryGiB"), "MemoryGiB")
+    return host_type, total, total_spot, vcpus, ram, host.line
 
 
 def _price(record: dict[Any, Any], column: str) -> Decimal | None:

@@ -1,27 +1,30 @@
 """tugot17 gpu-price-tracker summaries (``data/summary/<GPU>.jsonl``, MIT).
 
 One JSON object per snapshot: ``timestamp, gpu_type, socket_type, price_stats, availability,
-by_provider{p: {count, min, avg}}, by_config{"1x".."8x": {..., best_deal{provider, spot}}}``.
-Prices are USD per GPU-hour.
+by_provider{p: {count, min, avg}}, by_config{"1x".."8x": {count, min_per_gpu, min_total, ...,
+best_deal{provider, location, socket, spot}}}``. Prices are USD per GPU-hour.
 
-What we import (and why): one offer per (tracked GPU, provider) whose price series is the
-provider's minimum per GPU-hour in ``by_provider``, one observation per snapshot timestamp.
-``by_provider`` is the only per-provider figure; ``by_config`` only names the single best deal
-per configuration. The minimum may come from a spot listing: when a ``best_deal`` of that
-provider is flagged ``spot`` at exactly that price, the observation goes to the provider's
-spot offer (and the on-demand offer is only confirmed as still listed); otherwise to its
-on-demand offer. A provider missing from a snapshot has its offer marked unavailable from
-that snapshot on, and available again when it reappears.
+What we import, and why: one offer per configuration's best deal, ``(provider, "Nx", location,
+spot)``, observed at the snapshot's timestamp, at ``min_total`` for the N GPUs. That is the only
+figure in the file whose provider, GPU count, socket and spot flag are all stated.
+``by_provider.min`` mixes spot and on-demand listings of any size (DataCrunch's B200 1.79 is a
+4x spot deal), so it is never imported as a price: a provider minimum would put a spot price
+among on-demand prices, and moving an on-demand offer's "last seen" with it would date a price
+the offer never had. A configuration's offer is in a snapshot only while it is that
+configuration's best deal; otherwise it is marked unavailable from that snapshot on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 from catalog.services.prices.common import (
+    PRICE_QUANTUM,
     OfferRow,
     ParsedFile,
     RowError,
@@ -57,7 +60,7 @@ def _gpu_names(gpu_type: str, socket: str | None) -> tuple[str, tuple[str, ...],
 
 
 def parse_tugot17(*, path: Path, text: str | None = None) -> ParsedFile:
-    """Parse a tracker summary file into per-provider observations, one group per snapshot."""
+    """Parse a tracker summary file into best-deal offers, one group of rows per snapshot."""
     parsed = ParsedFile(format=FORMAT, feed=f"tugot17-gpu-price-tracker/{path.name}")
     if text is None:
         text = path.read_text(encoding="utf-8-sig")
@@ -90,51 +93,62 @@ def _rows_for(line: str, line_number: int) -> list[OfferRow]:
         raise RowError(f"timestamp {snapshot['timestamp']!r} is not an ISO date-time") from None
     if observed_at.tzinfo is None:
         observed_at = observed_at.replace(tzinfo=dt.UTC)
-    by_provider = snapshot["by_provider"]
-    if not isinstance(by_provider, dict):
+    if not isinstance(snapshot["by_provider"], dict):
         raise RowError("by_provider must be an object")
+    by_config = snapshot.get("by_config") or {}
+    if not isinstance(by_config, dict):
+        raise RowError("by_config must be an object")
     socket = snapshot.get("socket_type") or None
     gpu_type = str(snapshot["gpu_type"])
     raw, others, memories = _gpu_names(gpu_type, socket)
-    spot_minimums = _spot_best_deals(snapshot.get("by_config") or {})
-    instance = f"tracker minimum: {raw}"
     rows: list[OfferRow] = []
-    for name, stats in by_provider.items():
-        if not isinstance(stats, dict) or "min" not in stats:
-            raise RowError(f"by_provider.{name} has no min")
-        price = parse_decimal_price(str(stats["min"]), f"by_provider.{name}.min")
-        if price is None:
-            raise RowError(f"by_provider.{name}.min is zero")
-        slug = provider_slug(name)
-        is_spot = spot_minimums.get(name) == price
-        extra: dict[str, Any] = {"provider_name": name, "listings": stats.get("count"), "average": stats.get("avg")}
-        base: dict[str, Any] = {
-            "line": line_number,
-            "provider": slug,
-            "instance_type": instance,
-            "gpu_name_raw": raw,
-            "gpu_count": 1.0,
-            "other_gpu_names": others,
-            "hints": socket or "",
-            "memory_candidates": memories,
-            "observed_at": observed_at,
-            "extra": extra,
-        }
-        rows.append(OfferRow(**base, price_per_hour=price, is_spot=is_spot))
-        if is_spot:
-            rows.append(OfferRow(**base, price_per_hour=None, is_spot=False, touch_only=True))
+    for config, stats in sorted(by_config.items()):
+        row = _best_deal_row(config, stats, raw=raw, others=others, memories=memories, socket=socket)
+        if row is not None:
+            rows.append(replace(row, line=line_number, observed_at=observed_at))
     return rows
 
 
-def _spot_best_deals(by_config: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for config in by_config.values():
-        if not isinstance(config, dict):
-            continue
-        deal = config.get("best_deal") or {}
-        if deal.get("spot") and deal.get("provider") and config.get("min_per_gpu") is not None:
-            try:
-                found[deal["provider"]] = parse_decimal_price(str(config["min_per_gpu"]), "min_per_gpu")
-            except RowError:
-                continue
-    return found
+def _best_deal_row(
+    config: str,
+    stats: Any,
+    *,
+    raw: str,
+    others: tuple[str, ...],
+    memories: tuple[float, ...],
+    socket: str | None,
+) -> OfferRow | None:
+    """The best deal of one configuration ("4x") as an offer row; None when it names no deal."""
+    if not isinstance(stats, dict) or not isinstance(stats.get("best_deal"), dict):
+        return None
+    deal = stats["best_deal"]
+    name = str(deal.get("provider") or "").strip()
+    if not name:
+        return None
+    try:
+        count = float(config.lower().removesuffix("x"))
+    except ValueError:
+        raise RowError(f"by_config key {config!r} is not a GPU count such as '4x'") from None
+    if count <= 0:
+        raise RowError(f"by_config key {config!r} is not a positive GPU count")
+    total = parse_decimal_price(str(stats.get("min_total") or ""), f"by_config.{config}.min_total")
+    if total is None:
+        per_gpu_price = parse_decimal_price(str(stats.get("min_per_gpu") or ""), f"by_config.{config}.min_per_gpu")
+        if per_gpu_price is None:
+            raise RowError(f"by_config.{config} has neither min_total nor min_per_gpu")
+        total = (per_gpu_price * Decimal(str(count))).quantize(PRICE_QUANTUM, rounding=ROUND_HALF_UP)
+    deal_socket = str(deal.get("socket") or socket or "")
+    return OfferRow(
+        line=0,
+        provider=provider_slug(name),
+        instance_type=f"tracker best deal: {raw} {config}",
+        gpu_name_raw=raw,
+        gpu_count=count,
+        price_per_hour=total,
+        region=str(deal.get("location") or "")[:200],
+        is_spot=deal.get("spot") is True,
+        other_gpu_names=others,
+        hints=deal_socket,
+        memory_candidates=memories,
+        extra={"provider_name": name, "socket": deal_socket, "listings": stats.get("count")},
+    )

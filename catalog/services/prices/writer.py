@@ -1,4 +1,19 @@
-"""The one writer that turns parsed rows into offers and append-only price history."""
+"""The one writer that turns parsed rows into offers, snapshots and append-only price history.
+
+Order never matters: importing the same files in any order leaves the same current state.
+
+* An offer's current price is the price of its newest observation; an older snapshot never
+  replaces it (its price goes into the history if it differs from the one before it in time).
+* ``last_seen`` is the newest snapshot that listed the offer, ``first_seen`` the oldest; the
+  offer's details (GPU, counts, extra) come from the newest snapshot.
+* ``available`` means "in the newest snapshot of its feed": a newer snapshot without the offer
+  marks it unavailable (feeds whose files are complete listings: SkyPilot, FSDL, the tracker;
+  curated rows stand alone); an offer seen only in an older snapshot than the newest one known
+  is stored unavailable.
+
+Every (feed, provider, observation time) is recorded as a ``PriceSnapshot`` with how its time
+is known (a timestamp in the source, a commit or publication date, the fetch time, an estimate).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +22,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Max
+
 from catalog.matching import GpuMatcher
-from catalog.models import ImportRun, Offer, PriceObservation, Provider, UnmatchedGpuName
+from catalog.models import ImportRun, Offer, PriceObservation, PriceSnapshot, Provider, UnmatchedGpuName
 from catalog.models.gpus import alias_normalise
 from catalog.services.prices.common import (
     FileSummary,
@@ -23,22 +40,12 @@ from catalog.services.prices.common import (
     providers_get_or_create,
 )
 from catalog.services.prices.currency import NoExchangeRate, RateBook
-from catalog.services.prices.linking import GpuLinker
+from catalog.services.prices.linking import GpuLink, GpuLinker
 
-
-@dataclass
-class _Pending:
-    offers_to_create: list[Offer] = field(default_factory=list)
-    dirty: dict[int, Offer] = field(default_factory=dict)
-    observations: list[tuple[Offer, PriceObservation]] = field(default_factory=list)
-    updated_ids: set[int] = field(default_factory=set)
-    # Offers whose only change is "seen again": one UPDATE per snapshot time, not a bulk_update.
-    touched: dict[dt.datetime, set[int]] = field(default_factory=dict)
-
-    def touch(self, offer: Offer, when: dt.datetime) -> None:
-        if offer.pk is not None:
-            self.touched.setdefault(when, set()).add(offer.pk)
-
+OLDER_PRICE = "price older than the offer's newest observation (kept in history only)"
+DUPLICATE = "duplicate row (same offer and price as an earlier row)"
+# A source clock a little ahead of ours is tolerated; a date further ahead is a typo.
+FUTURE_TOLERANCE = dt.timedelta(days=1)
 
 _OFFER_UPDATE_FIELDS = [
     "gpu",
@@ -50,14 +57,45 @@ _OFFER_UPDATE_FIELDS = [
     "price_separable",
     "available",
     "unavailable_since",
+    "first_seen",
     "last_seen",
     "source",
     "extra",
+    "variant_ambiguous",
     "current_price_per_hour",
     "current_currency",
     "current_price_per_gpu_hour_usd",
     "current_observed_at",
 ]
+
+Key = tuple[Any, ...]
+
+
+@dataclass
+class _Pending:
+    offers_to_create: list[Offer] = field(default_factory=list)
+    dirty: dict[int, Offer] = field(default_factory=dict)
+    observations: list[tuple[Offer, PriceObservation]] = field(default_factory=list)
+    # (offer, observation) pairs older than the offer's newest price: checked against history.
+    older: list[tuple[Offer, PriceObservation]] = field(default_factory=list)
+    changed: set[int] = field(default_factory=set)  # existing offers whose details or price changed
+
+    def mark(self, offer: Offer) -> None:
+        if offer.pk is not None:
+            self.dirty[offer.pk] = offer
+
+
+@dataclass
+class _Context:
+    feed: str
+    providers: dict[str, Provider]
+    existing: dict[Key, Offer]
+    pending: _Pending
+    linker: GpuLinker
+    rates: RateBook
+    summary: FileSummary
+    import_run: ImportRun | None
+    unmatched_rows: dict[str, tuple[str, float | None]] = field(default_factory=dict)
 
 
 def snapshot_write(
@@ -69,124 +107,132 @@ def snapshot_write(
     rates: RateBook | None = None,
     summary: FileSummary,
     progress: Progress = no_progress,
+    date_basis: str = PriceSnapshot.DateBasis.FETCHED,
+    date_note: str = "",
 ) -> FileSummary:
     """Write one parsed file as one or more snapshots (rows grouped by their observation time).
 
+    ``observed_at``/``date_basis``/``date_note`` date the rows that carry no time of their own.
     Call inside a transaction: it issues bulk writes and assumes nothing else writes the
     same offers meanwhile (imports of one feed run one at a time).
     """
-    linker = GpuLinker(matcher or GpuMatcher.load())
+    linker = GpuLinker.load(matcher)
     rates = rates or RateBook.load()
     summary.rows_read = parsed.rows_read
     summary.rejected.extend(parsed.rejected)
     storable = []
+    latest_allowed = dt.datetime.now(tz=dt.UTC) + FUTURE_TOLERANCE
     for candidate in parsed.rows:
         problem = offer_row_problem(candidate)
+        when = candidate.observed_at or observed_at
+        if problem is None and when > latest_allowed:
+            problem = f"observed at {when:%Y-%m-%d %H:%M}, which is in the future"
         if problem:
             summary.rejected.append(RowRejection(candidate.line, problem))
         else:
             storable.append(candidate)
-    parsed.rows = storable
     for reason, count in parsed.skipped.items():
         summary.skipped[reason] = summary.skipped.get(reason, 0) + count
     summary.notes.extend(parsed.notes)
 
-    names = {r.provider: r.extra.get("provider_name", r.provider) for r in parsed.rows}
-    currencies = {r.provider: r.currency for r in parsed.rows}
+    names = {r.provider: r.extra.get("provider_name", r.provider) for r in storable}
+    currencies = {r.provider: r.currency for r in storable}
     providers = providers_get_or_create(slugs=names, currency_by_slug=currencies)
     summary.providers = sorted(providers)
     provider_ids = {slug: p.pk for slug, p in providers.items()}
-    existing: dict[tuple[Any, ...], Offer] = {
+    existing: dict[Key, Offer] = {
         (o.provider_id, o.instance_type, o.region, o.zone, o.is_spot): o
         for o in Offer.objects.filter(provider_id__in=provider_ids.values())
     }
-    feed_offers = [o for o in existing.values() if o.source == parsed.feed]
-    pending = _Pending()
-    unmatched_rows: dict[str, tuple[str, float | None]] = {}
-    unmatched_offers: dict[str, set[tuple[Any, ...]]] = {}
+    feed_newest = PriceSnapshot.objects.filter(feed=parsed.feed).aggregate(newest=Max("observed_at"))["newest"]
+    known_snapshots = set(
+        PriceSnapshot.objects.filter(feed=parsed.feed, provider_id__in=provider_ids.values()).values_list(
+            "provider_id", "observed_at"
+        )
+    )
+    context = _Context(parsed.feed, providers, existing, _Pending(), linker, rates, summary, import_run)
+    unmatched_offers: dict[str, set[Key]] = {}
+    ambiguous_offers: dict[str, set[Key]] = {}
+    snapshots: list[PriceSnapshot] = []
 
-    groups: dict[dt.datetime, list[OfferRow]] = {}
-    for row in parsed.rows:
-        groups.setdefault(row.observed_at or observed_at, []).append(row)
-    for when in sorted(groups):
-        seen: dict[tuple[Any, ...], tuple[int, Decimal | None]] = {}
-        rows = groups[when]
+    groups: dict[tuple[dt.datetime, bool], list[OfferRow]] = {}
+    for row in storable:
+        groups.setdefault((row.observed_at or observed_at, row.observed_at is not None), []).append(row)
+    for when, own_time in sorted(groups):
+        rows = groups[(when, own_time)]
+        seen: dict[Key, tuple[int, Decimal | None]] = {}
+        listed: dict[int, int] = {}
         for row in progress(rows, len(rows), parsed.feed[-40:]):
-            key = (provider_ids[row.provider], row.instance_type, row.region, row.zone, row.is_spot)
+            provider_id = provider_ids[row.provider]
+            key = (provider_id, row.instance_type, row.region, row.zone, row.is_spot)
             if key in seen:
                 first_line, first_price = seen[key]
                 if first_price == row.price_per_hour:
-                    summary.skipped["duplicate row (same offer and price as an earlier row)"] = (
-                        summary.skipped.get("duplicate row (same offer and price as an earlier row)", 0) + 1
-                    )
+                    summary.skipped[DUPLICATE] = summary.skipped.get(DUPLICATE, 0) + 1
                 else:
                     summary.rejected.append(
                         RowRejection(row.line, f"same offer as line {first_line} with a different price")
                     )
                 continue
             try:
-                gpu_matched = _write_row(
-                    row,
-                    key,
-                    when,
-                    parsed.feed,
-                    providers[row.provider],
-                    existing,
-                    pending,
-                    linker,
-                    rates,
-                    summary,
-                    import_run,
-                    unmatched_rows,
-                )
+                # Rows of a listing are current only in its newest snapshot; curated rows each stand alone.
+                is_newest = not parsed.complete_snapshots or feed_newest is None or when >= feed_newest
+                link = _write_row(row, key, when, is_newest, feed_newest, context)
             except RowError as exc:
                 summary.rejected.append(RowRejection(row.line, str(exc)))
                 continue
             seen[key] = (row.line, row.price_per_hour)
-            if not gpu_matched and not row.touch_only:
+            listed[provider_id] = listed.get(provider_id, 0) + 1
+            if link.gpu_id is None:
                 unmatched_offers.setdefault(row.gpu_name_raw, set()).add(key)
-        for offer in feed_offers:
-            ident = (offer.provider_id, offer.instance_type, offer.region, offer.zone, offer.is_spot)
-            if ident not in seen and offer.available and offer.last_seen < when:
-                offer.available = False
-                offer.unavailable_since = when
-                _mark_dirty(offer, pending)
-                summary.offers_marked_unavailable += 1
-        feed_offers = [o for o in existing.values() if o.source == parsed.feed]
+            elif link.ambiguous:
+                ambiguous_offers.setdefault(row.gpu_name_raw, set()).add(key)
+        if feed_newest is None or when > feed_newest:
+            if parsed.complete_snapshots:
+                _withdraw_missing(context, when, seen)
+            feed_newest = when
+        for provider_id, count in listed.items():
+            if (provider_id, when) not in known_snapshots:
+                known_snapshots.add((provider_id, when))
+                basis = PriceSnapshot.DateBasis.SOURCE if own_time else date_basis
+                snapshots.append(
+                    PriceSnapshot(
+                        feed=parsed.feed,
+                        provider_id=provider_id,
+                        observed_at=when,
+                        date_basis=basis,
+                        date_note="" if own_time else date_note[:500],
+                        offers=count,
+                        import_run=import_run,
+                    )
+                )
+                summary.snapshots.append(f"{when:%Y-%m-%d %H:%M} ({basis})")
 
     summary.unmatched = {name: len(keys) for name, keys in unmatched_offers.items()}
-    _flush(pending, summary)
-    _record_unmatched(unmatched_rows, parsed.feed, summary)
+    summary.ambiguous = {name: len(keys) for name, keys in ambiguous_offers.items()}
+    _flush(context.pending, summary)
+    PriceSnapshot.objects.bulk_create(snapshots, batch_size=500)
+    _record_unmatched(context.unmatched_rows, parsed.feed, summary)
     return summary
 
 
-def _mark_dirty(offer: Offer, pending: _Pending) -> None:
-    if offer.pk is not None:
-        pending.dirty[offer.pk] = offer
-        pending.updated_ids.add(offer.pk)
+def _withdraw_missing(context: _Context, when: dt.datetime, seen: dict[Key, Any]) -> None:
+    """Offers of the feed that a newer snapshot of it no longer lists: unavailable."""
+    for key, offer in context.existing.items():
+        if offer.source == context.feed and key not in seen and offer.available and offer.last_seen < when:
+            offer.available = False
+            offer.unavailable_since = when
+            context.pending.mark(offer)
+            if offer.pk is not None:
+                context.pending.changed.add(offer.pk)
+            context.summary.offers_marked_unavailable += 1
 
 
 def _write_row(
-    row: OfferRow,
-    key: tuple[Any, ...],
-    when: dt.datetime,
-    feed: str,
-    provider: Provider,
-    existing: dict[tuple[Any, ...], Offer],
-    pending: _Pending,
-    linker: GpuLinker,
-    rates: RateBook,
-    summary: FileSummary,
-    import_run: ImportRun | None,
-    unmatched_rows: dict[str, tuple[str, float | None]],
-) -> bool:
-    """Apply one row; returns whether its GPU is known."""
-    offer = existing.get(key)
-    if row.touch_only:
-        if offer is not None and when > offer.last_seen:
-            offer.last_seen = when
-            pending.touch(offer, when)
-        return True
+    row: OfferRow, key: Key, when: dt.datetime, is_newest: bool, newest: dt.datetime | None, context: _Context
+) -> GpuLink:
+    """Apply one row; returns its GPU link."""
+    summary, pending = context.summary, context.pending
     price_usd: Decimal | None = None
     price_gpu: Decimal | None = None
     if row.price_per_hour is not None and row.price_separable:
@@ -194,96 +240,62 @@ def _write_row(
         if price_gpu <= 0:
             raise RowError(f"price per GPU-hour rounds to zero ({row.price_per_hour} / {row.gpu_count:g} GPUs)")
         try:
-            price_usd = rates.to_usd(price_gpu, row.currency, when.date())
+            price_usd = context.rates.to_usd(price_gpu, row.currency, when.date())
         except NoExchangeRate as exc:
             raise RowError(str(exc)) from None
 
-    link = linker.link(row)
+    link = context.linker.link(row)
     if link.gpu_id is None:
-        normalised = alias_normalise(row.gpu_name_raw)
-        unmatched_rows.setdefault(normalised, (row.gpu_name_raw, link.memory_gib))
-    extra = dict(row.extra)
-    extra.pop("provider_name", None)
-    if link.memory_mismatch:
-        extra["memory_mismatch"] = link.memory_mismatch
-        summary.memory_mismatches[row.gpu_name_raw] = link.memory_mismatch
-    if not row.price_separable:
-        summary.not_separable += 1
-        if row.price_per_hour is not None:
-            extra["host_price_per_hour"] = str(row.price_per_hour)
-            extra["host_price_currency"] = row.currency
-
+        context.unmatched_rows.setdefault(alias_normalise(row.gpu_name_raw), (row.gpu_name_raw, link.memory_gib))
+    offer = context.existing.get(key)
     created = offer is None
+    before = None if offer is None else _fields(offer)
     if offer is None:
         offer = Offer(
-            provider=provider,
+            provider=context.providers[row.provider],
             instance_type=row.instance_type,
             region=row.region,
             zone=row.zone,
             is_spot=row.is_spot,
             first_seen=when,
             last_seen=when,
+            available=False,
         )
-        existing[key] = offer
+        context.existing[key] = offer
         pending.offers_to_create.append(offer)
         summary.offers_created += 1
-    before = _snapshot_fields(offer)
-    last_seen_before = offer.last_seen
-    offer.gpu_id = (
-        link.gpu_id
-        if link.gpu_id is not None
-        else (offer.gpu_id if not created and offer.gpu_name_raw == row.gpu_name_raw else None)
-    )
-    offer.gpu_name_raw = row.gpu_name_raw[:200]
-    offer.gpu_memory_gib_raw = link.memory_gib
-    offer.gpu_count = row.gpu_count
-    offer.vcpus = row.vcpus
-    offer.ram_gib = row.ram_gib
-    offer.price_separable = row.price_separable
-    offer.source = feed
-    offer.extra = extra
-    if when > offer.last_seen:
+    elif when < offer.first_seen:
+        offer.first_seen = when
+        pending.mark(offer)
+
+    if created or when >= offer.last_seen:
+        _describe(offer, row, link, context)
         offer.last_seen = when
+        listed_now = is_newest and not row.unavailable
+        if listed_now:
+            offer.available, offer.unavailable_since = True, None
+        elif offer.available or created:
+            offer.available = False
+            offer.unavailable_since = when if row.unavailable else newest
+        pending.mark(offer)
     if row.unavailable:
         summary.listed_unavailable += 1
-        if offer.available or created:
-            offer.available = False
-            offer.unavailable_since = when
-    elif when >= offer.last_seen or created:
-        offer.available = True
-        offer.unavailable_since = None
-
+    if link.memory_mismatch:
+        summary.memory_mismatches[row.gpu_name_raw] = link.memory_mismatch
+    if not row.price_separable:
+        summary.not_separable += 1
     if price_gpu is not None and price_usd is not None and row.price_per_hour is not None:
-        newest = offer.current_observed_at
-        changed = offer.current_price_per_hour != row.price_per_hour or offer.current_currency != row.currency
-        if newest is None or (when > newest and changed):
-            observation = PriceObservation(
-                observed_at=when,
-                price_per_hour=row.price_per_hour,
-                currency=row.currency,
-                price_per_gpu_hour=price_gpu,
-                price_per_gpu_hour_usd=price_usd,
-                import_run=import_run,
-            )
-            pending.observations.append((offer, observation))
-            offer.current_price_per_hour = row.price_per_hour
-            offer.current_currency = row.currency
-            offer.current_price_per_gpu_hour_usd = price_usd
-            offer.current_observed_at = when
-        elif when < newest and changed:
-            summary.skipped["price older than the offer's newest observation (kept out of history)"] = (
-                summary.skipped.get("price older than the offer's newest observation (kept out of history)", 0) + 1
-            )
-    if not created and _snapshot_fields(offer) != before:
-        _mark_dirty(offer, pending)
-    elif not created and offer.last_seen != last_seen_before:
-        pending.touch(offer, offer.last_seen)  # seen again, unchanged: not counted as an update
-    return link.gpu_id is not None
+        _price_write(offer, row, when, price_gpu, price_usd, context)
+    if before is not None and offer.pk is not None and _fields(offer) != before:
+        pending.changed.add(offer.pk)
+    return link
 
 
-def _snapshot_fields(offer: Offer) -> tuple[Any, ...]:
+def _fields(offer: Offer) -> tuple[Any, ...]:
+    """What an update changes beyond "seen again"."""
     return (
         offer.gpu_id,
+        offer.variant_ambiguous,
         offer.gpu_name_raw,
         offer.gpu_count,
         offer.vcpus,
@@ -296,19 +308,98 @@ def _snapshot_fields(offer: Offer) -> tuple[Any, ...]:
     )
 
 
+def _describe(offer: Offer, row: OfferRow, link: GpuLink, context: _Context) -> None:
+    """The offer's details as its newest snapshot gives them."""
+    extra = dict(row.extra)
+    extra.pop("provider_name", None)
+    if link.memory_mismatch:
+        extra["memory_mismatch"] = link.memory_mismatch
+    if link.ambiguous:
+        extra["variant_candidates"] = list(link.candidates)
+    if link.how:
+        extra["gpu_link"] = link.how
+    if not row.price_separable and row.price_per_hour is not None:
+        extra["host_price_per_hour"] = str(row.price_per_hour)
+        extra["host_price_currency"] = row.currency
+    offer.gpu_id = link.gpu_id
+    offer.variant_ambiguous = link.ambiguous
+    offer.gpu_name_raw = row.gpu_name_raw[:200]
+    offer.gpu_memory_gib_raw = link.memory_gib
+    offer.gpu_count = row.gpu_count
+    offer.vcpus = row.vcpus
+    offer.ram_gib = row.ram_gib
+    offer.price_separable = row.price_separable
+    offer.source = context.feed
+    offer.extra = extra
+
+
+def _price_write(
+    offer: Offer, row: OfferRow, when: dt.datetime, price_gpu: Decimal, price_usd: Decimal, context: _Context
+) -> None:
+    assert row.price_per_hour is not None
+    observation = PriceObservation(
+        observed_at=when,
+        price_per_hour=row.price_per_hour,
+        currency=row.currency,
+        price_per_gpu_hour=price_gpu,
+        price_per_gpu_hour_usd=price_usd,
+        import_run=context.import_run,
+    )
+    newest = offer.current_observed_at
+    same = offer.current_price_per_hour == row.price_per_hour and offer.current_currency == row.currency
+    if newest is None or (when > newest and not same):
+        context.pending.observations.append((offer, observation))
+        offer.current_price_per_hour = row.price_per_hour
+        offer.current_currency = row.currency
+        offer.current_price_per_gpu_hour_usd = price_usd
+        offer.current_observed_at = when
+        context.pending.mark(offer)
+    elif when < newest:
+        context.pending.older.append((offer, observation))
+        context.summary.skipped[OLDER_PRICE] = context.summary.skipped.get(OLDER_PRICE, 0) + 1
+    elif when == newest and not same:
+        raise RowError(f"a different price for this offer at {when:%Y-%m-%d %H:%M} is already stored")
+
+
+def _older_observations_to_add(older: list[tuple[Offer, PriceObservation]]) -> list[tuple[Offer, PriceObservation]]:
+    """Older prices that differ from the history's price in effect at their time."""
+    if not older:
+        return []
+    history: dict[int, list[tuple[dt.datetime, Decimal, str]]] = {}
+    ids = {offer.pk for offer, _ in older if offer.pk is not None}
+    for offer_id, at, price, currency in (
+        PriceObservation.objects.filter(offer_id__in=ids)
+        .order_by("offer_id", "observed_at")
+        .values_list("offer_id", "observed_at", "price_per_hour", "currency")
+    ):
+        history.setdefault(offer_id, []).append((at, price, currency))
+    chosen = []
+    for offer, observation in older:
+        series = history.setdefault(offer.pk, []) if offer.pk is not None else []
+        if any(at == observation.observed_at for at, _, _ in series):
+            continue
+        before = [(at, price, currency) for at, price, currency in series if at < observation.observed_at]
+        if before and (before[-1][1], before[-1][2]) == (observation.price_per_hour, observation.currency):
+            continue
+        series.append((observation.observed_at, observation.price_per_hour, observation.currency))
+        series.sort()
+        chosen.append((offer, observation))
+    return chosen
+
+
 def _flush(pending: _Pending, summary: FileSummary) -> None:
     Offer.objects.bulk_create(pending.offers_to_create, batch_size=1000)
-    for when, ids in sorted(pending.touched.items()):
-        Offer.objects.filter(pk__in=ids - pending.dirty.keys()).update(last_seen=when)
-    if pending.dirty:
-        Offer.objects.bulk_update(list(pending.dirty.values()), _OFFER_UPDATE_FIELDS, batch_size=500)
+    created = {id(o) for o in pending.offers_to_create}
+    dirty = [o for o in pending.dirty.values() if id(o) not in created]
+    if dirty:
+        Offer.objects.bulk_update(dirty, _OFFER_UPDATE_FIELDS, batch_size=500)
     observations = []
-    for offer, observation in pending.observations:
+    for offer, observation in [*pending.observations, *_older_observations_to_add(pending.older)]:
         observation.offer_id = offer.pk
         observations.append(observation)
     PriceObservation.objects.bulk_create(observations, batch_size=1000)
     summary.observations_added += len(observations)
-    summary.offers_updated += len(pending.updated_ids)
+    summary.offers_updated += len(pending.changed)
 
 
 def _record_unmatched(unmatched_rows: dict[str, tuple[str, float | None]], context: str, summary: FileSummary) -> None:
