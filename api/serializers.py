@@ -245,7 +245,9 @@ class RankingRowSerializer(serializers.Serializer):
     architecture_name = serializers.CharField()
     memory_gib = _nullable_float()
     tdp_w = serializers.IntegerField(allow_null=True)
-    perf = _nullable_float(help_text="Relative to the baseline GPU (1.0).")
+    perf = _nullable_float(
+        help_text="Relative to the baseline GPU (1.0); LLM use cases: tokens/s (per GPU for serving, of the stream for chat)."
+    )
     perf_basis = serializers.ChoiceField(choices=[("measured", "measured"), ("estimated", "estimated")])
     measured = serializers.BooleanField(help_text="perf_basis == measured.")
     perf_measured = _nullable_float()
@@ -265,6 +267,16 @@ class RankingRowSerializer(serializers.Serializer):
     tier = serializers.ChoiceField(
         choices=[(t, t) for t in ("S", "A", "B", "C", "D")], allow_null=True, help_text="Null: no tier."
     )
+    llm_gpu_count = serializers.IntegerField(
+        allow_null=True, help_text="LLM use cases: GPUs of the measured or estimated configuration; null otherwise."
+    )
+    cost_per_million_tokens = _nullable_float(
+        help_text="LLM use cases, rent: price of a million tokens (serving: output tokens per GPU; chat: the stream's)."
+    )
+    llm_source = serializers.CharField(help_text="LLM use cases: where the figure comes from (or the estimate's basis).")
+    llm_source_url = serializers.CharField()
+    llm_precision = serializers.CharField(help_text="LLM use cases: weight format of the figure.")
+    estimate_error_pct = _nullable_float(help_text="LLM estimates: the model's median leave-one-GPU-out error, %.")
 
 
 class RankingParamsSerializer(serializers.Serializer):
@@ -282,6 +294,8 @@ class RankingParamsSerializer(serializers.Serializer):
     baseline = serializers.CharField()
     basis = serializers.CharField()
     sort = serializers.CharField()
+    model_size = serializers.CharField(help_text="LLM use cases; empty otherwise.")
+    mlperf = serializers.CharField()
 
 
 class UseCaseSerializer(serializers.Serializer):

@@ -26,7 +26,15 @@ Stable interface (the API builds on it; change only by adding fields)
     baseline   GPU slug = 1.0                                   a100-sxm4-80-gb
     basis      all | measured                                   all
     sort       perf_per_dollar | perf | perf_per_kw             perf_per_dollar
+    model_size the LLM use cases' model sizes (70b, 8b ...)     the use case's first
+    mlperf     closed-available | all  (LLM serving: include    closed-available
+               MLPerf open-division, preview and rdi rows)
     ========== ================================================ =================
+
+LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output tokens/s per GPU
+(serving) or of the one stream (chat), measured (dashboard/selectors_llm.py) or estimated by
+llm_estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
+per currency unit per GPU-hour of the GPUs involved.
 
 ``rankings_compute(*, params: RankingParams) -> Ranking``
     ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
@@ -60,6 +68,7 @@ from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import ExchangeRate, Gpu, Offer, PurchasePrice, Segment, TensorPeak
 from dashboard import metrics
 from dashboard.metrics import USE_CASES, UseCase
+from dashboard.selectors_llm import llm_model_state, llm_ranking_figures, llm_row_values
 from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 
@@ -69,6 +78,7 @@ PRICE_HOW = ("cheapest", "median", "spot")
 CONDITIONS = ("new", "used")
 BASES = ("all", "measured")
 SORTS = ("perf_per_dollar", "perf", "perf_per_kw")
+MLPERF_ROWS = ("closed-available", "all")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 
 
@@ -97,10 +107,14 @@ class RankingParams:
     baseline: str = metrics.BASELINE_SLUG_DEFAULT
     basis: str = "all"
     sort: str = "perf_per_dollar"
+    model_size: str = ""
+    mlperf: str = "closed-available"
 
     def __post_init__(self) -> None:
         if not self.precision:
             object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)
+        if not self.model_size and USE_CASES[self.use_case].is_llm:
+            object.__setattr__(self, "model_size", USE_CASES[self.use_case].default_model_size)
 
     @property
     def use_case_def(self) -> UseCase:
@@ -118,6 +132,8 @@ class RankingParams:
     def with_changes(self, **changes: Any) -> RankingParams:
         if "use_case" in changes and "precision" not in changes:
             changes["precision"] = ""
+        if "use_case" in changes and "model_size" not in changes:
+            changes["model_size"] = ""
         return replace(self, **changes)
 
 
@@ -180,6 +196,8 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         baseline=_slug(query, "baseline") or metrics.BASELINE_SLUG_DEFAULT,
         basis=_choice(query, "basis", BASES, "all"),
         sort=_choice(query, "sort", SORTS, "perf_per_dollar"),
+        model_size=_choice(query, "model_size", uc.model_sizes, uc.default_model_size) if uc.is_llm else "",
+        mlperf=_choice(query, "mlperf", MLPERF_ROWS, "closed-available"),
     )
 
 
@@ -212,6 +230,13 @@ class RankingRow:
     meets_memory_floor: bool
     tier: str | None = None
     rank: int | None = None
+    # LLM use cases: perf is tokens/s (per GPU for serving, of the stream for chat) on llm_gpu_count GPUs.
+    llm_gpu_count: int | None = None
+    cost_per_million_tokens: float | None = None
+    llm_source: str = ""
+    llm_source_url: str = ""
+    llm_precision: str = ""
+    estimate_error_pct: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -229,6 +254,8 @@ class Ranking:
     exchange_rate: dict[str, Any] | None  # {"usd_per_unit", "date", "source"} for CNY
     warnings: list[str] = field(default_factory=list)
     skipped_without_data: int = 0  # GPUs with neither a measurement nor the specs to estimate
+    llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
+    does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
 
 
 @dataclass
@@ -361,9 +388,9 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         )
         for a in aggregates
     ]
-    measured = metrics.measured_relative(points, baseline_gpu_id=baseline.id)
+    measured = {} if uc.is_llm else metrics.measured_relative(points, baseline_gpu_id=baseline.id)
     baseline_measured = baseline.id in measured
-    if measured_gpu_ids and not baseline_measured:
+    if measured_gpu_ids and not baseline_measured and not uc.is_llm:
         warnings.append(
             _(
                 "The baseline %(name)s has no qualifying measurement for this use case, so every figure is estimated from specs."
@@ -412,22 +439,55 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         ppd_unit = _("per 1,000 %(currency)s") % {"currency": currency}
 
     baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
+    llm_figures, llm_error, does_not_fit = None, None, 0
+    if uc.is_llm:
+        state = llm_model_state()
+        llm_error = state.constants.typical_error_pct.get("serving" if uc.llm_mode == "batched" else "chat")
+        llm_figures = llm_ranking_figures(
+            use_case=uc.slug,
+            size=params.model_size,
+            precision_family=params.precision,
+            include_all_rows=params.mlperf == "all",
+            gpus=gpus,
+            peaks_by_gpu=peaks_by_gpu,
+            state=state,
+        )
     rows: list[RankingRow] = []
     skipped = 0
     for gpu in gpus:
-        m = measured.get(gpu.id)
-        estimate = metrics.estimate_relative(
-            _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})), baseline_specs, family=params.precision
-        )
-        if m is None and estimate is None:
-            skipped += 1
-            continue
-        if params.basis == "measured" and m is None:
-            continue
-        perf = m.value if m else estimate
         usd, source, providers = prices.get(gpu.id, (None, "", 0))
         price = convert(usd)
-        meets_floor = gpu.memory_gib is not None and gpu.memory_gib >= uc.memory_floor_gib
+        if llm_figures is not None:
+            figure = llm_figures[gpu.id]
+            if figure.tokens_per_s is None:
+                does_not_fit += figure.estimate is not None and figure.estimate.bound == "does not fit"
+                skipped += figure.estimate is None or figure.estimate.bound != "does not fit"
+                continue
+            if params.basis == "measured" and figure.basis != "measured":
+                continue
+            values = llm_row_values(figure=figure, price=price, mode=params.mode, llm_mode=uc.llm_mode, scale=scale)
+        else:
+            m = measured.get(gpu.id)
+            estimate = metrics.estimate_relative(
+                _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})), baseline_specs, family=params.precision
+            )
+            if m is None and estimate is None:
+                skipped += 1
+                continue
+            if params.basis == "measured" and m is None:
+                continue
+            perf = m.value if m else estimate
+            values = {
+                "perf": perf,
+                "perf_basis": "measured" if m else "estimated",
+                "perf_measured": m.value if m else None,
+                "perf_estimated": estimate,
+                "n": m.n if m else 0,
+                "distinct_submitters": distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
+                "groups": m.groups if m else 0,
+                "perf_per_dollar": metrics.per_price(perf, price, scale=scale),
+                "meets_memory_floor": gpu.memory_gib is not None and gpu.memory_gib >= uc.memory_floor_gib,
+            }
         rows.append(
             RankingRow(
                 gpu_id=gpu.id,
@@ -439,22 +499,14 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 architecture=gpu.architecture.name if gpu.architecture else "",
                 memory_gib=gpu.memory_gib,
                 tdp_w=gpu.tdp_w,
-                perf=perf,
-                perf_basis="measured" if m else "estimated",
-                perf_measured=m.value if m else None,
-                perf_estimated=estimate,
-                n=m.n if m else 0,
-                distinct_submitters=distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
-                groups=m.groups if m else 0,
                 price=price,
                 price_unit=price_unit,
                 price_source=source,
                 price_providers=providers,
                 currency=currency,
-                perf_per_dollar=metrics.per_price(perf, price, scale=scale),
                 perf_per_dollar_unit=ppd_unit,
-                perf_per_kw=metrics.per_kilowatt(perf, gpu.tdp_w),
-                meets_memory_floor=meets_floor,
+                perf_per_kw=metrics.per_kilowatt(values["perf"], gpu.tdp_w),
+                **values,
             )
         )
 
@@ -479,6 +531,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         exchange_rate=exchange,
         warnings=warnings,
         skipped_without_data=skipped,
+        llm_typical_error_pct=llm_error,
+        does_not_fit=does_not_fit,
     )
 
 

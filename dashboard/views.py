@@ -25,6 +25,7 @@ from dashboard.selectors import (
     rankings_compute,
     tiers_compute,
 )
+from dashboard.selectors_llm import llm_model_page
 from dashboard.selectors_pages import architecture_timeline, architectures_compute, compare_compute
 
 RANKING_CSV_HEADER = (
@@ -215,3 +216,8 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
             )
         return csv_response(filename=f"{table.name}.csv", header=table.header, rows=table.rows())
     return render(request, "dashboard/open_data.html", {"tables": TABLES.values()})
+
+
+def llm_model_view(request: HttpRequest) -> HttpResponse:
+    """How the LLM figures are made: the estimate model, its fitted constants and its error."""
+    return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": metrics.MODEL_SIZE_LABELS})

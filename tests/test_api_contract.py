@@ -47,7 +47,8 @@ RANKING_ROW = {
     "rank", "gpu", "gpu_name", "vendor", "vendor_name", "segment", "architecture_name", "memory_gib", "tdp_w", "perf",
     "perf_basis", "measured", "perf_measured", "perf_estimated", "n", "distinct_submitters", "groups", "price",
     "price_unit", "price_source", "price_providers", "currency", "perf_per_dollar", "perf_per_dollar_unit",
-    "perf_per_kw", "meets_memory_floor", "tier",
+    "perf_per_kw", "meets_memory_floor", "tier", "llm_gpu_count", "cost_per_million_tokens", "llm_source",
+    "llm_source_url", "llm_precision", "estimate_error_pct",
 }  # fmt: skip
 RANKING_HEADER = {"params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data"}
 CURSOR_PAGE = {"next", "previous", "results"}

@@ -62,6 +62,12 @@ ROW_FIELDS = {
     "perf_per_kw": "perf_per_kw",
     "meets_memory_floor": "meets_memory_floor",
     "tier": "tier",
+    "llm_gpu_count": "llm_gpu_count",
+    "cost_per_million_tokens": "cost_per_million_tokens",
+    "llm_source": "llm_source",
+    "llm_source_url": "llm_source_url",
+    "llm_precision": "llm_precision",
+    "estimate_error_pct": "estimate_error_pct",
 }
 
 
@@ -89,6 +95,8 @@ def _params_data(params: RankingParams) -> dict[str, Any]:
         "baseline": params.baseline,
         "basis": params.basis,
         "sort": params.sort,
+        "model_size": params.model_size,
+        "mlperf": params.mlperf,
     }
 
 
