@@ -273,7 +273,9 @@ class RankingRowSerializer(serializers.Serializer):
     cost_per_million_tokens = _nullable_float(
         help_text="LLM use cases, rent: price of a million tokens (serving: output tokens per GPU; chat: the stream's)."
     )
-    llm_source = serializers.CharField(help_text="LLM use cases: where the figure comes from (or the estimate's basis).")
+    llm_source = serializers.CharField(
+        help_text="LLM use cases: where the figure comes from (or the estimate's basis)."
+    )
     llm_source_url = serializers.CharField()
     llm_precision = serializers.CharField(help_text="LLM use cases: weight format of the figure.")
     estimate_error_pct = _nullable_float(help_text="LLM estimates: the model's median leave-one-GPU-out error, %.")

@@ -200,6 +200,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
             currency=ranking.currency,
             price_unit=price_unit,
             baseline_name=ranking.baseline_name,
+            title=labels["value"] if ranking.use_case.is_llm else "",
         ),
         "scatter_figure": figures.perf_price_scatter_figure(
             ranking.rows,

@@ -42,7 +42,9 @@ from llm_estimate.fit import LooReport, Observation, constants_fit, leave_one_gp
 from llm_estimate.model import LlmEstimate, cost_per_million_tokens, llm_throughput_estimate
 from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
 
-_MLPERF = re.compile(r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive|singlestream|multistream)-(?P<unit>[a-z-]+)$")
+_MLPERF = re.compile(
+    r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive|singlestream|multistream)-(?P<unit>[a-z-]+)$"
+)
 _MLPERF_MODELS = (
     (re.compile(r"^llama2-70b"), "llama-2-70b"),
     (re.compile(r"^llama3_1-8b"), "llama-3.1-8b"),
@@ -330,7 +332,9 @@ def _family_of(kind: str, precision: str) -> str:
     return next((f for f in ("4bit", "8bit", "16bit") if precision in metrics.PRECISION_FAMILIES[f][0]), "other")
 
 
-def headline_points(points: Iterable[LlmPoint], *, default_basis_only: bool = True) -> dict[tuple[int, str, str, str], LlmPoint]:
+def headline_points(
+    points: Iterable[LlmPoint], *, default_basis_only: bool = True
+) -> dict[tuple[int, str, str, str], LlmPoint]:
     """The figure the rankings show per (GPU, kind, size class, precision choice)."""
     best: dict[tuple[int, str, str, str], LlmPoint] = {}
     for point in points:
@@ -355,7 +359,9 @@ class GpuFigures:
     tensor_tflops: dict[str, float | None]
 
 
-def gpu_figures(*, gpus: Iterable[Gpu], peaks_by_gpu: Mapping[int, Mapping[str, float | None]] | None = None) -> dict[int, GpuFigures]:
+def gpu_figures(
+    *, gpus: Iterable[Gpu], peaks_by_gpu: Mapping[int, Mapping[str, float | None]] | None = None
+) -> dict[int, GpuFigures]:
     """Datasheet figures of these GPUs (dense tensor peaks, plus the vector FP16 rate)."""
     gpus = list(gpus)
     if peaks_by_gpu is None:
@@ -373,7 +379,9 @@ def gpu_figures(*, gpus: Iterable[Gpu], peaks_by_gpu: Mapping[int, Mapping[str, 
     return out
 
 
-def llm_observations(*, rows: Iterable[LlmRow], figures: Mapping[int, GpuFigures], constants: LlmConstants) -> list[Observation]:
+def llm_observations(
+    *, rows: Iterable[LlmRow], figures: Mapping[int, GpuFigures], constants: LlmConstants
+) -> list[Observation]:
     """The rows the model is fitted on: default basis (closed, available for MLPerf), one per
     system and benchmark (MLPerf lists a result under both accuracy targets)."""
     rows = list(rows)
@@ -383,7 +391,15 @@ def llm_observations(*, rows: Iterable[LlmRow], figures: Mapping[int, GpuFigures
     for row in rows:
         if not row.default_basis or row.gpu_id not in figures:
             continue
-        identity = (row.gpu_id, row.kind, row.model, row.benchmark, row.gpu_count, row.label.split(" · ")[-1], row.value)
+        identity = (
+            row.gpu_id,
+            row.kind,
+            row.model,
+            row.benchmark,
+            row.gpu_count,
+            row.label.split(" · ")[-1],
+            row.value,
+        )
         if identity in seen:
             continue
         seen.add(identity)
@@ -448,6 +464,11 @@ def _llm_data_fingerprint() -> tuple[Any, ...]:
 _STATE_MEMO: dict[tuple[Any, ...], LlmModelState] = {}
 
 
+def llm_model_state_clear() -> None:
+    """Forget the kept state (tests; the data check makes it unnecessary otherwise)."""
+    _STATE_MEMO.clear()
+
+
 @data_versioned("llm_model_state")
 def llm_model_state() -> LlmModelState:
     """:func:`llm_model_compute`, kept while the data behind it is unchanged."""
@@ -482,7 +503,9 @@ class LlmFigure:
             return None
         # Serving figures are per GPU; a chat stream occupies all GPUs of its configuration.
         count = 1 if mode == "batched" else self.gpu_count
-        return cost_per_million_tokens(price_per_gpu_hour=price_per_gpu_hour, gpu_count=count, tokens_per_s=self.tokens_per_s)
+        return cost_per_million_tokens(
+            price_per_gpu_hour=price_per_gpu_hour, gpu_count=count, tokens_per_s=self.tokens_per_s
+        )
 
 
 def _point_order(point: LlmPoint, kind: str) -> tuple[Any, ...]:
@@ -496,7 +519,12 @@ def _neg_text(text: str) -> tuple[int, ...]:
 
 
 def _serving_precision(tensor: Mapping[str, float | None], family: str) -> str:
-    wanted = {"any": ("fp4", "fp8", "int8", "fp16"), "4bit": ("fp4",), "8bit": ("fp8", "int8"), "16bit": ("bf16", "fp16")}
+    wanted = {
+        "any": ("fp4", "fp8", "int8", "fp16"),
+        "4bit": ("fp4",),
+        "8bit": ("fp8", "int8"),
+        "16bit": ("bf16", "fp16"),
+    }
     for precision in wanted.get(family, ("fp16",)):
         if tensor.get(precision):
             return precision
@@ -629,18 +657,50 @@ class LlmGpuLine:
     url: str
 
 
-def llm_gpu_measurements(*, gpu: Gpu) -> tuple[list[LlmGpuLine], list[LabImportRow]]:
-    """A GPU's measured LLM figures (best first) and the configurations reported out of memory."""
+@dataclass(frozen=True)
+class DoesNotFitLine:
+    """A configuration a source reports as not fitting on this GPU (out of memory, or run partly on the CPU)."""
+
+    model: str
+    quant: str
+    gpu_count: int
+    on_cpu_tokens_per_s: float | None  # set when the source ran it split between GPU and CPU
+    source: str
+
+
+def llm_gpu_measurements(*, gpu: Gpu) -> tuple[list[LlmGpuLine], list[DoesNotFitLine]]:
+    """A GPU's measured LLM figures and the configurations reported not to fit, each once."""
     lines = [
-        LlmGpuLine(p.kind, p.size, MODEL_SHAPES[p.model].name, p.precision, p.gpu_count, p.tokens_per_s, p.n,
-                   p.qualifies, p.label, p.url)  # fmt: skip
+        LlmGpuLine(
+            p.kind,
+            p.size,
+            MODEL_SHAPES[p.model].name,
+            p.precision,
+            p.gpu_count,
+            p.tokens_per_s,
+            p.n,
+            p.qualifies,
+            p.label,
+            p.url,
+        )  # fmt: skip
         for p in llm_points(llm_rows(gpu_ids=[gpu.id]))
     ]
     lines.sort(key=lambda line: (line.kind, line.size or "", line.model, line.gpu_count, -line.tokens_per_s))
-    oom = list(
-        LabImportRow.objects.filter(gpu=gpu, outcome=LabImportRow.Outcome.DOES_NOT_FIT).order_by("gpu_count", "source")
-    )
-    return lines, oom
+    seen: set[tuple[str, str, int]] = set()
+    does_not_fit = []
+    rows = LabImportRow.objects.filter(gpu=gpu, outcome=LabImportRow.Outcome.DOES_NOT_FIT).order_by("gpu_count", "id")
+    for row in rows:
+        params = row.params or {}
+        model_slug = str(params.get("model", ""))
+        model_slug = _EVAL_RATE_MODELS.get(model_slug, model_slug)
+        model = MODEL_SHAPES[model_slug].name if model_slug in MODEL_SHAPES else model_slug
+        key = (model, str(params.get("quant", "")), row.gpu_count or 1)
+        if key in seen:
+            continue
+        seen.add(key)
+        value = (row.row or {}).get("value") if (row.row or {}).get("placement") == "gpu+cpu" else None
+        does_not_fit.append(DoesNotFitLine(key[0], key[1], key[2], value, row.source))
+    return lines, does_not_fit
 
 
 @dataclass(frozen=True)
@@ -654,7 +714,9 @@ class OutsideLine:
 
 def llm_outside_catalogue() -> list[OutsideLine]:
     """Measured systems outside the GPU catalogue (Apple silicon, whole systems), with figures."""
-    rows = LabImportRow.objects.filter(outcome=LabImportRow.Outcome.NOT_A_CATALOGUE_GPU).order_by("dataset", "name_reported")
+    rows = LabImportRow.objects.filter(outcome=LabImportRow.Outcome.NOT_A_CATALOGUE_GPU).order_by(
+        "dataset", "name_reported"
+    )
     out = []
     for row in rows:
         data = row.row or {}
@@ -669,26 +731,53 @@ _LANDMARKS = (
 )
 
 
-def llm_landmarks(*, constants: LlmConstants) -> list[str]:
-    """The 70B class on the GPUs the issue names: estimate beside the best measured figure."""
-    lines = []
+@dataclass(frozen=True)
+class Landmark:
+    """The model's estimate for a named GPU beside its best measured figure."""
+
+    use_case: str
+    size: str
+    gpu_name: str
+    estimate: float | None
+    gpu_count: int
+    measured: float | None
+    measured_source: str
+
+    def line(self) -> str:
+        unit = "tokens/s per GPU" if self.use_case == "llm-serving" else "tokens/s (one stream)"
+        estimate = f"{self.estimate:.4g} {unit} on {self.gpu_count} GPU(s)" if self.estimate else "does not fit"
+        measured = f"measured {self.measured:.4g} ({self.measured_source})" if self.measured else "no measurement"
+        return f"{self.use_case} {self.size} {self.gpu_name}: estimated {estimate}; {measured}"
+
+
+def llm_landmarks(*, constants: LlmConstants) -> list[Landmark]:
+    """The 70B class on the GPUs the issue names: the estimate beside the best measured figure."""
+    out = []
     state = LlmModelState(constants, LooReport({}, [], 0), 0)
     for use_case, size, family, slugs in _LANDMARKS:
         gpus = list(Gpu.objects.filter(slug__in=slugs))
         peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
         for peak in TensorPeak.objects.filter(gpu__in=gpus).values("gpu_id", "precision", "supported", "dense_tflops"):
             peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
-        measured = llm_ranking_figures(use_case=use_case, size=size, precision_family=family, include_all_rows=False,
-                                       gpus=gpus, peaks_by_gpu=peaks, state=state)  # fmt: skip
-        no_rows = llm_ranking_figures(use_case=use_case, size=size, precision_family=family, include_all_rows=False,
-                                      gpus=gpus, peaks_by_gpu=peaks, state=state, measured=False)  # fmt: skip
-        unit = "tokens/s per GPU" if use_case == "llm-serving" else "tokens/s (one stream)"
+        common = {"use_case": use_case, "size": size, "precision_family": family, "include_all_rows": False,
+                  "gpus": gpus, "peaks_by_gpu": peaks, "state": state}  # fmt: skip
+        measured = llm_ranking_figures(**common)  # type: ignore[arg-type]
+        estimated = llm_ranking_figures(**common, measured=False)  # type: ignore[arg-type]
         for gpu in sorted(gpus, key=lambda g: g.slug):
-            m, e = measured[gpu.id], no_rows[gpu.id]
-            shown = f"measured {m.tokens_per_s:.4g} ({m.source})" if m.basis == "measured" else "no measurement"
-            estimate = f"{e.tokens_per_s:.4g}" if e.tokens_per_s else "does not fit"
-            lines.append(f"{use_case} {size} {family} {gpu.name}: estimated {estimate} {unit} on {e.gpu_count} GPU(s); {shown}")
-    return lines
+            m, e = measured[gpu.id], estimated[gpu.id]
+            is_measured = m.basis == "measured"
+            out.append(
+                Landmark(
+                    use_case,
+                    size,
+                    gpu.name,
+                    e.tokens_per_s,
+                    e.gpu_count,
+                    m.tokens_per_s if is_measured else None,
+                    m.source if is_measured else "",
+                )  # fmt: skip
+            )
+    return out
 
 
 @dataclass(frozen=True)
@@ -696,7 +785,7 @@ class LlmModelPage:
     state: LlmModelState
     gpu_names: dict[str, str]
     outside_catalogue: list[OutsideLine]
-    landmarks: list[str]
+    landmarks: list[Landmark]
     size_classes: list[tuple[str, str, str]]  # slug, reference model, its source
 
 
@@ -705,5 +794,7 @@ def llm_model_page() -> LlmModelPage:
     state = llm_model_state()
     slugs = {e.gpu_key for e in state.error.by_gpu}
     names = dict(Gpu.objects.filter(slug__in=slugs).values_list("slug", "name"))
-    sizes = [(slug, MODEL_SHAPES[c.reference].name, MODEL_SHAPES[c.reference].source) for slug, c in SIZE_CLASSES.items()]
+    sizes = [
+        (slug, MODEL_SHAPES[c.reference].name, MODEL_SHAPES[c.reference].source) for slug, c in SIZE_CLASSES.items()
+    ]
     return LlmModelPage(state, names, llm_outside_catalogue(), llm_landmarks(constants=state.constants), sizes)

@@ -26,9 +26,13 @@ class LlmConstants:
     context a served request holds in the KV cache.
     """
 
-    decode_bandwidth_efficiency: Mapping[str, float] = field(default_factory=lambda: {"4bit": 0.6, "8bit": 0.6, "16bit": 0.6})
+    decode_bandwidth_efficiency: Mapping[str, float] = field(
+        default_factory=lambda: {"4bit": 0.6, "8bit": 0.6, "16bit": 0.6}
+    )
     decode_overhead_ms_per_layer: float = 0.03
-    prefill_compute_efficiency: Mapping[str, float] = field(default_factory=lambda: {"4bit": 0.3, "8bit": 0.3, "16bit": 0.3})
+    prefill_compute_efficiency: Mapping[str, float] = field(
+        default_factory=lambda: {"4bit": 0.3, "8bit": 0.3, "16bit": 0.3}
+    )
     serving_compute_efficiency: float = 0.3
     serving_compute_efficiency_by_benchmark: Mapping[str, float] = field(default_factory=dict)
     serving_bandwidth_efficiency: float = 0.6

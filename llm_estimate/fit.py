@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares, lsq_linear
+from scipy.optimize import least_squares
 
 from llm_estimate.constants import LlmConstants, precision_group
 from llm_estimate.model import (
@@ -43,9 +43,9 @@ GROUPS = ("4bit", "8bit", "16bit")
 # Robust loss: a few rows far off (a broken run, an old build) must not move the constants.
 _LOSS, _LOSS_SCALE = "soft_l1", 0.2
 _UNIT = LlmConstants(
-    decode_bandwidth_efficiency={g: 1.0 for g in GROUPS},
+    decode_bandwidth_efficiency=dict.fromkeys(GROUPS, 1.0),
     decode_overhead_ms_per_layer=0.0,
-    prefill_compute_efficiency={g: 1.0 for g in GROUPS},
+    prefill_compute_efficiency=dict.fromkeys(GROUPS, 1.0),
     serving_compute_efficiency=1.0,
     serving_bandwidth_efficiency=1.0,
 )
@@ -224,20 +224,25 @@ def _fit_decode(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
         return -np.log(factors[which] * x + overhead * layers) - measured
 
     theta = _robust_log_fit(residuals, np.append(np.full(len(groups), np.log(1.5)), np.log1p(0.05)), upper=np.log(50.0))
-    efficiency = dict(base.decode_bandwidth_efficiency)
-    efficiency.update({g: float(np.exp(-theta[i])) for i, g in enumerate(groups)})
-    return replace(base, decode_bandwidth_efficiency=efficiency, decode_overhead_ms_per_layer=float(np.expm1(theta[-1])))
+    # Only the groups with rows: another group's efficiency is their geometric mean (LlmConstants).
+    efficiency = {g: float(np.exp(-theta[i])) for i, g in enumerate(groups)}
+    return replace(
+        base, decode_bandwidth_efficiency=efficiency, decode_overhead_ms_per_layer=float(np.expm1(theta[-1]))
+    )
 
 
 def _fit_prefill(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
     rows = frame[(frame["kind"] == "prefill") & frame["fit"]]
     if rows.empty:
         return base
-    efficiency = dict(base.prefill_compute_efficiency)
+    efficiency: dict[str, float] = {}
     for group, part in rows.groupby("group"):
         ratio = np.log(part["x"].to_numpy() / part["measured"].to_numpy())
-        theta = _robust_log_fit(lambda t, r=ratio: t[0] - r, np.array([np.log(3.0)]))
-        efficiency[str(group)] = float(np.exp(-theta[0]))
+
+        def residuals(theta: np.ndarray, ratio: np.ndarray = ratio) -> np.ndarray:
+            return theta[0] - ratio
+
+        efficiency[str(group)] = float(np.exp(-_robust_log_fit(residuals, np.array([np.log(3.0)]))[0]))
     return replace(base, prefill_compute_efficiency=efficiency)
 
 
@@ -346,14 +351,18 @@ def predict_prepared(frame: pd.DataFrame, constants: LlmConstants) -> np.ndarray
     kind = frame["kind"].to_numpy()
     decode = kind == "decode"
     if decode.any():
-        efficiency = np.array([_group_value(constants.decode_bandwidth_efficiency, g) for g in frame.loc[decode, "group"]])
+        efficiency = np.array(
+            [_group_value(constants.decode_bandwidth_efficiency, g) for g in frame.loc[decode, "group"]]
+        )
         seconds = frame.loc[decode, "x"].to_numpy() / efficiency + (
             constants.decode_overhead_ms_per_layer / 1000 * frame.loc[decode, "layers"].to_numpy()
         )
         out[decode] = 1.0 / seconds
     prefill = kind == "prefill"
     if prefill.any():
-        efficiency = np.array([_group_value(constants.prefill_compute_efficiency, g) for g in frame.loc[prefill, "group"]])
+        efficiency = np.array(
+            [_group_value(constants.prefill_compute_efficiency, g) for g in frame.loc[prefill, "group"]]
+        )
         out[prefill] = efficiency * frame.loc[prefill, "x"].to_numpy()
     serving = kind == "serving"
     if serving.any():
@@ -405,8 +414,14 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
     for (gpu, use_case), group in frame.groupby(["gpu", "use_case"], sort=True):
         worst = group.loc[group["error"].idxmax()]
         by_gpu.append(
-            GpuError(str(gpu), str(use_case), len(group), float(group["error"].median()), float(worst["error"]),
-                     str(worst["label"]))  # fmt: skip
+            GpuError(
+                str(gpu),
+                str(use_case),
+                len(group),
+                float(group["error"].median()),
+                float(worst["error"]),
+                str(worst["label"]),
+            )  # fmt: skip
         )
     gpu_frame = pd.DataFrame([e.__dict__ for e in by_gpu])
     if not gpu_frame.empty:

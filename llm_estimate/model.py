@@ -229,7 +229,11 @@ def llm_throughput_estimate(
     if mode == "batched" and not gpu_count:
         # Serving: the fewest GPUs that hold the weights and a full batch of KV cache (the cap per
         # GPU); failing that, the most GPUs allowed, whose batch per GPU is the largest.
-        full = [n for n in fitting if _fits(memory_gib, n, total_weights, need_kv * constants.serving_max_batch_per_gpu * n, usable)]
+        full = [
+            n
+            for n in fitting
+            if _fits(memory_gib, n, total_weights, need_kv * constants.serving_max_batch_per_gpu * n, usable)
+        ]
         chosen = full[0] if full else fitting[-1]
     if not bandwidth_gbs:
         return none("no bandwidth figure", chosen)
@@ -286,7 +290,9 @@ def _candidate_counts(mode: str, max_gpus: int) -> list[int]:
     return list(range(1, max(1, max_gpus) + 1))
 
 
-def cost_per_million_tokens(*, price_per_gpu_hour: float | None, gpu_count: int, tokens_per_s: float | None) -> float | None:
+def cost_per_million_tokens(
+    *, price_per_gpu_hour: float | None, gpu_count: int, tokens_per_s: float | None
+) -> float | None:
     """Price of a million tokens: the GPUs' hourly price over the tokens they make in an hour."""
     if not price_per_gpu_hour or not tokens_per_s or tokens_per_s <= 0 or price_per_gpu_hour <= 0:
         return None

@@ -86,8 +86,14 @@ def memory_in_name(name: str) -> float | None:
 
 @dataclass
 class GpuNameResolver:
-    """Resolves table names to catalogue GPUs through the shared matcher, one lookup per name."""
+    """Resolves table names to catalogue GPUs through the shared matcher, one lookup per name.
 
+    ``require_variant``: refuse a bare name ("A100 80GB") of a GPU sold in several form factors.
+    For hand-written tables; names a system reports (nvidia-smi's "NVIDIA H100 80GB HBM3" is the
+    SXM part) are left to the curated aliases.
+    """
+
+    require_variant: bool = False
     _cache: dict[tuple[str, float | None], Resolved] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -96,8 +102,8 @@ class GpuNameResolver:
     def resolve(self, *, name: str, candidates: Sequence[str], memory_gib: float | None) -> Resolved:
         """The catalogue GPU of ``name``, trying ``candidates`` in order.
 
-        Refused: a match whose memory differs from the catalogue's, and a bare name ("A100
-        80GB") for a GPU sold in several form factors (SXM and PCIe) when the name says none.
+        Refused: a match whose memory differs from the catalogue's, and (``require_variant``) a
+        bare name for a GPU sold in several form factors when the name says none.
         """
         key = (name, memory_gib)
         if key in self._cache:
@@ -111,7 +117,7 @@ class GpuNameResolver:
             if result.note:
                 refused = refused or f"{result.slug}: {result.note}"
                 continue
-            ambiguous = self._variant_ambiguity(gpu_id=result.gpu_id, name=name)
+            ambiguous = self._variant_ambiguity(gpu_id=result.gpu_id, name=name) if self.require_variant else ""
             if ambiguous:
                 refused = refused or f"{result.slug}: {ambiguous}"
                 continue

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from django.db import transaction
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel
@@ -101,10 +102,14 @@ WORKLOADS = {
     ),
 }
 
-_MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_MONTHS = {
+    m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)
+}
 _APPLE = re.compile(r"\b(M[1-4])(?:\s+(?:Max|Pro|Ultra))?\b|\bMac\b", re.IGNORECASE)
 _COUNT = re.compile(r"^(?P<name>.*?)\s*(?:\*\s*(?P<count>\d+))?\s*$")
-_MODEL_CELL = re.compile(r"^(?P<size>\d+(?:\.\d+)?B)[\s_.]+(?P<quant>[A-Za-z0-9_]+?)\s*(?P<cpu>\(CPU\))?$", re.IGNORECASE)
+_MODEL_CELL = re.compile(
+    r"^(?P<size>\d+(?:\.\d+)?B)[\s_.]+(?P<quant>[A-Za-z0-9_]+?)\s*(?P<cpu>\(CPU\))?$", re.IGNORECASE
+)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 
 
@@ -173,7 +178,9 @@ def xiongjiedai_rows(*, text: str, file_label: str) -> pd.DataFrame:
         backend = "metal" if "apple" in section_heading.lower() else "cuda"
         cuda = re.search(r"cuda:\s*([\d.]+(?:\s+or\s+[\d.]+)?)", section_heading)
         section_key = f"xiongjiedai-{family}-{snapshot:%Y-%m}" if snapshot else f"xiongjiedai-{family}"
-        records.extend(_xiongjiedai_table(table, family, section_key, section_heading, snapshot, backend, cuda, file_label))
+        records.extend(
+            _xiongjiedai_table(table, family, section_key, section_heading, snapshot, backend, cuda, file_label)
+        )
     return pd.DataFrame.from_records(records)
 
 
@@ -341,7 +348,9 @@ class _Writer:
         self.workloads = {slug: workload_ensure(spec=spec) for slug, spec in WORKLOADS.items()}
         self.now = timezone.now()
 
-    def keep(self, *, outcome: str, name: str, reason: str, source: str, measured_at: dt.datetime, **extra: Any) -> None:
+    def keep(
+        self, *, outcome: str, name: str, reason: str, source: str, measured_at: dt.datetime, **extra: Any
+    ) -> None:
         self.rows.append(
             LabImportRow(
                 dataset=self.dataset,
@@ -375,7 +384,11 @@ class _Writer:
     ) -> None:
         workload = self.workloads[workload_slug]
         key = comparison_key_for(
-            workload_slug=workload.slug, version=workload.version, precision=precision, params=params, gpu_count=gpu_count
+            workload_slug=workload.slug,
+            version=workload.version,
+            precision=precision,
+            params=params,
+            gpu_count=gpu_count,
         )
         spread = None
         if len(repetitions) > 1 and statistics.median(repetitions) > 0:
@@ -407,6 +420,7 @@ class _Writer:
 _IDENTITY = ["section_key", "gpu_text", "model", "quant", "on_cpu", "test", "tokens"]
 
 
+@transaction.atomic  # workloads, results and kept rows together, or nothing
 def xiongjiedai_import(
     *, files: list[tuple[Path, str, dt.date]] | None = None, refresh_aggregates: bool = True
 ) -> LabTableSummary:
@@ -438,7 +452,7 @@ def xiongjiedai_import(
             f"{len(dropped)} cells repeated in an older revision were kept once (newest revision); "
             f"{len(differ)} of them differ between revisions"
         )
-    writer = _Writer(XIONGJIEDAI_DATASET, "lab:xiongjiedai", summary, GpuNameResolver())
+    writer = _Writer(XIONGJIEDAI_DATASET, "lab:xiongjiedai", summary, GpuNameResolver(require_variant=True))
     for record in kept.to_dict("records"):
         _xiongjiedai_record(writer, record)
     lab_rows_replace(
@@ -566,7 +580,10 @@ def _xiongjiedai_record(writer: _Writer, record: dict[str, Any]) -> None:
     )
 
 
-def geerling_import(*, path: Path | None = None, commit: str = "", day: dt.date | None = None, refresh_aggregates: bool = True) -> LabTableSummary:
+@transaction.atomic
+def geerling_import(
+    *, path: Path | None = None, commit: str = "", day: dt.date | None = None, refresh_aggregates: bool = True
+) -> LabTableSummary:
     """Import geerlingguy/ai-benchmarks' Findings tables; idempotent."""
     name, default_commit, default_day = GEERLING_FILE
     file_path = Path(path) if path else BUNDLED_DIR / name
@@ -578,7 +595,7 @@ def geerling_import(*, path: Path | None = None, commit: str = "", day: dt.date 
     if table.empty:
         raise LabTableError(f"{file_path}: no table with System | CPU/GPU | Eval Rate under 'Findings'")
     summary = LabTableSummary(source=f"{GEERLING_URL} (README.md @ {commit})", rows_read=len(table))
-    writer = _Writer(GEERLING_DATASET, "lab:geerlingguy", summary, GpuNameResolver())
+    writer = _Writer(GEERLING_DATASET, "lab:geerlingguy", summary, GpuNameResolver(require_variant=True))
     measured_at = _date_time(day)
     for record in table.to_dict("records"):
         _geerling_record(writer, record, measured_at)
@@ -602,9 +619,17 @@ def _geerling_record(writer: _Writer, record: dict[str, Any], measured_at: dt.da
     if value is None or pd.isna(value):
         summary.skipped.append(f"line {record['line']}: no tokens/s in the Eval Rate cell")
         return
-    common = {"source": source, "measured_at": measured_at, "row": row, "params": params, "workload_slug": "llm-eval-rate"}
+    common: dict[str, Any] = {
+        "source": source,
+        "measured_at": measured_at,
+        "row": row,
+        "params": params,
+        "workload_slug": "llm-eval-rate",
+    }
     if record["placement"] == "cpu":
-        writer.keep(outcome=LabImportRow.Outcome.NO_ACCELERATOR, name=record["label"], reason="run on the CPU", **common)
+        writer.keep(
+            outcome=LabImportRow.Outcome.NO_ACCELERATOR, name=record["label"], reason="run on the CPU", **common
+        )
         return
     # DGX Spark systems name their chip in the system name ("Dell Pro Max with GB10 (Nvidia Spark)").
     gpu_text = "NVIDIA GB10" if re.search(r"\bGB10\b", record["label"]) else record["gpu_text"]

@@ -35,9 +35,10 @@ from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
+from django.db import transaction
 from django.utils import timezone
 
-from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel
+from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel, Workload
 from benchmarks_app.services.aggregates import comparison_key_for
 from benchmarks_app.services.lab_tables import (
     GpuNameResolver,
@@ -227,14 +228,14 @@ def mlperf_canonical(*, frame: pd.DataFrame, where: str, round_override: str = "
         column = next((n for n in names if n in frame.columns), None)
         if column is not None:
             present[canonical] = frame[column]
-    missing = [c for c in REQUIRED if c not in present]
+    missing: list[str] = [c for c in REQUIRED if c not in present]
     if "total" not in present and not ("nodes" in present and "per_node" in present):
         missing.append("total (or nodes and accelerators per node)")
     if not round_override and "round" not in present:
         missing.append("round (a version column, or pass the round)")
     if missing:
-        names = "; ".join(f"{c} ({' / '.join(COLUMNS.get(c, ()))})" if c in COLUMNS else c for c in missing)
-        raise LabTableError(f"{where}: missing column(s): {names}")
+        listed = "; ".join(f"{c} ({' / '.join(COLUMNS.get(c, ()))})" if c in COLUMNS else c for c in missing)
+        raise LabTableError(f"{where}: missing column(s): {listed}")
     table = pd.DataFrame({k: v.map(text_or_empty) for k, v in present.items()})
     for canonical in COLUMNS:
         if canonical not in table:
@@ -254,6 +255,7 @@ def _count(value: str) -> float | None:
     return number if number >= 0 else None
 
 
+@transaction.atomic  # workloads, results and kept rows together, or nothing
 def mlperf_import_file(
     *,
     path: Path | str,
@@ -274,148 +276,118 @@ def mlperf_import_file(
         source=f"MLPerf Inference v{', v'.join(rounds)} ({file_path.name}), results of {published.isoformat()}",
         rows_read=len(table),
     )
-    resolver = GpuNameResolver()
-    measured_at = timezone.make_aware(dt.datetime.combine(published, dt.time(12)), dt.UTC)
-    now = timezone.now()
-    results: list[BenchmarkResult] = []
-    import_rows: list[LabImportRow] = []
-    workloads: dict[tuple[str, str], Any] = {}
-
+    reader = _RowReader(
+        file_path.name, summary, timezone.make_aware(dt.datetime.combine(published, dt.time(12)), dt.UTC)
+    )
     for index, row in enumerate(table.to_dict("records"), start=2):
+        reader.read(row, index)
+    lab_rows_replace(
+        result_source_prefixes=[SOURCE_PREFIX.format(round=r) for r in rounds],
+        datasets=[f"mlperf-inference-v{r}" for r in rounds],
+        results=reader.results,
+        import_rows=reader.import_rows,
+        summary=summary,
+        refresh_aggregates=refresh_aggregates,
+    )
+    return summary
+
+
+class _RowReader:
+    """Turns canonical rows of one file into results and kept rows."""
+
+    def __init__(self, file_name: str, summary: LabTableSummary, measured_at: dt.datetime) -> None:
+        self.file_name, self.summary, self.measured_at = file_name, summary, measured_at
+        self.resolver = GpuNameResolver()
+        self.now = timezone.now()
+        self.results: list[BenchmarkResult] = []
+        self.import_rows: list[LabImportRow] = []
+        self.workloads: dict[tuple[str, str], Workload] = {}
+
+    def keep(self, row: dict[str, str], source: str, outcome: str, reason: str, **extra: Any) -> None:
+        self.import_rows.append(
+            LabImportRow(
+                dataset=f"mlperf-inference-v{row['round']}",
+                outcome=outcome,
+                name_reported=row["accelerator"][:300],
+                workload_slug=extra.get("workload_slug", ""),
+                gpu_count=extra.get("gpu_count"),
+                precision=extra.get("precision") or "",
+                params=extra.get("params", {}),
+                row={k: v for k, v in row.items() if v != ""},
+                reason=reason,
+                source=source,
+                measured_at=self.measured_at,
+            )
+        )
+
+    def skip(self, row: dict[str, str], source: str, line: str, reason: str) -> None:
+        self.summary.skipped.append(f"{line}: {reason}")
+        self.keep(row, source, LabImportRow.Outcome.SKIPPED, reason)
+
+    def read(self, row: dict[str, str], index: int) -> None:
         round_ = row["round"]
-        line = f"{file_path.name} row {index}"
-        scenario_key = re.sub(r"[\s_-]+", "", row["scenario"].lower())
-        scenario = _SCENARIOS.get(scenario_key, row["scenario"])
-        unit_info = _UNITS.get(row["units"].strip().lower())
+        line = f"{self.file_name} row {index}"
+        scenario = _SCENARIOS.get(re.sub(r"[\s_-]+", "", row["scenario"].lower()), row["scenario"])
         source = (
-            f"{SOURCE_PREFIX.format(round=round_)}{file_path.name}): {row['submitter']}, {row['system']}, "
+            f"{SOURCE_PREFIX.format(round=round_)}{self.file_name}): {row['submitter']}, {row['system']}, "
             f"{row['benchmark']} {scenario}"
         )[:500]
-        system_url = _system_url(row, round_)
-        environment = {
-            "dataset": f"mlperf-inference-v{round_}",
-            "round": f"v{round_}",
-            "file": file_path.name,
-            "submitter": row["submitter"],
-            "system": row["system"],
-            "platform": row["platform"],
-            "division": row["division"].lower(),
-            "availability": row["availability"].lower(),
-            "suite": row["suite"],
-            "benchmark": row["benchmark"],
-            "model_used": row["model_used"],
-            "scenario": scenario,
-            "accuracy": row["accuracy"][:500],
-            "framework": row["framework"][:300],
-            "weight_data_types": row["weights"][:200],
-            "accelerator_name": row["accelerator"],
-            "nodes": _count(row["nodes"]),
-            "accelerators_per_node": _count(row["per_node"]),
-            "result_system": row["result"],
-            "units_published": row["units"],
-            "inferred": row["inferred"] in ("1", "True", "true"),
-            "host_processor": row["host"][:200],
-            "location": row["location"],
-            "url": system_url,
-        }
-
-        def keep(outcome: str, reason: str, gpu_id: int | None = None, **extra: Any) -> None:
-            import_rows.append(
-                LabImportRow(
-                    dataset=f"mlperf-inference-v{round_}",
-                    outcome=outcome,
-                    name_reported=row["accelerator"][:300],
-                    gpu_id=gpu_id,
-                    workload_slug=extra.get("workload_slug", ""),
-                    gpu_count=extra.get("gpu_count"),
-                    precision=extra.get("precision") or "",
-                    params=extra.get("params", {}),
-                    row={k: v for k, v in row.items() if v != ""},
-                    reason=reason,
-                    source=source,
-                    measured_at=measured_at,
-                )
-            )
-
         try:
             value = float(row["result"])
         except ValueError:
             value = float("nan")
+        unit_info = _UNITS.get(row["units"].strip().lower())
         if not value > 0:
-            summary.skipped.append(f"{line}: result {row['result']!r} is not a positive number")
-            keep(LabImportRow.Outcome.SKIPPED, f"result {row['result']!r} is not a positive number")
-            continue
+            return self.skip(row, source, line, f"result {row['result']!r} is not a positive number")
         if unit_info is None:
-            summary.skipped.append(f"{line}: unknown unit {row['units']!r}")
-            keep(LabImportRow.Outcome.SKIPPED, f"unknown unit {row['units']!r}")
-            continue
+            return self.skip(row, source, line, f"unknown unit {row['units']!r}")
         total = _count(row["total"])
         if total is None:
             nodes, per_node = _count(row["nodes"]), _count(row["per_node"])
             total = nodes * per_node if nodes is not None and per_node is not None else None
         accelerator = row["accelerator"]
         if accelerator.lower() in _NO_ACCELERATOR or total == 0:
-            keep(LabImportRow.Outcome.NO_ACCELERATOR, "CPU-only system: no accelerator to rank")
-            continue
+            return self.keep(
+                row, source, LabImportRow.Outcome.NO_ACCELERATOR, "CPU-only system: no accelerator to rank"
+            )
         if total is None or not float(total).is_integer():
-            summary.skipped.append(f"{line}: accelerator count {row['total'] or row['per_node']!r} is not a whole number")
-            keep(LabImportRow.Outcome.SKIPPED, "no whole accelerator count")
-            continue
+            return self.skip(
+                row, source, line, f"accelerator count {row['total'] or row['per_node']!r} is not a whole number"
+            )
         gpu_count = int(total)
         if _is_heterogeneous(accelerator):
-            summary.heterogeneous[accelerator] = f"e.g. {row['submitter']}, {row['system']}"
-            keep(LabImportRow.Outcome.HETEROGENEOUS, "several accelerator types in one system: not one GPU's result")
-            continue
+            self.summary.heterogeneous[accelerator] = f"e.g. {row['submitter']}, {row['system']}"
+            return self.keep(
+                row,
+                source,
+                LabImportRow.Outcome.HETEROGENEOUS,
+                "several accelerator types in one system: not one GPU's result",
+            )
         precision = weights_precision(row["weights"])
         if precision is None:
-            summary.skipped.append(f"{line}: weight data types {row['weights']!r} name no format")
-            keep(LabImportRow.Outcome.SKIPPED, f"weight data types {row['weights']!r} name no format")
-            continue
+            return self.skip(row, source, line, f"weight data types {row['weights']!r} name no format")
         unit_slug, unit, higher_is_better, per_accelerator = unit_info
-        workload_key = (
-            f"mlperf-{_slug_part(row['benchmark'])}-{scenario.lower()}-{unit_slug}"[:80],
-            round_,
-        )
+        workload_key = (f"mlperf-{_slug_part(row['benchmark'])}-{scenario.lower()}-{unit_slug}"[:80], round_)
         params = {"division": row["division"].lower(), "availability": row["availability"].lower()}
-        resolved = resolver.resolve(
-            name=accelerator, candidates=accelerator_name_candidates(accelerator), memory_gib=memory_in_name(accelerator)
+        resolved = self.resolver.resolve(
+            name=accelerator,
+            candidates=accelerator_name_candidates(accelerator),
+            memory_gib=memory_in_name(accelerator),
         )
         if resolved.gpu_id is None:
-            summary.unmatched[accelerator] = f"{resolved.how}; e.g. {row['submitter']}, {row['system']}"
-            keep(
-                LabImportRow.Outcome.UNMATCHED,
-                resolved.how,
-                workload_slug=workload_key[0],
-                gpu_count=gpu_count,
-                precision=precision,
-                params=params,
-            )
-            continue
-        summary.matched[accelerator] = f"{resolved.slug} ({resolved.how})"
-        if workload_key not in workloads:
-            workloads[workload_key] = workload_ensure(
-                spec=WorkloadSpec(
-                    slug=workload_key[0],
-                    version=round_,
-                    name=f"MLPerf Inference {row['benchmark']} {scenario} ({row['units']})",
-                    unit=unit,
-                    higher_is_better=higher_is_better,
-                    description=(
-                        f"MLPerf Inference v{round_}, benchmark {row['benchmark']}, scenario {scenario}. "
-                        + (
-                            "The published system result divided by the system's total accelerator count."
-                            if per_accelerator
-                            else "The published latency of the whole system (not divided)."
-                        )
-                    ),
-                    source=RESULTS_REPO.format(round=round_),
-                )
-            )
-        workload = workloads[workload_key]
+            self.summary.unmatched[accelerator] = f"{resolved.how}; e.g. {row['submitter']}, {row['system']}"
+            return self.keep(row, source, LabImportRow.Outcome.UNMATCHED, resolved.how, workload_slug=workload_key[0],
+                             gpu_count=gpu_count, precision=precision, params=params)  # fmt: skip
+        self.summary.matched[accelerator] = f"{resolved.slug} ({resolved.how})"
+        workload = self._workload(workload_key, row, scenario, unit, higher_is_better, per_accelerator)
         key = comparison_key_for(
-            workload_slug=workload.slug, version=workload.version, precision=precision, params=params, gpu_count=gpu_count
+            workload_slug=workload.slug,
+            version=workload.version,
+            precision=precision,
+            params=params,
+            gpu_count=gpu_count,
         )
-        results.append(
+        self.results.append(
             BenchmarkResult(
                 submission=None,
                 gpu_id=resolved.gpu_id,
@@ -432,20 +404,66 @@ def mlperf_import_file(
                 submitter=None,
                 submitter_key=f"{LAB_SUBMITTER_KEY}:{row['submitter']}"[:64],
                 source=source,
-                environment=environment,
-                measured_at=measured_at,
-                created_at=now,
+                environment=_environment(row, self.file_name, scenario),
+                measured_at=self.measured_at,
+                created_at=self.now,
             )
         )
-    lab_rows_replace(
-        result_source_prefixes=[SOURCE_PREFIX.format(round=r) for r in rounds],
-        datasets=[f"mlperf-inference-v{r}" for r in rounds],
-        results=results,
-        import_rows=import_rows,
-        summary=summary,
-        refresh_aggregates=refresh_aggregates,
-    )
-    return summary
+        return None
+
+    def _workload(
+        self, key: tuple[str, str], row: dict[str, str], scenario: str, unit: str, higher: bool, per_accelerator: bool
+    ) -> Workload:
+        if key not in self.workloads:
+            round_ = key[1]
+            how = (
+                "The published system result divided by the system's total accelerator count."
+                if per_accelerator
+                else "The published latency of the whole system (not divided)."
+            )
+            self.workloads[key] = workload_ensure(
+                spec=WorkloadSpec(
+                    slug=key[0],
+                    version=round_,
+                    name=f"MLPerf Inference {row['benchmark']} {scenario} ({row['units']})",
+                    unit=unit,
+                    higher_is_better=higher,
+                    description=f"MLPerf Inference v{round_}, benchmark {row['benchmark']}, scenario {scenario}. {how}",
+                    source=RESULTS_REPO.format(round=round_),
+                )
+            )
+        return self.workloads[key]
+
+
+def _environment(row: dict[str, str], file_name: str, scenario: str) -> dict[str, Any]:
+    """What a result keeps of its row: the source's identity and the system's description."""
+    round_ = row["round"]
+    return {
+        "dataset": f"mlperf-inference-v{round_}",
+        "round": f"v{round_}",
+        "file": file_name,
+        "submitter": row["submitter"],
+        "system": row["system"],
+        "platform": row["platform"],
+        "division": row["division"].lower(),
+        "availability": row["availability"].lower(),
+        "suite": row["suite"],
+        "benchmark": row["benchmark"],
+        "model_used": row["model_used"],
+        "scenario": scenario,
+        "accuracy": row["accuracy"][:500],
+        "framework": row["framework"][:300],
+        "weight_data_types": row["weights"][:200],
+        "accelerator_name": row["accelerator"],
+        "nodes": _count(row["nodes"]),
+        "accelerators_per_node": _count(row["per_node"]),
+        "result_system": row["result"],
+        "units_published": row["units"],
+        "inferred": row["inferred"] in ("1", "True", "true"),
+        "host_processor": row["host"][:200],
+        "location": row["location"],
+        "url": _system_url(row, round_),
+    }
 
 
 def _system_url(row: dict[str, str], round_: str) -> str:

@@ -6,6 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from benchmarks_app.models import BenchmarkResult
+from dashboard.metrics import USE_CASES
+from dashboard.selectors import RankingParams, rankings_compute
 from dashboard.selectors_llm import llm_landmarks, llm_model_compute
 from llm_estimate.constants import CONSTANTS_PATH, constants_write
 
@@ -42,9 +45,24 @@ class Command(BaseCommand):
                     f"  {line.use_case:8} {line.gpu_key:32} rows {line.rows:3}  median {line.median_error_pct:6.1f} %  "
                     f"worst {line.worst_error_pct:6.1f} %  e.g. {line.example}"
                 )
-        self.stdout.write("Llama 3 70B class on H100 / H200 / B200 (estimate with the fitted constants, measured best):")
-        for line in llm_landmarks(constants=constants):
-            self.stdout.write(f"  {line}")
+        self.stdout.write(
+            "Llama 3 70B class on H100 / H200 / B200 (estimate with the fitted constants, measured best):"
+        )
+        for landmark in llm_landmarks(constants=constants):
+            self.stdout.write(f"  {landmark.line()}")
+        self.stdout.write(
+            f"catalogue GPUs with a trusted measured result (any workload): "
+            f"{BenchmarkResult.objects.trusted().values('gpu').distinct().count()}"
+        )
+        for slug in ("llm-serving", "llm-chat"):
+            llm_use_case = USE_CASES[slug]
+            counts = []
+            for size in llm_use_case.model_sizes:
+                ranking = rankings_compute(params=RankingParams(use_case=slug, model_size=size))
+                counts.append(f"{size} {sum(r.perf_basis == 'measured' for r in ranking.rows)}")
+            self.stdout.write(
+                f"{slug}: GPUs with a measured figure by model size ({llm_use_case.default_precision}): {', '.join(counts)}"
+            )
         if options["write"]:
             constants_write(constants=constants)
             self.stdout.write(self.style.SUCCESS(f"constants written to {CONSTANTS_PATH}"))
