@@ -184,3 +184,17 @@ def test_command_needs_a_date_for_files_that_are_not_bundled(tmp_path, capsys):
     assert "MLPerf Inference v5.1" in out and "HETEROGENEOUS" in out
     with pytest.raises(CommandError, match="not a date"):
         call_command("import_mlperf", str(V51_EXCERPT), "--published", "9/9/2025")
+
+
+@pytest.mark.django_db
+def test_the_full_rebuild_keeps_imported_lab_tables_and_their_aggregates():
+    from benchmarks_app.models import ResultAggregate
+    from benchmarks_app.services.rebuild import results_rebuild
+
+    llm_catalogue_build()
+    mlperf_import_file(path=V51_EXCERPT, published=dt.date(2025, 9, 9))
+    before = sorted(BenchmarkResult.objects.values_list("gpu_id", "comparison_key", "value"))
+    aggregates = ResultAggregate.objects.count()
+    results_rebuild(lab_path=None)
+    assert sorted(BenchmarkResult.objects.values_list("gpu_id", "comparison_key", "value")) == before
+    assert ResultAggregate.objects.count() == aggregates > 0
