@@ -16,10 +16,11 @@ tokens`` (division, availability)
 (phase=prefill)
 =====================================  ==========  ==============================================
 
-The benchmark client's ``llm-decode`` results are read from params ``phase`` ("decode" or
-"prefill"), ``batch`` (or ``batch_size``), ``model`` (a model slug such as ``llama-3.1-8b``;
-``llama3-8b`` / ``Llama-3.1-8B`` spellings are accepted) and ``context`` (or ``seq_len`` /
-``prompt_tokens``); unit tokens/s.
+The benchmark client's ``llm-decode`` results (workload ``llm-decode``, unit tokens/s, precision
+bf16 or fp8) are read from params ``model`` (``llama3-8b``; ``llama-3.1-8b`` / ``Llama-3.1-8B``
+spellings are accepted), ``phase`` ("decode" or "prefill"), ``batch`` (or ``batch_size``; 1 =
+one stream, more = serving), ``prompt_len`` and ``generated_tokens``. A result's value is the
+tokens/s of its ``gpu_count`` GPUs; serving figures are divided by it.
 """
 
 from __future__ import annotations
@@ -199,7 +200,10 @@ def llm_row_classify(
         batch = _int(params.get("batch", params.get("batch_size")), 1)
         if model is None or phase not in ("decode", "prefill"):
             return None
-        context = _int(params.get("context", params.get("seq_len", params.get("prompt_tokens"))), 512)
+        prompt = _int(params.get("prompt_len", params.get("context", params.get("prompt_tokens"))), 512)
+        generated = _int(params.get("generated_tokens"), 0)
+        # Decode attends to the prompt and the tokens generated so far: half of them on average.
+        context = prompt if phase == "prefill" else prompt + generated // 2
         kind = "prefill" if phase == "prefill" else ("serving" if batch > 1 else "decode")
         return {
             "kind": kind,
@@ -212,7 +216,7 @@ def llm_row_classify(
             "rank": 1 if kind == "serving" else 0,
             "recency": "",
             "default_basis": True,
-            "label": f"gpuatlas-bench {CLIENT_WORKLOAD} · {phase} · batch {batch} · context {context}",
+            "label": f"gpuatlas-bench {CLIENT_WORKLOAD} · {phase} · batch {batch} · prompt {prompt}",
             "url": "",
         }
     return None

@@ -115,3 +115,32 @@ def test_command_prints_the_leave_one_gpu_out_error(llm_world, capsys):
     assert "leave-one-GPU-out error" in out
     assert "chat" in out and "serving" in out and "median" in out
     assert "catalogue GPUs with a trusted measured result" in out
+
+
+def test_client_llm_decode_results_feed_both_use_cases(llm_world):
+    """The benchmark client's llm-decode workload (params as gpuatlas-bench writes them) on an H100."""
+    from benchmarks_app.models import TrustLabel
+    from tests.factories import UserFactory
+    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
+
+    workload = WorkloadFactory(slug="llm-decode", version="1.0", unit="tokens/s", category="inference")
+    h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
+    runs = [
+        ("bf16", {"model": "llama3-8b", "phase": "decode", "batch": 1, "prompt_len": 512, "generated_tokens": 128}, 131.269),
+        ("fp8", {"model": "llama3-8b", "phase": "decode", "batch": 128, "prompt_len": 512, "generated_tokens": 128,
+                 "format": "e4m3", "scaling": "static-per-tensor"}, 12022.3),
+        ("bf16", {"model": "llama3-8b", "phase": "prefill", "batch": 1, "prompt_len": 512}, 31441.8),
+    ]  # fmt: skip
+    for precision, params, value in runs:
+        for submitter in range(3):  # community results count from three submissions
+            BenchmarkResultFactory(gpu=h100, workload=workload, precision=precision, params=params, value=value,
+                                   trust=TrustLabel.COMMUNITY, comparison_key=f"{precision}-{params['phase']}-{params['batch']}",
+                                   submitter=UserFactory(), submitter_key=f"user:{submitter}")  # fmt: skip
+    chat = _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"]
+    assert chat.perf_basis == "measured" and chat.perf == pytest.approx(131.269) and chat.n == 3
+    assert "gpuatlas-bench llm-decode" in chat.llm_source
+    serving = _rows(use_case="llm-serving", model_size="8b")["h100-sxm5-80-gb"]
+    assert serving.perf_basis == "measured" and serving.perf == pytest.approx(12022.3)
+    # Two submissions are not enough for the ranking, as for every other use case.
+    BenchmarkResultFactory._meta.model.objects.filter(workload=workload, submitter_key="user:2").delete()
+    assert _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"].perf_basis == "estimated"
