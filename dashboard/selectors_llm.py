@@ -104,6 +104,7 @@ class LlmRow:
     submitter_key: str
     trust: str
     host: str = ""
+    system: str = ""  # MLPerf: submitter and system, the unit its figures are taken over
 
 
 # Hosts the model does not describe: a GPU behind a single-board computer's narrow PCIe link.
@@ -148,6 +149,7 @@ def llm_row_classify(
                 f"{environment.get('submitter', '')} {environment.get('system', '')}"
             ).strip(),
             "url": environment.get("url", ""),
+            "system": f"{environment.get('submitter', '')} {environment.get('system', '')}",
         }
     if slug in ("llamacpp-tg", "llamacpp-pp"):
         model = params.get("model", "")
@@ -269,6 +271,7 @@ def llm_rows(*, gpu_ids: Iterable[int] | None = None) -> list[LlmRow]:
                 submitter_key=r["submitter_key"],
                 trust=r["trust"],
                 host=str((r["params"] or {}).get("host", "")),
+                system=info.get("system", ""),
             )
         )
     return rows
@@ -328,6 +331,54 @@ def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
             )
         )
     return points
+
+
+@dataclass(frozen=True)
+class ServingFigure:
+    """MLPerf serving figure of one GPU: the median over the systems of the newest round."""
+
+    tokens_per_s: float
+    systems: int
+    gpu_count: int
+    precision: str
+    label: str
+    url: str
+    keys: frozenset[str]
+
+
+def mlperf_serving_figure(rows: Iterable[LlmRow]) -> ServingFigure | None:
+    """The median per-GPU tokens/s over the systems of the newest round (one GPU, one model size).
+
+    A system listed under both accuracy targets (llama2-70b-99 and -99.9) counts once; systems of
+    every size count, each with its own per-GPU figure.
+    """
+    mlperf = [r for r in rows if r.kind == "serving" and r.source_rank == 0]
+    if not mlperf:
+        return None
+    newest = max(r.recency for r in mlperf)
+    chosen = [r for r in mlperf if r.recency == newest]
+    by_system: dict[tuple[str, int], list[LlmRow]] = defaultdict(list)
+    for row in chosen:
+        by_system[(row.system, row.gpu_count)].append(row)
+    values = [statistics.median(r.value for r in group) for group in by_system.values()]
+    first = chosen[0]
+    version = float(newest)
+    count = statistics.mode(r.gpu_count for r in chosen)
+    if len(by_system) == 1:
+        label, url = first.label, first.url
+    else:
+        family = f"{first.benchmark} Offline"
+        label = f"MLPerf Inference v{version:g} · {family} · median of {len(by_system)} systems"
+        url = f"https://github.com/mlcommons/inference_results_v{version:g}"
+    return ServingFigure(
+        statistics.median(values),
+        len(by_system),
+        count,
+        statistics.mode(r.precision for r in chosen),
+        label,
+        url,
+        frozenset(r.comparison_key for r in chosen),
+    )
 
 
 def _family_of(kind: str, precision: str) -> str:
@@ -390,6 +441,14 @@ def llm_observations(
     system and benchmark (MLPerf lists a result under both accuracy targets)."""
     rows = list(rows)
     headline = {p.comparison_key + f":{p.gpu_id}" for p in headline_points(llm_points(rows)).values()}
+    serving: dict[tuple[int, str | None], list[LlmRow]] = defaultdict(list)
+    for row in rows:
+        if row.kind == "serving" and row.default_basis:
+            serving[(row.gpu_id, model_size_class(row.model))].append(row)
+    for (gpu_id, _size), group in serving.items():
+        figure = mlperf_serving_figure(group)
+        if figure is not None:
+            headline |= {f"{key}:{gpu_id}" for key in figure.keys}
     seen: set[tuple[Any, ...]] = set()
     out = []
     for row in rows:
@@ -554,7 +613,14 @@ def llm_ranking_figures(
     mode = "batched" if kind == "serving" else "one_stream"
     precisions = metrics.PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
     chosen: dict[int, list[LlmPoint]] = defaultdict(list)
-    for point in llm_points(llm_rows(gpu_ids=[g.id for g in gpus])) if measured else []:
+    rows = llm_rows(gpu_ids=[g.id for g in gpus]) if measured else []
+    serving_rows: dict[int, list[LlmRow]] = defaultdict(list)
+    for row in rows:
+        if row.kind != "serving" or model_size_class(row.model) != size:
+            continue
+        if (include_all_rows or row.default_basis) and (precision_family == "any" or row.precision in precisions):
+            serving_rows[row.gpu_id].append(row)
+    for point in llm_points(rows):
         if point.kind != kind or point.size != size or not point.qualifies:
             continue
         if not include_all_rows and not point.default_basis:
@@ -567,6 +633,11 @@ def llm_ranking_figures(
     error = state.constants.typical_error_pct.get("serving" if kind == "serving" else "chat")
     out: dict[int, LlmFigure] = {}
     for gpu in gpus:
+        mlperf = mlperf_serving_figure(serving_rows.get(gpu.id, [])) if kind == "serving" else None
+        if mlperf is not None:
+            out[gpu.id] = LlmFigure("measured", mlperf.tokens_per_s, mlperf.gpu_count, mlperf.systems, mlperf.systems,
+                                    mlperf.label, mlperf.url, mlperf.precision, True, None, None, 0)  # fmt: skip
+            continue
         points = sorted(chosen.get(gpu.id, []), key=lambda p: _point_order(p, kind))
         if points:
             best = points[0]

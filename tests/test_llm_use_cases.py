@@ -39,11 +39,13 @@ def _rows(**params: str) -> dict[str, object]:
 def test_serving_shows_measured_tokens_per_gpu_and_cost_per_million(llm_world):
     rows = _rows(use_case="llm-serving", model_size="70b")
     h200, h100 = rows["h200-sxm-141-gb"], rows["h100-sxm5-80-gb"]
-    # Dell_Broadcom lists the same system under -99 (34301.9) and -99.9 (34485.7): one is shown.
-    assert h200.perf_basis == "measured" and h200.perf == pytest.approx(34485.7 / 8)
+    # Dell_Broadcom lists one system under -99 (34301.9) and -99.9 (34485.7): it counts once, at
+    # the median of its two listings; systems (here one) are the n.
+    per_gpu = (34301.9 + 34485.7) / 2 / 8
+    assert h200.perf_basis == "measured" and h200.perf == pytest.approx(per_gpu)
     assert (h200.llm_gpu_count, h200.n, h200.llm_precision) == (8, 1, "fp8")
     assert "MLPerf Inference v5.1" in h200.llm_source and "closed, available" in h200.llm_source
-    assert h200.cost_per_million_tokens == pytest.approx(3.0 / (34485.7 / 8 * 3600) * 1e6)
+    assert h200.cost_per_million_tokens == pytest.approx(3.0 / (per_gpu * 3600) * 1e6)
     assert h100.perf == pytest.approx(62351.6 / 16) and h100.llm_gpu_count == 16
     # The open-division MI355X row is off by default, labelled when asked for.
     mi355x = rows["radeon-instinct-mi355x"]
@@ -90,7 +92,8 @@ def test_api_rankings_carry_the_llm_fields_and_check_the_size(llm_world, client)
     data = client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b").json()
     assert data["params"]["model_size"] == "70b" and data["params"]["mlperf"] == "closed-available"
     h200 = next(r for r in data["results"] if r["gpu"] == "h200-sxm-141-gb")
-    assert h200["measured"] and h200["cost_per_million_tokens"] == pytest.approx(3.0 / (34485.7 / 8 * 3600) * 1e6)
+    per_gpu = (34301.9 + 34485.7) / 2 / 8
+    assert h200["measured"] and h200["cost_per_million_tokens"] == pytest.approx(3.0 / (per_gpu * 3600) * 1e6)
     assert h200["llm_gpu_count"] == 8 and h200["llm_source_url"].startswith("https://github.com/mlcommons/")
     bad = client.get("/api/v1/rankings/?use_case=llm-chat&model_size=mixtral")
     assert bad.status_code == 400 and "model_size" in bad.json()["errors"]
@@ -144,3 +147,27 @@ def test_client_llm_decode_results_feed_both_use_cases(llm_world):
     # Two submissions are not enough for the ranking, as for every other use case.
     BenchmarkResultFactory._meta.model.objects.filter(workload=workload, submitter_key="user:2").delete()
     assert _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"].perf_basis == "estimated"
+
+
+def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
+    from dashboard.selectors_llm import LlmRow, mlperf_serving_figure
+
+    def row(system: str, value: float, recency: str = "00005.10", gpus: int = 8, key: str = "k") -> LlmRow:
+        return LlmRow(gpu_id=1, comparison_key=key, kind="serving", model="llama-2-70b", benchmark="llama2-70b",
+                      precision="fp8", quant="", gpu_count=gpus, value=value, context_tokens=0, split="tensor",
+                      source_rank=0, recency=recency, default_basis=True, label=f"x · {system}", url="u",
+                      submitter_key="lab", trust="lab", system=system)  # fmt: skip
+
+    figure = mlperf_serving_figure(
+        [
+            row("A", 100.0),
+            row("A", 104.0, key="k99.9"),
+            row("B", 300.0, gpus=16),
+            row("C", 200.0),
+            row("D", 9999.0, recency="00004.10"),
+        ]  # fmt: skip
+    )
+    assert figure is not None
+    assert (figure.tokens_per_s, figure.systems, figure.gpu_count) == (200.0, 3, 8)  # A=102, B=300, C=200
+    assert "median of 3 systems" in figure.label and figure.keys == {"k", "k99.9"}
+    assert mlperf_serving_figure([]) is None
