@@ -348,6 +348,18 @@ class _Writer:
         self.workloads = {slug: workload_ensure(spec=spec) for slug, spec in WORKLOADS.items()}
         self.now = timezone.now()
 
+    def store(self, *, source_prefix: str, refresh_aggregates: bool) -> LabTableSummary:
+        """Replace what this dataset wrote before with the collected rows."""
+        lab_rows_replace(
+            result_source_prefixes=[source_prefix],
+            datasets=[self.dataset],
+            results=self.results,
+            import_rows=self.rows,
+            summary=self.summary,
+            refresh_aggregates=refresh_aggregates,
+        )
+        return self.summary
+
     def keep(
         self, *, outcome: str, name: str, reason: str, source: str, measured_at: dt.datetime, **extra: Any
     ) -> None:
@@ -455,15 +467,7 @@ def xiongjiedai_import(
     writer = _Writer(XIONGJIEDAI_DATASET, "lab:xiongjiedai", summary, GpuNameResolver(require_variant=True))
     for record in kept.to_dict("records"):
         _xiongjiedai_record(writer, record)
-    lab_rows_replace(
-        result_source_prefixes=[XIONGJIEDAI_URL],
-        datasets=[XIONGJIEDAI_DATASET],
-        results=writer.results,
-        import_rows=writer.rows,
-        summary=summary,
-        refresh_aggregates=refresh_aggregates,
-    )
-    return summary
+    return writer.store(source_prefix=XIONGJIEDAI_URL, refresh_aggregates=refresh_aggregates)
 
 
 def _xiongjiedai_record(writer: _Writer, record: dict[str, Any]) -> None:
@@ -599,15 +603,7 @@ def geerling_import(
     measured_at = _date_time(day)
     for record in table.to_dict("records"):
         _geerling_record(writer, record, measured_at)
-    lab_rows_replace(
-        result_source_prefixes=[GEERLING_URL],
-        datasets=[GEERLING_DATASET],
-        results=writer.results,
-        import_rows=writer.rows,
-        summary=summary,
-        refresh_aggregates=refresh_aggregates,
-    )
-    return summary
+    return writer.store(source_prefix=GEERLING_URL, refresh_aggregates=refresh_aggregates)
 
 
 def _geerling_record(writer: _Writer, record: dict[str, Any], measured_at: dt.datetime) -> None:
