@@ -248,7 +248,9 @@ class RankingRowSerializer(serializers.Serializer):
     architecture_name = serializers.CharField()
     memory_gib = _nullable_float()
     tdp_w = serializers.IntegerField(allow_null=True)
-    perf = _nullable_float(help_text="Relative to the baseline GPU (1.0).")
+    perf = _nullable_float(
+        help_text="Relative to the baseline GPU (1.0); LLM use cases: tokens/s (per GPU for serving, of the stream for chat)."
+    )
     perf_basis = serializers.ChoiceField(choices=[("measured", "measured"), ("estimated", "estimated")])
     measured = serializers.BooleanField(help_text="perf_basis == measured.")
     perf_measured = _nullable_float()
@@ -284,6 +286,18 @@ class RankingRowSerializer(serializers.Serializer):
     ineligible_reasons = serializers.ListField(child=serializers.CharField(), help_text="Why not; empty if eligible.")
     estimate_error = _nullable_float(help_text="Typical relative error of perf_estimated; null when unknown.")
     measured_via = serializers.CharField(help_text="GPU a measured figure is chained through; empty when direct.")
+    llm_gpu_count = serializers.IntegerField(
+        allow_null=True, help_text="LLM use cases: GPUs of the measured or estimated configuration; null otherwise."
+    )
+    cost_per_million_tokens = _nullable_float(
+        help_text="LLM use cases, rent: price of a million tokens (serving: output tokens per GPU; chat: the stream's)."
+    )
+    llm_source = serializers.CharField(
+        help_text="LLM use cases: where the figure comes from (or the estimate's basis)."
+    )
+    llm_source_url = serializers.CharField()
+    llm_precision = serializers.CharField(help_text="LLM use cases: weight format of the figure.")
+    estimate_error_pct = _nullable_float(help_text="LLM estimates: the model's median leave-one-GPU-out error, %.")
 
 
 class RankingParamsSerializer(serializers.Serializer):
@@ -302,6 +316,8 @@ class RankingParamsSerializer(serializers.Serializer):
     basis = serializers.CharField()
     sort = serializers.CharField()
     show = serializers.CharField()
+    model_size = serializers.CharField(help_text="LLM use cases; empty otherwise.")
+    mlperf = serializers.CharField()
 
 
 class UseCaseSerializer(serializers.Serializer):

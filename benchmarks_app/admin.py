@@ -20,7 +20,14 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from simple_history.admin import SimpleHistoryAdmin
 
-from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, Workload
+from benchmarks_app.models import (
+    BenchmarkResult,
+    LabImportRow,
+    RawSubmission,
+    ResultAggregate,
+    SubmissionStatus,
+    Workload,
+)
 from benchmarks_app.services.ingest import submissions_reingest
 from benchmarks_app.services.moderation import gpu_name_map, submissions_approve, submissions_reject
 from catalog.models import Gpu
@@ -205,6 +212,23 @@ class ResultAggregateAdmin(admin.ModelAdmin):
     search_fields = ("gpu__name", "comparison_label")
     list_select_related = ("gpu",)
     readonly_fields = [f.name for f in ResultAggregate._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(LabImportRow)
+class LabImportRowAdmin(admin.ModelAdmin):
+    """Rows of the lab tables that are not results: unmatched names to map, heterogeneous systems,
+    out-of-memory configurations. Written by the importers only."""
+
+    list_display = ("dataset", "outcome", "name_reported", "gpu", "gpu_count", "workload_slug", "reason")
+    list_filter = ("outcome", "dataset")
+    search_fields = ("name_reported", "reason", "source")
+    readonly_fields = [f.name for f in LabImportRow._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -184,3 +184,41 @@ class ResultAggregate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gpu} {self.comparison_label}: {self.median} (n={self.n})"
+
+
+class LabImportRow(models.Model):
+    """A row of an imported lab table that is not a result: kept with its reason.
+
+    Out-of-memory cells are evidence that a model does not fit on that GPU count (never a zero
+    throughput); unmatched or heterogeneous accelerator names and CPU-only rows are kept for
+    curators. Each import replaces the rows of its dataset.
+    """
+
+    class Outcome(models.TextChoices):
+        DOES_NOT_FIT = "does_not_fit", _("Does not fit (out of memory)")
+        UNMATCHED = "unmatched", _("Accelerator name not in the catalogue")
+        HETEROGENEOUS = "heterogeneous", _("Several accelerator types in one system")
+        NO_ACCELERATOR = "no_accelerator", _("No accelerator (CPU only)")
+        NOT_A_CATALOGUE_GPU = "not_catalogue_gpu", _("System outside the GPU catalogue")
+        SKIPPED = "skipped", _("Skipped")
+
+    dataset = models.CharField(max_length=80, db_index=True, help_text=_("The import that wrote the row."))
+    outcome = models.CharField(max_length=24, choices=Outcome.choices)
+    name_reported = models.CharField(max_length=300, blank=True)
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, null=True, blank=True, related_name="lab_import_rows")
+    gpu_count = models.PositiveIntegerField(null=True, blank=True)
+    workload_slug = models.CharField(max_length=80, blank=True)
+    precision = models.CharField(max_length=8, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    row = models.JSONField(default=dict, blank=True, help_text=_("The row as read."))
+    reason = models.TextField(blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    measured_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "outcome", "name_reported"]
+        indexes = [models.Index(fields=["outcome", "gpu"])]
+
+    def __str__(self) -> str:
+        return f"{self.dataset}: {self.name_reported} ({self.outcome})"

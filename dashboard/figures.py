@@ -120,9 +120,19 @@ def _hovertemplate(value_label: str) -> str:
 
 
 def rankings_bar_figure(
-    rows: Sequence[Any], *, value_label: str, currency: str, price_unit: str, baseline_name: str, limit: int = 40
+    rows: Sequence[Any],
+    *,
+    value_label: str,
+    currency: str,
+    price_unit: str,
+    baseline_name: str,
+    limit: int = 40,
+    title: str = "",
 ) -> dict[str, Any]:
-    """Horizontal bars of performance per price, best on top, measured and estimated apart."""
+    """Horizontal bars of performance per price, best on top, measured and estimated apart.
+
+    ``title`` replaces the default "Performance per price (baseline = 1.0)" (the LLM use cases
+    rank absolute tokens/s)."""
     ranked = [r for r in rows if r.perf_per_dollar is not None][:limit]
     fig = go.Figure()
     for basis, colour, pattern in (("measured", MEASURED_COLOUR, ""), ("estimated", ESTIMATED_COLOUR, "/")):
@@ -143,7 +153,7 @@ def rankings_bar_figure(
         **_CONFIG_LAYOUT,
         height=max(320, 26 * len(ranked) + 110),
         barmode="overlay",
-        title=_title(_("Performance per price (%(baseline)s = 1.0)") % {"baseline": baseline_name}),
+        title=_title(title or _("Performance per price (%(baseline)s = 1.0)") % {"baseline": baseline_name}),
         xaxis={"title": {"text": esc(value_label)}},
         yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
     )

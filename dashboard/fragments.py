@@ -152,6 +152,11 @@ def filter_options() -> dict[str, Any]:
         "conditions": [("new", _("new")), ("used", _("used"))],
         "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
         "shows": [("eligible", _("only GPUs that can do it")), ("all", _("all GPUs"))],
+        "model_size_labels": metrics.MODEL_SIZE_LABELS,
+        "mlperf_rows": [
+            ("closed-available", _("MLPerf: closed division, available systems")),
+            ("all", _("MLPerf: also open division, preview and rdi")),
+        ],
         "sorts": [
             ("perf_per_dollar", _("performance per price")),
             ("perf", _("performance")),
@@ -168,11 +173,16 @@ def _labels(ranking: Ranking) -> dict[str, str]:
     else:
         price_label = _("Purchase price, %(currency)s") % {"currency": ranking.currency}
         value_label = _("Performance per 1,000 %(currency)s") % {"currency": ranking.currency}
-    return {
-        "price": price_label,
-        "value": value_label,
-        "perf": _("Performance (%(baseline)s = 1.0)") % {"baseline": ranking.baseline_name},
-    }
+    perf_label = _("Performance (%(baseline)s = 1.0)") % {"baseline": ranking.baseline_name}
+    if ranking.use_case.is_llm:
+        batched = ranking.use_case.llm_mode == "batched"
+        perf_label = _("Output tokens/s per GPU") if batched else _("Tokens/s of one stream")
+        value_label = (
+            _("Tokens/s per %(currency)s/GPU-hour") % {"currency": ranking.currency}
+            if params.mode == "rent"
+            else _("Tokens/s per 1,000 %(currency)s") % {"currency": ranking.currency}
+        )
+    return {"price": price_label, "value": value_label, "perf": perf_label}
 
 
 def _switch_hrefs(params: RankingParams) -> dict[str, str]:
@@ -205,6 +215,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
             currency=ranking.currency,
             price_unit=price_unit,
             baseline_name=ranking.baseline_name,
+            title=labels["value"] if ranking.use_case.is_llm else "",
         ),
         "scatter_figure": figures.perf_price_scatter_figure(
             ranking.rows,

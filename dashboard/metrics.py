@@ -53,11 +53,30 @@ PRECISION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "16bit": (("fp16", "bf16"), ("bf16", "fp16")),
     "8bit": (("int8", "fp8"), ("fp8", "int8")),
     "32bit": (("fp32", "tf32"), ("tf32", "fp32_nontensor")),
+    "4bit": (("int4", "fp4"), ("fp4", "int8")),
+    # LLM serving: each submission's own weight format, as long as it met the benchmark's accuracy target.
+    "any": (("fp4", "int4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32"), ("fp8", "int8", "bf16", "fp16")),
 }
 PRECISION_FAMILY_LABELS = {
     "16bit": _("16-bit (FP16/BF16)"),
     "8bit": _("8-bit (INT8/FP8)"),
     "32bit": _("32-bit (FP32/TF32)"),
+    "4bit": _("4-bit (INT4/FP4 weights)"),
+    "any": _("As submitted (any format meeting the benchmark's accuracy target)"),
+}
+
+# The model sizes of the LLM use cases (llm_estimate.shapes.SIZE_CLASSES), as the pages name them.
+MODEL_SIZE_LABELS = {
+    "3b": _("3B class (Llama 3.2 3B)"),
+    "8b": _("8B class (Llama 3.1 8B; 7B-8B dense models)"),
+    "14b": _("14B class (13B-14B dense models)"),
+    "20b-moe": _("gpt-oss-20b (mixture of experts, 3.6B active)"),
+    "30b": _("33B class (LLaMA 33B)"),
+    "70b": _("70B class (Llama 3.1 70B; 65B-70B dense models)"),
+    "mixtral": _("Mixtral 8x7B (mixture of experts, 13B active)"),
+    "120b-moe": _("gpt-oss-120b (mixture of experts, 5.1B active)"),
+    "405b": _("405B class (Llama 3.1 405B)"),
+    "deepseek-r1": _("DeepSeek-R1 (671B mixture of experts, 37B active)"),
 }
 
 TIER_NAMES = ("S", "A", "B", "C", "D")
@@ -89,6 +108,19 @@ class UseCase:
     # precision family -> tensor formats of which the GPU needs at least one; absent = none needed
     precision_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
     precision_reason: str | Promise = ""  # why, in words, for the method text
+    # LLM use cases (kind "llm") rank absolute tokens/s and cost per million tokens per model size
+    # (dashboard/selectors_llm.py); the others rank performance relative to a baseline GPU.
+    kind: str = "relative"
+    llm_mode: str = ""  # "batched" | "one_stream"
+    model_sizes: tuple[str, ...] = ()  # llm_estimate.shapes.SIZE_CLASSES slugs; first = default
+
+    @property
+    def is_llm(self) -> bool:
+        return self.kind == "llm"
+
+    @property
+    def default_model_size(self) -> str:
+        return self.model_sizes[0] if self.model_sizes else ""
 
     @property
     def default_precision(self) -> str:
@@ -108,6 +140,11 @@ _BF16_TRAINING = _(
     "without loss scaling. GPUs without BF16 tensor cores (V100, T4, RTX 20 series, Quadro RTX) can only "
     "fall back to FP16 with loss scaling, where gradients that leave FP16's range turn into NaN."
 )
+
+# The lab tables of LLM inference (MLPerf, llama.cpp, Ollama) and the client's llm-decode have
+# their own use cases: their results differ by model and run parameters, which the relative
+# method's comparison groups (workload, precision, GPU count) do not tell apart.
+RELATIVE_INFERENCE_PATTERN = r"^(?!mlperf-|llamacpp-|llm-)"
 
 USE_CASES: dict[str, UseCase] = {
     uc.slug: uc
@@ -154,6 +191,7 @@ USE_CASES: dict[str, UseCase] = {
                 "16-bit inference runs on FP16 or BF16 tensor cores (Volta and newer); GPUs without tensor "
                 "cores run it on their vector units at a small fraction of the speed."
             ),
+            workload_pattern=RELATIVE_INFERENCE_PATTERN,
         ),
         UseCase(
             slug="inference-8bit",
@@ -171,6 +209,40 @@ USE_CASES: dict[str, UseCase] = {
                 "8-bit inference needs INT8 (Turing and newer) or FP8 (Ada, Hopper and newer) tensor cores; "
                 "without them 8-bit weights are converted back to 16 bits and run no faster than 16-bit inference."
             ),
+            workload_pattern=RELATIVE_INFERENCE_PATTERN,
+        ),
+        UseCase(
+            slug="llm-serving",
+            label=_("LLM serving (throughput, batched)"),
+            description=_(
+                "Output tokens per second per GPU when serving many requests at once: MLPerf Inference Offline "
+                "results (closed division, available systems) divided by the system's GPUs, and the benchmark "
+                "client's large-batch decode; cost per million output tokens at current prices."
+            ),
+            categories=("inference",),
+            precision_families=("any", "8bit", "4bit", "16bit"),
+            memory_floor_gib=0,
+            memory_floor_source=_("the model must fit in the memory of the GPUs it runs on (the measured GPU count)"),
+            workload_pattern=r"^(mlperf-.*-offline-tokens$|llm-decode$)",
+            kind="llm",
+            llm_mode="batched",
+            model_sizes=("70b", "8b", "120b-moe", "mixtral", "405b", "deepseek-r1"),
+        ),
+        UseCase(
+            slug="llm-chat",
+            label=_("LLM chat (one stream)"),
+            description=_(
+                "Tokens per second of one conversation: llama.cpp and Ollama generation rates (batch 1) and the "
+                "benchmark client's batch-1 decode; cost per million tokens when the GPUs serve that one stream."
+            ),
+            categories=("inference",),
+            precision_families=("4bit", "16bit", "8bit"),
+            memory_floor_gib=0,
+            memory_floor_source=_("the model must fit in the memory of the GPUs it runs on (the measured GPU count)"),
+            workload_pattern=r"^(llamacpp-tg|llm-eval-rate|llm-decode)$",
+            kind="llm",
+            llm_mode="one_stream",
+            model_sizes=("8b", "3b", "14b", "20b-moe", "30b", "70b"),
         ),
     )
 }

@@ -30,7 +30,15 @@ Stable interface (the API builds on it; change only by adding fields)
     show       eligible | all  (GPUs that fail the use case's   eligible
                memory floor or tensor-format need: hidden, or
                listed with the reason)
+    model_size the LLM use cases' model sizes (70b, 8b ...)     the use case's first
+    mlperf     closed-available | all  (LLM serving: include    closed-available
+               MLPerf open-division, preview and rdi rows)
     ========== ================================================ =================
+
+LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output tokens/s per GPU
+(serving) or of the one stream (chat), measured (dashboard/selectors_llm.py) or estimated by
+llm_estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
+per currency unit per GPU-hour of the GPUs involved.
 
 ``rankings_compute(*, params: RankingParams) -> Ranking``
     ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
@@ -73,6 +81,7 @@ from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from dashboard import metrics
 from dashboard.metrics import USE_CASES, UseCase
+from dashboard.selectors_llm import llm_model_state, llm_ranking_figures, llm_row_values
 from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 
@@ -83,6 +92,7 @@ CONDITIONS = ("new", "used")
 BASES = ("all", "measured")
 SHOWS = ("eligible", "all")
 SORTS = ("perf_per_dollar", "perf", "perf_per_kw")
+MLPERF_ROWS = ("closed-available", "all")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 
 
@@ -112,12 +122,16 @@ class RankingParams:
     basis: str = "all"
     sort: str = "perf_per_dollar"
     show: str = "eligible"
+    model_size: str = ""
+    mlperf: str = "closed-available"
 
     def __post_init__(self) -> None:
         if self.price == "median":  # the former name of "typical"
             object.__setattr__(self, "price", "typical")
         if not self.precision:
             object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)
+        if not self.model_size and USE_CASES[self.use_case].is_llm:
+            object.__setattr__(self, "model_size", USE_CASES[self.use_case].default_model_size)
 
     @property
     def use_case_def(self) -> UseCase:
@@ -135,6 +149,8 @@ class RankingParams:
     def with_changes(self, **changes: Any) -> RankingParams:
         if "use_case" in changes and "precision" not in changes:
             changes["precision"] = ""
+        if "use_case" in changes and "model_size" not in changes:
+            changes["model_size"] = ""
         return replace(self, **changes)
 
 
@@ -198,6 +214,8 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         basis=_choice(query, "basis", BASES, "all"),
         sort=_choice(query, "sort", SORTS, "perf_per_dollar"),
         show=_choice(query, "show", SHOWS, "eligible"),
+        model_size=_choice(query, "model_size", uc.model_sizes, uc.default_model_size) if uc.is_llm else "",
+        mlperf=_choice(query, "mlperf", MLPERF_ROWS, "closed-available"),
     )
 
 
@@ -247,6 +265,13 @@ class RankingRow:
     price_date_estimated: bool = False
     price_min: float | None = None
     price_max: float | None = None
+    # LLM use cases: perf is tokens/s (per GPU for serving, of the stream for chat) on llm_gpu_count GPUs.
+    llm_gpu_count: int | None = None
+    cost_per_million_tokens: float | None = None
+    llm_source: str = ""
+    llm_source_url: str = ""
+    llm_precision: str = ""
+    estimate_error_pct: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -270,6 +295,8 @@ class Ranking:
     @property
     def hidden_ineligible(self) -> int:
         return len(self.ineligible_rows)
+    llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
+    does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
 
 
 @dataclass
@@ -408,9 +435,9 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         )
         for a in aggregates
     ]
-    measured = metrics.measured_relative(points, baseline_gpu_id=baseline.id)
+    measured = {} if uc.is_llm else metrics.measured_relative(points, baseline_gpu_id=baseline.id)
     baseline_measured = baseline.id in measured
-    if measured_gpu_ids and not baseline_measured:
+    if measured_gpu_ids and not baseline_measured and not uc.is_llm:
         warnings.append(
             _(
                 "The baseline %(name)s has no qualifying measurement for this use case, so every figure is estimated from specs."
@@ -474,21 +501,25 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             names[gpu.id] = gpu.name
     estimate_model = (
         _estimate_model(measured=measured, specs=specs, baseline_specs=baseline_specs, family=params.precision)
-        if baseline_measured
+        if baseline_measured and not uc.is_llm
         else metrics.EstimateModel()
     )
+    llm_figures, llm_error, does_not_fit = None, None, 0
+    if uc.is_llm:
+        state = llm_model_state()
+        llm_error = state.constants.typical_error_pct.get("serving" if uc.llm_mode == "batched" else "chat")
+        llm_figures = llm_ranking_figures(
+            use_case=uc.slug,
+            size=params.model_size,
+            precision_family=params.precision,
+            include_all_rows=params.mlperf == "all",
+            gpus=gpus,
+            peaks_by_gpu=peaks_by_gpu,
+            state=state,
+        )
     rows: list[RankingRow] = []
     skipped = 0
     for gpu in gpus:
-        m = measured.get(gpu.id)
-        ratios = metrics.spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
-        estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
-        if m is None and estimate is None:
-            skipped += 1
-            continue
-        if params.basis == "measured" and m is None:
-            continue
-        perf = m.value if m else estimate
         usd, source, providers = prices.get(gpu.id, (None, "", 0))
         price = convert(usd)
         eligibility = metrics.use_case_eligibility(
@@ -498,6 +529,40 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             peaks=peaks_by_gpu.get(gpu.id, {}),
             architecture=_architecture_support(gpu),
         )
+        values: dict[str, Any]
+        if llm_figures is not None:
+            figure = llm_figures[gpu.id]
+            if figure.tokens_per_s is None:
+                does_not_fit += figure.estimate is not None and figure.estimate.bound == "does not fit"
+                skipped += figure.estimate is None or figure.estimate.bound != "does not fit"
+                continue
+            if params.basis == "measured" and figure.basis != "measured":
+                continue
+            values = llm_row_values(figure=figure, price=price, mode=params.mode, llm_mode=uc.llm_mode, scale=scale)
+        else:
+            m = measured.get(gpu.id)
+            ratios = metrics.spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
+            estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
+            if m is None and estimate is None:
+                skipped += 1
+                continue
+            if params.basis == "measured" and m is None:
+                continue
+            perf = m.value if m else estimate
+            values = {
+                "perf": perf,
+                "perf_basis": "measured" if m else "estimated",
+                "perf_measured": m.value if m else None,
+                "perf_estimated": estimate,
+                "n": m.n if m else 0,
+                "distinct_submitters": distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
+                "groups": m.groups if m else 0,
+                "perf_per_dollar": metrics.per_price(perf, price, scale=scale),
+                "meets_memory_floor": eligibility.meets_memory_floor,
+                "estimate_error": estimate_model.typical_error if estimate is not None else None,
+                "measured_via": names.get(m.via, "") if m and m.via is not None else "",
+            }
+        values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
         rows.append(
             _with_provenance(
                 RankingRow(
@@ -510,26 +575,16 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                     architecture=gpu.architecture.name if gpu.architecture else "",
                     memory_gib=gpu.memory_gib,
                     tdp_w=gpu.tdp_w,
-                    perf=perf,
-                    perf_basis="measured" if m else "estimated",
-                    perf_measured=m.value if m else None,
-                    perf_estimated=estimate,
-                    n=m.n if m else 0,
-                    distinct_submitters=distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
-                    groups=m.groups if m else 0,
                     price=price,
                     price_unit=price_unit,
                     price_source=source,
                     price_providers=providers,
                     currency=currency,
-                    perf_per_dollar=metrics.per_price(perf, price, scale=scale),
                     perf_per_dollar_unit=ppd_unit,
-                    perf_per_kw=metrics.per_kilowatt(perf, gpu.tdp_w),
-                    meets_memory_floor=eligibility.meets_memory_floor,
-                    eligible=eligibility.eligible,
+                    perf_per_kw=metrics.per_kilowatt(values["perf"], gpu.tdp_w),
+                    eligible=eligibility.eligible and values["meets_memory_floor"],
                     ineligible_reasons=list(eligibility.reasons),
-                    estimate_error=estimate_model.typical_error if estimate is not None else None,
-                    measured_via=names.get(m.via, "") if m and m.via is not None else "",
+                    **values,
                 ),
                 rent.get(gpu.id),
                 convert,
@@ -562,6 +617,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         skipped_without_data=skipped,
         estimate=estimate_model,
         ineligible_rows=hidden,
+        llm_typical_error_pct=llm_error,
+        does_not_fit=does_not_fit,
     )
 
 

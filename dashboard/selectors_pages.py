@@ -25,6 +25,7 @@ from catalog.selectors_prices import display_rate, snapshot_dates
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES
 from dashboard.selectors import RankingParams, RankingRow, rankings_compute
+from dashboard.selectors_llm import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from gpuatlas.data_version import data_versioned
 
 OFFERS_SHOWN = 60
@@ -112,6 +113,8 @@ class GpuPageData:
     standings: list[UseCaseStanding]
     baseline_name: str
     warnings: list[str] = field(default_factory=list)
+    llm_measurements: list[LlmGpuLine] = field(default_factory=list)
+    llm_does_not_fit: list[DoesNotFitLine] = field(default_factory=list)
 
 
 def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> tuple[list[OfferLine], int]:
@@ -294,6 +297,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         standings.append(UseCaseStanding(slug, str(uc.label), row, uc.memory_floor_gib))
 
     baseline_name = baseline_gpu.name if baseline_gpu else baseline
+    llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     return GpuPageData(
         money=money,
         offers=offers,
@@ -311,6 +315,8 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         standings=standings,
         baseline_name=baseline_name,
         warnings=warnings,
+        llm_measurements=llm_lines,
+        llm_does_not_fit=llm_oom,
     )
 
 

@@ -10,4 +10,5 @@ urlpatterns = [
     path("compare/", views.compare_view, name="compare"),
     path("architectures/", views.architectures_view, name="architectures"),
     path("open-data/", views.open_data_view, name="open-data"),
+    path("llm-model/", views.llm_model_view, name="llm-model"),
 ]

@@ -27,6 +27,7 @@ from dashboard.selectors import (
     rankings_compute,
     tiers_compute,
 )
+from dashboard.selectors_llm import llm_model_page
 from dashboard.selectors_pages import (
     COMPARE_PRECISIONS,
     Comparison,
@@ -42,6 +43,7 @@ RANKING_CSV_HEADER = (
     "ineligible_reasons", "estimate_error", "measured_via",
     "price_provider", "price_instance_type", "price_region", "price_observed_at", "price_age_days",
     "price_date_estimated", "price_min", "price_max", "price_providers",
+    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url", "estimate_error_pct",
 )  # fmt: skip
 
 
@@ -284,3 +286,8 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
             )
         return csv_response(filename=f"{table.name}.csv", header=table.header, rows=table.rows())
     return render(request, "dashboard/open_data.html", {"tables": TABLES.values()})
+
+
+def llm_model_view(request: HttpRequest) -> HttpResponse:
+    """How the LLM figures are made: the estimate model, its fitted constants and its error."""
+    return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": metrics.MODEL_SIZE_LABELS})

@@ -72,12 +72,18 @@ def _as_sent(value: object) -> str | None:
 
 
 def _precision_not_allowed(case) -> bool:  # type: ignore[no-untyped-def]
-    """The one rule the schema cannot express: each use case allows only some precisions."""
+    """The rules the schema cannot express: each use case allows only some precisions, and the
+    LLM use cases only some model sizes."""
     if case.path not in ("/api/v1/rankings/", "/api/v1/tiers/") or not isinstance(case.query, dict):
         return False
     use_case = USE_CASES.get(_as_sent(case.query.get("use_case")) or "training")
+    if use_case is None:
+        return False
     precision = _as_sent(case.query.get("precision"))
-    return use_case is not None and precision in PRECISION_FAMILIES and precision not in use_case.precision_families
+    size = _as_sent(case.query.get("model_size"))
+    return (precision in PRECISION_FAMILIES and precision not in use_case.precision_families) or (
+        use_case.is_llm and bool(size) and size not in use_case.model_sizes
+    )
 
 
 # Cross-parameter rules other than rankings' (documented in each operation's description): a

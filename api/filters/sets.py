@@ -204,6 +204,7 @@ class WorkloadFilterSet(ApiFilterSet):
 # --- rankings and tiers: the dashboard's parameters, validated before the dashboard parses them ---
 
 
+_USE_CASE_SIZES = "; ".join(f"{slug}: {', '.join(uc.model_sizes)}" for slug, uc in USE_CASES.items() if uc.model_sizes)
 _USE_CASE_PRECISIONS = "; ".join(f"{slug}: {', '.join(uc.precision_families)}" for slug, uc in USE_CASES.items())
 
 
@@ -276,6 +277,16 @@ class RankingFilterSet(ApiFilterSet):
             "eligible (default): only GPUs with the use case's memory and tensor format; all: every GPU, "
             "those that cannot do it marked (eligible=false, ineligible_reasons)."
         ),
+    )
+    model_size = EntityFilter(
+        method="validate_only",
+        values=fixed_values(sorted({size for uc in USE_CASES.values() for size in uc.model_sizes})),
+        description=_("LLM use cases: model size (%(allowed)s). Default: its first.") % {"allowed": _USE_CASE_SIZES},
+    )
+    mlperf = EntityFilter(
+        method="validate_only",
+        values=fixed_values(ranking_selectors.MLPERF_ROWS),
+        description=_("LLM serving: MLPerf closed-division rows of available systems only (default), or all."),
     )
 
     class Meta:

@@ -77,6 +77,12 @@ ROW_FIELDS = {
     "ineligible_reasons": "ineligible_reasons",
     "estimate_error": "estimate_error",
     "measured_via": "measured_via",
+    "llm_gpu_count": "llm_gpu_count",
+    "cost_per_million_tokens": "cost_per_million_tokens",
+    "llm_source": "llm_source",
+    "llm_source_url": "llm_source_url",
+    "llm_precision": "llm_precision",
+    "estimate_error_pct": "estimate_error_pct",
 }
 
 
@@ -105,6 +111,8 @@ def _params_data(params: RankingParams) -> dict[str, Any]:
         "basis": params.basis,
         "sort": params.sort,
         "show": params.show,
+        "model_size": params.model_size,
+        "mlperf": params.mlperf,
     }
 
 

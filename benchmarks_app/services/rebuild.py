@@ -1,4 +1,5 @@
-"""Re-derive every result and aggregate from the raw submissions and the bundled lab files."""
+"""Re-derive every result and aggregate from the raw submissions and the bundled Lambda files;
+the other lab imports (MLPerf, llama.cpp tables) are kept as imported."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.aggregates import aggregates_rebuild
 from benchmarks_app.services.derive import submission_derive
 from benchmarks_app.services.ingest import TERMINAL
 from benchmarks_app.services.lab_import import BUNDLED_DIR, LabImportSummary, lambda_import_directory
+from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 
@@ -72,7 +75,10 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
             # Live ingests wait for the rebuild instead of writing into a half-built table.
             with connection.cursor() as cursor:
                 cursor.execute(f"LOCK TABLE {ResultAggregate._meta.db_table} IN EXCLUSIVE MODE")
-        BenchmarkResult.objects.all().delete()
+        # Results of submissions and Lambda's tables are derived again below. The other lab
+        # imports (MLPerf, llama.cpp: files that may not be bundled) are kept as imported; their
+        # aggregates are recomputed with the rest.
+        BenchmarkResult.objects.filter(Q(submission__isnull=False) | Q(source__startswith=LAMBDA_URL)).delete()
         ResultAggregate.objects.all().delete()
         if lab_path is not None:
             summary.lab = lambda_import_directory(path=lab_path, refresh_aggregates=False)

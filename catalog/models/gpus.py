@@ -29,6 +29,9 @@ class Precision(models.TextChoices):
     FP8 = "fp8", "FP8"
     INT8 = "int8", "INT8"
     FP4 = "fp4", "FP4"
+    # 4-bit integer weights (GGUF Q4 quantisations, MLPerf INT4/UINT4 submissions): a weight
+    # format of measured results; no datasheet lists an INT4 tensor peak for the catalogue.
+    INT4 = "int4", "INT4"
 
 
 class Vendor(models.Model):

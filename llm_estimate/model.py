@@ -1,0 +1,299 @@
+"""LLM inference throughput from datasheet figures: the estimate model (pure arithmetic).
+
+One stream (chat): every generated token reads the weights that take part in it (all of a dense
+model, the active experts of a mixture of experts) and the KV cache of its context, so decode
+is limited by memory bandwidth::
+
+    seconds per token = (active weight bytes + context x KV bytes per token) / (eff_bw x bandwidth)
+                        + overhead per layer x layers
+
+(``eff_bw`` per weight-format group: 4-bit formats are dequantised on the fly, which reaches a
+different share of the bandwidth than 8- or 16-bit weights).
+
+With the layers split across GPUs (llama.cpp's default) the GPUs work one after the other:
+the bandwidth is one GPU's and the memory is all of theirs. Split by tensor, the bandwidths add.
+
+Prefill: ``2 x active parameters + 2 x layers x hidden x prompt length`` FLOP per prompt token
+(the second term is attention over the prompt), at ``eff_prefill x dense tensor peak``.
+
+Batched serving: a batch of B streams shares one read of all the weights per step, so
+throughput grows with B until the tensor cores are the limit. B is bounded by the KV cache
+that fits beside the weights (``memory x usable share - weights``) and by a cap per GPU::
+
+    step time = (weight bytes + B x context x KV bytes) / (eff_bw x bandwidth x N)
+                + 2 x active parameters x B / (eff_serving x peak x N)
+    tokens/s  = B / step time
+
+The two terms are added (reading and computing overlap only in part; the fit absorbs the rest).
+``eff_serving`` is fitted per benchmark: it also absorbs the prompt tokens each output token
+costs in that benchmark's dataset. Efficiencies are fractions of datasheet peaks, fitted to
+measured rows (llm_estimate/fit.py); constants live in llm_estimate/constants.json.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from llm_estimate.constants import LlmConstants, constants_default
+
+GIB = 1024**3
+MODES = ("batched", "one_stream")
+SPLITS = ("layer", "tensor")
+# The tensor peak a weight format computes at, best first; "fp16_nontensor" is the vector FP16
+# rate of a GPU without a curated tensor figure.
+COMPUTE_CHAIN: dict[str, tuple[str, ...]] = {
+    "fp4": ("fp4", "fp8", "int8", "fp16", "bf16", "fp16_nontensor"),
+    "fp8": ("fp8", "int8", "fp16", "bf16", "fp16_nontensor"),
+    "int8": ("int8", "fp8", "fp16", "bf16", "fp16_nontensor"),
+    "int4": ("int8", "fp8", "fp16", "bf16", "fp16_nontensor"),
+    "fp16": ("fp16", "bf16", "fp16_nontensor"),
+    "bf16": ("bf16", "fp16", "fp16_nontensor"),
+    "fp32": ("tf32", "fp16", "bf16", "fp16_nontensor"),
+}
+
+
+@dataclass(frozen=True)
+class LlmEstimate:
+    """What the model says for one GPU type, model and mode.
+
+    ``tokens_per_s``: one stream's generation rate (one_stream), or all GPUs' output tokens per
+    second together (batched); ``tokens_per_s_per_gpu`` divides that by ``gpu_count``.
+    """
+
+    fits: bool
+    gpu_count: int
+    mode: str
+    tokens_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    prefill_tokens_per_s: float | None
+    batch: int
+    bound: str
+    compute_precision: str
+    notes: tuple[str, ...] = ()
+
+
+def kv_bytes_per_token(*, layers: int, kv_heads: int, head_dim: int, bytes_per_value: float = 2.0) -> float:
+    """Keys and values of one token in every layer."""
+    return 2.0 * layers * kv_heads * head_dim * bytes_per_value
+
+
+def compute_peak(tensor_tflops: Mapping[str, float | None], *, weight_precision: str) -> tuple[float, str] | None:
+    """The dense peak (TFLOPS) a weight format computes at on this GPU, and the format used."""
+    for precision in COMPUTE_CHAIN.get(weight_precision, (weight_precision,)):
+        value = tensor_tflops.get(precision)
+        if value:
+            return float(value), precision
+    return None
+
+
+def decode_seconds_per_token(
+    *,
+    bandwidth_gbs: float,
+    active_weight_bytes: float,
+    kv_bytes: float,
+    layers: int,
+    weight_precision: str,
+    gpu_count: int = 1,
+    split: str = "layer",
+    constants: LlmConstants,
+) -> float:
+    """One stream: bytes read per token at the effective bandwidth, plus the per-layer overhead."""
+    bandwidth = bandwidth_gbs * 1e9 * (gpu_count if split == "tensor" else 1)
+    return (active_weight_bytes + kv_bytes) / (constants.decode_efficiency(weight_precision) * bandwidth) + (
+        constants.decode_overhead_ms_per_layer / 1000.0 * layers
+    )
+
+
+def prefill_tokens_per_s(
+    *,
+    peak_tflops: float,
+    active_params_b: float,
+    layers: int,
+    hidden: int,
+    prompt_tokens: int,
+    weight_precision: str,
+    gpu_count: int = 1,
+    split: str = "layer",
+    constants: LlmConstants,
+) -> float:
+    flop_per_token = 2.0 * active_params_b * 1e9 + 2.0 * layers * hidden * prompt_tokens
+    peak = peak_tflops * 1e12 * (gpu_count if split == "tensor" else 1)
+    return constants.prefill_efficiency(weight_precision) * peak / flop_per_token
+
+
+@dataclass(frozen=True)
+class ServingStep:
+    tokens_per_s: float
+    batch: int
+    bound: str
+
+
+def serving_tokens_per_s(
+    *,
+    memory_gib: float,
+    bandwidth_gbs: float,
+    peak_tflops: float,
+    total_weight_bytes: float,
+    active_params_b: float,
+    kv_bytes_per_token_: float,
+    gpu_count: int,
+    context_tokens: int,
+    benchmark: str = "",
+    constants: LlmConstants,
+) -> ServingStep | None:
+    """All GPUs' output tokens/s at the largest batch the KV cache and the cap allow; None when
+    not even one stream's cache fits beside the weights."""
+    free = gpu_count * memory_gib * GIB * constants.memory_usable_fraction - total_weight_bytes
+    per_stream = context_tokens * kv_bytes_per_token_
+    if free < per_stream:
+        return None
+    batch_kv = int(free // per_stream)
+    batch_cap = constants.serving_max_batch_per_gpu * gpu_count
+    batch = max(1, min(batch_kv, batch_cap))
+    memory_time = (total_weight_bytes + batch * per_stream) / (
+        constants.serving_bandwidth_efficiency * bandwidth_gbs * 1e9 * gpu_count
+    )
+    compute_time = (2.0 * active_params_b * 1e9 * batch) / (
+        constants.serving_efficiency(benchmark) * peak_tflops * 1e12 * gpu_count
+    )
+    if compute_time >= memory_time:
+        bound = "tensor throughput"
+    else:
+        bound = "KV-cache memory" if batch_kv < batch_cap else "memory bandwidth"
+    return ServingStep(batch / (compute_time + memory_time), batch, bound)
+
+
+def _fits(memory_gib: float, gpu_count: int, weight_bytes: float, kv_bytes: float, usable: float) -> bool:
+    return gpu_count * memory_gib * GIB * usable >= weight_bytes + kv_bytes
+
+
+def llm_throughput_estimate(
+    *,
+    memory_gib: float | None,
+    bandwidth_gbs: float | None,
+    tensor_tflops: Mapping[str, float | None],
+    total_params_b: float,
+    active_params_b: float | None = None,
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    hidden: int | None = None,
+    bytes_per_weight: float,
+    weight_precision: str,
+    mode: str,
+    context_tokens: int = 2048,
+    gpu_count: int | None = None,
+    split: str | None = None,
+    benchmark: str = "",
+    max_gpus: int = 8,
+    constants: LlmConstants | None = None,
+) -> LlmEstimate:
+    """Tokens/s of one GPU type for a model (see the module doc).
+
+    ``tensor_tflops`` maps precisions (fp16, bf16, fp8, int8, fp4; "fp16_nontensor" for the
+    vector rate) to dense TFLOPS. ``mode`` is "batched" (serving, tensor parallel over a power
+    of two of GPUs) or "one_stream" (chat, layers split across GPUs unless ``split`` says
+    otherwise). ``gpu_count`` None = the fewest GPUs the model fits on, up to ``max_gpus``.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    constants = constants or constants_default()
+    split = split or ("tensor" if mode == "batched" else "layer")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    active = active_params_b if active_params_b is not None else total_params_b
+    total_weights = total_params_b * 1e9 * bytes_per_weight
+    active_weights = active * 1e9 * bytes_per_weight
+    kv_value_bytes = 1.0 if mode == "batched" and bytes_per_weight <= 1.0 else 2.0
+    kv_token = kv_bytes_per_token(layers=layers, kv_heads=kv_heads, head_dim=head_dim, bytes_per_value=kv_value_bytes)
+    peak = compute_peak(tensor_tflops, weight_precision=weight_precision)
+    compute_precision = peak[1] if peak else ""
+    notes: list[str] = []
+    if compute_precision == "fp16_nontensor":
+        notes.append("no tensor-core figure: the vector FP16 rate is used")
+
+    def none(bound: str, count: int) -> LlmEstimate:
+        return LlmEstimate(False, count, mode, None, None, None, 0, bound, compute_precision, tuple(notes))
+
+    if not memory_gib:
+        return none("no memory figure", gpu_count or 1)
+    counts = [gpu_count] if gpu_count else _candidate_counts(mode, max_gpus)
+    usable = constants.memory_usable_fraction
+    need_kv = context_tokens * kv_token
+    fitting = [n for n in counts if _fits(memory_gib, n, total_weights, need_kv, usable)]
+    if not fitting:
+        return none("does not fit", counts[-1])
+    chosen = fitting[0]
+    if mode == "batched" and not gpu_count:
+        # Serving: the fewest GPUs that hold the weights and a full batch of KV cache (the cap per
+        # GPU); failing that, the most GPUs allowed, whose batch per GPU is the largest.
+        full = [
+            n
+            for n in fitting
+            if _fits(memory_gib, n, total_weights, need_kv * constants.serving_max_batch_per_gpu * n, usable)
+        ]
+        chosen = full[0] if full else fitting[-1]
+    if not bandwidth_gbs:
+        return none("no bandwidth figure", chosen)
+    prefill = None
+    if peak and hidden:
+        prefill = prefill_tokens_per_s(
+            peak_tflops=peak[0],
+            active_params_b=active,
+            layers=layers,
+            hidden=hidden,
+            prompt_tokens=context_tokens,
+            weight_precision=weight_precision,
+            gpu_count=chosen,
+            split=split,
+            constants=constants,
+        )
+    if mode == "one_stream":
+        seconds = decode_seconds_per_token(
+            bandwidth_gbs=bandwidth_gbs,
+            active_weight_bytes=active_weights,
+            kv_bytes=need_kv / 2,  # the context grows from the prompt to its end: half on average
+            layers=layers,
+            weight_precision=weight_precision,
+            gpu_count=chosen,
+            split=split,
+            constants=constants,
+        )
+        rate = 1.0 / seconds
+        return LlmEstimate(True, chosen, mode, rate, rate / chosen, prefill, 1, "memory bandwidth", compute_precision,
+                           tuple(notes))  # fmt: skip
+    if peak is None:
+        return none("no tensor figure", chosen)
+    step = serving_tokens_per_s(
+        memory_gib=memory_gib,
+        bandwidth_gbs=bandwidth_gbs,
+        peak_tflops=peak[0],
+        total_weight_bytes=total_weights,
+        active_params_b=active,
+        kv_bytes_per_token_=kv_token,
+        gpu_count=chosen,
+        context_tokens=context_tokens,
+        benchmark=benchmark,
+        constants=constants,
+    )
+    if step is None:
+        return none("does not fit", chosen)
+    return LlmEstimate(True, chosen, mode, step.tokens_per_s, step.tokens_per_s / chosen, prefill, step.batch,
+                       step.bound, compute_precision, tuple(notes))  # fmt: skip
+
+
+def _candidate_counts(mode: str, max_gpus: int) -> list[int]:
+    if mode == "batched":
+        return [2**k for k in range(int(math.log2(max(1, max_gpus))) + 1)]
+    return list(range(1, max(1, max_gpus) + 1))
+
+
+def cost_per_million_tokens(
+    *, price_per_gpu_hour: float | None, gpu_count: int, tokens_per_s: float | None
+) -> float | None:
+    """Price of a million tokens: the GPUs' hourly price over the tokens they make in an hour."""
+    if not price_per_gpu_hour or not tokens_per_s or tokens_per_s <= 0 or price_per_gpu_hour <= 0:
+        return None
+    return price_per_gpu_hour * gpu_count / (tokens_per_s * 3600.0) * 1e6

@@ -1,0 +1,173 @@
+"""The LLM use cases on imported real rows: rankings, tiers, API, GPU page, method page, command."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from benchmarks_app.services.llamacpp_import import geerling_import
+from benchmarks_app.services.mlperf_import import mlperf_import_file
+from catalog.models import Gpu
+from dashboard.selectors import RankingParams, rankings_compute, tiers_compute
+from tests.factories import OfferFactory, ProviderFactory
+from tests.factories_llm import llm_catalogue_build
+
+pytestmark = pytest.mark.django_db
+FIXTURES = Path(__file__).parent / "fixtures" / "mlperf"
+PRICES = {"h200-sxm-141-gb": "3.00", "h100-sxm5-80-gb": "2.00", "b200": "5.00", "geforce-rtx-4090": "0.40"}
+
+
+@pytest.fixture
+def llm_world():  # type: ignore[no-untyped-def]
+    llm_catalogue_build()
+    mlperf_import_file(path=FIXTURES / "summary_results_v5.1_excerpt.json", published=dt.date(2025, 9, 9))
+    geerling_import()
+    provider = ProviderFactory(slug="cloud")
+    for slug, price in PRICES.items():
+        OfferFactory(gpu=Gpu.objects.get(slug=slug), provider=provider, current_price_per_hour=Decimal(price))
+
+
+def _rows(**params: str) -> dict[str, object]:
+    return {r.gpu_slug: r for r in rankings_compute(params=RankingParams(**params)).rows}  # type: ignore[arg-type]
+
+
+def test_serving_shows_measured_tokens_per_gpu_and_cost_per_million(llm_world):
+    rows = _rows(use_case="llm-serving", model_size="70b")
+    h200, h100 = rows["h200-sxm-141-gb"], rows["h100-sxm5-80-gb"]
+    # Dell_Broadcom lists one system under -99 (34301.9) and -99.9 (34485.7): it counts once, at
+    # the median of its two listings; systems (here one) are the n.
+    per_gpu = (34301.9 + 34485.7) / 2 / 8
+    assert h200.perf_basis == "measured" and h200.perf == pytest.approx(per_gpu)
+    assert (h200.llm_gpu_count, h200.n, h200.llm_precision) == (8, 1, "fp8")
+    assert "MLPerf Inference v5.1" in h200.llm_source and "closed, available" in h200.llm_source
+    assert h200.cost_per_million_tokens == pytest.approx(3.0 / (per_gpu * 3600) * 1e6)
+    assert h100.perf == pytest.approx(62351.6 / 16) and h100.llm_gpu_count == 16
+    # The open-division MI355X row is off by default, labelled when asked for.
+    mi355x = rows["radeon-instinct-mi355x"]
+    assert mi355x.perf_basis == "estimated" and mi355x.estimate_error_pct is not None
+    assert "estimate" in mi355x.llm_source
+    with_open = _rows(use_case="llm-serving", model_size="70b", mlperf="all")["radeon-instinct-mi355x"]
+    assert with_open.perf_basis == "measured" and with_open.perf == pytest.approx(93045.8 / 8)
+    assert "open, available" in with_open.llm_source
+    # Model sizes are kept apart: the B200's 8B row is not its 70B figure.
+    assert rows["b200"].perf_basis == "estimated"
+    assert _rows(use_case="llm-serving", model_size="8b")["b200"].perf == pytest.approx(143309.0 / 8)
+    measured_only = _rows(use_case="llm-serving", model_size="70b", basis="measured")
+    assert set(measured_only) == {"h200-sxm-141-gb", "h100-sxm5-80-gb"}
+    # Ranked by tokens per price: the cheapest million tokens first among priced rows.
+    ranked = [
+        r for r in rankings_compute(params=RankingParams(use_case="llm-serving")).rows if r.cost_per_million_tokens
+    ]
+    assert [r.cost_per_million_tokens for r in ranked] == sorted(r.cost_per_million_tokens for r in ranked)
+
+
+def test_chat_prefers_one_gpu_and_charges_every_gpu_of_the_stream(llm_world):
+    rows = _rows(use_case="llm-chat", model_size="3b")
+    rtx4090 = rows["geforce-rtx-4090"]
+    assert rtx4090.perf_basis == "measured" and rtx4090.perf == pytest.approx(334.67)
+    assert "Intel 265K Custom PC" in rtx4090.llm_source
+    assert rtx4090.cost_per_million_tokens == pytest.approx(0.40 / (334.67 * 3600) * 1e6)
+    assert rows["gb10"].perf == pytest.approx(97.93)  # DGX Spark, a catalogue GPU
+    big = _rows(use_case="llm-chat", model_size="70b", precision="16bit")
+    estimated = big["geforce-rtx-4090"]
+    assert (
+        estimated.perf_basis == "estimated" and estimated.llm_gpu_count == 7
+    )  # 141 GB of FP16 weights in 24 GiB cards
+    assert estimated.cost_per_million_tokens == pytest.approx(0.40 * 7 / (estimated.perf * 3600) * 1e6)
+    tiers = tiers_compute(params=RankingParams(use_case="llm-chat", model_size="3b"))
+    assert any(row.gpu_slug == "geforce-rtx-4090" for rows_ in tiers.tiers.values() for row in rows_)
+
+
+def test_llm_rows_stay_out_of_the_relative_inference_use_cases(llm_world):
+    rows = _rows(use_case="inference-8bit")
+    assert "h200-sxm-141-gb" not in rows or rows["h200-sxm-141-gb"].perf_basis == "estimated"
+
+
+def test_api_rankings_carry_the_llm_fields_and_check_the_size(llm_world, client):
+    data = client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b").json()
+    assert data["params"]["model_size"] == "70b" and data["params"]["mlperf"] == "closed-available"
+    h200 = next(r for r in data["results"] if r["gpu"] == "h200-sxm-141-gb")
+    per_gpu = (34301.9 + 34485.7) / 2 / 8
+    assert h200["measured"] and h200["cost_per_million_tokens"] == pytest.approx(3.0 / (per_gpu * 3600) * 1e6)
+    assert h200["llm_gpu_count"] == 8 and h200["llm_source_url"].startswith("https://github.com/mlcommons/")
+    bad = client.get("/api/v1/rankings/?use_case=llm-chat&model_size=mixtral")
+    assert bad.status_code == 400 and "model_size" in bad.json()["errors"]
+    assert client.get("/api/v1/rankings/?use_case=llm-serving&model_size=nope").status_code == 400
+
+
+def test_pages_show_tokens_cost_the_model_error_and_what_does_not_fit(llm_world, client):
+    page = client.get(reverse("dashboard:rankings") + "?use_case=llm-serving&model_size=70b")
+    html = page.content.decode()
+    assert page.status_code == 200 and "per million tokens" in html and "tokens/s" in html
+    assert "typically ±" in html  # every estimate carries the model's typical error
+    method = client.get(reverse("dashboard:llm-model")).content.decode()
+    assert "Leave-one-GPU-out error" in method and 'id="llm-error"' in method
+    assert "Mac Studio (M3 Ultra 512GB)" in method  # Apple systems shown apart
+    gpu = client.get(reverse("catalog:gpu-detail", args=["geforce-rtx-4090"])).content.decode()
+    assert 'id="llm"' in gpu and "ran partly on the CPU" in gpu and "Llama 3.1 70B" in gpu
+
+
+def test_command_prints_the_leave_one_gpu_out_error(llm_world, capsys):
+    call_command("llm_model_fit", "--gpus")
+    out = capsys.readouterr().out
+    assert "leave-one-GPU-out error" in out
+    assert "chat" in out and "serving" in out and "median" in out
+    assert "catalogue GPUs with a trusted measured result" in out
+
+
+def test_client_llm_decode_results_feed_both_use_cases(llm_world):
+    """The benchmark client's llm-decode workload (params as gpuatlas-bench writes them) on an H100."""
+    from benchmarks_app.models import TrustLabel
+    from tests.factories import UserFactory
+    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
+
+    workload = WorkloadFactory(slug="llm-decode", version="1.0", unit="tokens/s", category="inference")
+    h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
+    runs = [
+        ("bf16", {"model": "llama3-8b", "phase": "decode", "batch": 1, "prompt_len": 512, "generated_tokens": 128}, 131.269),
+        ("fp8", {"model": "llama3-8b", "phase": "decode", "batch": 128, "prompt_len": 512, "generated_tokens": 128,
+                 "format": "e4m3", "scaling": "static-per-tensor"}, 12022.3),
+        ("bf16", {"model": "llama3-8b", "phase": "prefill", "batch": 1, "prompt_len": 512}, 31441.8),
+    ]  # fmt: skip
+    for precision, params, value in runs:
+        for submitter in range(3):  # community results count from three submissions
+            BenchmarkResultFactory(gpu=h100, workload=workload, precision=precision, params=params, value=value,
+                                   trust=TrustLabel.COMMUNITY, comparison_key=f"{precision}-{params['phase']}-{params['batch']}",
+                                   submitter=UserFactory(), submitter_key=f"user:{submitter}")  # fmt: skip
+    chat = _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"]
+    assert chat.perf_basis == "measured" and chat.perf == pytest.approx(131.269) and chat.n == 3
+    assert "gpuatlas-bench llm-decode" in chat.llm_source
+    serving = _rows(use_case="llm-serving", model_size="8b")["h100-sxm5-80-gb"]
+    assert serving.perf_basis == "measured" and serving.perf == pytest.approx(12022.3)
+    # Two submissions are not enough for the ranking, as for every other use case.
+    BenchmarkResultFactory._meta.model.objects.filter(workload=workload, submitter_key="user:2").delete()
+    assert _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"].perf_basis == "estimated"
+
+
+def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
+    from dashboard.selectors_llm import LlmRow, mlperf_serving_figure
+
+    def row(system: str, value: float, recency: str = "00005.10", gpus: int = 8, key: str = "k") -> LlmRow:
+        return LlmRow(gpu_id=1, comparison_key=key, kind="serving", model="llama-2-70b", benchmark="llama2-70b",
+                      precision="fp8", quant="", gpu_count=gpus, value=value, context_tokens=0, split="tensor",
+                      source_rank=0, recency=recency, default_basis=True, label=f"x · {system}", url="u",
+                      submitter_key="lab", trust="lab", system=system)  # fmt: skip
+
+    figure = mlperf_serving_figure(
+        [
+            row("A", 100.0),
+            row("A", 104.0, key="k99.9"),
+            row("B", 300.0, gpus=16),
+            row("C", 200.0),
+            row("D", 9999.0, recency="00004.10"),
+        ]  # fmt: skip
+    )
+    assert figure is not None
+    assert (figure.tokens_per_s, figure.systems, figure.gpu_count) == (200.0, 3, 8)  # A=102, B=300, C=200
+    assert "median of 3 systems" in figure.label and figure.keys == {"k", "k99.9"}
+    assert mlperf_serving_figure([]) is None
