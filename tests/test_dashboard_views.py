@@ -257,8 +257,8 @@ def _bulk(extra: int) -> None:
         # The GPU page and the comparison compute every use case: the two LLM ones add the
         # fitted model's data check (3 queries) and their measured rows (1) each; the GPU page
         # also reads the GPU's LLM figures and the configurations reported not to fit (2).
-        (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 56),
-        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 45),
+        (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 64),
+        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 55),
         (lambda w: reverse("dashboard:architectures"), 3),
         (lambda w: reverse("dashboard:open-data"), 1),
     ],
