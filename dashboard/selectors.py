@@ -43,7 +43,14 @@ per currency unit per GPU-hour of the GPUs involved.
 ``rankings_compute(*, params: RankingParams) -> Ranking``
     ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
     sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
-    Issues a fixed number of SQL queries (at most 9) whatever the data size.
+    Issues a fixed number of SQL queries (at most 9) whatever the data size, one more for the
+    training use cases when a GPU has data-parallel results on several GPUs.
+
+    Training rows carry the measured data-parallel scaling at the largest GPU count that counts in
+    the rankings (``scaling_gpu_count``, ``scaling_efficiency``, ``scaling_n``,
+    ``scaling_distinct_submitters``, ``scaling_interconnect``, ``scaling_tokens_per_s_per_gpu``,
+    ``scaling_one_gpu_tokens_per_s``; None/0/"" where none is measured): shown beside ``perf``, never
+    part of it (dashboard/scaling.py).
 
     With ``show=eligible`` the rows that fail the use case's eligibility are in
     ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
@@ -67,7 +74,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -81,7 +88,15 @@ from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from dashboard import metrics
 from dashboard.metrics import USE_CASES, UseCase
+from dashboard.scaling import (
+    DDP_WORKLOAD,
+    MeasuredScaling,
+    interconnect_label,
+    scaling_headline,
+    workload_runs_on_a_host,
+)
 from dashboard.selectors_llm import llm_model_state, llm_ranking_figures, llm_row_values
+from dashboard.selectors_scaling import scaling_measured_by_gpu
 from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 
@@ -272,6 +287,20 @@ class RankingRow:
     llm_source_url: str = ""
     llm_precision: str = ""
     estimate_error_pct: float | None = None
+    # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
+    # rankings (dashboard/scaling.py): throughput at N / (N x throughput at 1 GPU) of the same run,
+    # the median over scaling_n runs. Shown beside the figure, never part of it.
+    scaling_gpu_count: int | None = None
+    scaling_efficiency: float | None = None
+    scaling_n: int = 0
+    scaling_distinct_submitters: int = 0
+    scaling_interconnect: str = ""
+    scaling_tokens_per_s_per_gpu: float | None = None
+    scaling_one_gpu_tokens_per_s: float | None = None
+
+    @property
+    def scaling_interconnect_label(self) -> str:
+        return interconnect_label(self.scaling_interconnect)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -295,6 +324,7 @@ class Ranking:
     @property
     def hidden_ineligible(self) -> int:
         return len(self.ineligible_rows)
+
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
 
@@ -382,7 +412,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     workloads = {
         w["id"]: w
         for w in Workload.objects.filter(category__in=uc.categories).values(
-            "id", "slug", "category", "higher_is_better"
+            "id", "slug", "category", "higher_is_better", "submission_rules"
         )
         if uc.includes_workload(slug=w["slug"], category=w["category"])
     }
@@ -432,6 +462,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             distinct_submitters=a["distinct_submitters"],
             has_lab=a["has_lab"],
             higher_is_better=workloads[a["workload_id"]]["higher_is_better"],
+            host_run=workload_runs_on_a_host(workloads[a["workload_id"]]["submission_rules"]),
         )
         for a in aggregates
     ]
@@ -517,6 +548,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             peaks_by_gpu=peaks_by_gpu,
             state=state,
         )
+    scaling = _scaling_headlines(aggregates=aggregates, workloads=workloads)
     rows: list[RankingRow] = []
     skipped = 0
     for gpu in gpus:
@@ -561,6 +593,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 "meets_memory_floor": eligibility.meets_memory_floor,
                 "estimate_error": estimate_model.typical_error if estimate is not None else None,
                 "measured_via": names.get(m.via, "") if m and m.via is not None else "",
+                **_scaling_values(scaling.get(gpu.id)),
             }
         values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
         rows.append(
@@ -620,6 +653,37 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
     )
+
+
+def _scaling_headlines(
+    *, aggregates: Iterable[Mapping[str, Any]], workloads: Mapping[int, Mapping[str, Any]]
+) -> dict[int, MeasuredScaling]:
+    """gpu id -> its measured training scaling at the largest ranked GPU count; one query, and only
+    when a GPU of this use case has data-parallel results on 2 GPUs or more."""
+    ddp = {wid for wid, w in workloads.items() if w["slug"] == DDP_WORKLOAD}
+    gpu_ids = {a["gpu_id"] for a in aggregates if a["workload_id"] in ddp and a["gpu_count"] > 1}
+    if not gpu_ids:
+        return {}
+    headlines = {}
+    for gpu_id, by_count in scaling_measured_by_gpu(gpu_ids=gpu_ids).items():
+        headline = scaling_headline(by_count)
+        if headline is not None:
+            headlines[gpu_id] = headline
+    return headlines
+
+
+def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:
+    if scaling is None:
+        return {}
+    return {
+        "scaling_gpu_count": scaling.gpu_count,
+        "scaling_efficiency": scaling.efficiency,
+        "scaling_n": scaling.n,
+        "scaling_distinct_submitters": scaling.distinct_submitters,
+        "scaling_interconnect": scaling.interconnect,
+        "scaling_tokens_per_s_per_gpu": scaling.tokens_per_s_per_gpu,
+        "scaling_one_gpu_tokens_per_s": scaling.one_gpu_tokens_per_s,
+    }
 
 
 def _with_provenance(
