@@ -368,8 +368,7 @@ class AllreduceLineSerializer(serializers.Serializer):
     time_us = _nullable_float(help_text="Time of one all-reduce, median over runs.")
     rank_min = _nullable_float()
     rank_max = _nullable_float()
-    ranked = serializers.BooleanField()
-    host = HostFactsSerializer()
+    host = HostFactsSerializer(help_text="The newest run's host.")
 
 
 class MeasuredScalingSerializer(serializers.Serializer):

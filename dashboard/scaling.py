@@ -18,8 +18,9 @@ Method, as the GPU page and the API state it
   (median over runs); ``rank_min``/``rank_max`` are the slowest and fastest rank seen.
 * Figures are kept apart by workload version, GPU count and interconnect: NVLink and PCIe
   results are never combined. All-reduce figures are also kept apart by message size.
-* ``ranked``: the figure counts in the rankings, by the rankings' rule (a lab result, or at
-  least ``min_results`` community results: for efficiencies, runs with an efficiency).
+* ``ranked`` (training): the figure counts in the rankings, by the rankings' rule (a lab result,
+  or at least ``min_results`` community results: for efficiencies, runs with an efficiency).
+  All-reduce bandwidth is shown, never ranked.
 """
 
 from __future__ import annotations
@@ -123,6 +124,14 @@ class HostFacts:
     host_gpu_count: int | None
     measured_at: dt.datetime
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What tells two hosts apart on a page (the date and the line's own interconnect aside)."""
+        return (
+            self.topology_source, self.links, self.peer_access, self.backend, self.nccl_version, self.nccl_env,
+            self.host_gpu_count,
+        )  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "interconnect": self.interconnect,
@@ -218,7 +227,6 @@ class AllreduceLine:
     time_us: float | None  # median time of one all-reduce
     rank_min: float | None
     rank_max: float | None
-    ranked: bool
     host: HostFacts
 
     @property
@@ -313,7 +321,7 @@ def scaling_lines(results: Iterable[HostResult], *, min_results: int) -> list[Sc
     return sorted(lines, key=lambda x: (x.version, x.precision, x.gpu_count, _interconnect_rank(x.interconnect)))
 
 
-def allreduce_lines(results: Iterable[HostResult], *, min_results: int) -> list[AllreduceLine]:
+def allreduce_lines(results: Iterable[HostResult]) -> list[AllreduceLine]:
     """All-reduce results of one GPU by (version, GPU count, interconnect, message size)."""
     groups: dict[tuple[str, int, str, int, str], list[HostResult]] = defaultdict(list)
     for r in results:
@@ -345,7 +353,6 @@ def allreduce_lines(results: Iterable[HostResult], *, min_results: int) -> list[
                 time_us=_extra_median(members, "time_us"),
                 rank_min=rank_min,
                 rank_max=rank_max,
-                ranked=_ranked(n=len(members), lab=any(r.lab for r in members), min_results=min_results),
                 host=host_facts(_newest(members)),
             )
         )

@@ -29,6 +29,7 @@ from dashboard.scaling import (
     HOST_WORKLOADS,
     SCALING_METHOD,
     AllreduceLine,
+    HostFacts,
     HostResult,
     MeasuredScaling,
     ScalingLine,
@@ -106,6 +107,25 @@ class MultiGpuFigures:
         return bool(self.allreduce) or any(line.gpu_count > 1 for line in self.training)
 
     @property
+    def hosts(self) -> list[HostFacts]:
+        """The distinct hosts behind the lines, numbered on the page in this order."""
+        found: dict[tuple[object, ...], HostFacts] = {}
+        for line in [*self.training, *self.allreduce]:
+            found.setdefault(line.host.key, line.host)
+        return list(found.values())
+
+    @property
+    def training_rows(self) -> list[tuple[ScalingLine, int]]:
+        """Each training line with the number of its host in ``hosts`` (from 1)."""
+        numbers = {host.key: i for i, host in enumerate(self.hosts, start=1)}
+        return [(line, numbers[line.host.key]) for line in self.training]
+
+    @property
+    def allreduce_rows(self) -> list[tuple[AllreduceLine, int]]:
+        numbers = {host.key: i for i, host in enumerate(self.hosts, start=1)}
+        return [(line, numbers[line.host.key]) for line in self.allreduce]
+
+    @property
     def scaling_method(self) -> str:
         return str(SCALING_METHOD)
 
@@ -123,7 +143,7 @@ def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
     training = scaling_lines(results, min_results=metrics.MIN_COMMUNITY_N)
     return MultiGpuFigures(
         training=training,
-        allreduce=allreduce_lines(results, min_results=metrics.MIN_COMMUNITY_N),
+        allreduce=allreduce_lines(results),
         by_count=scaling_by_count(training),
     )
 

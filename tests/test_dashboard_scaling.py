@@ -133,14 +133,14 @@ def test_allreduce_lines_by_count_interconnect_and_size():
         allreduce(3, 2, 1 << 30, 25.0, interconnect="pcie"),
         allreduce(1, 1, 1 << 30, 1241.0),  # one GPU has no bus bandwidth: never a line
     ]
-    lines = allreduce_lines(results, min_results=3)
+    lines = allreduce_lines(results)
     assert [(line.interconnect, line.size_label, line.n) for line in lines] == [
         ("nvlink", "1 MiB", 1),
         ("nvlink", "1 GiB", 2),
         ("pcie", "1 GiB", 1),
     ]
     assert lines[1].busbw_gbs == 325.0 and lines[1].algbw_gbs == 325.0 and lines[1].time_us == pytest.approx(3304.5)
-    assert lines[0].algbw_gbs is None and not lines[1].ranked
+    assert lines[0].algbw_gbs is None
 
 
 def test_bytes_label():
@@ -197,8 +197,7 @@ def test_scaling_figure_plots_per_gpu_throughput_and_efficiency_from_the_1_gpu_p
 
 def test_allreduce_figure_has_one_line_per_count_and_interconnect_on_a_log_size_axis():
     lines = allreduce_lines(
-        [allreduce(1, 2, 1 << 20, 40.0), allreduce(1, 2, 1 << 30, 330.0), allreduce(2, 4, 1 << 30, 350.0)],
-        min_results=3,
+        [allreduce(1, 2, 1 << 20, 40.0), allreduce(1, 2, 1 << 30, 330.0), allreduce(2, 4, 1 << 30, 350.0)]
     )
     figure = figures.allreduce_figure(lines)
     assert [t["name"] for t in figure["data"]] == ["2 GPUs · NVLink", "4 GPUs · NVLink"]

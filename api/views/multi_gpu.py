@@ -58,7 +58,6 @@ def _allreduce(line: AllreduceLine) -> dict[str, Any]:
         "time_us": line.time_us,
         "rank_min": line.rank_min,
         "rank_max": line.rank_max,
-        "ranked": line.ranked,
         "host": line.host.as_dict(),
     }
 
