@@ -110,8 +110,8 @@ class MultiGpuFigures:
     def hosts(self) -> list[HostFacts]:
         """The distinct hosts behind the lines, numbered on the page in this order."""
         found: dict[tuple[object, ...], HostFacts] = {}
-        for line in [*self.training, *self.allreduce]:
-            found.setdefault(line.host.key, line.host)
+        for host in [line.host for line in self.training] + [line.host for line in self.allreduce]:
+            found.setdefault(host.key, host)
         return list(found.values())
 
     @property
