@@ -83,6 +83,9 @@ ROW_FIELDS = {
     "llm_source_url": "llm_source_url",
     "llm_precision": "llm_precision",
     "estimate_error_pct": "estimate_error_pct",
+    "estimate_outside_range": "estimate_outside_range",
+    "estimate_outside_reasons": "estimate_outside_reasons",
+    "llm_configuration": "llm_configuration",
 }
 
 
