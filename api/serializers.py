@@ -297,7 +297,6 @@ class RankingRowSerializer(serializers.Serializer):
     )
     llm_source_url = serializers.CharField()
     llm_precision = serializers.CharField(help_text="LLM use cases: weight format of the figure.")
-    estimate_error_pct = _nullable_float(help_text="LLM estimates: the model's median leave-one-GPU-out error, %.")
     scaling_gpu_count = serializers.IntegerField(
         allow_null=True,
         help_text="Training use cases: the largest GPU count with a ranked data-parallel scaling measurement; null: none.",
@@ -311,6 +310,22 @@ class RankingRowSerializer(serializers.Serializer):
     scaling_interconnect = serializers.CharField(help_text="nvlink | pcie | mixed | unknown; empty without a figure.")
     scaling_tokens_per_s_per_gpu = _nullable_float(help_text="Per-GPU training throughput at scaling_gpu_count.")
     scaling_one_gpu_tokens_per_s = _nullable_float(help_text="The 1-GPU figure of the same runs.")
+    estimate_error_pct = _nullable_float(
+        help_text="LLM estimates: the model's leave-one-GPU-out error, % (its error outside the measured range for "
+        "estimates outside it)."
+    )
+    estimate_outside_range = serializers.BooleanField(
+        help_text="LLM estimates: for a GPU class or configuration no calibration row contains."
+    )
+    estimate_outside_reasons = serializers.ListField(
+        child=serializers.ChoiceField(
+            choices=[(r, r) for r in ("vendor", "architecture", "configuration", "precision")]
+        ),
+        help_text="LLM estimates outside the measured range: what the calibration rows lack.",
+    )
+    llm_configuration = serializers.CharField(
+        help_text="LLM use cases, estimates: single, layer (split across GPUs) or the link of a tensor-parallel split "
+        "(fabric, pcie_p2p, pcie_host, unknown); empty for measured figures."
 
 
 class HostFactsSerializer(serializers.Serializer):

@@ -298,6 +298,14 @@ class RankingRow:
     scaling_tokens_per_s_per_gpu: float | None = None
     scaling_one_gpu_tokens_per_s: float | None = None
 
+    # LLM estimates outside the model's measured range (llm_estimate.coverage): the reasons
+    # (vendor, architecture, configuration, precision); estimate_error_pct is then the error the
+    # model makes when it extrapolates. llm_configuration: single, layer, or the link of a
+    # tensor-parallel split (fabric, pcie_p2p, pcie_host, unknown).
+    estimate_outside_range: bool = False
+    estimate_outside_reasons: list[str] = field(default_factory=list)
+    llm_configuration: str = ""
+
     @property
     def scaling_interconnect_label(self) -> str:
         return interconnect_label(self.scaling_interconnect)
@@ -327,6 +335,9 @@ class Ranking:
 
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
+    llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
+    # LLM use cases: estimates outside the measured range ranked above a measured figure.
+    outside_above_measured: int = 0
 
 
 @dataclass
@@ -535,10 +546,12 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         if baseline_measured and not uc.is_llm
         else metrics.EstimateModel()
     )
-    llm_figures, llm_error, does_not_fit = None, None, 0
+    llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
     if uc.is_llm:
         state = llm_model_state()
-        llm_error = state.constants.typical_error_pct.get("serving" if uc.llm_mode == "batched" else "chat")
+        llm_key = "serving" if uc.llm_mode == "batched" else "chat"
+        llm_error = state.constants.typical_error_pct.get(llm_key)
+        llm_outside_error = state.constants.outside_error_pct.get(llm_key)
         llm_figures = llm_ranking_figures(
             use_case=uc.slug,
             size=params.model_size,
@@ -652,6 +665,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         ineligible_rows=hidden,
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
+        llm_outside_error_pct=llm_outside_error,
+        outside_above_measured=_outside_above_measured(rows),
     )
 
 
@@ -684,6 +699,13 @@ def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:
         "scaling_tokens_per_s_per_gpu": scaling.tokens_per_s_per_gpu,
         "scaling_one_gpu_tokens_per_s": scaling.one_gpu_tokens_per_s,
     }
+
+
+def _outside_above_measured(rows: list[RankingRow]) -> int:
+    """Estimates outside the measured range ranked above the last ranked measured figure."""
+    ranked = [r for r in rows if r.rank is not None]
+    last_measured = max((i for i, r in enumerate(ranked) if r.perf_basis == "measured"), default=-1)
+    return sum(r.estimate_outside_range for r in ranked[:last_measured])
 
 
 def _with_provenance(

@@ -55,6 +55,8 @@ RANKING_ROW = {
     # issue 21: measured data-parallel scaling of the training use cases
     "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
+    # LLM estimates outside the model's measured range, and their configuration
+    "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",

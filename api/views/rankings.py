@@ -90,6 +90,9 @@ ROW_FIELDS = {
     "scaling_interconnect": "scaling_interconnect",
     "scaling_tokens_per_s_per_gpu": "scaling_tokens_per_s_per_gpu",
     "scaling_one_gpu_tokens_per_s": "scaling_one_gpu_tokens_per_s",
+    "estimate_outside_range": "estimate_outside_range",
+    "estimate_outside_reasons": "estimate_outside_reasons",
+    "llm_configuration": "llm_configuration",
 }
 
 
