@@ -326,6 +326,7 @@ class RankingRowSerializer(serializers.Serializer):
     llm_configuration = serializers.CharField(
         help_text="LLM use cases, estimates: single, layer (split across GPUs) or the link of a tensor-parallel split "
         "(fabric, pcie_p2p, pcie_host, unknown); empty for measured figures."
+    )
 
 
 class HostFactsSerializer(serializers.Serializer):
