@@ -284,7 +284,6 @@ class RankingRowSerializer(serializers.Serializer):
     )
     eligible = serializers.BooleanField(help_text="Meets the use case's memory floor and has its tensor format.")
     ineligible_reasons = serializers.ListField(child=serializers.CharField(), help_text="Why not; empty if eligible.")
-    estimate_error = _nullable_float(help_text="Typical relative error of perf_estimated; null when unknown.")
     measured_via = serializers.CharField(help_text="GPU a measured figure is chained through; empty when direct.")
     llm_gpu_count = serializers.IntegerField(
         allow_null=True, help_text="LLM use cases: GPUs of the measured or estimated configuration; null otherwise."
@@ -297,7 +296,10 @@ class RankingRowSerializer(serializers.Serializer):
     )
     llm_source_url = serializers.CharField()
     llm_precision = serializers.CharField(help_text="LLM use cases: weight format of the figure.")
-    estimate_error_pct = _nullable_float(help_text="LLM estimates: the model's median leave-one-GPU-out error, %.")
+    estimate_error_pct = _nullable_float(
+        help_text="Typical error of perf_estimated in percent (median leave-one-GPU-out miss of the spec "
+        "estimate or of the LLM model); null without an estimate or when unknown."
+    )
 
 
 class RankingParamsSerializer(serializers.Serializer):

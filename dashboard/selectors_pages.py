@@ -20,7 +20,6 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, TensorPeak
 from catalog.selectors import gpu_current_prices
-
 from catalog.selectors_prices import display_rate, snapshot_dates
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES

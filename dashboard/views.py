@@ -40,10 +40,10 @@ RANKING_CSV_HEADER = (
     "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
     "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
     "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor", "eligible",
-    "ineligible_reasons", "estimate_error", "measured_via",
+    "ineligible_reasons", "estimate_error_pct", "measured_via",
     "price_provider", "price_instance_type", "price_region", "price_observed_at", "price_age_days",
     "price_date_estimated", "price_min", "price_max", "price_providers",
-    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url", "estimate_error_pct",
+    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url",
 )  # fmt: skip
 
 
