@@ -298,6 +298,7 @@ class Ranking:
     @property
     def hidden_ineligible(self) -> int:
         return len(self.ineligible_rows)
+
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
 

@@ -171,3 +171,20 @@ def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
     assert (figure.tokens_per_s, figure.systems, figure.gpu_count) == (200.0, 3, 8)  # A=102, B=300, C=200
     assert "median of 3 systems" in figure.label and figure.keys == {"k", "k99.9"}
     assert mlperf_serving_figure([]) is None
+
+
+def test_compare_shows_llm_tokens_and_cost_per_million_at_the_default_size(llm_world, client):
+    """The compare page showed the LLM use cases only as a ratio to the first GPU, with "error
+    unknown" beside estimates: now tokens/s and the cost of a million tokens, as the rankings."""
+    response = client.get(reverse("dashboard:compare"), {"gpus": "h200-sxm-141-gb,radeon-instinct-mi355x"})
+    assert response.status_code == 200
+    serving = _rows(use_case="llm-serving")  # the default size: 70B
+    h200, mi355x = response.context["columns"]
+    assert h200.cells["llm-serving"].row.perf == pytest.approx(serving["h200-sxm-141-gb"].perf)
+    html = response.content.decode()
+    assert "Output tokens/s per GPU" in html and "Tokens/s of one stream" in html and "70B class" in html
+    measured, estimated = serving["h200-sxm-141-gb"], serving["radeon-instinct-mi355x"]
+    assert measured.perf_basis == "measured" and estimated.perf_basis == "estimated"
+    assert f"{measured.perf:.0f}</span> tokens/s" in html and f"{measured.cost_per_million_tokens:.3f}" in html
+    assert f"typically ±{estimated.estimate_error_pct:.0f} %" in html
+    assert mi355x.cells["llm-serving"].row.estimate_error_pct == estimated.estimate_error_pct
