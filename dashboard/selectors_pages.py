@@ -8,6 +8,7 @@ page lists the offers themselves and their history.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from benchmarks_app.models import ResultAggregate
-from benchmarks_app.workload_text import workload_display_name
+from benchmarks_app.workload_text import workload_display_name, workload_display_unit
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, TensorPeak
 from catalog.selectors_prices import PriceProvenance, display_rate, gpu_rent_prices, snapshot_dates
 from dashboard import figures, metrics
@@ -28,6 +29,8 @@ from dashboard.selectors_llm import DoesNotFitLine, LlmGpuLine, llm_gpu_measurem
 from gpuatlas.data_version import data_versioned
 
 OFFERS_SHOWN = 60
+# Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
+LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
 
 
 @dataclass
@@ -237,16 +240,23 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         .order_by("workload__category", "gpu_count", "workload__slug", "precision")
     )
     reference: dict[tuple[int, str, int], float] = {}
+    same_configuration: dict[str, float] = {}
     if baseline_gpu is not None:
         groups = {(a.workload_id, a.precision, a.gpu_count) for a in own}
         for ref in ResultAggregate.objects.filter(gpu=baseline_gpu, workload_id__in={g[0] for g in groups}).order_by(
             "-n"
         ):
             reference.setdefault((ref.workload_id, ref.precision, ref.gpu_count), ref.median)
+            same_configuration[ref.comparison_key] = ref.median
     aggregates, boxes = [], []
     box_gpu_count = min((a.gpu_count for a in own if a.workload.category != "micro"), default=1)
     for a in own:
-        ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
+        # An LLM workload's parameters name the model measured: only the same configuration
+        # compares (a llama.cpp 8B figure against the baseline's 70B one read as 13x).
+        if LLM_WORKLOAD.match(a.workload.slug):
+            ref_median = same_configuration.get(a.comparison_key)
+        else:
+            ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
         relative = None
         if ref_median:
             relative = a.median / ref_median if a.workload.higher_is_better else ref_median / a.median
@@ -254,10 +264,10 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
             AggregateLine(
                 label=_aggregate_label(a),
                 workload=a.workload.name,
-                category=a.workload.category,
+                category=str(a.workload.get_category_display()),
                 precision=a.precision,
                 gpu_count=a.gpu_count,
-                unit=a.workload.unit,
+                unit=workload_display_unit(a.workload.unit),
                 median=a.median,
                 q1=a.q1,
                 q3=a.q3,

@@ -221,6 +221,21 @@ def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
     assert "Lambda · " in catalogue.content.decode()
 
 
+def test_gpu_page_compares_an_llm_figure_only_with_the_same_configuration(client):
+    """The RTX 4090 page showed its llama.cpp 8B prompt rate as 13.8x the baseline's: it was set
+    against the baseline's row of another model, the most-submitted one of the same workload."""
+    world = build_world()
+    pp = WorkloadFactory(slug="llamacpp-pp", category="inference", unit="tokens/s")
+    ResultAggregateFactory(gpu=world.baseline, workload=pp, median=800.0, comparison_key="70b", n=5)
+    ResultAggregateFactory(gpu=world.baseline, workload=pp, median=6000.0, comparison_key="8b")
+    ResultAggregateFactory(gpu=world.rtx4090, workload=pp, median=9000.0, comparison_key="8b")
+    ResultAggregateFactory(gpu=world.rtx4090, workload=pp, median=700.0, comparison_key="13b")
+    page = client.get(reverse("catalog:gpu-detail", args=[world.rtx4090.slug])).context["page"]
+    relative = {a.median: a.relative for a in page.aggregates if a.workload == pp.name}
+    assert relative == {9000.0: pytest.approx(1.5), 700.0: None}
+    assert {a.category for a in page.aggregates if a.workload == pp.name} == {"Inference"}
+
+
 def test_architectures_page(client):
     build_world()
     response = client.get(reverse("dashboard:architectures"))
