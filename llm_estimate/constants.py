@@ -40,8 +40,14 @@ class LlmConstants:
     serving_max_batch_per_gpu: int = 256
     serving_context_tokens: int = 2048
     fitted: str = "not fitted: defaults"
+    fitted_on: str = ""  # ISO date of the fit; empty for the defaults
     observations: Mapping[str, int] = field(default_factory=dict)
     typical_error_pct: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def fitted_rows(self) -> int:
+        """The measured rows the constants were fitted to."""
+        return sum(self.observations.values())
 
     def serving_efficiency(self, benchmark: str = "") -> float:
         return self.serving_compute_efficiency_by_benchmark.get(benchmark, self.serving_compute_efficiency)

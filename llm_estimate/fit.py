@@ -307,6 +307,7 @@ def _fit_frame(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
     return replace(
         fitted,
         fitted=f"fitted {dt.date.today().isoformat()} to {sum(counts.values())} measured rows",
+        fitted_on=dt.date.today().isoformat(),
         observations={k: int(counts.get(k, 0)) for k in KINDS},
     )
 
@@ -318,7 +319,10 @@ class GpuError:
     rows: int
     median_error_pct: float
     worst_error_pct: float
-    example: str
+    example: str  # the worst row in words, for the command's output
+    worst_label: str = ""  # the worst row's source label, and its two figures (for pages)
+    worst_estimate: float | None = None
+    worst_measured: float | None = None
 
 
 @dataclass(frozen=True)
@@ -394,7 +398,7 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
         estimate = estimate[test["headline"].to_numpy()]
         part["estimate"] = estimate
         parts.append(part)
-    frame = pd.DataFrame(columns=["gpu", "use_case", "error", "label"])
+    frame = pd.DataFrame(columns=["gpu", "use_case", "error", "label", "source", "estimate", "measured"])
     if parts:
         joined = pd.concat(parts, ignore_index=True)
         joined = joined[np.isfinite(joined["estimate"])]
@@ -407,6 +411,9 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
                     f"{usable[int(i)].label}: estimated {e:.4g}, measured {m:.4g}"
                     for i, e, m in zip(joined["index"], joined["estimate"], joined["measured"], strict=True)
                 ],
+                "source": [usable[int(i)].label for i in joined["index"]],
+                "estimate": joined["estimate"],
+                "measured": joined["measured"],
             }
         )
     by_gpu: list[GpuError] = []
@@ -421,6 +428,9 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
                 float(group["error"].median()),
                 float(worst["error"]),
                 str(worst["label"]),
+                str(worst["source"]),
+                float(worst["estimate"]),
+                float(worst["measured"]),
             )  # fmt: skip
         )
     gpu_frame = pd.DataFrame([e.__dict__ for e in by_gpu])
