@@ -80,7 +80,7 @@ class ApiMixin:
             if known:
                 message = _("Unknown parameter; this endpoint takes: %(names)s.") % {"names": ", ".join(sorted(known))}
             else:
-                message = _("Unknown parameter; this endpoint takes no query parameters.")
+                message = str(_("Unknown parameter; this endpoint takes no query parameters."))
             raise ValidationError({name[:100]: [message] for name in unknown})
 
 
