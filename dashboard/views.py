@@ -43,7 +43,7 @@ RANKING_CSV_HEADER = (
     "ineligible_reasons", "estimate_error_pct", "measured_via",
     "price_provider", "price_instance_type", "price_region", "price_observed_at", "price_age_days",
     "price_date_estimated", "price_min", "price_max", "price_providers",
-    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url", "estimate_error_pct",
+    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url",
     "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
     "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
