@@ -68,7 +68,7 @@ def test_pg_dump_and_restore_round_trip(transactional_db, tmp_path, monkeypatch)
     live_peers.clear()
     ingest_world()
     monkeypatch.setattr(
-        intake_module, "submission_enqueue", lambda *, submission_id, coalesce=False: True
+        intake_module, "submission_enqueue", lambda *, submission_id: True
     )  # ingested below
     user = get_user_model().objects.create(username="backup")
     for index in range(12):
