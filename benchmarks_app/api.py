@@ -83,8 +83,8 @@ class SubmissionStatusSerializer(serializers.Serializer):
     page_url = serializers.CharField(help_text="Web page of this submission.")
 
 
-# One bound serializer for every response: building one per request deep-copies its nested
-# fields, a third of the time of a submission's 201. Its fields keep no per-call state.
+# One serializer for every response, as building one per request deep-copies its nested fields
+# (more CPU than the rest of the response); its fields keep no per-call state.
 _STATUS_SERIALIZER = SubmissionStatusSerializer()
 
 
