@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from benchmarks_app.models import TrustLabel
-from benchmarks_app.services.aggregates import is_outlier, summarise
+from benchmarks_app.services.aggregates import is_outlier, modified_z_score, summarise
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerCache, PeerSet
@@ -38,14 +38,41 @@ def test_peer_set_summary_and_outliers_follow_additions_like_a_recomputation():
     for _ in range(200):
         peer = (rng.uniform(1, 2), rng.choice(["", "user:1", f"user:{rng.randint(6, 40)}"]))
         probe = rng.uniform(0, 3)
-        assert peer_set.outlier(probe) == is_outlier(probe, [v for v, _ in peers])
+        assert peer_set.outlier(probe) == is_outlier(probe, sorted(v for v, _ in peers))
         peer_set.add(*peer, "community")
         peers.append(peer)
         expected = summarise([v for v, _ in peers], [s for _, s in peers])
         got = peer_set.summary()
         assert got == expected
         assert got.median == pytest.approx(statistics.median(v for v, _ in peers), rel=1e-12)
-        assert (got.q1, got.q3) == pytest.approx(statistics.quantiles([v for v, _ in peers], n=4, method="inclusive")[::2])
+        assert (got.q1, got.q3) == pytest.approx(
+            statistics.quantiles([v for v, _ in peers], n=4, method="inclusive")[::2]
+        )
+
+
+def _plain_modified_z(value: float, peers: list[float]) -> float:
+    """Iglewicz and Hoaglin's formula as written, with the mean deviation when the MAD is zero."""
+    median = statistics.median(peers)
+    deviations = [abs(p - median) for p in peers]
+    mad = statistics.median(deviations)
+    if mad > 0:
+        return 0.6745 * (value - median) / mad
+    mean_ad = statistics.fmean(deviations)
+    if mean_ad > 0:
+        return (value - median) / (1.253314 * mean_ad)
+    return 0.0 if value == median else float("inf") * (1 if value > median else -1)
+
+
+def test_modified_z_score_matches_the_plain_formula():
+    rng = random.Random(11)
+    for _ in range(3000):
+        pool = [rng.uniform(1, 10) for _ in range(3)]
+        # Ties on purpose: several identical values make the median absolute deviation degenerate.
+        peers = sorted(
+            rng.choice(pool) if rng.random() < 0.4 else rng.uniform(1, 10) for _ in range(rng.randint(1, 60))
+        )
+        probe = rng.choice([rng.uniform(0, 12), *peers])
+        assert modified_z_score(probe, peers) == pytest.approx(_plain_modified_z(probe, peers), rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -87,9 +114,7 @@ def test_peer_sets_load_the_trusted_results_of_the_asked_keys():
 
     found = PeerCache(validate=False).load(gpu_id=gpu.pk, comparison_keys=["k1", "k2", "missing"])
 
-    as_tuples = {
-        key: (list(s.values), dict(s.submitters), s.lab, s.distinct, s.version) for key, s in found.items()
-    }
+    as_tuples = {key: (list(s.values), dict(s.submitters), s.lab, s.distinct, s.version) for key, s in found.items()}
     assert as_tuples == {
         "k1": ([10.0, 11.0, 12.0, 13.0], {"user:1": 2, "": 1, "user:2": 1}, 2, 2, None),
         "k2": ([5.0], {"user:1": 1}, 0, 1, None),

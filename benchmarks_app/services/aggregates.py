@@ -120,30 +120,44 @@ def summarise(values: Sequence[float], submitters: Iterable[str]) -> Summary:
     return summary_of_sorted(sorted(values), distinct_submitters=len({s for s in submitters if s}))
 
 
-def modified_z_score(value: float, peers: Sequence[float]) -> float:
-    """Iglewicz-Hoaglin modified z-score of ``value`` against ``peers``.
+def _deviation_kth(ordered: np.ndarray, median: float, k: int) -> float:
+    """The k-th smallest (0-based) of ``|v - median|`` over sorted values, in one pass.
+
+    The k + 1 values nearest the median are consecutive in sorted order, so this is the
+    smallest, over every run of k + 1 consecutive values, of the run's largest deviation.
+    """
+    return float(np.maximum(median - ordered[: len(ordered) - k], ordered[k:] - median).min())
+
+
+def modified_z_score(value: float, ordered: Sequence[float]) -> float:
+    """Iglewicz-Hoaglin modified z-score of ``value`` against peers sorted ascending.
 
     When more than half the peers are identical the MAD is zero; the mean absolute deviation
     stands in for it then. Returns 0 when every peer is identical to ``value``, and infinity
     when every peer is identical but ``value`` differs.
     """
-    values = np.asarray(peers, dtype=float)
-    median = float(np.median(values))
-    deviations = np.abs(values - median)
-    mad = float(np.median(deviations))
+    values = np.asarray(ordered, dtype=float)
+    n = len(values)
+    median = quantile(values, 0.5)
+    half = n // 2
+    mad = (
+        _deviation_kth(values, median, half)
+        if n % 2
+        else (_deviation_kth(values, median, half - 1) + _deviation_kth(values, median, half)) / 2
+    )
     if mad > 0:
         return _MAD_SCALE * (value - median) / mad
-    mean_ad = float(deviations.mean())
+    mean_ad = float(np.abs(values - median).mean())
     if mean_ad > 0:
         return (value - median) / (_MEAN_AD_SCALE * mean_ad)
     return 0.0 if value == median else math.copysign(math.inf, value - median)
 
 
-def is_outlier(value: float, peers: Sequence[float]) -> tuple[bool, float | None]:
-    """An outlier has |modified z| > 3.5 against at least five accepted peers."""
-    if len(peers) < OUTLIER_MIN_PEERS:
+def is_outlier(value: float, ordered: Sequence[float]) -> tuple[bool, float | None]:
+    """An outlier has |modified z| > 3.5 against at least five accepted peers (sorted ascending)."""
+    if len(ordered) < OUTLIER_MIN_PEERS:
         return False, None
-    z = modified_z_score(value, peers)
+    z = modified_z_score(value, ordered)
     return abs(z) > OUTLIER_Z, z
 
 

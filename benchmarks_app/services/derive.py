@@ -26,6 +26,7 @@ from benchmarks_app.services.aggregates import (
     aggregate_locks,
     aggregates_refresh_pairs,
     aggregates_write,
+    canonical_json,
 )
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
 from benchmarks_app.services.payload import json_parse_strict
@@ -335,11 +336,23 @@ def submissions_derive(
         if derivation.unknown_gpu_name and derivation.report is not None:
             _unmatched_record(name=derivation.report.gpu_name, memory_gib=derivation.report.memory_gib)
     now = timezone.now()
+    _verdicts_write(plans=plans, now=now)
     for submission, derivation in plans:
         submission.status, submission.reasons = derivation.status, derivation.reasons
         submission.gpu_id, submission.processed_at = derivation.gpu_id, now
-    RawSubmission.objects.bulk_update([s for s, _ in plans], ["status", "reasons", "gpu", "processed_at"])
     return {s.pk: d.status for s, d in plans}
+
+
+def _verdicts_write(*, plans: list[tuple[RawSubmission, Derivation]], now: dt.datetime) -> None:
+    """Store the verdicts: one UPDATE per distinct verdict, which most submissions of a batch share."""
+    groups: dict[str, tuple[Derivation, list[int]]] = {}
+    for submission, derivation in plans:
+        key = canonical_json([derivation.status, derivation.gpu_id, derivation.reasons])
+        groups.setdefault(key, (derivation, []))[1].append(submission.pk)
+    for derivation, ids in groups.values():
+        RawSubmission.objects.filter(pk__in=ids).update(
+            status=derivation.status, reasons=derivation.reasons, gpu_id=derivation.gpu_id, processed_at=now
+        )
 
 
 def results_insert(*, results: list[BenchmarkResult]) -> None:
