@@ -10,7 +10,10 @@ from accounts.usernames import username_skeleton
 
 def api_token_get_active(*, key_sha256: str) -> ApiToken | None:
     """The unrevoked token with this key hash, its ``user`` loaded; None when there is none."""
-    return ApiToken.objects.active().select_related("user").filter(key_sha256=key_sha256).first()
+    try:
+        return ApiToken.objects.active().select_related("user").get(key_sha256=key_sha256)
+    except ApiToken.DoesNotExist:
+        return None
 
 
 def username_look_alike(*, username: str) -> str | None:

@@ -61,6 +61,8 @@ def submission_ingest(*, submission_id: int) -> str | None:
     Returns the new status of ``submission_id``, or None when it was not ours to do (an
     earlier batch took it). Database errors propagate after the claims are given back.
     """
+    if not RawSubmission.objects.filter(pk=submission_id, status=SubmissionStatus.RECEIVED).exists():
+        return None  # an earlier batch took it: most tasks under load, answered without a transaction
     claimed_at, ids = submissions_claim(submission_id=submission_id, batch_size=settings.INGEST_BATCH_SIZE)
     if not ids:
         return None
