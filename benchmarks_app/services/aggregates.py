@@ -138,7 +138,7 @@ def modified_z_score(value: float, ordered: Sequence[float]) -> float:
     """
     values = np.asarray(ordered, dtype=float)
     n = len(values)
-    median = quantile(values, 0.5)
+    median = quantile(ordered, 0.5)
     half = n // 2
     mad = (
         _deviation_kth(values, median, half)
