@@ -28,8 +28,12 @@ from benchmarks_app.models import (
     SubmissionStatus,
     Workload,
 )
-from benchmarks_app.services.ingest import submissions_reingest
-from benchmarks_app.services.moderation import gpu_name_map, submissions_approve, submissions_reject
+from benchmarks_app.services.moderation import (
+    gpu_name_map,
+    submissions_approve,
+    submissions_reingest,
+    submissions_reject,
+)
 from catalog.models import Gpu
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from django.conf import settings
@@ -58,7 +59,8 @@ class RawSubmissionQuerySet(models.QuerySet["RawSubmission"]):
     def needing_moderation(self) -> RawSubmissionQuerySet:
         return self.filter(status__in=[SubmissionStatus.FLAGGED, SubmissionStatus.ON_HOLD])
 
-    def stuck(self, *, older_than) -> RawSubmissionQuerySet:  # type: ignore[no-untyped-def]
+    def stuck(self, *, older_than: dt.datetime) -> RawSubmissionQuerySet:
+        """Received before ``older_than`` and still waiting for their ingest."""
         return self.filter(status=SubmissionStatus.RECEIVED, received_at__lt=older_than)
 
 

@@ -1,9 +1,11 @@
 """The Celery application: configured from Django settings (CELERY_* names)."""
 
 import os
+import time
 from typing import Any
 
 from celery import Celery, signals
+from django.db import connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuatlas.settings")
 
@@ -25,10 +27,6 @@ def _drop_stale_connections(sender: Any = None, **_: Any) -> None:
     # eager task: it runs inside its caller's transaction.
     if getattr(getattr(sender, "request", None), "is_eager", False):
         return
-    import time
-
-    from django.db import connections
-
     for conn in connections.all(initialized_only=True):
         if conn.connection is None or conn.in_atomic_block:
             continue

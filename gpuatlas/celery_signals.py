@@ -9,11 +9,14 @@ row its producer has just committed, which a lagging replica may not have yet.
 from __future__ import annotations
 
 import logging
+import logging.config
 import os
 import time
 from typing import Any
 
 from celery import signals
+from django.conf import settings
+from prometheus_client import multiprocess
 
 from gpuatlas import metrics
 from gpuatlas.db_router import primary_pin_enter, primary_pin_exit
@@ -120,8 +123,6 @@ def _on_retry(request: Any = None, reason: Any = None, **_: Any) -> None:
 @signals.worker_ready.connect
 def _on_worker_ready(**_: Any) -> None:
     # A worker on its own host has no web process whose /metrics would include its task samples.
-    from django.conf import settings
-
     if settings.METRICS_WORKER_PORT:
         metrics.worker_metrics_serve(addr=settings.METRICS_WORKER_ADDR, port=settings.METRICS_WORKER_PORT)
 
@@ -130,8 +131,6 @@ def _on_worker_ready(**_: Any) -> None:
 def _on_worker_process_shutdown(pid: int | None = None, **_: Any) -> None:
     # Multiprocess mode keeps a dead process's gauge files unless told it died.
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
         multiprocess.mark_process_dead(pid or os.getpid())
 
 
@@ -139,8 +138,4 @@ def _on_worker_process_shutdown(pid: int | None = None, **_: Any) -> None:
 def _on_setup_logging(**_: Any) -> None:
     # Connecting this stops Celery from replacing the root logger's handlers: workers and beat
     # then log through Django's LOGGING (JSON in production) like the web processes.
-    import logging.config
-
-    from django.conf import settings
-
     logging.config.dictConfig(settings.LOGGING)

@@ -153,11 +153,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # No loss: a task is acknowledged only after it ran, and re-queued when its worker dies.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-# A few messages reserved ahead: with one, every task waited for its ack and the next fetch from
-# Redis. Still acks_late: a reserved message is unacked and comes back if the worker dies.
+# A few messages reserved ahead, so that a task does not wait for the previous one's ack and the
+# next fetch from Redis. Still acks_late: a reserved message is unacked and comes back if the worker dies.
 CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 8, minimum=1)
 # Celery's Django fixup closes every database connection before and after each task unless this
-# is set; a new PostgreSQL backend per task cost more than an ingest. With it, a connection is
+# is set; a new PostgreSQL backend per task costs more than an ingest. With it, a connection is
 # recycled every N tasks, and each task first drops one past CONN_MAX_AGE or one failing a health
 # check after an error (gpuatlas/celery.py), as a web request does. 0: close after every task.
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000, minimum=0)
@@ -242,15 +242,10 @@ REST_FRAMEWORK = {
 # Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.
 INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
 INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
+# An ingest task claims its submission and up to this many - 1 others waiting, oldest first.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
-# Intakes share one queued ingest task, which drains every waiting submission; this is how long
-# the "queued" mark lives if that task is lost before it starts. 0: one task per submission.
-INGEST_COALESCE_SECONDS = env_int("INGEST_COALESCE_SECONDS", 30, minimum=0)
-# After a batch smaller than INGEST_BATCH_SIZE, the draining task waits this long for more
-# submissions: fewer, larger batches under load, at the price of that much verdict delay.
-INGEST_GATHER_MS = env_int("INGEST_GATHER_MS", 100, minimum=0)
 # Cached pages are keyed by a data version that writers bump; the live ingest bumps it at most
-# once per this many seconds (and once more when it has drained), so that a stream of
+# once per this many seconds (and once more when nothing is left waiting), so that a stream of
 # submissions does not keep every cached page cold. New results show within this period.
 DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
 # After a bump, the first reader of a cached page is answered with the previous version too, and

@@ -250,7 +250,8 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
     offer_columns = (
         "id, provider_id, instance_type, region, zone, is_spot, gpu_id, gpu_name_raw, gpu_memory_gib_raw, gpu_count, "
         "vcpus, ram_gib, price_separable, available, unavailable_since, first_seen, last_seen, source, extra, "
-        "current_price_per_hour, current_currency, current_price_per_gpu_hour_usd, current_observed_at"
+        "current_price_per_hour, current_currency, current_price_per_gpu_hour_usd, current_observed_at, "
+        "variant_ambiguous"
     )
 
     def offer_lines():  # type: ignore[no-untyped-def]
@@ -266,7 +267,7 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
                 f"{i + 1}\t{provider_ids[provider[i]]}\tperf.{count}x{g}.{i}\t{REGIONS[region[i]]}\t\t"
                 f"{'t' if is_spot[i] else 'f'}\t{gpu}\t{name}\t{memory:g}\t{count}\t{8 * count}\t{64 * count}\tt\t"
                 f"{'t' if available[i] else 'f'}\t{unavailable}\t{_ts(first)}\t{_ts(newest[i])}\t{SOURCE}\t{{}}\t"
-                f"{current[i] * count:.6f}\tUSD\t{current[i]:.6f}\t{_ts(newest[i])}\n"
+                f"{current[i] * count:.6f}\tUSD\t{current[i]:.6f}\t{_ts(newest[i])}\tf\n"
             )
 
     observation_columns = (

@@ -134,9 +134,11 @@ def _sweep(args: argparse.Namespace) -> None:
     from django.utils import timezone
 
     from benchmarks_app.services.ingest import submissions_sweep
+    from benchmarks_app.tasks import submissions_enqueue
 
     summary = submissions_sweep(now=timezone.now() + dt.timedelta(seconds=args.ahead), limit=args.limit)
-    print(json.dumps({"requeued": len(summary.requeued), "reclaimed": summary.reclaimed}), flush=True)
+    requeued = submissions_enqueue(submission_ids=summary.waiting)
+    print(json.dumps({"requeued": len(requeued), "reclaimed": summary.reclaimed}), flush=True)
 
 
 def main() -> None:

@@ -40,7 +40,11 @@ QUEUE = "/api/v1/moderation/submissions/"
 
 def test_reads_are_anonymous(client, world):  # type: ignore[no-untyped-def]
     for url in ("/api/v1/gpus/", "/api/v1/offers/", "/api/v1/rankings/", "/api/v1/results/"):
-        assert client.get(url).status_code == 200
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert response.json()["results"], f"{url} answered an anonymous reader with no rows"
+    slugs = {row["slug"] for row in client.get("/api/v1/gpus/").json()["results"]}
+    assert {world.h100.slug, world.a100.slug} <= slugs
 
 
 def test_a_bad_token_is_401_even_on_reads(client, world):  # type: ignore[no-untyped-def]

@@ -67,9 +67,7 @@ def test_pg_dump_and_restore_round_trip(transactional_db, tmp_path, monkeypatch)
     catalog_snapshot_clear()
     live_peers.clear()
     ingest_world()
-    monkeypatch.setattr(
-        intake_module, "submission_enqueue", lambda *, submission_id, coalesce=False: True
-    )  # ingested below
+    monkeypatch.setattr(intake_module, "submission_enqueue", lambda *, submission_id: True)  # ingested below
     user = get_user_model().objects.create(username="backup")
     for index in range(12):
         document = submission_document(results=[make_result(median=600.0 + index), make_result(precision="fp16")])

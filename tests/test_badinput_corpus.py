@@ -91,7 +91,7 @@ def _ingest_in_process(monkeypatch):  # type: ignore[no-untyped-def]
     """Queued ingests run here, in-process, whether or not a broker is configured (PostgreSQL pass)."""
     from benchmarks_app.services import intake as intake_module
 
-    def enqueue(*, submission_id: int, coalesce: bool = False) -> bool:
+    def enqueue(*, submission_id: int) -> bool:
         submission_ingest(submission_id=submission_id)
         return True
 

@@ -148,7 +148,7 @@ def test_debounced_bumps_make_one_bump_then_one_pending() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_INGEST_DEBOUNCE_S=30)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_INGEST_DEBOUNCE_S=30, INGEST_BATCH_SIZE=1)
 def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     from django.contrib.auth import get_user_model
 
@@ -172,7 +172,7 @@ def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     assert after_first != start
     submission_ingest(submission_id=stored[1].pk)
     assert data_version() == after_first  # held back: pending
-    ingest_submission.apply(args=[stored[2].pk])  # a task ends with the pending bump
+    ingest_submission.apply(args=[stored[2].pk])  # the task that leaves nothing waiting makes the pending bump
     assert data_version() != after_first
 
 

@@ -143,8 +143,8 @@ def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, t
 def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world, token, redis, workers):
     workers()
     before = helper(["intake", "--count", "20", f"--token={token}"], redis.url)
-    # Decided before the outage: a drain still running would claim the rows stored while Redis
-    # is down straight from the database (it needs no broker), which is right, but not this test.
+    # Decided before the outage: an ingest still running would take rows stored while Redis is
+    # down into its batch straight from the database (it needs no broker), which is right, but not this test.
     before_uuids = [r["run_uuid"] for r in before]
     assert wait_until(
         lambda: RawSubmission.objects.filter(run_uuid__in=before_uuids, status__in=DECIDED).count() == 20,

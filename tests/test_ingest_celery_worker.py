@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -27,8 +28,8 @@ from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregat
 from benchmarks_app.services.ingest import TERMINAL, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.report import report_read
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
+from benchmarks_app.tasks import submissions_enqueue
 from tests.factories_ingest import body, ingest_world, make_result, submission_document
 
 pytestmark = [
@@ -119,7 +120,7 @@ def wait_until(predicate, *, timeout: float, sweep: bool = False) -> bool:
         if sweep and time.monotonic() >= next_sweep:
             # The periodic sweeper, run here every 3 s with short graces instead of by celery beat.
             with override_settings(INGEST_CLAIM_GRACE_S=3, INGEST_RECEIVED_GRACE_S=10):
-                submissions_sweep()
+                submissions_enqueue(submission_ids=submissions_sweep().waiting)
             next_sweep = time.monotonic() + 3
         time.sleep(0.2)
     return predicate()
@@ -145,9 +146,9 @@ def test_post_to_accepted_through_redis_and_a_worker(world, workers):
 def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, workers):
     """Kill -9 a worker while it is inside an ingest transaction, then let another finish the batch.
 
-    To be sure the kill lands mid-ingest, the test holds the advisory lock of one comparison
-    key: the worker's next ingest claims its submission, opens its transaction, locks the
-    row and then waits for that lock; that is when it is killed.
+    To be sure the kill lands mid-ingest, the test holds the lock of the GPU's row (another
+    connection, in a transaction): the worker's next ingest claims its submission, opens its
+    transaction, locks the row and then waits for that lock; that is when it is killed.
     """
     batch = 300
     user = get_user_model().objects.create(username="batch")
@@ -160,8 +161,6 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
             document = submission_document(results=results)
             ids.append(submission_intake(body=body(document), submitter=user).submission.pk)
 
-    blocking_key = report_read(submission_document()).results[0].key().key
-
     def done() -> int:
         return RawSubmission.objects.filter(pk__in=ids, status__in=TERMINAL).count()
 
@@ -169,8 +168,8 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
     # worker's next batch is inside its transaction, waiting, however fast it ingests.
     store(batch // 5)
     assert wait_until(lambda: done() >= batch // 5, timeout=60), "the first worker never got going"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [world.h100.pk, int(blocking_key[:7], 16)])
+    holder = psycopg.connect(_test_database_url())  # not autocommit: the lock lasts until the rollback
+    holder.execute("SELECT id FROM catalog_gpu WHERE id = %s FOR NO KEY UPDATE", [world.h100.pk])
     store(batch - batch // 5)
     try:
         stuck = lambda: RawSubmission.objects.filter(  # noqa: E731
@@ -180,8 +179,8 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
         victim = stuck()
         first.kill()
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [world.h100.pk, int(blocking_key[:7], 16)])
+        holder.rollback()
+        holder.close()
     at_kill = done()
     assert at_kill < batch
     assert BenchmarkResult.objects.filter(submission=victim).count() == 0  # the killed transaction left nothing

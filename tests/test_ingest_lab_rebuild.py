@@ -226,5 +226,7 @@ def test_admin_maps_an_unknown_gpu_name_and_reingests(staff_client, django_captu
 def test_moderation_is_for_staff_only():
     client = Client()
     client.force_login(get_user_model().objects.create(username="plain"))
-    assert client.get("/admin/benchmarks_app/rawsubmission/").status_code == 302
-    assert client.get("/admin/benchmarks_app/rawsubmission/map-gpu/").status_code == 302
+    for url in ("/admin/benchmarks_app/rawsubmission/", "/admin/benchmarks_app/rawsubmission/map-gpu/"):
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response.url == f"/admin/login/?next={url}"  # to the login page, not into the queue

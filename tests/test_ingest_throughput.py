@@ -1,90 +1,78 @@
-"""The pieces that make the ingest fast give the same answers as the plain computations."""
+"""The per-worker peer sets give the same answers as the plain computations, within their memory bounds."""
 
 from __future__ import annotations
 
 import random
 import statistics
-from typing import Any
 
-import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from benchmarks_app.services.aggregates import Peer, SubmitterPeers, modified_z_score, summarise
+from benchmarks_app.models import TrustLabel
+from benchmarks_app.services.aggregates import is_outlier, modified_z_score, summarise
 from benchmarks_app.services.errors import SubmissionInvalid
-from benchmarks_app.services.ingest import _TakenInBatch
 from benchmarks_app.services.payload import json_parse_strict
-from benchmarks_app.services.peers import PeerSet
-
-
-def _peer_set(peers: list[Peer], version: Any) -> PeerSet:
-    """A peer set from results one by one, grouped by submitter as the database hands them over."""
-    groups: dict[str, SubmitterPeers] = {}
-    for peer in peers:
-        group = groups.setdefault(peer.submitter_key, SubmitterPeers(peer.submitter_key, [], 0))
-        group.values.append(peer.value)
-        groups[peer.submitter_key] = group._replace(lab=group.lab + (peer.trust == "lab"))
-    return PeerSet.of_submitters(groups.values(), version)
-
-
-def _random_values(rng: random.Random) -> list[float]:
-    n = rng.randint(1, 60)
-    pool = [rng.uniform(1, 10) for _ in range(3)]
-    # Ties on purpose: several identical values make the median absolute deviation degenerate.
-    return [rng.choice(pool) if rng.random() < 0.4 else rng.uniform(1, 10) for _ in range(n)]
-
-
-def test_median_absolute_deviation_matches_numpy_exactly():
-    rng = random.Random(7)
-    for _ in range(3000):
-        values = _random_values(rng)
-        peer_set = _peer_set([Peer(v, "u", "community") for v in values], None)
-        median = peer_set.quantile(0.5)
-        assert peer_set.mad(median) == float(np.median(np.abs(np.asarray(values) - median)))
-
-
-def test_modified_z_matches_the_reference_formula():
-    rng = random.Random(11)
-    for _ in range(2000):
-        values = _random_values(rng)
-        peer_set = _peer_set([Peer(v, "u", "community") for v in values], None)
-        probe = rng.uniform(0, 12)
-        expected = modified_z_score(probe, values)
-        got = peer_set.modified_z(probe)
-        assert got == pytest.approx(expected, rel=1e-12) or (got == expected)
+from benchmarks_app.services.peers import PeerCache, PeerSet
+from tests.factories import GpuFactory
+from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
 
 
 def test_a_peer_set_holds_sorted_values_submitters_and_lab_results():
-    peers = [
-        Peer(3.0, "user:1", "community"),
-        Peer(1.0, "", "lab"),
-        Peer(2.0, "user:1", "lab"),
-        Peer(5.0, "user:2", "community"),
-    ]
-    peer_set = _peer_set(peers, ("n", "at"))
+    peer_set = PeerSet()
+    for value, submitter_key, trust in ((3.0, "user:1", "community"), (1.0, "", "lab"), (2.0, "user:1", "lab")):
+        peer_set.add(value, submitter_key, trust)
+    peer_set.add(5.0, "user:2", "community")
     assert list(peer_set.values) == [1.0, 2.0, 3.0, 5.0]
     assert dict(peer_set.submitters) == {"user:1": 2, "": 1, "user:2": 1}
-    assert (peer_set.lab, peer_set.distinct, peer_set.version) == (2, 2, ("n", "at"))
-    empty = _peer_set([], None)
-    assert (empty.n, empty.lab, empty.distinct, dict(empty.submitters)) == (0, 0, 0, {})
+    assert (peer_set.n, peer_set.lab, peer_set.distinct) == (4, 2, 2)
+    assert peer_set.outlier(100.0) == (False, None)  # four peers: too few to call anything an outlier
 
 
-def test_peer_set_summary_follows_additions_like_a_recomputation():
+def test_peer_set_summary_and_outliers_follow_additions_like_a_recomputation():
     rng = random.Random(3)
-    peers = [Peer(rng.uniform(1, 2), f"user:{rng.randint(1, 5)}", "community") for _ in range(10)]
-    peer_set = _peer_set(peers, None)
+    peers = [(rng.uniform(1, 2), f"user:{rng.randint(1, 5)}") for _ in range(10)]
+    peer_set = PeerSet()
+    for value, submitter_key in peers:
+        peer_set.add(value, submitter_key, "community")
     for _ in range(200):
-        peer = Peer(rng.uniform(1, 2), rng.choice(["", "user:1", f"user:{rng.randint(6, 40)}"]), "community")
-        peer_set.add(peer.value, peer.submitter_key, peer.trust)
+        peer = (rng.uniform(1, 2), rng.choice(["", "user:1", f"user:{rng.randint(6, 40)}"]))
+        probe = rng.uniform(0, 3)
+        assert peer_set.outlier(probe) == is_outlier(probe, sorted(v for v, _ in peers))
+        peer_set.add(*peer, "community")
         peers.append(peer)
-        expected = summarise([p.value for p in peers], [p.submitter_key for p in peers])
+        expected = summarise([v for v, _ in peers], [s for _, s in peers])
         got = peer_set.summary()
-        assert (got.n, got.distinct_submitters, got.minimum, got.maximum) == (
-            expected.n,
-            expected.distinct_submitters,
-            expected.minimum,
-            expected.maximum,
+        assert got == expected
+        assert got.median == pytest.approx(statistics.median(v for v, _ in peers), rel=1e-12)
+        assert (got.q1, got.q3) == pytest.approx(
+            statistics.quantiles([v for v, _ in peers], n=4, method="inclusive")[::2]
         )
-        assert got.median == pytest.approx(statistics.median(p.value for p in peers), rel=1e-12)
+
+
+def _plain_modified_z(value: float, peers: list[float]) -> float:
+    """Iglewicz and Hoaglin's formula as written, with the mean deviation when the MAD is zero."""
+    median = statistics.median(peers)
+    deviations = [abs(p - median) for p in peers]
+    mad = statistics.median(deviations)
+    if mad > 0:
+        return 0.6745 * (value - median) / mad
+    mean_ad = statistics.fmean(deviations)
+    if mean_ad > 0:
+        return (value - median) / (1.253314 * mean_ad)
+    return 0.0 if value == median else float("inf") * (1 if value > median else -1)
+
+
+def test_modified_z_score_matches_the_plain_formula():
+    rng = random.Random(11)
+    for _ in range(3000):
+        pool = [rng.uniform(1, 10) for _ in range(3)]
+        # Ties on purpose: several identical values make the median absolute deviation degenerate.
+        peers = sorted(
+            rng.choice(pool) if rng.random() < 0.4 else rng.uniform(1, 10) for _ in range(rng.randint(1, 60))
+        )
+        probe = rng.choice([rng.uniform(0, 12), *peers])
+        assert modified_z_score(probe, peers) == pytest.approx(_plain_modified_z(probe, peers), rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -106,37 +94,8 @@ def test_ordinary_numbers_and_look_alike_strings_parse():
     assert document["x"] == 1.5e-300 and document["n"] == 2**63 - 1 and document["f"] == 1e308
 
 
-def test_an_id_taken_in_a_batch_is_skipped_once_and_memory_is_bounded():
-    taken = _TakenInBatch(limit=3)
-    taken.add([1, 2])
-    assert taken.consume(1) and not taken.consume(1)  # a later task (a re-ingest) asks the database
-    taken.add([3, 4, 5])
-    assert not taken.consume(2)  # the oldest was dropped past the limit
-    assert taken.consume(5)
-
-
-def test_stored_payloads_parse_as_the_strict_parser_reads_them():
-    from benchmarks_app.services.payload import json_parse_stored
-    from tests.factories_ingest import body, submission_document
-
-    text = body(submission_document()).decode()
-    assert json_parse_stored(text) == json_parse_strict(text)
-    for bad, field in (('{"a": NaN}', "$"), ('{"s": "\\u0000"}', "$.s"), ('{"a": [1e999]}', "$.a[0]")):
-        with pytest.raises(SubmissionInvalid) as caught:
-            json_parse_stored(bad)
-        assert [e.field for e in caught.value.errors] == [field]
-
-
 @pytest.mark.django_db
-@pytest.mark.parametrize("grouped_by_the_database", [True, False], ids=["this database", "grouped in python"])
-def test_peer_sets_load_grouped_by_submitter_as_they_are_stored(grouped_by_the_database, monkeypatch):
-    from django.db import connection
-
-    from benchmarks_app.models import TrustLabel
-    from benchmarks_app.services.aggregates import trusted_peers_by_submitter
-    from tests.factories import GpuFactory
-    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
-
+def test_peer_sets_load_the_trusted_results_of_the_asked_keys():
     gpu, other_gpu, workload = GpuFactory(), GpuFactory(), WorkloadFactory()
     rows = [
         ("k1", 10.0, "user:1", TrustLabel.COMMUNITY),
@@ -152,39 +111,19 @@ def test_peer_sets_load_grouped_by_submitter_as_they_are_stored(grouped_by_the_d
             gpu=gpu, workload=workload, comparison_key=key, value=value, submitter_key=submitter_key, trust=trust
         )
     BenchmarkResultFactory(gpu=other_gpu, workload=workload, comparison_key="k1", value=1.0, trust=TrustLabel.LAB)
-    if not grouped_by_the_database:
-        monkeypatch.setattr(connection, "vendor", "other")
 
-    found = trusted_peers_by_submitter(gpu_id=gpu.pk, comparison_keys=["k1", "k2", "missing"])
+    found = PeerCache(validate=False).load(gpu_id=gpu.pk, comparison_keys=["k1", "k2", "missing"])
 
-    as_sets = {
-        key: {(g.submitter_key, tuple(sorted(g.values)), g.lab) for g in groups} for key, groups in found.items()
+    as_tuples = {key: (list(s.values), dict(s.submitters), s.lab, s.distinct, s.version) for key, s in found.items()}
+    assert as_tuples == {
+        "k1": ([10.0, 11.0, 12.0, 13.0], {"user:1": 2, "": 1, "user:2": 1}, 2, 2, None),
+        "k2": ([5.0], {"user:1": 1}, 0, 1, None),
+        "missing": ([], {}, 0, 0, None),
     }
-    assert as_sets == {
-        "k1": {("user:1", (10.0, 11.0), 1), ("", (12.0,), 1), ("user:2", (13.0,), 0)},
-        "k2": {("user:1", (5.0,), 0)},
-    }
-    # The cache's peer set from groups is the one built from the results one by one.
-    grouped = PeerSet.of_submitters(found["k1"], None)
-    one_by_one = _peer_set([Peer(v, s, t) for k, v, s, t in rows[:4]], None)
-    assert (list(grouped.values), dict(grouped.submitters), grouped.lab, grouped.distinct) == (
-        list(one_by_one.values),
-        dict(one_by_one.submitters),
-        one_by_one.lab,
-        one_by_one.distinct,
-    )
 
 
 @pytest.mark.django_db
 def test_the_peer_cache_evicts_the_least_recent_pairs_beyond_its_value_budget():
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from benchmarks_app.models import TrustLabel
-    from benchmarks_app.services.peers import PeerCache
-    from tests.factories import GpuFactory
-    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
-
     gpu, workload = GpuFactory(), WorkloadFactory()
     for key, count in (("small", 2), ("medium", 3), ("large", 4)):
         for i in range(count):

@@ -76,8 +76,8 @@ def test_the_ingest_benchmark_sends_runs_the_server_accepts(db):
     """perf/bench_ingest.py measures the accept path: its documents pass every intake rule."""
     import random
 
-    from benchmarks_app.services.intake import document_check
-    from benchmarks_app.services.snapshot import catalog_snapshot_clear
+    from benchmarks_app.services.derive import submission_judge
+    from benchmarks_app.services.snapshot import catalog_snapshot, catalog_snapshot_clear
     from perf.bench_ingest import make_document
     from tests.factories_ingest import ingest_world
 
@@ -85,5 +85,5 @@ def test_the_ingest_benchmark_sends_runs_the_server_accepts(db):
     catalog_snapshot_clear()
     rng = random.Random(7)
     for _ in range(8):
-        _report, errors = document_check(make_document(rng, 17))
-        assert errors == []
+        judged = submission_judge(document=make_document(rng, 17), snapshot=catalog_snapshot())
+        assert (judged.invalid, judged.status) == ([], "accepted")

@@ -7,19 +7,19 @@ the trusted results only (lab imports and accepted community runs); flagged ones
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import statistics
-from collections import Counter
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Count, Q
+import numpy as np
+from django.db import transaction
+from django.db.models import QuerySet
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel
+from catalog.models import Gpu
 from gpuatlas.data_version import data_version_bump
 
 TRUSTED = (TrustLabel.LAB, TrustLabel.COMMUNITY)
@@ -33,14 +33,8 @@ _MEAN_AD_SCALE = 1.253314
 
 def version_major_minor(version: str) -> str:
     """``1.2.3`` -> ``1.2``; ``2`` -> ``2.0``: patch versions do not change what is measured."""
-    return _major_minor(version if isinstance(version, str) else str(version))
-
-
-# Every result of every submission asks, several times (intake, rules, key, workload lookup),
-# about the same few versions: memoised, as a tenth of the ingest's CPU went here.
-@functools.lru_cache(maxsize=1024)
-def _major_minor(version: str) -> str:
-    parts = [p for p in version.strip().lstrip("vV").split(".") if p != ""]
+    text = version if isinstance(version, str) else str(version)
+    parts = [p for p in text.strip().lstrip("vV").split(".") if p != ""]
     if not parts:
         raise ValueError(f"empty version {version!r}")
     for part in parts[:2]:
@@ -64,37 +58,10 @@ class ComparisonKey:
 def comparison_key_for(
     *, workload_slug: str, version: str, precision: str, params: dict[str, Any], gpu_count: int
 ) -> ComparisonKey:
-    """The sha256 key and a readable label for one workload configuration."""
-    # Memoised, as every result of every submission needs its key (a tenth of the ingest's
-    # CPU). Scalars are told apart by type and repr, as the key's JSON tells them apart:
-    # 1, 1.0 and true, or 0.0 and -0.0, are equal in Python but give different keys. A nested
-    # parameter value is computed each time.
-    if not all(type(value) in _SCALARS for value in params.values()):
-        return _comparison_key(workload_slug, version, precision, params, gpu_count)
-    memo_key = (
-        workload_slug,
-        repr(version),
-        precision,
-        gpu_count.__class__,
-        gpu_count,
-        tuple(sorted((name, value.__class__, repr(value)) for name, value in params.items())),
-    )
-    found = _COMPARISON_KEYS.get(memo_key)
-    if found is None:
-        found = _comparison_key(workload_slug, version, precision, params, gpu_count)
-        if len(_COMPARISON_KEYS) >= 4096:
-            _COMPARISON_KEYS.clear()
-        _COMPARISON_KEYS[memo_key] = found
-    return found
+    """The sha256 key and a readable label for one workload configuration.
 
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_COMPARISON_KEYS: dict[tuple[Any, ...], ComparisonKey] = {}
-
-
-def _comparison_key(
-    workload_slug: str, version: str, precision: str, params: dict[str, Any], gpu_count: int
-) -> ComparisonKey:
+    The key's JSON tells apart values Python calls equal: 1, 1.0 and true, or 0.0 and -0.0.
+    """
     major_minor = version_major_minor(version)
     material = canonical_json(
         {
@@ -125,139 +92,86 @@ class Summary:
     distinct_submitters: int
 
 
-def summarise(values: Sequence[float], submitters: Iterable[str]) -> Summary:
-    """Median, quartiles (inclusive method, as a box plot draws them) and range."""
-    if not values:
+def quantile(ordered: Sequence[float], p: float) -> float:
+    """Linear interpolation between order statistics of sorted values (the 'inclusive' method,
+    as a box plot draws quartiles)."""
+    position = (len(ordered) - 1) * p
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
+
+
+def summary_of_sorted(ordered: Sequence[float], *, distinct_submitters: int) -> Summary:
+    """Median, quartiles and range of values already sorted."""
+    if not len(ordered):
         raise ValueError("no values to summarise")
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        q1 = q3 = ordered[0]
-    else:
-        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
     return Summary(
         n=len(ordered),
-        median=statistics.median(ordered),
-        q1=q1,
-        q3=q3,
+        median=quantile(ordered, 0.5),
+        q1=quantile(ordered, 0.25),
+        q3=quantile(ordered, 0.75),
         minimum=ordered[0],
         maximum=ordered[-1],
-        distinct_submitters=len({s for s in submitters if s}),
+        distinct_submitters=distinct_submitters,
     )
 
 
-def modified_z_score(value: float, peers: Sequence[float]) -> float:
-    """Iglewicz-Hoaglin modified z-score of ``value`` against ``peers``.
+def summarise(values: Sequence[float], submitters: Iterable[str]) -> Summary:
+    return summary_of_sorted(sorted(values), distinct_submitters=len({s for s in submitters if s}))
+
+
+def _deviation_kth(ordered: np.ndarray, median: float, k: int) -> float:
+    """The k-th smallest (0-based) of ``|v - median|`` over sorted values, in one pass.
+
+    The k + 1 values nearest the median are consecutive in sorted order, so this is the
+    smallest, over every run of k + 1 consecutive values, of the run's largest deviation.
+    """
+    return float(np.maximum(median - ordered[: len(ordered) - k], ordered[k:] - median).min())
+
+
+def modified_z_score(value: float, ordered: Sequence[float]) -> float:
+    """Iglewicz-Hoaglin modified z-score of ``value`` against peers sorted ascending.
 
     When more than half the peers are identical the MAD is zero; the mean absolute deviation
     stands in for it then. Returns 0 when every peer is identical to ``value``, and infinity
     when every peer is identical but ``value`` differs.
     """
-    median = statistics.median(peers)
-    deviations = [abs(p - median) for p in peers]
-    mad = statistics.median(deviations)
+    values = np.asarray(ordered, dtype=float)
+    n = len(values)
+    median = quantile(ordered, 0.5)
+    half = n // 2
+    mad = (
+        _deviation_kth(values, median, half)
+        if n % 2
+        else (_deviation_kth(values, median, half - 1) + _deviation_kth(values, median, half)) / 2
+    )
     if mad > 0:
         return _MAD_SCALE * (value - median) / mad
-    mean_ad = statistics.fmean(deviations)
+    mean_ad = float(np.abs(values - median).mean())
     if mean_ad > 0:
         return (value - median) / (_MEAN_AD_SCALE * mean_ad)
-    return 0.0 if value == median else float("inf") * (1 if value > median else -1)
+    return 0.0 if value == median else math.copysign(math.inf, value - median)
 
 
-def is_outlier(value: float, peers: Sequence[float]) -> tuple[bool, float | None]:
-    """An outlier has |modified z| > 3.5 against at least five accepted peers."""
-    if len(peers) < OUTLIER_MIN_PEERS:
+def is_outlier(value: float, ordered: Sequence[float]) -> tuple[bool, float | None]:
+    """An outlier has |modified z| > 3.5 against at least five accepted peers (sorted ascending)."""
+    if len(ordered) < OUTLIER_MIN_PEERS:
         return False, None
-    z = modified_z_score(value, peers)
+    z = modified_z_score(value, ordered)
     return abs(z) > OUTLIER_Z, z
 
 
-def aggregate_key_lock(*, gpu_id: int, comparison_key: str) -> None:
-    """Serialise writers of one (GPU, comparison key) until the transaction ends."""
-    aggregate_key_locks(pairs=[(gpu_id, comparison_key)])
+def aggregate_locks(*, gpu_ids: Iterable[int]) -> None:
+    """Serialise writers of these GPUs' results and aggregates until the transaction ends.
 
-
-def aggregate_key_locks(*, pairs: Iterable[tuple[int, str]]) -> None:
-    """Serialise writers of these (GPU, comparison key) pairs until the transaction ends.
-
-    Two ingests of the same pair would otherwise each compute the aggregate without the
-    other's result. PostgreSQL: transaction-scoped advisory locks, taken in one statement
-    and in sorted order so that two ingests never wait on each other crosswise. SQLite
-    serialises writers anyway.
+    Two ingests of one (GPU, comparison key) would otherwise each compute its aggregate without
+    the other's result. The GPU rows are locked in id order, so that two writers never wait on
+    each other crosswise; FOR NO KEY UPDATE leaves inserts that reference the GPU free. A no-op
+    on SQLite, which runs one writer at a time.
     """
-    if connection.vendor != "postgresql":
-        return
-    ordered = sorted({(gpu_id, int(key[:7], 16)) for gpu_id, key in pairs})
-    if not ordered:
-        return
-    calls = ", ".join("pg_advisory_xact_lock(%s, %s)" for _ in ordered)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {calls}", [v for pair in ordered for v in pair])  # noqa: S608 - placeholders only
-
-
-class Peer(NamedTuple):
-    """One trusted result as the outlier test and the aggregates see it.
-
-    A tuple, not a frozen dataclass: a worker that starts builds hundreds of thousands of
-    them for the busiest pairs, and a tuple is cheaper to build and transposes with zip.
-    """
-
-    value: float
-    submitter_key: str
-    trust: str
-
-
-class SubmitterPeers(NamedTuple):
-    """The trusted values of one pair from one submitter key, and how many are lab results."""
-
-    submitter_key: str
-    values: list[float]
-    lab: int
-
-
-def trusted_peers_by_submitter(*, gpu_id: int, comparison_keys: Iterable[str]) -> dict[str, list[SubmitterPeers]]:
-    """Trusted values of one GPU for several comparison keys, grouped by submitter key, in one query.
-
-    What a worker loads when it first meets a pair: hundreds of thousands of values for a
-    busy GPU. On PostgreSQL the database groups them (``array_agg`` per submitter key), so
-    Python handles a row per submitter rather than per result: 0.43 s of CPU instead of 2.3 s
-    for 545,825 values. Elsewhere the rows are grouped here.
-    """
-    keys = list(comparison_keys)
-    found: dict[str, list[SubmitterPeers]] = {}
-    trusted = BenchmarkResult.objects.trusted().filter(gpu_id=gpu_id, comparison_key__in=keys).order_by()
-    if connection.vendor == "postgresql":
-        from django.contrib.postgres.aggregates import ArrayAgg
-
-        grouped = (
-            trusted.values("comparison_key", "submitter_key")
-            .annotate(grouped_values=ArrayAgg("value"), lab=Count("id", filter=Q(trust=TrustLabel.LAB)))
-            .values_list("comparison_key", "submitter_key", "grouped_values", "lab")
-        )
-        for key, submitter_key, submitter_values, lab in grouped:
-            found.setdefault(key, []).append(SubmitterPeers(submitter_key, submitter_values, lab))
-        return found
-    values: dict[tuple[str, str], list[float]] = {}
-    labs: Counter[tuple[str, str]] = Counter()
-    for key, value, submitter_key, trust in trusted.values_list("comparison_key", "value", "submitter_key", "trust"):
-        values.setdefault((key, submitter_key), []).append(value)
-        labs[(key, submitter_key)] += trust == TrustLabel.LAB
-    for (key, submitter_key), group in values.items():
-        found.setdefault(key, []).append(SubmitterPeers(submitter_key, group, labs[(key, submitter_key)]))
-    return found
-
-
-# What the aggregate refresh and rebuild read of each result, in the order they unpack it.
-_RESULT_ROW_COLUMNS = (
-    "gpu_id",
-    "comparison_key",
-    "comparison_label",
-    "workload_id",
-    "precision",
-    "gpu_count",
-    "value",
-    "submitter_key",
-    "trust",
-)
+    ids = sorted(set(gpu_ids))
+    if ids:
+        list(Gpu.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk").values_list("pk"))
 
 
 _AGGREGATE_FIELDS = [
@@ -288,29 +202,13 @@ class AggregateInput:
     summary: Summary | None
     has_lab: bool = False
 
-    @classmethod
-    def of_peers(
-        cls, *, gpu_id: int, comparison_key: str, meta: dict[str, Any], peers: Sequence[Peer]
-    ) -> AggregateInput:
-        summary = summarise([p.value for p in peers], [p.submitter_key for p in peers]) if peers else None
-        return cls(
-            gpu_id,
-            comparison_key,
-            meta["label"],
-            meta["workload_id"],
-            meta["precision"],
-            meta["gpu_count"],
-            summary,
-            any(p.trust == TrustLabel.LAB for p in peers),
-        )
-
 
 def aggregates_write(*, items: Sequence[AggregateInput], bump_debounce_seconds: float = 0) -> list[ResultAggregate]:
     """Store these aggregates in one upsert; an item without a summary (no trusted result) loses its row.
 
     Each summary must cover all trusted results of its pair, computed while holding the
-    pair's lock, so that the aggregate is exact. The data version is bumped when this
-    commits (the live ingest debounces it: ``data_version_bump``).
+    GPU's lock (``aggregate_locks``), so that the aggregate is exact. The data version is
+    bumped when this commits (the live ingest debounces it: ``data_version_bump``).
     """
     data_version_bump(debounce_seconds=bump_debounce_seconds)  # cached rankings and GPU pages read these
     for item in items:
@@ -347,74 +245,59 @@ def aggregates_write(*, items: Sequence[AggregateInput], bump_debounce_seconds: 
     return rows
 
 
-def aggregate_refresh(*, gpu_id: int, comparison_key: str) -> int:
-    """Recompute one aggregate from the stored results (see aggregates_refresh_pairs)."""
-    return aggregates_refresh_pairs(pairs=[(gpu_id, comparison_key)])
-
-
-def aggregates_refresh_pairs(*, pairs: Iterable[tuple[int, str]]) -> int:
-    """Recompute the aggregates of these (GPU, comparison key) pairs from the stored results."""
-    from benchmarks_app.services.peers import live_peers
-
-    wanted = set(pairs)
-    if not wanted:
-        return 0
-    aggregate_key_locks(pairs=wanted)
-    live_peers.forget(pairs=wanted)
-    gpu_ids = {gpu_id for gpu_id, _ in wanted}
-    keys = {key for _, key in wanted}
-    meta: dict[tuple[int, str], dict[str, Any]] = {}
-    peers: dict[tuple[int, str], list[Peer]] = {pair: [] for pair in wanted}
-    rows = (
-        BenchmarkResult.objects.filter(gpu_id__in=gpu_ids, comparison_key__in=keys)
-        .order_by()
-        .values_list(*_RESULT_ROW_COLUMNS)
-    )
+def _aggregate_inputs(
+    results: QuerySet[BenchmarkResult], *, pairs: set[tuple[int, str]] | None
+) -> list[AggregateInput]:
+    """One input per (GPU, comparison key) among ``results`` (only ``pairs``, when given), from its trusted rows."""
+    meta: dict[tuple[int, str], tuple[str, int, str, int]] = {}
+    trusted: dict[tuple[int, str], list[tuple[float, str, str]]] = {}
+    rows = results.order_by().values_list(
+        "gpu_id", "comparison_key", "comparison_label", "workload_id", "precision", "gpu_count", "value",
+        "submitter_key", "trust",
+    )  # fmt: skip
     for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
         chunk_size=5000
     ):
         pair = (gpu_id, key)
-        if pair not in wanted:
+        if pairs is not None and pair not in pairs:
             continue
-        meta.setdefault(
-            pair, {"label": label, "workload_id": workload_id, "precision": precision, "gpu_count": gpu_count}
-        )
+        meta.setdefault(pair, (label, workload_id, precision, gpu_count))
+        peers = trusted.setdefault(pair, [])
         if trust in TRUSTED:
-            peers[pair].append(Peer(value, submitter_key, trust))
-    items = []
-    for pair in wanted:
-        if pair not in meta:  # no result left at all
-            ResultAggregate.objects.filter(gpu_id=pair[0], comparison_key=pair[1]).delete()
-            continue
-        items.append(
-            AggregateInput.of_peers(gpu_id=pair[0], comparison_key=pair[1], meta=meta[pair], peers=peers[pair])
+            peers.append((value, submitter_key, trust))
+    return [
+        AggregateInput(
+            gpu_id,
+            key,
+            *meta[(gpu_id, key)],
+            summary=summarise([v for v, _, _ in peers], [s for _, s, _ in peers]) if peers else None,
+            has_lab=any(t == TrustLabel.LAB for _, _, t in peers),
         )
+        for (gpu_id, key), peers in trusted.items()
+    ]
+
+
+def aggregates_refresh_pairs(*, pairs: Iterable[tuple[int, str]]) -> int:
+    """Recompute the aggregates of these (GPU, comparison key) pairs from the stored results,
+    inside the caller's transaction."""
+    wanted = set(pairs)
+    if not wanted:
+        return 0
+    gpu_ids = {gpu_id for gpu_id, _ in wanted}
+    aggregate_locks(gpu_ids=gpu_ids)
+    results = BenchmarkResult.objects.filter(gpu_id__in=gpu_ids, comparison_key__in={key for _, key in wanted})
+    items = _aggregate_inputs(results, pairs=wanted)
+    found = {(item.gpu_id, item.comparison_key) for item in items}
+    for gpu_id, key in wanted - found:  # no result left at all
+        ResultAggregate.objects.filter(gpu_id=gpu_id, comparison_key=key).delete()
     aggregates_write(items=items)
     return len(wanted)
 
 
 def aggregates_rebuild() -> int:
     """Recompute every aggregate from the stored results; returns how many were written."""
-    from benchmarks_app.services.peers import live_peers
-
-    groups: dict[tuple[int, str], dict[str, Any]] = {}
-    peers: dict[tuple[int, str], list[Peer]] = {}
-    rows = BenchmarkResult.objects.trusted().order_by().values_list(*_RESULT_ROW_COLUMNS)
-    for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
-        chunk_size=5000
-    ):
-        pair = (gpu_id, key)
-        groups.setdefault(
-            pair, {"label": label, "workload_id": workload_id, "precision": precision, "gpu_count": gpu_count}
-        )
-        peers.setdefault(pair, []).append(Peer(value, submitter_key, trust))
+    items = _aggregate_inputs(BenchmarkResult.objects.trusted(), pairs=None)
     with transaction.atomic():
         ResultAggregate.objects.all().delete()
-        live_peers.clear()
-        aggregates_write(
-            items=[
-                AggregateInput.of_peers(gpu_id=gpu_id, comparison_key=key, meta=meta, peers=peers[(gpu_id, key)])
-                for (gpu_id, key), meta in groups.items()
-            ]
-        )
-    return len(groups)
+        aggregates_write(items=items)
+    return len(items)

@@ -1,10 +1,11 @@
-"""Derivation: the rules applied to stored submissions, and the rows they produce.
+"""Derivation: the rules applied to a submission, and the rows they produce.
 
-``submissions_derive`` handles a batch of submissions in order inside the caller's
-transaction: it judges each one (schema, rules, GPU match, plausibility), then locks the
-(GPU, comparison key) pairs they touch, checks outliers against the trusted peers (which
-grow as the batch proceeds, so the outcome is the same as one-by-one in that order), writes
-all results in one COPY (PostgreSQL), all aggregates in one upsert and every verdict in one UPDATE.
+``submission_judge`` is the one check every submission passes: at intake (what it finds wrong
+is a 400, nothing stored) and again at ingest, moderation and rebuild, on the stored payload
+with today's rules. ``submissions_derive`` handles a batch of stored submissions in order inside
+the caller's transaction: it judges each one, then locks the GPUs they touch, checks outliers
+against the trusted peers (which grow as the batch proceeds, so the outcome is the same as
+one-by-one in that order), and writes the results, the aggregates and every verdict.
 """
 
 from __future__ import annotations
@@ -15,21 +16,22 @@ from typing import Any
 
 import orjson
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, JSONField
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrustLabel
 from benchmarks_app.services.aggregates import (
     AggregateInput,
     ComparisonKey,
-    aggregate_key_locks,
+    aggregate_locks,
     aggregates_refresh_pairs,
     aggregates_write,
+    canonical_json,
 )
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
-from benchmarks_app.services.payload import json_parse_stored
+from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerCache, PeerSet, live_peers
-from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, peak_for, result_check
+from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, intake_impossible, peak_for, result_check
 from benchmarks_app.services.report import ResultReport, RunReport, report_from_document
 from benchmarks_app.services.snapshot import CatalogSnapshot, catalog_snapshot, catalog_snapshot_refresh_if_changed
 from catalog.matching import AMBIGUOUS, CONFLICT, MATCHED, UNMATCHED, MatchResult
@@ -48,10 +50,18 @@ class Derivation:
     result_flags: dict[int, list[str]] = field(default_factory=dict)
     # Held because no single catalogue GPU has the name: it goes to the curators' queue.
     unknown_gpu_name: bool = False
+    # Why the intake refuses the body: a broken rule, or a result no GPU we know could reach.
+    invalid: list[FieldError] = field(default_factory=list)
 
 
 def _reason(error: FieldError, verdict: str) -> dict[str, str]:
     return {"field": error.field, "reason": error.reason, "verdict": verdict}
+
+
+def _refused(errors: list[FieldError], report: RunReport | None = None) -> Derivation:
+    return Derivation(
+        SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in errors], report=report, invalid=list(errors)
+    )
 
 
 def _result_verdict(result: ResultReport, peaks: GpuPeaks | None) -> tuple[list[str], list[str]]:
@@ -81,6 +91,22 @@ def _result_verdict(result: ResultReport, peaks: GpuPeaks | None) -> tuple[list[
     return rejected, flagged
 
 
+def _impossible(report: RunReport, peaks: GpuPeaks) -> list[FieldError]:
+    found = []
+    for result in report.results:
+        reason = intake_impossible(
+            value=result.median,
+            unit=result.unit,
+            precision=result.precision,
+            gpu_count=result.gpu_count,
+            peaks=peaks,
+            workload=result.workload,
+        )
+        if reason:
+            found.append(FieldError(f"{result.path}.median", reason))
+    return found
+
+
 def _gpu_hold_reason(report: RunReport, match: MatchResult) -> FieldError:
     name_field = "$.environment.gpu." + ("name_nvidia_smi" if report.gpu_name_smi else "name_torch")
     if match.status == CONFLICT:
@@ -93,27 +119,24 @@ def _gpu_hold_reason(report: RunReport, match: MatchResult) -> FieldError:
     )
 
 
-def submission_judge(*, payload: str, snapshot: CatalogSnapshot, received_at: dt.datetime | None = None) -> Derivation:
-    """Apply every rule to a stored payload; pure apart from reading the snapshot.
+def submission_judge(*, document: Any, snapshot: CatalogSnapshot, received_at: dt.datetime | None = None) -> Derivation:
+    """Apply every rule to a parsed submission; pure apart from reading the snapshot.
 
-    The rules are the intake's (report_from_document), as they are today: a submission stored
-    under older rules that fails them now is rejected with the reasons, its payload untouched.
+    The rules are report_from_document's, as they are today: a submission stored under older
+    rules that fails them now is rejected with the reasons, its payload untouched.
+    ``received_at``: a stored submission's; None at intake (now).
     """
-    try:
-        document = json_parse_stored(payload)
-    except SubmissionInvalid as exc:
-        return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in exc.errors])
     if not isinstance(document, dict):
-        return Derivation(
-            SubmissionStatus.REJECTED, [_reason(FieldError("$", "the submission must be a JSON object"), "rejected")]
-        )
+        return _refused([FieldError("$", "the submission must be a JSON object")])
     report, errors = report_from_document(document, snapshot, received_at=received_at)
     if errors or report is None:
-        return Derivation(SubmissionStatus.REJECTED, [_reason(e, "rejected") for e in errors], report=report)
+        return _refused(errors, report)
     match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
     if match.status == UNMATCHED:
         snapshot = catalog_snapshot_refresh_if_changed()
         match = snapshot.match(name=report.gpu_name, memory_gib=report.memory_gib)
+    peaks = snapshot.peaks.get(match.gpu_id) if match.gpu_id is not None else None
+    impossible = _impossible(report, peaks) if peaks is not None else []
     if match.status != MATCHED:
         # Never guess the GPU: a name and memory that disagree, a name several GPUs share or an
         # unknown name hold the run for a person, with the matcher's reason.
@@ -122,11 +145,11 @@ def submission_judge(*, payload: str, snapshot: CatalogSnapshot, received_at: dt
             [_reason(_gpu_hold_reason(report, match), "on_hold")],
             report=report,
             unknown_gpu_name=match.status != CONFLICT,
+            invalid=impossible,
         )
-    derivation = Derivation(SubmissionStatus.ACCEPTED, gpu_id=match.gpu_id, report=report)
+    derivation = Derivation(SubmissionStatus.ACCEPTED, gpu_id=match.gpu_id, report=report, invalid=impossible)
     if match.note:
         derivation.reasons.append({"field": "$.environment.gpu", "reason": match.note, "verdict": "note"})
-    peaks = snapshot.peaks.get(match.gpu_id) if match.gpu_id is not None else None
     rejected_any = False
     for result in report.results:
         rejected, flagged = _result_verdict(result, peaks)
@@ -142,6 +165,14 @@ def submission_judge(*, payload: str, snapshot: CatalogSnapshot, received_at: dt
     elif derivation.result_flags:
         derivation.status = SubmissionStatus.FLAGGED
     return derivation
+
+
+def _stored_judge(submission: RawSubmission, snapshot: CatalogSnapshot) -> Derivation:
+    try:
+        document = json_parse_strict(submission.payload)
+    except SubmissionInvalid as exc:
+        return _refused(exc.errors)
+    return submission_judge(document=document, snapshot=snapshot, received_at=submission.received_at)
 
 
 def _result_environment(report: RunReport, result: ResultReport) -> dict[str, Any]:
@@ -251,7 +282,7 @@ def submissions_derive(
 
     plans: list[tuple[RawSubmission, Derivation]] = []
     for submission in submissions:
-        derivation = submission_judge(payload=submission.payload, snapshot=snapshot, received_at=submission.received_at)
+        derivation = _stored_judge(submission, snapshot)
         _apply_moderation(submission, derivation)
         plans.append((submission, derivation))
 
@@ -263,12 +294,12 @@ def submissions_derive(
     keyed = {s.pk: [(r, r.key()) for r in d.report.results] for s, d in writers}  # type: ignore[union-attr]
     pairs: set[tuple[int, str]] = {(int(d.gpu_id or 0), key.key) for s, d in writers for _, key in keyed[s.pk]}
     if maintain_aggregates:
-        aggregate_key_locks(pairs=pairs)
+        aggregate_locks(gpu_ids={gpu_id for gpu_id, _ in pairs})
     peer_sets: dict[int, dict[str, PeerSet]] = {}
     for gpu_id in {gpu for gpu, _ in pairs}:
         peer_sets[gpu_id] = peer_cache.load(gpu_id=gpu_id, comparison_keys=[k for g, k in pairs if g == gpu_id])
 
-    rows: list[tuple[Any, ...]] = []
+    results: list[BenchmarkResult] = []
     grown: dict[tuple[int, str], _Grown] = {}
     for submission, derivation in writers:
         any_flagged = _results_rows(
@@ -277,11 +308,11 @@ def submissions_derive(
             keyed=keyed[submission.pk],
             peer_sets=peer_sets[int(derivation.gpu_id or 0)],
             snapshot=snapshot,
-            rows=rows,
+            results=results,
             grown=grown,
         )
         derivation.status = SubmissionStatus.FLAGGED if any_flagged else SubmissionStatus.ACCEPTED
-    results_insert(rows=rows)
+    results_insert(results=results)
     if maintain_aggregates:
         if grown:
             items = [
@@ -313,86 +344,36 @@ def submissions_derive(
 
 
 def _verdicts_write(*, plans: list[tuple[RawSubmission, Derivation]], now: dt.datetime) -> None:
-    """Store every verdict of the batch: one UPDATE on PostgreSQL instead of one per submission."""
-    if not plans:
-        return
-    if connection.vendor != "postgresql":
-        for submission, derivation in plans:
-            RawSubmission.objects.filter(pk=submission.pk).update(
-                status=derivation.status, reasons=derivation.reasons, gpu_id=derivation.gpu_id, processed_at=now
-            )
-        return
-    table = RawSubmission._meta.db_table
-    values = ", ".join("(%s::bigint, %s::text, %s::jsonb, %s::bigint)" for _ in plans)
-    params: list[Any] = []
+    """Store the verdicts: one UPDATE per distinct verdict, which most submissions of a batch share."""
+    groups: dict[str, tuple[Derivation, list[int]]] = {}
     for submission, derivation in plans:
-        params += [submission.pk, derivation.status, _json_text(derivation.reasons), derivation.gpu_id]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS s SET status = v.status, reasons = v.reasons, gpu_id = v.gpu_id, processed_at = %s "  # noqa: S608 - table name from the model, values are parameters
-            f"FROM (VALUES {values}) AS v(id, status, reasons, gpu_id) WHERE s.id = v.id",
-            [now, *params],
+        key = canonical_json([derivation.status, derivation.gpu_id, derivation.reasons])
+        groups.setdefault(key, (derivation, []))[1].append(submission.pk)
+    for derivation, ids in groups.values():
+        RawSubmission.objects.filter(pk__in=ids).update(
+            status=derivation.status, reasons=derivation.reasons, gpu_id=derivation.gpu_id, processed_at=now
         )
 
 
-def _json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-# Column order of the rows that _results_rows builds and results_insert writes.
-RESULT_COLUMNS = (
-    "submission_id",
-    "gpu_id",
-    "workload_id",
-    "precision",
-    "gpu_count",
-    "params",
-    "comparison_key",
-    "comparison_label",
-    "value",
-    "repetitions",
-    "spread_pct",
-    "trust",
-    "submitter_id",
-    "submitter_key",
-    "source",
-    "environment",
-    "measured_at",
-    "created_at",
-)
-_JSON_COLUMNS = frozenset({"params", "repetitions", "environment"})
-
-
-def results_insert(*, rows: list[tuple[Any, ...]]) -> int:
-    """Insert derived result rows (tuples in RESULT_COLUMNS order); returns how many.
-
-    PostgreSQL: one COPY. Building a model instance per row and letting bulk_create adapt
-    its fields cost more than the whole rest of the ingest (about 0.2 ms a row); COPY takes
-    the tuples as they are. Other databases: bulk_create.
-    """
-    if not rows:
-        return 0
+def results_insert(*, results: list[BenchmarkResult]) -> None:
+    """Insert derived results, as ``bulk_create`` would (defaults, auto_now_add, conversions)."""
     if connection.vendor != "postgresql":
-        BenchmarkResult.objects.bulk_create(
-            [BenchmarkResult(**dict(zip(RESULT_COLUMNS, row, strict=True))) for row in rows], batch_size=1000
-        )
-        return len(rows)
-    json_at = [i for i, name in enumerate(RESULT_COLUMNS) if name in _JSON_COLUMNS]
-    table = BenchmarkResult._meta.db_table
+        BenchmarkResult.objects.bulk_create(results, batch_size=1000)
+        return
+    # One COPY, written out: bulk_create costs about 2 ms more CPU a submission (perf/run), too much for 100/s.
+    fields = [field for field in BenchmarkResult._meta.concrete_fields if not field.primary_key]
+    json_columns = [isinstance(field, JSONField) for field in fields]
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)  # type: ignore[arg-type]
+    table = connection.ops.quote_name(BenchmarkResult._meta.db_table)
     # Errors of the raw psycopg cursor must reach callers as Django's: the task retries on those.
     with (
         connection.wrap_database_errors,
         connection.cursor() as cursor,
-        cursor.cursor.copy(
-            f"COPY {table} ({', '.join(RESULT_COLUMNS)}) FROM STDIN"  # noqa: S608 - names from the model
-        ) as copy,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
     ):
-        for row in rows:
-            values = list(row)
-            for i in json_at:
-                values[i] = _json_text(values[i])
-            copy.write_row(values)
-    return len(rows)
+        for result in results:
+            values = [field.pre_save(result, True) for field in fields]  # auto_now_add
+            copy.write_row([orjson.dumps(v).decode() if j else v for v, j in zip(values, json_columns, strict=True)])
 
 
 def submission_derive(*, submission: RawSubmission, **options: Any) -> str:
@@ -407,7 +388,7 @@ def _results_rows(
     keyed: list[tuple[ResultReport, ComparisonKey]],
     peer_sets: dict[str, PeerSet],
     snapshot: CatalogSnapshot,
-    rows: list[tuple[Any, ...]],
+    results: list[BenchmarkResult],
     grown: dict[tuple[int, str], _Grown],
 ) -> bool:
     """Append the result rows of one submission, judging outliers; True when any is flagged."""
@@ -419,7 +400,6 @@ def _results_rows(
     moderator_approved = bool(submission.moderated_by_id) and submission.status == SubmissionStatus.ACCEPTED
     any_flagged = False
     source = f"submission {submission.run_uuid}"
-    now = timezone.now()
     for result, key in keyed:
         workload = snapshot.workload(result.workload, result.workload_version)
         assert workload is not None  # report_check refused unknown workloads
@@ -432,26 +412,25 @@ def _results_rows(
             derivation.reasons.append({"field": result.path, "reason": text, "verdict": "flagged"})
         trust = TrustLabel.FLAGGED if flags else TrustLabel.COMMUNITY
         any_flagged = any_flagged or bool(flags)
-        rows.append(
-            (
-                submission.pk,
-                gpu_id,
-                workload.id,
-                result.precision,
-                result.gpu_count,
-                result.params,
-                key.key,
-                key.label,
-                result.median,
-                result.repetitions,
-                result.spread_pct,
-                trust,
-                submission.submitter_id,
-                submitter_key,
-                source,
-                _result_environment(report, result),
-                measured_at,
-                now,
+        results.append(
+            BenchmarkResult(
+                submission_id=submission.pk,
+                gpu_id=gpu_id,
+                workload_id=workload.id,
+                precision=result.precision,
+                gpu_count=result.gpu_count,
+                params=result.params,
+                comparison_key=key.key,
+                comparison_label=key.label,
+                value=result.median,
+                repetitions=result.repetitions,
+                spread_pct=result.spread_pct,
+                trust=trust,
+                submitter_id=submission.submitter_id,
+                submitter_key=submitter_key,
+                source=source,
+                environment=_result_environment(report, result),
+                measured_at=measured_at,
             )
         )
         if trust == TrustLabel.COMMUNITY:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrustLabel
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs
-from benchmarks_app.services.ingest import submissions_reingest
+from benchmarks_app.tasks import submission_enqueue
 from catalog.models import Gpu, GpuAlias, UnmatchedGpuName
 from catalog.models.gpus import alias_normalise
 from catalog.services.catalog_import import gpu_alias_upsert
@@ -75,6 +76,20 @@ def submissions_reject(*, submission_ids: Iterable[int], moderator: AbstractBase
         results.delete()
         aggregates_refresh_pairs(pairs=pairs)
     return summary
+
+
+def submissions_reingest(*, submission_ids: Iterable[int]) -> int:
+    """Put submissions back to received (moderator decisions cleared) and queue their ingest."""
+    ids = list(submission_ids)
+    with transaction.atomic():
+        count = (
+            RawSubmission.objects.filter(pk__in=ids)
+            .exclude(status=SubmissionStatus.PROCESSING)
+            .update(status=SubmissionStatus.RECEIVED, moderated_by=None, claimed_at=None)
+        )
+        for pk in ids:
+            transaction.on_commit(functools.partial(submission_enqueue, submission_id=pk))
+    return count
 
 
 @dataclass

@@ -12,12 +12,10 @@ import math
 import re
 from typing import Any
 
-import orjson
 from django.conf import settings
 
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid, SubmissionTooLarge
-
-MAX_DEPTH = 16
+from benchmarks_app.services.schema import MAX_DEPTH, json_path, non_finite_numbers
 
 
 def _refuse_constant(name: str) -> Any:
@@ -31,21 +29,6 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicated key {key!r}")
         result[key] = value
     return result
-
-
-def json_depth(document: Any) -> int:
-    """Nesting depth of containers (a scalar is 0), computed without recursion."""
-    deepest = 0
-    stack = [(document, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in node)
-    return deepest
 
 
 def body_decode(body: bytes | str) -> str:
@@ -65,15 +48,14 @@ def body_decode(body: bytes | str) -> str:
 def json_parse_strict(text: str) -> Any:
     """Parse standard JSON; NaN/Infinity, numbers that overflow and duplicated keys are errors.
 
-    Nesting deeper than Python's parser allows is refused here; ``json_depth_error`` gives
-    the clearer message for moderately deep documents that fail the schema.
+    Nesting deeper than Python's parser allows is refused here; ``schema_errors`` gives the
+    clearer message for moderately deep documents that fail the schema.
     """
     if not text.strip():
         raise SubmissionInvalid([FieldError("$", "the body is empty: send the JSON document the client wrote")])
     out_of_range = False
 
-    # The hooks only note that some number overflows; the walk below then names where. A regex
-    # pre-scan of the text did this before, and cost more than the parse on every body.
+    # The hooks only note that some number overflows; the walk below then names where.
     def parse_float(token: str) -> float:
         nonlocal out_of_range
         value = float(token)
@@ -107,8 +89,6 @@ def json_parse_strict(text: str) -> Any:
             [FieldError("$", f"JSON nested too deeply (the limit is {MAX_DEPTH} levels)")]
         ) from None
     if out_of_range:
-        from benchmarks_app.services.schema import non_finite_numbers
-
         errors = non_finite_numbers(document)
         if errors:
             raise SubmissionInvalid(errors)
@@ -128,8 +108,6 @@ _UNSTORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")
 
 def unstorable_strings(document: Any) -> list[FieldError]:
     """Keys and strings holding NUL or an unpaired surrogate, by JSON path."""
-    from benchmarks_app.services.schema import json_path
-
     found: list[FieldError] = []
     stack: list[tuple[Any, list[str | int]]] = [(document, [])]
     while stack and len(found) < 50:
@@ -145,29 +123,6 @@ def unstorable_strings(document: Any) -> list[FieldError]:
         elif isinstance(node, list):
             stack.extend((v, [*parts, i]) for i, v in enumerate(node))
     return found
-
-
-def json_parse_stored(text: str) -> Any:
-    """Parse a payload the intake stored: it passed ``json_parse_strict`` then, so the ingest
-    reads it with orjson, several times faster. A payload orjson refuses (NaN, a lone
-    surrogate: not one the intake stored), or one that may hold a string PostgreSQL cannot
-    store, goes through the strict parser and gets its message. orjson keeps the last of
-    duplicated keys, which the intake refused.
-    """
-    if _MAYBE_UNSTORABLE.search(text):
-        return json_parse_strict(text)
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json_parse_strict(text)
-
-
-def json_depth_error(document: Any) -> FieldError | None:
-    """An error when the document nests deeper than MAX_DEPTH (checked only for invalid documents)."""
-    depth = json_depth(document)
-    if depth > MAX_DEPTH:
-        return FieldError("$", f"JSON nested {depth} levels deep; the limit is {MAX_DEPTH}")
-    return None
 
 
 def payload_sha256(text: str) -> str:

@@ -4,7 +4,7 @@ The outlier check and the aggregate both need every trusted value of a pair. Fet
 from the database on each ingest costs O(n) rows per result, which makes a busy pair
 quadratic. Instead each worker process keeps the sorted values of the pairs it has seen,
 tagged with the version of the pair's aggregate row (n, updated_at). Every writer of trusted
-results rewrites that row under the pair's lock, so a matching version proves the cache
+results rewrites that row holding the GPU's lock, so a matching version proves the cache
 holds exactly the committed values; any other writer (another worker, a moderator, the lab
 import, a rebuild) changes the version and the pair is read again.
 """
@@ -13,71 +13,28 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import math
 import threading
 from array import array
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from benchmarks_app.models import ResultAggregate, TrustLabel
-from benchmarks_app.services.aggregates import (
-    _MAD_SCALE,
-    _MEAN_AD_SCALE,
-    OUTLIER_MIN_PEERS,
-    OUTLIER_Z,
-    SubmitterPeers,
-    Summary,
-    trusted_peers_by_submitter,
-)
+from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel
+from benchmarks_app.services.aggregates import Summary, is_outlier, summary_of_sorted
 
 Version = tuple[int, dt.datetime] | None
 _INVALID = ("invalid",)
 MAX_CACHED_PAIRS = 4096
-# Values across all cached pairs: 8 million doubles is 64 MB. The pair bound alone let a worker
-# grow with the busiest pairs (hundreds of thousands of values each) as the data grew.
+# Values across all cached pairs: 8 million doubles is 64 MB, whatever the number of pairs.
 MAX_CACHED_VALUES = 8_000_000
-
-
-def _deviation_kth(values: Sequence[float], median: float, k: int) -> float:
-    """The k-th smallest (0-based) of ``|v - median|`` over sorted ``values``, in O(log^2 n).
-
-    The deviations are two sorted runs: ``median - v`` walking left from the median and
-    ``v - median`` walking right; the k-th of their union is found by bisecting how many of
-    the left run come first. The values are the same floats ``abs(v - median)`` gives.
-    """
-    split = bisect.bisect_left(values, median)
-    # The i-th smallest deviation below the median is median - values[split - 1 - i]; the j-th
-    # at or above it is values[split + j] - median. Written inline: this loop runs for every
-    # result ingested, and calls to two small helpers were a third of its time.
-    n_left, n_right = split, len(values) - split
-    low, high = max(0, k + 1 - n_right), min(k + 1, n_left)  # how many of the first k+1 come from the left
-    while low < high:
-        take = (low + high) // 2  # candidate: take left[0..take), right[0..k+1-take)
-        j = k + 1 - take
-        if j > 0 and take < n_left and median - values[split - 1 - take] < values[split + j - 1] - median:
-            low = take + 1
-        else:
-            high = take
-    take = low
-    j = k + 1 - take
-    candidates = []
-    if take > 0:
-        candidates.append(median - values[split - take])
-    if j > 0:
-        candidates.append(values[split + j - 1] - median)
-    return max(candidates)
 
 
 @dataclass
 class PeerSet:
     """Sorted trusted values of one pair, with who submitted them and how many are lab results.
 
-    Kept so that each ingest costs O(log n) per result (plus the insert's memmove), not O(n):
-    a busy pair holds tens of thousands of values. They are kept as an array of doubles, 8
-    bytes a value where a list of floats takes 32: the worker holds up to MAX_CACHED_VALUES.
+    Sorted so that the summary reads its quartiles in place; an array of doubles, 8 bytes a
+    value where a list of floats takes 32: a worker holds up to MAX_CACHED_VALUES.
     """
 
     values: array[float] = field(default_factory=lambda: array("d"))
@@ -85,19 +42,6 @@ class PeerSet:
     lab: int = 0
     version: object = None
     distinct: int = 0  # submitter keys that are non-empty, maintained with ``submitters``
-
-    @classmethod
-    def of_submitters(cls, groups: Iterable[SubmitterPeers], version: Version) -> PeerSet:
-        """The set of one pair from its trusted values grouped by submitter key (``trusted_peers_by_submitter``)."""
-        peer_set = cls(version=version)
-        values: list[float] = []
-        for group in groups:
-            values.extend(group.values)
-            peer_set.submitters[group.submitter_key] += len(group.values)
-            peer_set.lab += group.lab
-        peer_set.values = array("d", sorted(values))
-        peer_set.distinct = sum(1 for key in peer_set.submitters if key)
-        return peer_set
 
     @property
     def n(self) -> int:
@@ -111,48 +55,33 @@ class PeerSet:
         self.submitters[submitter_key] += 1
         self.lab += trust == TrustLabel.LAB
 
-    def quantile(self, p: float) -> float:
-        """Linear interpolation between order statistics (statistics.quantiles 'inclusive')."""
-        position = (len(self.values) - 1) * p
-        low = math.floor(position)
-        high = min(low + 1, len(self.values) - 1)
-        return self.values[low] + (position - low) * (self.values[high] - self.values[low])
-
     def summary(self) -> Summary:
-        return Summary(
-            n=self.n,
-            median=self.quantile(0.5),
-            q1=self.quantile(0.25),
-            q3=self.quantile(0.75),
-            minimum=self.values[0],
-            maximum=self.values[-1],
-            distinct_submitters=self.distinct,
-        )
-
-    def mad(self, median: float) -> float:
-        """Median absolute deviation from ``median`` (what ``np.median(abs(values - median))`` gives)."""
-        n = len(self.values)
-        if n % 2:
-            return _deviation_kth(self.values, median, n // 2)
-        return (_deviation_kth(self.values, median, n // 2 - 1) + _deviation_kth(self.values, median, n // 2)) / 2
-
-    def modified_z(self, value: float) -> float:
-        median = self.quantile(0.5)
-        mad = self.mad(median)
-        if mad > 0:
-            return _MAD_SCALE * (value - median) / mad
-        # Rare (more than half the peers identical): the O(n) mean deviation stands in.
-        mean_ad = float(np.abs(np.asarray(self.values) - median).mean())
-        if mean_ad > 0:
-            return (value - median) / (_MEAN_AD_SCALE * mean_ad)
-        return 0.0 if value == median else math.copysign(math.inf, value - median)
+        return summary_of_sorted(self.values, distinct_submitters=self.distinct)
 
     def outlier(self, value: float) -> tuple[bool, float | None]:
-        """|modified z| > 3.5 against at least five trusted peers."""
-        if self.n < OUTLIER_MIN_PEERS:
-            return False, None
-        z = self.modified_z(value)
-        return abs(z) > OUTLIER_Z, z
+        return is_outlier(value, self.values)
+
+
+def _trusted_peer_sets(*, gpu_id: int, comparison_keys: list[str]) -> dict[str, PeerSet]:
+    """The peer sets of these keys from the stored trusted results, in one query (unsorted: the
+    model's default order would make the database sort every trusted result of the pair)."""
+    found = {key: PeerSet() for key in comparison_keys}
+    values: dict[str, list[float]] = {key: [] for key in comparison_keys}
+    rows = (
+        BenchmarkResult.objects.trusted()
+        .filter(gpu_id=gpu_id, comparison_key__in=comparison_keys)
+        .order_by()
+        .values_list("comparison_key", "value", "submitter_key", "trust")
+    )
+    for key, value, submitter_key, trust in rows.iterator(chunk_size=20_000):
+        values[key].append(value)
+        peer_set = found[key]
+        peer_set.submitters[submitter_key] += 1
+        peer_set.lab += trust == TrustLabel.LAB
+    for key, peer_set in found.items():
+        peer_set.values = array("d", sorted(values[key]))
+        peer_set.distinct = sum(1 for submitter_key in peer_set.submitters if submitter_key)
+    return found
 
 
 class PeerCache:
@@ -176,7 +105,7 @@ class PeerCache:
         self._lock = threading.Lock()
 
     def load(self, *, gpu_id: int, comparison_keys: Iterable[str]) -> dict[str, PeerSet]:
-        """The peer sets of these keys; call it holding the pairs' locks (aggregate_key_locks)."""
+        """The peer sets of these keys; call it holding the GPU's lock (aggregate_locks)."""
         keys = list(dict.fromkeys(comparison_keys))
         versions: dict[str, Version] = {}
         if self.validate:
@@ -195,10 +124,10 @@ class PeerCache:
                 else:
                     misses.append(key)
         if misses:
-            fetched = trusted_peers_by_submitter(gpu_id=gpu_id, comparison_keys=misses)
+            fetched = _trusted_peer_sets(gpu_id=gpu_id, comparison_keys=misses)
             with self._lock:
-                for key in misses:
-                    peer_set = PeerSet.of_submitters(fetched.get(key, []), versions.get(key))
+                for key, peer_set in fetched.items():
+                    peer_set.version = versions.get(key)
                     self._sets[(gpu_id, key)] = peer_set
                     found[key] = peer_set
                 self._evict()

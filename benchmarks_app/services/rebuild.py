@@ -9,17 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
-from benchmarks_app.services.aggregates import aggregates_rebuild
+from benchmarks_app.services.aggregates import aggregate_locks, aggregates_rebuild
 from benchmarks_app.services.derive import submission_derive
 from benchmarks_app.services.ingest import TERMINAL
 from benchmarks_app.services.lab_import import BUNDLED_DIR, LabImportSummary, lambda_import_directory
 from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
+from catalog.models import Gpu
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +72,8 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
     """
     summary = RebuildSummary()
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # Live ingests wait for the rebuild instead of writing into a half-built table.
-            with connection.cursor() as cursor:
-                cursor.execute(f"LOCK TABLE {ResultAggregate._meta.db_table} IN EXCLUSIVE MODE")
+        # Live ingests wait for the rebuild instead of writing into half-built tables.
+        aggregate_locks(gpu_ids=Gpu.objects.values_list("pk", flat=True))
         # Results of submissions and Lambda's tables are derived again below. The other lab
         # imports (MLPerf, llama.cpp: files that may not be bundled) are kept as imported; their
         # aggregates are recomputed with the rest.

@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks_app.services.errors import FieldError
 
 SCHEMA_NAME = "submission-1.schema.json"
+MAX_DEPTH = 16
 REPO_SCHEMA = Path(__file__).resolve().parents[2] / "bench_client" / "gpuatlas_bench" / "schemas" / SCHEMA_NAME
 MAX_ERRORS = 50
 _REASON_LIMIT = 300
@@ -120,17 +121,30 @@ def non_finite_numbers(document: Any) -> list[FieldError]:
     return found
 
 
+def json_depth(document: Any) -> int:
+    """Nesting depth of containers (a scalar is 0), computed without recursion."""
+    deepest = 0
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
+
+
 def schema_errors(document: Any) -> list[FieldError]:
     """Everything wrong with ``document`` against the submission schema (at most 50 errors).
 
     ``document`` comes from payload.json_parse_strict, which refuses non-finite numbers.
-    A document that fails and nests absurdly deep gets that one error instead of the list.
+    A document that fails and nests deeper than MAX_DEPTH gets that one error instead of the list.
     """
     errors = _validator()(document)
     if errors:
-        from benchmarks_app.services.payload import json_depth_error
-
-        too_deep = json_depth_error(document)
-        if too_deep is not None:
-            return [too_deep]
+        depth = json_depth(document)
+        if depth > MAX_DEPTH:
+            return [FieldError("$", f"JSON nested {depth} levels deep; the limit is {MAX_DEPTH}")]
     return errors

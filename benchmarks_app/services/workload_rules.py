@@ -247,10 +247,10 @@ def result_params_errors(
 ) -> list[FieldError]:
     """Every way ``params`` differs from what the workload's client code sends, by JSON path."""
     errors: list[FieldError] = []
-    # Sorted: PostgreSQL's jsonb, where the rules are stored, does not keep the file's key order.
-    known = ", ".join(sorted(rules.params)) or "no params"
     for name in params:
         if name not in rules.params:
+            # Sorted: PostgreSQL's jsonb, where the rules are stored, does not keep the file's key order.
+            known = ", ".join(sorted(rules.params)) or "no params"
             errors.append(FieldError(f"{path}.params.{name}", f"unknown parameter: {rules.label} takes {known}"))
     valid = {name for name, value in params.items() if name in rules.params and rules.params[name].fits(value)}
     for name, rule in rules.params.items():
@@ -260,12 +260,14 @@ def result_params_errors(
         applies = _applies(rule, params, precision, valid)
         if applies is None:
             continue
-        condition = _condition_text(rule)
         if applies and not present and not rule.optional:
+            condition = _condition_text(rule)
             where = f" when {condition}" if condition else ""
             errors.append(FieldError(f"{path}.params.{name}", f"required by {rules.label}{where}"))
         elif not applies and present:
-            errors.append(FieldError(f"{path}.params.{name}", f"only for {rules.label} results where {condition}"))
+            errors.append(
+                FieldError(f"{path}.params.{name}", f"only for {rules.label} results where {_condition_text(rule)}")
+            )
     return errors
 
 
