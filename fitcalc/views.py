@@ -44,7 +44,7 @@ FIELD_GROUPS = (
         ),
     ),
     ("work", ("tokens", "samples", "epochs", "dataset_size")),
-    ("money", ("hours_per_day", "electricity_price_per_kwh", "condition", "currency")),
+    ("money", ("price", "hours_per_day", "electricity_price_per_kwh", "condition", "currency")),
 )
 
 
