@@ -213,6 +213,7 @@ class FitGpuSerializer(serializers.Serializer):
     measured_source = serializers.CharField(allow_blank=True, help_text="LLM inference: the measurement used.")
     measured_url = serializers.CharField(allow_blank=True)
     measured_n = _nullable_int(help_text="Results (or MLPerf systems) behind the measurement.")
+    max_count_offered = _nullable_int(help_text="Most of these GPUs one current on-demand offer puts in one machine.")
 
 
 class FitCountPlanSerializer(serializers.Serializer):
@@ -235,6 +236,9 @@ class FitCountPlanSerializer(serializers.Serializer):
     )
     throughput_note = serializers.CharField(allow_blank=True)
     typical_error = _nullable_float(help_text="Typical relative error of an estimate (0.2 = 20%); null if unknown.")
+    rentable = serializers.BooleanField(
+        allow_null=True, help_text="Whether a current offer rents this many in one machine; null: no offer known."
+    )
 
 
 class FitGpuPlanSerializer(serializers.Serializer):
@@ -441,6 +445,7 @@ def _gpu_plan_data(plan: GpuPlan, detail: GpuDetail) -> dict[str, Any]:
             "measured_source": detail.measured_source,
             "measured_url": detail.measured_url,
             "measured_n": detail.measured_n,
+            "max_count_offered": gpu.max_count_offered,
         },
         "gpus_needed": plan.gpus_needed,
         "recommended": _count_plan_data(plan.recommended) if plan.recommended else None,

@@ -145,15 +145,17 @@ class GpuLink:
 
 
 _PCIE = re.compile(r"PCIe\s*(\d)(?:\.\d)?\s*x(\d+)", re.IGNORECASE)
-BRIDGED_VARIANTS = frozenset({"pcie", "nvl"})
+#: Boards that slot into PCIe: NVLink (where they have it) only over a bridge between two cards.
+BRIDGED_VARIANTS = frozenset({"pcie", "nvl", "server"})
 PCIE_SEGMENTS = frozenset({"consumer", "workstation"})
 
 
 def gpu_link(*, variant: str, segment: str, interconnect_gbs: float | None, bus_interface: str) -> GpuLink | None:
     """The link from the catalogue: ``interconnect_gbs`` is NVLink (both directions, per GPU);
-    bridged boards (PCIe, NVL) pair up over it. Without NVLink, consumer and workstation cards and
-    PCIe boards talk over their PCIe slot. None where neither is known (a data-centre accelerator
-    with its own fabric the catalogue has no figure for): communication is then not counted."""
+    PCIe boards (variants PCIe, NVL, Server) pair up over a bridge. Without NVLink, consumer and
+    workstation cards and PCIe boards talk over their PCIe slot. None where neither is known (a
+    data-centre module with its own fabric the catalogue has no figure for, such as an OAM
+    accelerator): communication is then not counted."""
     match = _PCIE.search(bus_interface or "")
     pcie = None
     if match and int(match.group(1)) in PCIE_X16_GBS:
@@ -307,7 +309,7 @@ def llm_rate_note(rate: LlmRate, *, mode: str) -> str:
             "one stream with the layers split over %(count)d GPUs (llama.cpp's default): they work in turn, "
             "so it runs at one GPU's bandwidth"
         ) % {"count": rate.count}
-    text = _("%(replicas)d × %(group)d-GPU tensor-parallel group, %(batch)d sequences each, bound by %(bound)s") % {
+    text = _("%(replicas)d × %(group)d-GPU tensor-parallel group, %(batch)d sequences each, %(bound)s") % {
         "replicas": rate.replicas,
         "group": rate.group,
         "batch": rate.batch,
@@ -321,9 +323,9 @@ def llm_rate_note(rate: LlmRate, *, mode: str) -> str:
 
 
 BOUND_LABELS = {
-    "memory bandwidth": gettext_lazy("memory bandwidth"),
-    "KV-cache memory": gettext_lazy("KV-cache memory"),
-    "tensor throughput": gettext_lazy("tensor throughput"),
+    "memory bandwidth": gettext_lazy("bound by memory bandwidth"),
+    "KV-cache memory": gettext_lazy("bound by the memory left for the KV cache"),
+    "tensor throughput": gettext_lazy("bound by tensor throughput"),
 }
 
 

@@ -85,7 +85,8 @@ class GpuFacts:
     ``throughput_per_s``: one GPU's rate in the caller's work unit (tokens/s, samples/s ...); for
     LLM inference, one GPU's share at the fewest GPUs with a figure (one stream: the stream's rate).
     ``count_rates``: the rate of n GPUs together where the caller has it (else ``throughput_per_s``
-    x the assumed speed-up). ``price_per_gpu_hour``: the rental per GPU-hour. ``purchase_price``:
+    x the assumed speed-up). ``max_count_offered``: the most of these GPUs one current rental
+    offer puts in one machine (None: not known); larger counts are not rentable as one machine. ``price_per_gpu_hour``: the rental per GPU-hour. ``purchase_price``:
     new or used price of one GPU. ``tdp_w``: board power in watts. Money is in one currency, the
     caller's.
     """
@@ -100,6 +101,7 @@ class GpuFacts:
     tdp_w: float | None = None
     throughput_basis: str = ""
     count_rates: Mapping[int, CountRate] = field(default_factory=dict)
+    max_count_offered: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,6 +127,7 @@ class CountPlan:
     scaling: str = "single"
     throughput_note: str = ""
     typical_error: float | None = None
+    rentable: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -143,8 +146,9 @@ class CountPlan:
 @dataclass(frozen=True)
 class GpuPlan:
     """One GPU model across counts. ``gpus_needed`` is the smallest count that fits (None: none
-    does, ``reason`` says why). ``recommended`` is the fitting count that finishes within the time
-    limit at the lowest cost (fewest GPUs when no price or time is known)."""
+    does, ``reason`` says why). ``recommended`` is the fitting count that a current offer rents as
+    one machine and that finishes within the time limit at the lowest cost (fewest GPUs when no
+    price or time is known); a count no offer rents is recommended only when no rentable one fits."""
 
     gpu: GpuFacts
     counts: tuple[CountPlan, ...]
@@ -298,6 +302,7 @@ def gpu_plan(
                 scaling=rate.scaling,
                 throughput_note=rate.note,
                 typical_error=rate.typical_error,
+                rentable=None if gpu.max_count_offered is None else count <= gpu.max_count_offered,
             )
         )
     fitting = [plan for plan in plans if plan.fits]
@@ -306,6 +311,7 @@ def gpu_plan(
         recommended = min(
             fitting,
             key=lambda plan: (
+                plan.rentable is False,
                 bool(plan.over_max_hours),
                 plan.cost if plan.cost is not None else math.inf,
                 plan.count,
@@ -318,6 +324,11 @@ def gpu_plan(
         }
         if recommended.over_max_hours:
             reason += _("; every fitting count takes longer than %(hours)s h") % {"hours": f"{max_hours:g}"}
+        if recommended.rentable is False:
+            reason += _("; no current offer rents %(count)d of these in one machine (at most %(offered)d)") % {
+                "count": recommended.count,
+                "offered": gpu.max_count_offered,
+            }
         return GpuPlan(gpu=gpu, counts=tuple(plans), gpus_needed=needed.count, recommended=recommended, reason=reason)
 
     largest = max(counts)
@@ -383,14 +394,14 @@ def plan_completeness(gpu: GpuFacts, best: CountPlan | None = None) -> int:
     return (rate is None) + (gpu.price_per_gpu_hour is None)
 
 
-def plan_rank(plan: GpuPlan) -> tuple[bool, int, bool, float, float, int, str]:
+def plan_rank(plan: GpuPlan) -> tuple[bool, int, bool, bool, float, float, int, str]:
     """Sort key of :func:`fit_plan`: GPUs that fit first; among them, those with both a throughput and
     a price before those missing one, and those before those missing both (an unknown is never ranked
-    above a known figure); then plans within the time limit, by cost per unit of work at the
-    recommended count, hours, GPU count and name."""
+    above a known figure); then plans a current offer can rent as one machine, then plans within the
+    time limit, by cost per unit of work at the recommended count, hours, GPU count and name."""
     best = plan.recommended
     if best is None:
-        return (True, 2, True, math.inf, math.inf, MAX_COUNT + 1, plan.gpu.name)
+        return (True, 2, True, True, math.inf, math.inf, MAX_COUNT + 1, plan.gpu.name)
     gpu = plan.gpu
     per_unit = math.inf
     if best.throughput_per_s and gpu.price_per_gpu_hour is not None:
@@ -398,6 +409,7 @@ def plan_rank(plan: GpuPlan) -> tuple[bool, int, bool, float, float, int, str]:
     return (
         False,
         plan_completeness(gpu, best),
+        best.rentable is False,
         bool(best.over_max_hours),
         per_unit,
         -(best.throughput_per_s or 0),

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
-from catalog.models import Gpu, PurchasePrice, TensorPeak
+from catalog.models import Gpu, Offer, PurchasePrice, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from fitcalc.forms import FitRequest
@@ -224,6 +224,20 @@ def _purchase_prices_usd(*, gpu_ids: list[int], condition: str, rates: RateBook)
     return out
 
 
+def max_count_offered(*, gpu_ids: list[int]) -> dict[int, int]:
+    """gpu id -> the most of that GPU one current on-demand offer puts in one machine. One query."""
+    rows = (
+        Offer.objects.current()
+        .sku_level()
+        .filter(gpu_id__in=gpu_ids, is_spot=False)
+        .order_by()
+        .values("gpu_id")
+        .annotate(most=Max("gpu_count"))
+        .values_list("gpu_id", "most")
+    )
+    return {gpu_id: int(most) for gpu_id, most in rows if most and most >= 1}
+
+
 def _price_origin(rent: GpuRentPrice, money: Any) -> PriceOrigin:
     origin = rent.provenance
     return PriceOrigin(
@@ -294,6 +308,7 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
     ):
         peaks.setdefault(row["gpu_id"], {})[row["precision"]] = row["dense_tflops"] if row["supported"] else None
     rent = gpu_rent_prices(gpu_ids=gpu_ids, rule=request.price_rule)
+    offered = max_count_offered(gpu_ids=gpu_ids)
     rates = RateBook.load()
     purchase_usd = _purchase_prices_usd(gpu_ids=gpu_ids, condition=request.condition, rates=rates)
     llm_inference = breakdown.is_inference and model.kind == "decoder"
@@ -392,6 +407,7 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
                 tdp_w=_within(float(gpu["tdp_w"]) if gpu["tdp_w"] else None, low=0, high=_MAX_TDP),
                 throughput_basis=basis if per_s is not None else "none",
                 count_rates=count_rates,
+                max_count_offered=offered.get(gpu["id"]),
             )
         )
         details[gpu["slug"]] = GpuDetail(

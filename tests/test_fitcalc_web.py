@@ -432,6 +432,7 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
         "slug", "name", "memory_gib", "throughput_per_s", "throughput_unit", "throughput_basis",
         "throughput_is_estimate", "throughput_note", "throughput_typical_error", "price_per_gpu_hour", "price",
         "purchase_price", "purchase_price_source", "tdp_w", "measured_source", "measured_url", "measured_n",
+        "max_count_offered",
     }  # fmt: skip
     assert set(plan["gpu"]["price"]) == {
         "rule", "provider", "provider_slug", "instance_type", "region", "observed_at", "age_days", "date_basis",
@@ -440,7 +441,7 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     assert set(plan["counts"][0]) == {
         "count", "per_gpu_gib", "memory_gib", "fits", "speedup", "hours", "cost", "over_max_hours",
         "throughput_is_estimate", "reason", "throughput_per_s", "throughput_basis", "scaling", "throughput_note",
-        "typical_error",
+        "typical_error", "rentable",
     }  # fmt: skip
     assert [c["count"] for c in plan["counts"]] == [1, 2, 4, 8]
     assert body["inputs"]["work"] == {"given_as": "tokens", "amount": 1e6, "unit": "tokens", "work_units": 1e6}
