@@ -22,7 +22,7 @@ from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
-from catalog.models import Gpu, Offer, PurchasePrice, TensorPeak
+from catalog.models import Gpu, Offer, PriceSnapshot, PurchasePrice, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from fitcalc.forms import FitRequest
@@ -103,6 +103,14 @@ class PriceOrigin:
     maximum: float | None
     providers: int
     offers: int
+
+    @property
+    def date_basis_label(self) -> str:
+        """How the observation date is known, in the page's language."""
+        try:
+            return str(PriceSnapshot.DateBasis(self.date_basis).label)
+        except ValueError:
+            return self.date_basis
 
     def to_dict(self) -> dict[str, Any]:
         return {
