@@ -173,7 +173,8 @@ class FitMemorySerializer(serializers.Serializer):
 
 
 class FitPriceOriginSerializer(serializers.Serializer):
-    rule = _enum(list(PRICE_RULES), help_text="The rule that picked the offer.")
+    # A plain string: an enum here would repeat `inputs.price`'s choice set under a second name.
+    rule = serializers.CharField(help_text="The rule that picked the offer: " + ", ".join(PRICE_RULES) + ".")
     provider = serializers.CharField()
     provider_slug = serializers.CharField()
     instance_type = serializers.CharField(allow_blank=True)
