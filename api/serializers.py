@@ -297,7 +297,120 @@ class RankingRowSerializer(serializers.Serializer):
     )
     llm_source_url = serializers.CharField()
     llm_precision = serializers.CharField(help_text="LLM use cases: weight format of the figure.")
-    estimate_error_pct = _nullable_float(help_text="LLM estimates: the model's median leave-one-GPU-out error, %.")
+    scaling_gpu_count = serializers.IntegerField(
+        allow_null=True,
+        help_text="Training use cases: the largest GPU count with a ranked data-parallel scaling measurement; null: none.",
+    )
+    scaling_efficiency = _nullable_float(
+        help_text="tokens/s at scaling_gpu_count / (count x tokens/s at 1 GPU) of the same run, median over runs; "
+        "shown beside perf, never part of it."
+    )
+    scaling_n = serializers.IntegerField(help_text="Runs behind scaling_efficiency; 0 without one.")
+    scaling_distinct_submitters = serializers.IntegerField()
+    scaling_interconnect = serializers.CharField(help_text="nvlink | pcie | mixed | unknown; empty without a figure.")
+    scaling_tokens_per_s_per_gpu = _nullable_float(help_text="Per-GPU training throughput at scaling_gpu_count.")
+    scaling_one_gpu_tokens_per_s = _nullable_float(help_text="The 1-GPU figure of the same runs.")
+    estimate_error_pct = _nullable_float(
+        help_text="LLM estimates: the model's leave-one-GPU-out error, % (its error outside the measured range for "
+        "estimates outside it)."
+    )
+    estimate_outside_range = serializers.BooleanField(
+        help_text="LLM estimates: for a GPU class or configuration no calibration row contains."
+    )
+    estimate_outside_reasons = serializers.ListField(
+        child=serializers.ChoiceField(
+            choices=[(r, r) for r in ("vendor", "architecture", "configuration", "precision")]
+        ),
+        help_text="LLM estimates outside the measured range: what the calibration rows lack.",
+    )
+    llm_configuration = serializers.CharField(
+        help_text="LLM use cases, estimates: single, layer (split across GPUs) or the link of a tensor-parallel split "
+        "(fabric, pcie_p2p, pcie_host, unknown); empty for measured figures."
+    )
+
+
+class HostFactsSerializer(serializers.Serializer):
+    interconnect = serializers.CharField(help_text="nvlink | pcie | mixed | unknown | none (one GPU).")
+    topology_source = serializers.CharField(help_text="nvidia-smi | nvml | none: where the client read the links.")
+    links = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Distinct nvidia-smi topo cells between the GPUs used (NV18, PIX, SYS ...).",
+    )
+    peer_access = serializers.BooleanField(
+        allow_null=True, help_text="Every pair of GPUs can access each other's memory."
+    )
+    backend = serializers.CharField(help_text="nccl | gloo.")
+    nccl_version = serializers.CharField()
+    nccl_env = serializers.DictField(child=serializers.CharField(), help_text="The run's NCCL_* variables.")
+    host_gpu_count = serializers.IntegerField(allow_null=True, help_text="GPUs visible on the host.")
+    measured_at = serializers.DateTimeField(help_text="When the newest run behind the figure was measured.")
+
+
+class ScalingLineSerializer(serializers.Serializer):
+    workload = serializers.CharField()
+    workload_version = serializers.CharField()
+    precision = serializers.CharField()
+    gpu_count = serializers.IntegerField()
+    interconnect = serializers.CharField()
+    n = serializers.IntegerField(help_text="Trusted results (one per run).")
+    distinct_submitters = serializers.IntegerField()
+    tokens_per_s = serializers.FloatField(help_text="The whole group, median over runs.")
+    tokens_per_s_per_gpu = serializers.FloatField(help_text="tokens_per_s / gpu_count.")
+    rank_min = _nullable_float(help_text="Slowest rank's own tokens/s over the runs.")
+    rank_max = _nullable_float(help_text="Fastest rank's own tokens/s over the runs.")
+    scaling_efficiency = _nullable_float(
+        help_text="Median over runs of tokens/s at N / (N x tokens/s at 1 GPU) of the same run; null at 1 GPU."
+    )
+    efficiency_n = serializers.IntegerField(help_text="Runs behind scaling_efficiency.")
+    efficiency_submitters = serializers.IntegerField()
+    efficiency_min = _nullable_float()
+    efficiency_max = _nullable_float()
+    one_gpu_tokens_per_s = _nullable_float(help_text="Median 1-GPU figure of the runs behind scaling_efficiency.")
+    ranked = serializers.BooleanField(help_text="Enough results to count in the rankings (a lab result or 3).")
+    host = HostFactsSerializer(help_text="The newest run's host.")
+
+
+class AllreduceLineSerializer(serializers.Serializer):
+    workload = serializers.CharField()
+    workload_version = serializers.CharField()
+    gpu_count = serializers.IntegerField()
+    interconnect = serializers.CharField()
+    bytes = serializers.IntegerField(help_text="Message size per GPU.")
+    dtype = serializers.CharField()
+    n = serializers.IntegerField()
+    distinct_submitters = serializers.IntegerField()
+    busbw_gbs = serializers.FloatField(help_text="Bus bandwidth as nccl-tests defines it, median over runs.")
+    algbw_gbs = _nullable_float(help_text="Algorithm bandwidth (bytes / time), median over runs.")
+    time_us = _nullable_float(help_text="Time of one all-reduce, median over runs.")
+    rank_min = _nullable_float()
+    rank_max = _nullable_float()
+    host = HostFactsSerializer(help_text="The newest run's host.")
+
+
+class MeasuredScalingSerializer(serializers.Serializer):
+    gpu_count = serializers.IntegerField()
+    scaling_efficiency = serializers.FloatField()
+    n = serializers.IntegerField(help_text="Runs behind the efficiency.")
+    distinct_submitters = serializers.IntegerField()
+    interconnect = serializers.CharField()
+    tokens_per_s_per_gpu = serializers.FloatField()
+    one_gpu_tokens_per_s = _nullable_float()
+    ranked = serializers.BooleanField()
+
+
+class GpuMultiGpuSerializer(serializers.Serializer):
+    gpu = serializers.CharField(help_text="GPU slug.")
+    gpu_name = serializers.CharField()
+    method = serializers.CharField(help_text="How the figures are made, in words.")
+    min_results_ranked = serializers.IntegerField(
+        help_text="Community results a figure needs to count in the rankings."
+    )
+    measured_on_several_gpus = serializers.BooleanField()
+    training = ScalingLineSerializer(many=True, help_text="Data-parallel training per GPU count and interconnect.")
+    allreduce = AllreduceLineSerializer(many=True, help_text="All-reduce per GPU count, interconnect and message size.")
+    scaling_by_gpu_count = MeasuredScalingSerializer(
+        many=True, help_text="One efficiency per GPU count (the line with most runs there), as the rankings use."
+    )
 
 
 class RankingParamsSerializer(serializers.Serializer):

@@ -2,7 +2,7 @@ from django.urls import path, re_path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView
 
-from api.views import benchmarks, catalog, moderation, prices, rankings
+from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings
 from api.views.base import ApiNotFoundView, PingView
 from api.views.index import ApiIndexView, LocalisedRedocView, LocalisedSwaggerView
 from benchmarks_app.api import SubmissionCreateView, SubmissionDetailView
@@ -17,6 +17,7 @@ urlpatterns = [
     path("redoc/", LocalisedRedocView.as_view(url_name="api:schema"), name="redoc"),
     path("ping/", PingView.as_view(), name="ping"),
     path("gpus/", catalog.GpuListView.as_view(), name="gpu-list"),
+    path("gpus/<path:slug>/multi-gpu/", multi_gpu.GpuMultiGpuView.as_view(), name="gpu-multi-gpu"),
     # <path:...>: any slug reaches the view, so a strange one is a JSON 404, not Django's HTML one.
     path("gpus/<path:slug>/", catalog.GpuDetailView.as_view(), name="gpu-detail"),
     path("architectures/", catalog.ArchitectureListView.as_view(), name="architecture-list"),

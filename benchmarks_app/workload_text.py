@@ -53,6 +53,20 @@ WORKLOAD_TEXT: dict[str, tuple[Promise, Promise]] = {
         _("Transformer block inference (BF16)"),
         _("The same block's forward pass for inference, all 2048 positions at once (prefill); tokens per second."),
     ),
+    "transformer-train-ddp": (
+        _("Transformer block training, data-parallel (BF16)"),
+        _(
+            "The same block's training step under PyTorch DistributedDataParallel (NCCL), one process per GPU, "
+            "on 1, 2, 4 … N GPUs of one host; tokens per second of the whole group."
+        ),
+    ),
+    "allreduce-busbw": (
+        _("All-reduce bus bandwidth (NCCL)"),
+        _(
+            "NCCL all-reduce of FP32 buffers of 1 MiB to 1 GiB per GPU between the GPUs of one host; bus "
+            "bandwidth as nccl-tests defines it."
+        ),
+    ),
     "resnet50": (_("ResNet-50 training"), _("ResNet-50 v1.5 image classification on ImageNet.")),
     "ssd": (_("SSD300 training"), _("SSD300 object detection on COCO 2017.")),
     "bert_base_squad": (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from catalog.forms import GpuNameRuleForm
 from catalog.admin_prices import map_offers_to_variant
+from catalog.forms import GpuNameRuleForm
 from catalog.models import (
     Architecture,
     ExchangeRate,

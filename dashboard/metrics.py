@@ -12,6 +12,9 @@ Method, as shown on the pages
   A comparison group ignores run parameters such as batch size on purpose: throughput benchmarks
   (Lambda's among them) run each GPU at the largest batch that fits, and that is what is compared.
   When a GPU has several aggregates in one group, the one with most results is used.
+  The benchmark client's host runs on 2 GPUs or more (data-parallel training, all-reduce) are
+  not compared: they measure the host's interconnect too, and are shown as scaling instead
+  (:func:`compared_in_relative_method`, dashboard/scaling.py).
 * A GPU that shares no comparison group with the baseline (Lambda's 2025 suite, which the
   baseline never ran) is compared the same way with the directly measured GPU it shares most
   groups with, and the ratio is multiplied by that GPU's figure (one step at most).
@@ -342,6 +345,16 @@ class AggregatePoint:
     distinct_submitters: int
     has_lab: bool
     higher_is_better: bool = True
+    # A workload the benchmark client runs over several GPUs of one host (transformer-train-ddp,
+    # allreduce-busbw: results that carry the interconnect). See compared_in_relative_method.
+    host_run: bool = False
+
+
+def compared_in_relative_method(point: AggregatePoint) -> bool:
+    """Whether an aggregate enters the relative figure. A host run on 2 GPUs or more measures how the
+    host joins its GPUs (NVLink or PCIe, its NCCL) as much as the GPU, and its 1-GPU result of the same
+    run is already compared: it is shown as scaling (dashboard/scaling.py), never in the ratio."""
+    return not (point.host_run and point.group[2] > 1)
 
 
 @dataclass(frozen=True)
@@ -381,7 +394,7 @@ def best_per_group(points: Iterable[AggregatePoint]) -> dict[int, dict[tuple[int
     """gpu id -> group -> the qualifying aggregate with the most results (lab first on ties)."""
     chosen: dict[int, dict[tuple[int, str, int], AggregatePoint]] = {}
     for point in points:
-        if not aggregate_qualifies(point):
+        if not aggregate_qualifies(point) or not compared_in_relative_method(point):
             continue
         groups = chosen.setdefault(point.gpu_id, {})
         current = groups.get(point.group)

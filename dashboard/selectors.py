@@ -43,7 +43,14 @@ per currency unit per GPU-hour of the GPUs involved.
 ``rankings_compute(*, params: RankingParams) -> Ranking``
     ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
     sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
-    Issues a fixed number of SQL queries (at most 9) whatever the data size.
+    Issues a fixed number of SQL queries (at most 9) whatever the data size, one more for the
+    training use cases when a GPU has data-parallel results on several GPUs.
+
+    Training rows carry the measured data-parallel scaling at the largest GPU count that counts in
+    the rankings (``scaling_gpu_count``, ``scaling_efficiency``, ``scaling_n``,
+    ``scaling_distinct_submitters``, ``scaling_interconnect``, ``scaling_tokens_per_s_per_gpu``,
+    ``scaling_one_gpu_tokens_per_s``; None/0/"" where none is measured): shown beside ``perf``, never
+    part of it (dashboard/scaling.py).
 
     With ``show=eligible`` the rows that fail the use case's eligibility are in
     ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
@@ -67,7 +74,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -81,7 +88,15 @@ from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from dashboard import metrics
 from dashboard.metrics import USE_CASES, UseCase
+from dashboard.scaling import (
+    DDP_WORKLOAD,
+    MeasuredScaling,
+    interconnect_label,
+    scaling_headline,
+    workload_runs_on_a_host,
+)
 from dashboard.selectors_llm import llm_model_state, llm_ranking_figures, llm_row_values
+from dashboard.selectors_scaling import scaling_measured_by_gpu
 from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 
@@ -272,6 +287,28 @@ class RankingRow:
     llm_source_url: str = ""
     llm_precision: str = ""
     estimate_error_pct: float | None = None
+    # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
+    # rankings (dashboard/scaling.py): throughput at N / (N x throughput at 1 GPU) of the same run,
+    # the median over scaling_n runs. Shown beside the figure, never part of it.
+    scaling_gpu_count: int | None = None
+    scaling_efficiency: float | None = None
+    scaling_n: int = 0
+    scaling_distinct_submitters: int = 0
+    scaling_interconnect: str = ""
+    scaling_tokens_per_s_per_gpu: float | None = None
+    scaling_one_gpu_tokens_per_s: float | None = None
+
+    # LLM estimates outside the model's measured range (llm_estimate.coverage): the reasons
+    # (vendor, architecture, configuration, precision); estimate_error_pct is then the error the
+    # model makes when it extrapolates. llm_configuration: single, layer, or the link of a
+    # tensor-parallel split (fabric, pcie_p2p, pcie_host, unknown).
+    estimate_outside_range: bool = False
+    estimate_outside_reasons: list[str] = field(default_factory=list)
+    llm_configuration: str = ""
+
+    @property
+    def scaling_interconnect_label(self) -> str:
+        return interconnect_label(self.scaling_interconnect)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -295,8 +332,12 @@ class Ranking:
     @property
     def hidden_ineligible(self) -> int:
         return len(self.ineligible_rows)
+
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
+    llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
+    # LLM use cases: estimates outside the measured range ranked above a measured figure.
+    outside_above_measured: int = 0
 
 
 @dataclass
@@ -382,7 +423,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     workloads = {
         w["id"]: w
         for w in Workload.objects.filter(category__in=uc.categories).values(
-            "id", "slug", "category", "higher_is_better"
+            "id", "slug", "category", "higher_is_better", "submission_rules"
         )
         if uc.includes_workload(slug=w["slug"], category=w["category"])
     }
@@ -432,6 +473,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             distinct_submitters=a["distinct_submitters"],
             has_lab=a["has_lab"],
             higher_is_better=workloads[a["workload_id"]]["higher_is_better"],
+            host_run=workload_runs_on_a_host(workloads[a["workload_id"]]["submission_rules"]),
         )
         for a in aggregates
     ]
@@ -504,10 +546,12 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         if baseline_measured and not uc.is_llm
         else metrics.EstimateModel()
     )
-    llm_figures, llm_error, does_not_fit = None, None, 0
+    llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
     if uc.is_llm:
         state = llm_model_state()
-        llm_error = state.constants.typical_error_pct.get("serving" if uc.llm_mode == "batched" else "chat")
+        llm_key = "serving" if uc.llm_mode == "batched" else "chat"
+        llm_error = state.constants.typical_error_pct.get(llm_key)
+        llm_outside_error = state.constants.outside_error_pct.get(llm_key)
         llm_figures = llm_ranking_figures(
             use_case=uc.slug,
             size=params.model_size,
@@ -517,6 +561,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             peaks_by_gpu=peaks_by_gpu,
             state=state,
         )
+    scaling = _scaling_headlines(aggregates=aggregates, workloads=workloads)
     rows: list[RankingRow] = []
     skipped = 0
     for gpu in gpus:
@@ -561,6 +606,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 "meets_memory_floor": eligibility.meets_memory_floor,
                 "estimate_error": estimate_model.typical_error if estimate is not None else None,
                 "measured_via": names.get(m.via, "") if m and m.via is not None else "",
+                **_scaling_values(scaling.get(gpu.id)),
             }
         values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
         rows.append(
@@ -619,7 +665,47 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         ineligible_rows=hidden,
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
+        llm_outside_error_pct=llm_outside_error,
+        outside_above_measured=_outside_above_measured(rows),
     )
+
+
+def _scaling_headlines(
+    *, aggregates: Iterable[Mapping[str, Any]], workloads: Mapping[int, Mapping[str, Any]]
+) -> dict[int, MeasuredScaling]:
+    """gpu id -> its measured training scaling at the largest ranked GPU count; one query, and only
+    when a GPU of this use case has data-parallel results on 2 GPUs or more."""
+    ddp = {wid for wid, w in workloads.items() if w["slug"] == DDP_WORKLOAD}
+    gpu_ids = {a["gpu_id"] for a in aggregates if a["workload_id"] in ddp and a["gpu_count"] > 1}
+    if not gpu_ids:
+        return {}
+    headlines = {}
+    for gpu_id, by_count in scaling_measured_by_gpu(gpu_ids=gpu_ids).items():
+        headline = scaling_headline(by_count)
+        if headline is not None:
+            headlines[gpu_id] = headline
+    return headlines
+
+
+def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:
+    if scaling is None:
+        return {}
+    return {
+        "scaling_gpu_count": scaling.gpu_count,
+        "scaling_efficiency": scaling.efficiency,
+        "scaling_n": scaling.n,
+        "scaling_distinct_submitters": scaling.distinct_submitters,
+        "scaling_interconnect": scaling.interconnect,
+        "scaling_tokens_per_s_per_gpu": scaling.tokens_per_s_per_gpu,
+        "scaling_one_gpu_tokens_per_s": scaling.one_gpu_tokens_per_s,
+    }
+
+
+def _outside_above_measured(rows: list[RankingRow]) -> int:
+    """Estimates outside the measured range ranked above the last ranked measured figure."""
+    ranked = [r for r in rows if r.rank is not None]
+    last_measured = max((i for i, r in enumerate(ranked) if r.perf_basis == "measured"), default=-1)
+    return sum(r.estimate_outside_range for r in ranked[:last_measured])
 
 
 def _with_provenance(

@@ -38,9 +38,12 @@ from benchmarks_app.models import BenchmarkResult, LabImportRow
 from catalog.models import Gpu, TensorPeak
 from dashboard import metrics
 from gpuatlas.data_version import data_versioned
+from llm_estimate.comm import GpuLink, gpu_link
 from llm_estimate.constants import LlmConstants, constants_default
-from llm_estimate.fit import LooReport, Observation, constants_fit, leave_one_gpu_out
-from llm_estimate.model import LlmEstimate, cost_per_million_tokens, llm_throughput_estimate
+from llm_estimate.coverage import Regime, configuration_of
+from llm_estimate.fit import Observation, constants_fit
+from llm_estimate.loo import LooReport, leave_one_gpu_out
+from llm_estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
 from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
 
 _MLPERF = re.compile(
@@ -412,6 +415,20 @@ class GpuFigures:
     memory_gib: float | None
     bandwidth_gbs: float | None
     tensor_tflops: dict[str, float | None]
+    link: GpuLink
+    vendor: str
+    architecture: str
+
+
+def gpu_link_for(gpu: Gpu) -> GpuLink:
+    """How a catalogue GPU reaches its neighbours (llm_estimate.comm.gpu_link): its fabric figure,
+    its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
+    return gpu_link(
+        interconnect_gbs=gpu.interconnect_gbs,
+        pcie_gbs=metrics.pcie_peak_gbs(gpu.bus_interface),
+        segment=gpu.segment,
+        variant=gpu.variant,
+    )
 
 
 def gpu_figures(
@@ -430,7 +447,9 @@ def gpu_figures(
     for gpu in gpus:
         tensor = dict(peaks_by_gpu.get(gpu.id, {}))
         tensor["fp16_nontensor"] = gpu.fp16_tflops
-        out[gpu.id] = GpuFigures(gpu.id, gpu.slug, gpu.name, gpu.memory_gib, gpu.memory_bandwidth_gbs, tensor)
+        architecture = gpu.architecture.slug if gpu.architecture else ""
+        out[gpu.id] = GpuFigures(gpu.id, gpu.slug, gpu.name, gpu.memory_gib, gpu.memory_bandwidth_gbs, tensor,
+                                 gpu_link_for(gpu), gpu.vendor.slug, architecture)  # fmt: skip
     return out
 
 
@@ -483,11 +502,22 @@ def llm_observations(
                 context_tokens=row.context_tokens,
                 benchmark=row.benchmark if row.kind == "serving" else "",
                 label=f"{gpu.name}: {row.label}",
-                fit=not _SBC_HOST.search(row.host),
+                fit=not _SBC_HOST.search(row.host) and not _serving_without_tensor_figure(row, gpu),
                 headline=f"{row.comparison_key}:{row.gpu_id}" in headline,
+                link=gpu.link,
+                vendor=gpu.vendor,
+                architecture=gpu.architecture,
             )
         )
     return out
+
+
+def _serving_without_tensor_figure(row: LlmRow, gpu: GpuFigures) -> bool:
+    """A serving row of a GPU whose catalogue entry lacks the tensor peak of the row's format: the
+    model would compute it at the vector FP16 rate, so the row says nothing about its efficiencies
+    (it is still compared with the estimate)."""
+    peak = compute_peak(gpu.tensor_tflops, weight_precision=row.precision)
+    return row.kind == "serving" and (peak is None or peak[1] == "fp16_nontensor")
 
 
 @dataclass(frozen=True)
@@ -499,18 +529,21 @@ class LlmModelState:
 
 def _observations_all() -> tuple[list[Observation], LlmConstants]:
     rows = llm_rows()
-    gpus = Gpu.objects.filter(id__in={r.gpu_id for r in rows})
+    gpus = Gpu.objects.with_related().filter(id__in={r.gpu_id for r in rows})
     base = constants_default()
     return llm_observations(rows=rows, figures=gpu_figures(gpus=gpus), constants=base), base
 
 
 def llm_model_compute() -> LlmModelState:
-    """The constants fitted to every measured row, and the leave-one-GPU-out error (a second or two)."""
+    """The constants fitted to every measured row, and the leave-one-GPU-out error (about three seconds)."""
     observations, base = _observations_all()
     if not observations:
         return LlmModelState(base, LooReport({}, [], 0), 0)
-    error = leave_one_gpu_out(observations, base=base)
-    constants = replace(constants_fit(observations, base=base), typical_error_pct=error.typical_error_pct())
+    fitted = constants_fit(observations, base=base)
+    error = leave_one_gpu_out(observations, base=fitted)
+    constants = replace(
+        fitted, typical_error_pct=error.typical_error_pct(), outside_error_pct=error.outside_error_pct()
+    )
     return LlmModelState(constants, error, len(observations))
 
 
@@ -522,7 +555,7 @@ def _llm_data_fingerprint() -> tuple[Any, ...]:
 
 
 # Every LLM ranking and GPU page needs the fitted model; fitting it and measuring its error
-# takes one to two seconds, so the last state is kept per process while the measurements and
+# takes about three seconds, so the last state is kept per process while the measurements and
 # the datasheet figures it was computed from are unchanged (one aggregate query checks that).
 _STATE_MEMO: dict[tuple[Any, ...], LlmModelState] = {}
 
@@ -560,6 +593,10 @@ class LlmFigure:
     estimate: LlmEstimate | None
     error_pct: float | None
     alternatives: int  # other qualifying measurements of this GPU for the same choice
+    # Estimates: why it lies outside the measured range (llm_estimate.coverage.REASONS), and its
+    # configuration class (single, layer, or the link kind of a tensor-parallel split).
+    outside: tuple[str, ...] = ()
+    configuration: str = ""
 
     def cost_per_million(self, *, price_per_gpu_hour: float | None, mode: str) -> float | None:
         if self.tokens_per_s is None:
@@ -630,7 +667,8 @@ def llm_ranking_figures(
         chosen[point.gpu_id].append(point)
     figures = gpu_figures(gpus=gpus, peaks_by_gpu=peaks_by_gpu)
     reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
-    error = state.constants.typical_error_pct.get("serving" if kind == "serving" else "chat")
+    use_case_key = "serving" if kind == "serving" else "chat"
+    error = state.constants.typical_error_pct.get(use_case_key)
     out: dict[int, LlmFigure] = {}
     for gpu in gpus:
         mlperf = mlperf_serving_figure(serving_rows.get(gpu.id, [])) if kind == "serving" else None
@@ -668,11 +706,26 @@ def llm_ranking_figures(
             benchmark=_reference_benchmark(size),
             max_gpus=MAX_GPUS,
             constants=state.constants,
+            link=figure.link,
         )
         rate = estimate.tokens_per_s_per_gpu if mode == "batched" else estimate.tokens_per_s
+        regime = Regime(
+            kind,
+            figure.vendor,
+            figure.architecture,
+            configuration_of(
+                gpu_count=estimate.gpu_count,
+                split="tensor" if mode == "batched" else "layer",
+                link_kind=estimate.link_kind,
+            ),
+            estimate.compute_precision,
+        )
+        outside = state.error.coverage.outside(regime)
         out[gpu.id] = LlmFigure("estimated", rate if estimate.fits else None, estimate.gpu_count, 0, 0,
                                 f"estimate · {reference.name} · {weight_precision.upper()} · {estimate.bound}", "",
-                                weight_precision, estimate.fits, estimate, error, 0)  # fmt: skip
+                                weight_precision, estimate.fits, estimate,
+                                state.constants.outside_error_pct.get(use_case_key, error) if outside else error, 0,
+                                outside, regime.configuration)  # fmt: skip
     return out
 
 
@@ -698,6 +751,9 @@ def llm_row_values(*, figure: LlmFigure, price: float | None, mode: str, llm_mod
         "llm_source_url": figure.url,
         "llm_precision": figure.precision,
         "estimate_error_pct": None if measured else figure.error_pct,
+        "estimate_outside_range": bool(figure.outside),
+        "estimate_outside_reasons": list(figure.outside),
+        "llm_configuration": figure.configuration,
     }
 
 
@@ -776,100 +832,3 @@ def llm_gpu_measurements(*, gpu: Gpu) -> tuple[list[LlmGpuLine], list[DoesNotFit
         value = (row.row or {}).get("value") if (row.row or {}).get("placement") == "gpu+cpu" else None
         does_not_fit.append(DoesNotFitLine(key[0], key[1], key[2], value, row.source))
     return lines, does_not_fit
-
-
-@dataclass(frozen=True)
-class OutsideLine:
-    system: str
-    model: str
-    test: str
-    tokens_per_s: float | None
-    source: str
-
-
-def llm_outside_catalogue() -> list[OutsideLine]:
-    """Measured systems outside the GPU catalogue (Apple silicon, whole systems), with figures."""
-    rows = LabImportRow.objects.filter(outcome=LabImportRow.Outcome.NOT_A_CATALOGUE_GPU).order_by(
-        "dataset", "name_reported"
-    )
-    out = []
-    for row in rows:
-        data = row.row or {}
-        model = f"{data.get('model') or data.get('model_label', '')} {data.get('quant', '')}".strip()
-        out.append(OutsideLine(row.name_reported, model, str(data.get("test", "")), data.get("value"), row.source))
-    return out
-
-
-_LANDMARKS = (
-    ("llm-serving", "70b", "any", ("h100-sxm5-80-gb", "h200-sxm-141-gb", "b200")),
-    ("llm-chat", "70b", "4bit", ("h100-pcie-80-gb", "h100-sxm5-80-gb", "h200-sxm-141-gb")),
-)
-
-
-@dataclass(frozen=True)
-class Landmark:
-    """The model's estimate for a named GPU beside its best measured figure."""
-
-    use_case: str
-    size: str
-    gpu_name: str
-    estimate: float | None
-    gpu_count: int
-    measured: float | None
-    measured_source: str
-
-    def line(self) -> str:
-        unit = "tokens/s per GPU" if self.use_case == "llm-serving" else "tokens/s (one stream)"
-        estimate = f"{self.estimate:.4g} {unit} on {self.gpu_count} GPU(s)" if self.estimate else "does not fit"
-        measured = f"measured {self.measured:.4g} ({self.measured_source})" if self.measured else "no measurement"
-        return f"{self.use_case} {self.size} {self.gpu_name}: estimated {estimate}; {measured}"
-
-
-def llm_landmarks(*, constants: LlmConstants) -> list[Landmark]:
-    """The 70B class on the GPUs the issue names: the estimate beside the best measured figure."""
-    out = []
-    state = LlmModelState(constants, LooReport({}, [], 0), 0)
-    for use_case, size, family, slugs in _LANDMARKS:
-        gpus = list(Gpu.objects.filter(slug__in=slugs))
-        peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
-        for peak in TensorPeak.objects.filter(gpu__in=gpus).values("gpu_id", "precision", "supported", "dense_tflops"):
-            peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
-        common = {"use_case": use_case, "size": size, "precision_family": family, "include_all_rows": False,
-                  "gpus": gpus, "peaks_by_gpu": peaks, "state": state}  # fmt: skip
-        measured = llm_ranking_figures(**common)  # type: ignore[arg-type]
-        estimated = llm_ranking_figures(**common, measured=False)  # type: ignore[arg-type]
-        for gpu in sorted(gpus, key=lambda g: g.slug):
-            m, e = measured[gpu.id], estimated[gpu.id]
-            is_measured = m.basis == "measured"
-            out.append(
-                Landmark(
-                    use_case,
-                    size,
-                    gpu.name,
-                    e.tokens_per_s,
-                    e.gpu_count,
-                    m.tokens_per_s if is_measured else None,
-                    m.source if is_measured else "",
-                )  # fmt: skip
-            )
-    return out
-
-
-@dataclass(frozen=True)
-class LlmModelPage:
-    state: LlmModelState
-    gpu_names: dict[str, str]
-    outside_catalogue: list[OutsideLine]
-    landmarks: list[Landmark]
-    size_classes: list[tuple[str, str, str]]  # slug, reference model, its source
-
-
-def llm_model_page() -> LlmModelPage:
-    """What the LLM method page shows: the fitted constants, the error, the systems outside the catalogue."""
-    state = llm_model_state()
-    slugs = {e.gpu_key for e in state.error.by_gpu}
-    names = dict(Gpu.objects.filter(slug__in=slugs).values_list("slug", "name"))
-    sizes = [
-        (slug, MODEL_SHAPES[c.reference].name, MODEL_SHAPES[c.reference].source) for slug, c in SIZE_CLASSES.items()
-    ]
-    return LlmModelPage(state, names, llm_outside_catalogue(), llm_landmarks(constants=state.constants), sizes)

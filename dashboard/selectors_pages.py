@@ -20,12 +20,13 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, TensorPeak
 from catalog.selectors import gpu_current_prices
-
 from catalog.selectors_prices import display_rate, snapshot_dates
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES
+from dashboard.scaling import workload_runs_on_a_host
 from dashboard.selectors import RankingParams, RankingRow, rankings_compute
 from dashboard.selectors_llm import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
+from dashboard.selectors_scaling import MultiGpuFigures, gpu_multi_gpu
 from gpuatlas.data_version import data_versioned
 
 OFFERS_SHOWN = 60
@@ -115,6 +116,9 @@ class GpuPageData:
     warnings: list[str] = field(default_factory=list)
     llm_measurements: list[LlmGpuLine] = field(default_factory=list)
     llm_does_not_fit: list[DoesNotFitLine] = field(default_factory=list)
+    multi_gpu: MultiGpuFigures = field(default_factory=MultiGpuFigures)
+    scaling_figure: dict[str, Any] | None = None
+    allreduce_figure: dict[str, Any] | None = None
 
 
 def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> tuple[list[OfferLine], int]:
@@ -199,7 +203,8 @@ def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[metri
     peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
     rows = []
     for a in aggregates:
-        if a.workload.category != "micro":
+        # All-reduce bus bandwidth is a property of the host's links: the multi-GPU section shows it.
+        if a.workload.category != "micro" or workload_runs_on_a_host(a.workload.submission_rules):
             continue
         unit = a.workload.unit.lower()
         label = _aggregate_label(a)
@@ -238,16 +243,23 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         .order_by("workload__category", "gpu_count", "workload__slug", "precision")
     )
     reference: dict[tuple[int, str, int], float] = {}
+    reference_by_key: dict[str, float] = {}
     if baseline_gpu is not None:
         groups = {(a.workload_id, a.precision, a.gpu_count) for a in own}
         for ref in ResultAggregate.objects.filter(gpu=baseline_gpu, workload_id__in={g[0] for g in groups}).order_by(
             "-n"
         ):
             reference.setdefault((ref.workload_id, ref.precision, ref.gpu_count), ref.median)
+            reference_by_key.setdefault(ref.comparison_key, ref.median)
     aggregates, boxes = [], []
     box_gpu_count = min((a.gpu_count for a in own if a.workload.category != "micro"), default=1)
     for a in own:
-        ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
+        # A host run is compared only with the baseline's run of the same configuration (message
+        # size, interconnect), never with whichever of its configurations has the most results.
+        if workload_runs_on_a_host(a.workload.submission_rules):
+            ref_median = reference_by_key.get(a.comparison_key)
+        else:
+            ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
         relative = None
         if ref_median:
             relative = a.median / ref_median if a.workload.higher_is_better else ref_median / a.median
@@ -298,6 +310,11 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
 
     baseline_name = baseline_gpu.name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
+    multi_gpu = (
+        gpu_multi_gpu(gpu_id=gpu.id)
+        if any(workload_runs_on_a_host(a.workload.submission_rules) for a in own)
+        else MultiGpuFigures()
+    )
     return GpuPageData(
         money=money,
         offers=offers,
@@ -317,6 +334,9 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         warnings=warnings,
         llm_measurements=llm_lines,
         llm_does_not_fit=llm_oom,
+        multi_gpu=multi_gpu,
+        scaling_figure=figures.scaling_figure(multi_gpu.training) if multi_gpu.measured_on_several else None,
+        allreduce_figure=figures.allreduce_figure(multi_gpu.allreduce) if multi_gpu.allreduce else None,
     )
 
 

@@ -27,7 +27,7 @@ from dashboard.selectors import (
     rankings_compute,
     tiers_compute,
 )
-from dashboard.selectors_llm import llm_model_page
+from dashboard.selectors_llm_page import llm_model_page
 from dashboard.selectors_pages import (
     COMPARE_PRECISIONS,
     Comparison,
@@ -44,6 +44,9 @@ RANKING_CSV_HEADER = (
     "price_provider", "price_instance_type", "price_region", "price_observed_at", "price_age_days",
     "price_date_estimated", "price_min", "price_max", "price_providers",
     "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url", "estimate_error_pct",
+    "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
+    "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
+    "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
 )  # fmt: skip
 
 

@@ -20,10 +20,16 @@ class LlmConstants:
 
     Fitted: ``decode_bandwidth_efficiency`` (per weight-format group: 4bit, 8bit, 16bit) and
     ``decode_overhead_ms_per_layer`` (one stream), ``prefill_compute_efficiency`` (per group),
-    ``serving_compute_efficiency`` (per benchmark, with a default for the others) and
-    ``serving_bandwidth_efficiency`` (batched serving).
-    Assumed, not fitted: the usable share of GPU memory, the batch cap per GPU and the
-    context a served request holds in the KV cache.
+    ``serving_compute_efficiency`` (per benchmark, with a default for the others),
+    ``serving_bandwidth_efficiency`` (batched serving) and ``communication_factor`` (per link
+    kind of llm_estimate.comm: the share of the all-reduce time priced from measured nccl-tests
+    bandwidths that a tensor-parallel serving step does not hide; 1, the nccl-tests figure as it
+    is, for a link no measured row runs over); the context a served request holds in the KV
+    cache is chosen from a grid.
+    Assumed, not fitted: the usable share of GPU memory, a serving engine's reserve per GPU
+    (sourced) and the batch cap per GPU.
+    Measured: ``typical_error_pct`` and ``outside_error_pct``, the leave-one-GPU-out error inside
+    and outside the measured range (llm_estimate.loo), per use case.
     """
 
     decode_bandwidth_efficiency: Mapping[str, float] = field(
@@ -36,12 +42,22 @@ class LlmConstants:
     serving_compute_efficiency: float = 0.3
     serving_compute_efficiency_by_benchmark: Mapping[str, float] = field(default_factory=dict)
     serving_bandwidth_efficiency: float = 0.6
+    communication_factor: Mapping[str, float] = field(default_factory=dict)
     memory_usable_fraction: float = 0.9
+    # Serving: GiB per GPU a serving engine holds besides weights and KV cache. vLLM's memory
+    # profile of an RTX 5090: "non_torch_memory takes 0.33GiB; PyTorch activation peak memory
+    # takes 1.01GiB" (vllm-project/vllm#14452, 2025-04-23).
+    serving_reserve_gib: float = 1.34
     serving_max_batch_per_gpu: int = 256
     serving_context_tokens: int = 2048
     fitted: str = "not fitted: defaults"
     observations: Mapping[str, int] = field(default_factory=dict)
     typical_error_pct: Mapping[str, float] = field(default_factory=dict)
+    outside_error_pct: Mapping[str, float] = field(default_factory=dict)
+
+    def communication(self, link_kind: str) -> float:
+        """The fitted factor on the all-reduce time over a link of this kind (1 when not fitted)."""
+        return self.communication_factor.get(link_kind, 1.0)
 
     def serving_efficiency(self, benchmark: str = "") -> float:
         return self.serving_compute_efficiency_by_benchmark.get(benchmark, self.serving_compute_efficiency)
@@ -57,8 +73,10 @@ class LlmConstants:
         data["decode_bandwidth_efficiency"] = dict(self.decode_bandwidth_efficiency)
         data["prefill_compute_efficiency"] = dict(self.prefill_compute_efficiency)
         data["serving_compute_efficiency_by_benchmark"] = dict(self.serving_compute_efficiency_by_benchmark)
+        data["communication_factor"] = dict(self.communication_factor)
         data["observations"] = dict(self.observations)
         data["typical_error_pct"] = dict(self.typical_error_pct)
+        data["outside_error_pct"] = dict(self.outside_error_pct)
         return data
 
 

@@ -1,19 +1,19 @@
-"""Fit the model's constants to measured rows, and measure its error leaving one GPU out.
+"""Fit the model's constants to measured rows (the leave-one-GPU-out error: llm_estimate.loo).
 
 Pure (numpy, pandas, scipy; no Django): callers turn measurements into :class:`Observation`
 records. Each kind of row fits its own constants, in the model's own arithmetic:
 
 * ``decode`` (one stream, tokens/s of the stream): seconds per token =
-  ``a x bytes/bandwidth + c x layers``, linear in (a = 1/efficiency, c = overhead per layer),
-  a bounded linear least squares on relative residuals;
+  ``a x bytes/bandwidth + c x layers + communication``, with (a = 1/efficiency per weight-format
+  group, c = overhead per layer) fitted by bounded robust least squares on log residuals;
 * ``prefill`` (prompt tokens/s of the configuration): one efficiency, the geometric mean of
   measured / peak-limited rates;
-* ``serving`` (output tokens/s per GPU at large batch): one compute efficiency per benchmark
-  and one bandwidth efficiency, bounded nonlinear least squares on log residuals.
+* ``serving`` (output tokens/s per GPU at large batch): one compute efficiency per benchmark,
+  one bandwidth efficiency and one factor on the all-reduce time per link kind that measured
+  rows communicate over, bounded robust least squares on log residuals.
 
-:func:`leave_one_gpu_out` refits without each GPU's rows and compares the estimate for that
-GPU's rows with their measurements: per use case, the median and worst GPU of the absolute
-percentage errors (a GPU's error is the median over its rows).
+Communication seconds come from llm_estimate.comm (measured nccl-tests figures); the
+configuration of a serving row (its tensor-parallel degree) is the one the model itself picks.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from llm_estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm_estimate.constants import LlmConstants, precision_group
+from llm_estimate.coverage import Regime, configuration_of
 from llm_estimate.model import (
     LlmEstimate,
     compute_peak,
@@ -42,6 +44,8 @@ USE_CASE_OF_KIND = {"decode": "chat", "prefill": "prefill", "serving": "serving"
 GROUPS = ("4bit", "8bit", "16bit")
 # Robust loss: a few rows far off (a broken run, an old build) must not move the constants.
 _LOSS, _LOSS_SCALE = "soft_l1", 0.2
+# The communication factors are fitted in [1/20, 1000/20]: log(factor) = theta + log(1/20).
+_COMM_LOG_LOW = float(np.log(1.0 / 20.0))
 _UNIT = LlmConstants(
     decode_bandwidth_efficiency=dict.fromkeys(GROUPS, 1.0),
     decode_overhead_ms_per_layer=0.0,
@@ -62,7 +66,9 @@ class Observation:
     prefill = prompt length, serving = KV context per stream. ``fit``: whether the constants
     are fitted on the row (rows of hosts the model does not describe, such as a GPU behind a
     single-board computer, are only compared); ``headline``: whether the row is a figure the
-    rankings show, on which the leave-one-GPU-out error is measured.
+    rankings show, on which the leave-one-GPU-out error is measured. ``link`` prices the
+    communication of multi-GPU configurations; ``vendor`` and ``architecture`` name the GPU's
+    class for the measured range (llm_estimate.coverage).
     """
 
     gpu_key: str
@@ -81,6 +87,23 @@ class Observation:
     label: str = ""
     fit: bool = True
     headline: bool = True
+    link: GpuLink | None = None
+    vendor: str = ""
+    architecture: str = ""
+
+
+def one_stream_communication_s(o: Observation) -> float:
+    """Seconds a token of one stream spends between the GPUs of the row's configuration (0 when
+    the link is unknown or not given)."""
+    if o.link is None or o.gpu_count <= 1:
+        return 0.0
+    m = o.model
+    if o.split == "tensor":
+        seconds = tensor_parallel_step_seconds(link=o.link, gpus=o.gpu_count, tokens=1, layers=m.layers,
+                                               hidden=m.hidden)  # fmt: skip
+    else:
+        seconds = layer_split_token_seconds(link=o.link, gpus=o.gpu_count, hidden=m.hidden)
+    return seconds or 0.0
 
 
 def predict(observation: Observation, constants: LlmConstants) -> float | None:
@@ -98,6 +121,7 @@ def predict(observation: Observation, constants: LlmConstants) -> float | None:
             weight_precision=o.weight_precision,
             gpu_count=o.gpu_count,
             split=o.split,
+            communication_s=one_stream_communication_s(o),
             constants=constants,
         )
     if o.kind == "prefill":
@@ -138,6 +162,7 @@ def _serving_estimate(o: Observation, constants: LlmConstants) -> LlmEstimate:
         benchmark=o.benchmark,
         max_gpus=max(8, o.gpu_count),
         constants=constants,
+        link=o.link,
     )
 
 
@@ -145,10 +170,13 @@ SERVING_CONTEXT_GRID = (256, 512, 1024, 2048, 4096)
 
 
 def _prepare(observations: Sequence[Observation], *, serving_context: int = 2048) -> pd.DataFrame:
-    """One row per usable observation with the terms the constants divide (unit efficiencies).
+    """One row per usable observation with the terms the constants divide (unit efficiencies)
+    and the seconds spent communicating, which no constant scales.
 
     Serving rows are prepared at ``serving_context`` tokens of KV cache per stream (their own
-    ``context_tokens`` when set): the context bounds the batch and the bytes read per step.
+    ``context_tokens`` when set): the context bounds the batch and the bytes read per step. Their
+    configuration (the tensor-parallel degree) is the one the model picks, which no fitted
+    constant moves (llm_estimate.model).
     """
     rows = []
     for index, o in enumerate(observations):
@@ -161,6 +189,12 @@ def _prepare(observations: Sequence[Observation], *, serving_context: int = 2048
             "group": precision_group(o.weight_precision),
             "fit": o.fit,
             "headline": o.headline,
+            "vendor": o.vendor,
+            "architecture": o.architecture,
+            "configuration": configuration_of(
+                gpu_count=o.gpu_count, split=o.split, link_kind=o.link.kind(o.gpu_count) if o.link else ""
+            ),
+            "compute_precision": "",
         }
         m = o.model
         if o.kind == "decode":
@@ -178,6 +212,7 @@ def _prepare(observations: Sequence[Observation], *, serving_context: int = 2048
                 constants=_UNIT,
             )
             row["layers"] = m.layers
+            row["comm"] = one_stream_communication_s(o)
         elif o.kind == "prefill":
             base = predict(o, _UNIT)
             if base is None:
@@ -186,11 +221,11 @@ def _prepare(observations: Sequence[Observation], *, serving_context: int = 2048
         else:
             if not o.context_tokens:
                 o = replace(o, context_tokens=serving_context)
-            unit = _serving_estimate(o, _UNIT)
+            chosen = _serving_estimate(o, _UNIT)
             peak = compute_peak(o.tensor_tflops, weight_precision=o.weight_precision)
-            if not unit.fits or peak is None or not o.bandwidth_gbs or not o.memory_gib:
+            if not chosen.fits or peak is None or not o.bandwidth_gbs or not o.memory_gib:
                 continue
-            n, batch = unit.gpu_count, unit.batch
+            n, batch = chosen.gpu_count, chosen.batch
             kv_value = 1.0 if o.bytes_per_weight <= 1.0 else 2.0
             kv = kv_bytes_per_token(layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, bytes_per_value=kv_value)
             row["memory_time"] = (m.total_params_b * 1e9 * o.bytes_per_weight + batch * o.context_tokens * kv) / (
@@ -198,6 +233,12 @@ def _prepare(observations: Sequence[Observation], *, serving_context: int = 2048
             )
             row["compute_time"] = 2.0 * m.active_params_b * 1e9 * batch / (peak[0] * 1e12 * n)
             row["batch_per_gpu"] = batch / n
+            unit_comm = tensor_parallel_step_seconds(link=o.link, gpus=n, tokens=batch, layers=m.layers,
+                                                     hidden=m.hidden) if o.link else 0.0  # fmt: skip
+            row["comm"] = unit_comm or 0.0
+            row["link"] = chosen.link_kind
+            row["configuration"] = configuration_of(gpu_count=n, split="tensor", link_kind=chosen.link_kind)
+            row["compute_precision"] = chosen.compute_precision
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -216,12 +257,12 @@ def _fit_decode(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
         return base
     groups = [g for g in GROUPS if (rows["group"] == g).any()]
     which = rows["group"].map({g: i for i, g in enumerate(groups)}).to_numpy()
-    x, layers = rows["x"].to_numpy(), rows["layers"].to_numpy()
+    x, layers, comm = rows["x"].to_numpy(), rows["layers"].to_numpy(), rows["comm"].to_numpy()
     measured = np.log(rows["measured"].to_numpy())
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         factors, overhead = np.exp(theta[:-1]), np.expm1(theta[-1]) * 1e-3  # overhead in s per layer
-        return -np.log(factors[which] * x + overhead * layers) - measured
+        return -np.log(factors[which] * x + overhead * layers + comm) - measured
 
     theta = _robust_log_fit(residuals, np.append(np.full(len(groups), np.log(1.5)), np.log1p(0.05)), upper=np.log(50.0))
     # Only the groups with rows: another group's efficiency is their geometric mean (LlmConstants).
@@ -254,42 +295,59 @@ def _fit_serving(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
     which = rows["benchmark"].map({b: i for i, b in enumerate(benchmarks)}).to_numpy()
     memory_time = rows["memory_time"].to_numpy()
     compute_time = rows["compute_time"].to_numpy()
+    comm = rows["comm"].to_numpy()
+    # One factor per link kind that measured rows communicate over.
+    links = sorted({str(k) for k in rows.loc[rows["comm"] > 0, "link"]})
+    on_link = {key: (rows["link"] == key).to_numpy() for key in links}
     batch = rows["batch_per_gpu"].to_numpy()
     measured = np.log(rows["measured"].to_numpy())
+    k = len(benchmarks) + 1
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        memory_factor, compute_factors = np.exp(theta[0]), np.exp(theta[1:])
-        step = memory_factor * memory_time + compute_factors[which] * compute_time
+        memory_factor, compute_factors = np.exp(theta[0]), np.exp(theta[1:k])
+        talk = comm.copy()
+        for i, key in enumerate(links):
+            talk[on_link[key]] *= np.exp(theta[k + i] + _COMM_LOG_LOW)
+        step = memory_factor * memory_time + compute_factors[which] * compute_time + talk
         return np.log(batch / step) - measured
 
-    theta = _robust_log_fit(residuals, np.full(len(benchmarks) + 1, np.log(2.0)), upper=np.log(1000.0))
+    start = np.append(np.full(k, np.log(2.0)), np.full(len(links), -_COMM_LOG_LOW))
+    theta = _robust_log_fit(residuals, start, upper=np.log(1000.0))
     by_benchmark = {b: float(np.exp(-theta[i + 1])) for i, b in enumerate(benchmarks)}
+    factors = {key: float(np.exp(theta[k + i] + _COMM_LOG_LOW)) for i, key in enumerate(links)}
     default = float(np.exp(np.mean(np.log(list(by_benchmark.values())))))
     return replace(
         base,
         serving_bandwidth_efficiency=float(np.exp(-theta[0])),
         serving_compute_efficiency=default,
         serving_compute_efficiency_by_benchmark=by_benchmark,
+        communication_factor=factors,
     )
 
 
-def _serving_loss(frame: pd.DataFrame, constants: LlmConstants) -> float:
-    rows = frame[(frame["kind"] == "serving") & frame["fit"]]
-    if rows.empty:
-        return 0.0
-    residual = np.log(predict_prepared(rows, constants) / rows["measured"].to_numpy()) / _LOSS_SCALE
-    return float(np.sum(2 * (np.sqrt(1 + residual**2) - 1)))  # soft_l1, as the fit minimises
+def _serving_holdout_error(frame: pd.DataFrame, base: LlmConstants) -> float:
+    """The median over GPUs of the error on their headline serving rows, the serving constants
+    fitted without each GPU's rows."""
+    rows = frame[frame["kind"] == "serving"]
+    errors = []
+    for gpu in rows["gpu"].unique():
+        test = rows[(rows["gpu"] == gpu) & rows["headline"]]
+        if test.empty:
+            continue
+        estimate = predict_prepared(test, _fit_serving(rows[rows["gpu"] != gpu], base))
+        errors.append(float(np.median(np.abs(estimate / test["measured"].to_numpy() - 1))))
+    return float(np.median(errors)) if errors else 0.0
 
 
 def serving_context_choose(observations: Sequence[Observation], *, base: LlmConstants) -> int:
-    """The KV context per served stream (from :data:`SERVING_CONTEXT_GRID`) that fits the serving rows best."""
-    if not any(o.kind == "serving" for o in observations):
+    """The KV context per served stream (from :data:`SERVING_CONTEXT_GRID`) whose serving
+    constants, fitted without each GPU, estimate that GPU's rows best: a structural choice, made
+    on held-out rows (the fit's own loss favours the context whose constants sit on their bounds)."""
+    serving = [o for o in observations if o.kind == "serving" and o.measured > 0]
+    if not serving:
         return base.serving_context_tokens
-    losses = {}
-    for context in SERVING_CONTEXT_GRID:
-        frame = _prepare([o for o in observations if o.kind == "serving"], serving_context=context)
-        losses[context] = _serving_loss(frame, _fit_serving(frame, base))
-    return min(losses, key=lambda c: (losses[c], c))
+    errors = {c: _serving_holdout_error(_prepare(serving, serving_context=c), base) for c in SERVING_CONTEXT_GRID}
+    return min(errors, key=lambda c: (errors[c], c))
 
 
 def constants_fit(observations: Sequence[Observation], *, base: LlmConstants | None = None) -> LlmConstants:
@@ -311,34 +369,10 @@ def _fit_frame(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
     )
 
 
-@dataclass(frozen=True)
-class GpuError:
-    gpu_key: str
-    use_case: str
-    rows: int
-    median_error_pct: float
-    worst_error_pct: float
-    example: str
-
-
-@dataclass(frozen=True)
-class UseCaseError:
-    use_case: str
-    gpus: int
-    rows: int
-    median_error_pct: float
-    worst_error_pct: float
-    worst_gpu: str
-
-
-@dataclass
-class LooReport:
-    by_use_case: dict[str, UseCaseError]
-    by_gpu: list[GpuError]
-    skipped_rows: int
-
-    def typical_error_pct(self) -> dict[str, float]:
-        return {k: round(v.median_error_pct, 1) for k, v in self.by_use_case.items()}
+def regimes_prepared(frame: pd.DataFrame) -> list[Regime]:
+    """The class of every prepared row (llm_estimate.coverage)."""
+    columns = ["kind", "vendor", "architecture", "configuration", "compute_precision"]
+    return [Regime(*map(str, values)) for values in frame[columns].itertuples(index=False)]
 
 
 def _group_value(values: Mapping[str, float], group: str) -> float:
@@ -354,8 +388,10 @@ def predict_prepared(frame: pd.DataFrame, constants: LlmConstants) -> np.ndarray
         efficiency = np.array(
             [_group_value(constants.decode_bandwidth_efficiency, g) for g in frame.loc[decode, "group"]]
         )
-        seconds = frame.loc[decode, "x"].to_numpy() / efficiency + (
-            constants.decode_overhead_ms_per_layer / 1000 * frame.loc[decode, "layers"].to_numpy()
+        seconds = (
+            frame.loc[decode, "x"].to_numpy() / efficiency
+            + (constants.decode_overhead_ms_per_layer / 1000 * frame.loc[decode, "layers"].to_numpy())
+            + frame.loc[decode, "comm"].to_numpy()
         )
         out[decode] = 1.0 / seconds
     prefill = kind == "prefill"
@@ -370,69 +406,8 @@ def predict_prepared(frame: pd.DataFrame, constants: LlmConstants) -> np.ndarray
         step = (
             frame.loc[serving, "memory_time"].to_numpy() / constants.serving_bandwidth_efficiency
             + frame.loc[serving, "compute_time"].to_numpy() / efficiency
+            + frame.loc[serving, "comm"].to_numpy()
+            * np.array([constants.communication_factor.get(str(k), 1.0) for k in frame.loc[serving, "link"]])
         )
         out[serving] = frame.loc[serving, "batch_per_gpu"].to_numpy() / step
     return out
-
-
-def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants | None = None) -> LooReport:
-    """For each GPU: fit without its rows, estimate its rows, compare (see the module doc)."""
-    base = base or LlmConstants()
-    usable = [o for o in observations if o.measured > 0]
-    # The serving context is chosen once on every row (a structural assumption); the
-    # efficiencies are refitted without each GPU.
-    base = replace(base, serving_context_tokens=serving_context_choose(usable, base=base))
-    prepared = _prepare(usable, serving_context=base.serving_context_tokens)
-    parts = []
-    for gpu in sorted(prepared["gpu"].unique()) if not prepared.empty else []:
-        test = prepared[prepared["gpu"] == gpu]
-        if not test["headline"].any():
-            continue
-        constants = _fit_frame(prepared[prepared["gpu"] != gpu], base)
-        estimate = predict_prepared(test, constants)
-        part = test[test["headline"]][["gpu", "kind", "measured", "index"]].copy()
-        estimate = estimate[test["headline"].to_numpy()]
-        part["estimate"] = estimate
-        parts.append(part)
-    frame = pd.DataFrame(columns=["gpu", "use_case", "error", "label"])
-    if parts:
-        joined = pd.concat(parts, ignore_index=True)
-        joined = joined[np.isfinite(joined["estimate"])]
-        frame = pd.DataFrame(
-            {
-                "gpu": joined["gpu"],
-                "use_case": joined["kind"].map(USE_CASE_OF_KIND),
-                "error": (joined["estimate"] - joined["measured"]).abs() / joined["measured"] * 100,
-                "label": [
-                    f"{usable[int(i)].label}: estimated {e:.4g}, measured {m:.4g}"
-                    for i, e, m in zip(joined["index"], joined["estimate"], joined["measured"], strict=True)
-                ],
-            }
-        )
-    by_gpu: list[GpuError] = []
-    by_use_case: dict[str, UseCaseError] = {}
-    for (gpu, use_case), group in frame.groupby(["gpu", "use_case"], sort=True):
-        worst = group.loc[group["error"].idxmax()]
-        by_gpu.append(
-            GpuError(
-                str(gpu),
-                str(use_case),
-                len(group),
-                float(group["error"].median()),
-                float(worst["error"]),
-                str(worst["label"]),
-            )  # fmt: skip
-        )
-    gpu_frame = pd.DataFrame([e.__dict__ for e in by_gpu])
-    if not gpu_frame.empty:
-        for use_case, group in gpu_frame.groupby("use_case", sort=True):
-            worst = group.loc[group["median_error_pct"].idxmax()]
-            by_use_case[str(use_case)] = UseCaseError(
-                str(use_case),
-                len(group),
-                int(group["rows"].sum()),
-                float(group["median_error_pct"].median()),
-                float(worst["median_error_pct"]),
-                str(worst["gpu_key"]),
-            )
-    return LooReport(by_use_case, by_gpu, len(usable) - len(frame))

@@ -11,7 +11,9 @@ is limited by memory bandwidth::
 different share of the bandwidth than 8- or 16-bit weights).
 
 With the layers split across GPUs (llama.cpp's default) the GPUs work one after the other:
-the bandwidth is one GPU's and the memory is all of theirs. Split by tensor, the bandwidths add.
+the bandwidth is one GPU's and the memory is all of theirs, and each token's hidden state is
+copied across every stage boundary. Split by tensor, the bandwidths add and every layer ends in
+two all-reduces (llm_estimate/comm.py prices both from the GPUs' link).
 
 Prefill: ``2 x active parameters + 2 x layers x hidden x prompt length`` FLOP per prompt token
 (the second term is attention over the prompt), at ``eff_prefill x dense tensor peak``.
@@ -22,9 +24,15 @@ that fits beside the weights (``memory x usable share - weights``) and by a cap 
 
     step time = (weight bytes + B x context x KV bytes) / (eff_bw x bandwidth x N)
                 + 2 x active parameters x B / (eff_serving x peak x N)
+                + 2 x layers x all-reduce(B x hidden x 2 bytes over N GPUs)
     tokens/s  = B / step time
 
-The two terms are added (reading and computing overlap only in part; the fit absorbs the rest).
+The terms are added (reading, computing and communicating overlap only in part; the fit absorbs
+the rest). N GPUs split the model by tensor: at most the fewest GPUs that hold the weights and a
+full batch (the cap per GPU) of KV cache; a server with more GPUs runs data-parallel replicas of
+that size. When the GPUs' link is known (``link``), N is the power of two up to that count with the
+most tokens/s per GPU at datasheet peaks and nccl-tests link speeds: fewer GPUs hold a smaller
+batch but talk less, which wins on slow links.
 ``eff_serving`` is fitted per benchmark: it also absorbs the prompt tokens each output token
 costs in that benchmark's dataset. Efficiencies are fractions of datasheet peaks, fitted to
 measured rows (llm_estimate/fit.py); constants live in llm_estimate/constants.json.
@@ -33,9 +41,10 @@ measured rows (llm_estimate/fit.py); constants live in llm_estimate/constants.js
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
+from llm_estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm_estimate.constants import LlmConstants, constants_default
 
 GIB = 1024**3
@@ -60,6 +69,9 @@ class LlmEstimate:
 
     ``tokens_per_s``: one stream's generation rate (one_stream), or all GPUs' output tokens per
     second together (batched); ``tokens_per_s_per_gpu`` divides that by ``gpu_count``.
+    ``link_kind``: the path between the GPUs (llm_estimate.comm.LINK_KINDS; "" when no link was
+    given); ``communication_s``: seconds of a serving step, or of a token in one stream, spent
+    communicating.
     """
 
     fits: bool
@@ -72,6 +84,8 @@ class LlmEstimate:
     bound: str
     compute_precision: str
     notes: tuple[str, ...] = ()
+    link_kind: str = ""
+    communication_s: float = 0.0
 
 
 def kv_bytes_per_token(*, layers: int, kv_heads: int, head_dim: int, bytes_per_value: float = 2.0) -> float:
@@ -97,12 +111,14 @@ def decode_seconds_per_token(
     weight_precision: str,
     gpu_count: int = 1,
     split: str = "layer",
+    communication_s: float = 0.0,
     constants: LlmConstants,
 ) -> float:
-    """One stream: bytes read per token at the effective bandwidth, plus the per-layer overhead."""
+    """One stream: bytes read per token at the effective bandwidth, plus the per-layer overhead
+    and the token's communication between GPUs."""
     bandwidth = bandwidth_gbs * 1e9 * (gpu_count if split == "tensor" else 1)
     return (active_weight_bytes + kv_bytes) / (constants.decode_efficiency(weight_precision) * bandwidth) + (
-        constants.decode_overhead_ms_per_layer / 1000.0 * layers
+        constants.decode_overhead_ms_per_layer / 1000.0 * layers + communication_s
     )
 
 
@@ -116,11 +132,12 @@ def prefill_tokens_per_s(
     weight_precision: str,
     gpu_count: int = 1,
     split: str = "layer",
+    communication_s_per_token: float = 0.0,
     constants: LlmConstants,
 ) -> float:
     flop_per_token = 2.0 * active_params_b * 1e9 + 2.0 * layers * hidden * prompt_tokens
     peak = peak_tflops * 1e12 * (gpu_count if split == "tensor" else 1)
-    return constants.prefill_efficiency(weight_precision) * peak / flop_per_token
+    return 1.0 / (flop_per_token / (constants.prefill_efficiency(weight_precision) * peak) + communication_s_per_token)
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,7 @@ class ServingStep:
     tokens_per_s: float
     batch: int
     bound: str
+    communication_s: float = 0.0
 
 
 def serving_tokens_per_s(
@@ -141,11 +159,13 @@ def serving_tokens_per_s(
     gpu_count: int,
     context_tokens: int,
     benchmark: str = "",
+    communication_s: float | Callable[[int], float] = 0.0,
     constants: LlmConstants,
 ) -> ServingStep | None:
     """All GPUs' output tokens/s at the largest batch the KV cache and the cap allow; None when
-    not even one stream's cache fits beside the weights."""
-    free = gpu_count * memory_gib * GIB * constants.memory_usable_fraction - total_weight_bytes
+    not even one stream's cache fits beside the weights. ``communication_s``: seconds a step
+    spends communicating, or a function of the batch that gives them."""
+    free = gpu_count * serving_memory_bytes(memory_gib, constants) - total_weight_bytes
     per_stream = context_tokens * kv_bytes_per_token_
     if free < per_stream:
         return None
@@ -158,15 +178,24 @@ def serving_tokens_per_s(
     compute_time = (2.0 * active_params_b * 1e9 * batch) / (
         constants.serving_efficiency(benchmark) * peak_tflops * 1e12 * gpu_count
     )
-    if compute_time >= memory_time:
+    talk = communication_s(batch) if callable(communication_s) else communication_s
+    if talk > max(compute_time, memory_time):
+        bound = "communication"
+    elif compute_time >= memory_time:
         bound = "tensor throughput"
     else:
         bound = "KV-cache memory" if batch_kv < batch_cap else "memory bandwidth"
-    return ServingStep(batch / (compute_time + memory_time), batch, bound)
+    return ServingStep(batch / (compute_time + memory_time + talk), batch, bound, talk)
 
 
-def _fits(memory_gib: float, gpu_count: int, weight_bytes: float, kv_bytes: float, usable: float) -> bool:
-    return gpu_count * memory_gib * GIB * usable >= weight_bytes + kv_bytes
+def serving_memory_bytes(memory_gib: float, constants: LlmConstants) -> float:
+    """What a serving engine has per GPU for weights and KV cache: the usable share of the memory
+    less what its runtime and activations hold."""
+    return (memory_gib * constants.memory_usable_fraction - constants.serving_reserve_gib) * GIB
+
+
+def _fits(memory_bytes: float, gpu_count: int, weight_bytes: float, kv_bytes: float) -> bool:
+    return gpu_count * memory_bytes >= weight_bytes + kv_bytes
 
 
 def llm_throughput_estimate(
@@ -189,13 +218,17 @@ def llm_throughput_estimate(
     benchmark: str = "",
     max_gpus: int = 8,
     constants: LlmConstants | None = None,
+    link: GpuLink | None = None,
 ) -> LlmEstimate:
     """Tokens/s of one GPU type for a model (see the module doc).
 
     ``tensor_tflops`` maps precisions (fp16, bf16, fp8, int8, fp4; "fp16_nontensor" for the
     vector rate) to dense TFLOPS. ``mode`` is "batched" (serving, tensor parallel over a power
     of two of GPUs) or "one_stream" (chat, layers split across GPUs unless ``split`` says
-    otherwise). ``gpu_count`` None = the fewest GPUs the model fits on, up to ``max_gpus``.
+    otherwise). ``gpu_count`` None = the fewest GPUs the model fits on, up to ``max_gpus``
+    (batched with a ``link``: the tensor-parallel degree with the most tokens/s per GPU).
+    ``link`` (llm_estimate.comm.gpu_link) prices the communication between the GPUs; None
+    leaves it out.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -215,42 +248,46 @@ def llm_throughput_estimate(
         notes.append("no tensor-core figure: the vector FP16 rate is used")
 
     def none(bound: str, count: int) -> LlmEstimate:
-        return LlmEstimate(False, count, mode, None, None, None, 0, bound, compute_precision, tuple(notes))
+        return LlmEstimate(False, count, mode, None, None, None, 0, bound, compute_precision, tuple(notes),
+                           link.kind(count) if link else "")  # fmt: skip
 
     if not memory_gib:
         return none("no memory figure", gpu_count or 1)
     counts = [gpu_count] if gpu_count else _candidate_counts(mode, max_gpus)
-    usable = constants.memory_usable_fraction
+    # Serving engines hold a runtime reserve beside the weights and the KV cache.
+    per_gpu = (
+        serving_memory_bytes(memory_gib, constants)
+        if mode == "batched"
+        else memory_gib * GIB * constants.memory_usable_fraction
+    )
     need_kv = context_tokens * kv_token
-    fitting = [n for n in counts if _fits(memory_gib, n, total_weights, need_kv, usable)]
+    fitting = [n for n in counts if _fits(per_gpu, n, total_weights, need_kv)]
     if not fitting:
         return none("does not fit", counts[-1])
     chosen = fitting[0]
     if mode == "batched" and not gpu_count:
-        # Serving: the fewest GPUs that hold the weights and a full batch of KV cache (the cap per
-        # GPU); failing that, the most GPUs allowed, whose batch per GPU is the largest.
+        # Without a link: the fewest GPUs that hold the weights and a full batch of KV cache (the
+        # cap per GPU); failing that, the most GPUs allowed, whose batch per GPU is the largest.
         full = [
-            n
-            for n in fitting
-            if _fits(memory_gib, n, total_weights, need_kv * constants.serving_max_batch_per_gpu * n, usable)
+            n for n in fitting if _fits(per_gpu, n, total_weights, need_kv * constants.serving_max_batch_per_gpu * n)
         ]
         chosen = full[0] if full else fitting[-1]
     if not bandwidth_gbs:
         return none("no bandwidth figure", chosen)
-    prefill = None
-    if peak and hidden:
-        prefill = prefill_tokens_per_s(
-            peak_tflops=peak[0],
-            active_params_b=active,
-            layers=layers,
-            hidden=hidden,
-            prompt_tokens=context_tokens,
-            weight_precision=weight_precision,
-            gpu_count=chosen,
-            split=split,
-            constants=constants,
-        )
+
+    def talk_tensor(n: int, tokens: int, rates: LlmConstants = constants) -> float | None:
+        if link is None or not hidden or split != "tensor":
+            return 0.0
+        seconds = tensor_parallel_step_seconds(link=link, gpus=n, tokens=tokens, layers=layers, hidden=hidden)
+        return None if seconds is None else seconds * rates.communication(link.kind(n))
+
     if mode == "one_stream":
+        if split == "tensor":
+            talk = talk_tensor(chosen, 1)
+        else:
+            talk = layer_split_token_seconds(link=link, gpus=chosen, hidden=hidden) if link and hidden else 0.0
+        if talk is None:
+            notes.append("the link between the GPUs is not in the catalogue: communication is not counted")
         seconds = decode_seconds_per_token(
             bandwidth_gbs=bandwidth_gbs,
             active_weight_bytes=active_weights,
@@ -259,29 +296,94 @@ def llm_throughput_estimate(
             weight_precision=weight_precision,
             gpu_count=chosen,
             split=split,
+            communication_s=talk or 0.0,
             constants=constants,
         )
         rate = 1.0 / seconds
+        prefill = _prefill(peak, active, layers, hidden, context_tokens, weight_precision, chosen, split,
+                           talk_tensor, constants)  # fmt: skip
         return LlmEstimate(True, chosen, mode, rate, rate / chosen, prefill, 1, "memory bandwidth", compute_precision,
-                           tuple(notes))  # fmt: skip
+                           tuple(notes), link.kind(chosen) if link else "", talk or 0.0)  # fmt: skip
     if peak is None:
         return none("no tensor figure", chosen)
-    step = serving_tokens_per_s(
-        memory_gib=memory_gib,
-        bandwidth_gbs=bandwidth_gbs,
-        peak_tflops=peak[0],
-        total_weight_bytes=total_weights,
-        active_params_b=active,
-        kv_bytes_per_token_=kv_token,
-        gpu_count=chosen,
-        context_tokens=context_tokens,
-        benchmark=benchmark,
-        constants=constants,
-    )
+
+    def serve(n: int, rates: LlmConstants = constants) -> tuple[ServingStep | None, bool]:
+        unknown = False
+
+        def talk(batch: int) -> float:
+            nonlocal unknown
+            seconds = talk_tensor(n, batch, rates)
+            unknown = unknown or seconds is None
+            return seconds or 0.0
+
+        step = serving_tokens_per_s(
+            memory_gib=memory_gib,
+            bandwidth_gbs=bandwidth_gbs,
+            peak_tflops=peak[0],
+            total_weight_bytes=total_weights,
+            active_params_b=active,
+            kv_bytes_per_token_=kv_token,
+            gpu_count=n,
+            context_tokens=context_tokens,
+            benchmark=benchmark,
+            communication_s=talk,
+            constants=rates,
+        )
+        return step, unknown
+
+    # With a link, fewer GPUs than the full-batch count may serve more per GPU: a smaller batch
+    # that talks less. More GPUs than that count run as data-parallel replicas of it. The degree
+    # is picked at datasheet peaks and the nccl-tests link figures (no fitted share), so that it
+    # does not move with the constants fitted on the rows it configures.
+    candidates = [chosen] if gpu_count or link is None else [n for n in fitting if n <= chosen]
+    peaks = replace(constants, serving_bandwidth_efficiency=1.0, serving_compute_efficiency=1.0,
+                    serving_compute_efficiency_by_benchmark={}, communication_factor={})  # fmt: skip
+    steps = {n: serve(n, peaks) for n in candidates}
+    if len(steps) > 1 and not any(unknown for _step, unknown in steps.values()):
+        # The most tokens per GPU; on a tie, the fewer GPUs.
+        ranked = [(s.tokens_per_s / n, -n) for n, (s, _u) in steps.items() if s is not None]
+        if ranked:
+            chosen = -max(ranked)[1]
+    step, unknown = serve(chosen)
+    if unknown:
+        notes.append("the link between the GPUs is not in the catalogue: communication is not counted")
     if step is None:
         return none("does not fit", chosen)
+    prefill = _prefill(peak, active, layers, hidden, context_tokens, weight_precision, chosen, split, talk_tensor,
+                       constants)  # fmt: skip
     return LlmEstimate(True, chosen, mode, step.tokens_per_s, step.tokens_per_s / chosen, prefill, step.batch,
-                       step.bound, compute_precision, tuple(notes))  # fmt: skip
+                       step.bound, compute_precision, tuple(notes), link.kind(chosen) if link else "",
+                       step.communication_s)  # fmt: skip
+
+
+def _prefill(
+    peak: tuple[float, str] | None,
+    active: float,
+    layers: int,
+    hidden: int | None,
+    prompt_tokens: int,
+    weight_precision: str,
+    gpus: int,
+    split: str,
+    talk_tensor: Callable[[int, int], float | None],
+    constants: LlmConstants,
+) -> float | None:
+    """Prompt tokens/s of the configuration (a prompt's all-reduces spread over its tokens)."""
+    if not peak or not hidden:
+        return None
+    talk = (talk_tensor(gpus, prompt_tokens) or 0.0) if split == "tensor" else 0.0
+    return prefill_tokens_per_s(
+        peak_tflops=peak[0],
+        active_params_b=active,
+        layers=layers,
+        hidden=hidden,
+        prompt_tokens=prompt_tokens,
+        weight_precision=weight_precision,
+        gpu_count=gpus,
+        split=split,
+        communication_s_per_token=talk / max(1, prompt_tokens),
+        constants=constants,
+    )
 
 
 def _candidate_counts(mode: str, max_gpus: int) -> list[int]:

@@ -178,3 +178,59 @@ def ingest_world() -> IngestWorld:
     GpuAliasFactory(gpu=a100_40, alias="NVIDIA A100-SXM4-40GB")
     catalog_snapshot_clear()
     return IngestWorld(h100=h100, h100_nvl=h100_nvl, a100_80=a100_80, a100_40=a100_40)
+
+
+def per_gpu_entries(median: float, count: int) -> list[dict[str, Any]]:
+    """Each rank's own figure of a multi-GPU result: the group's median split evenly."""
+    return [
+        {"rank": rank, "device_index": rank, "median": median / count, "min": median / count, "max": median / count}
+        for rank in range(count)
+    ]
+
+
+def host_block(count: int, interconnect: str = "nvlink", link: str = "NV18") -> dict[str, Any]:
+    """The ``host`` of a host run on ``count`` GPUs, as gpuatlas-bench writes it."""
+    return {
+        "gpu_count": count,
+        "devices": list(range(count)),
+        "ranks": count,
+        "gpus": [],
+        "interconnect": interconnect,
+        "topology_source": "nvidia-smi",
+        "link_matrix": [["X" if a == b else link for b in range(count)] for a in range(count)],
+        "peer_access": True,
+        "backend": "nccl",
+        "nccl_version": "2.28.9",
+        "nccl_env": {"NCCL_NVLS_ENABLE": "0"},
+    }
+
+
+def ddp_result(median: float, count: int, interconnect: str = "nvlink") -> dict[str, Any]:
+    """A transformer-train-ddp result on ``count`` GPUs (interconnect "none" at 1 GPU)."""
+    params = {
+        "batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192,
+        "interconnect": "none" if count == 1 else interconnect,
+    }  # fmt: skip
+    result = make_result(
+        workload="transformer-train-ddp", unit="tokens/s", median=median, params=params, gpu_count=count
+    )
+    del result["correctness"]
+    result["per_gpu"] = per_gpu_entries(result["median"], count)
+    return result
+
+
+def allreduce_result(busbw: float, count: int, size: int, interconnect: str = "nvlink") -> dict[str, Any]:
+    """An allreduce-busbw result (GB/s of bus bandwidth) on ``count`` GPUs with its extra figures."""
+    params = {"bytes": size, "dtype": "float32", "op": "avg", "interconnect": interconnect}
+    result = make_result(
+        workload="allreduce-busbw", precision="fp32", unit="GB/s", median=busbw, params=params, gpu_count=count
+    )
+    factor = 2 * (count - 1) / count
+    result["extra"] = {
+        "op_timed": "avg",
+        "busbw_factor": factor,
+        "algbw_gbs": result["median"] / factor,
+        "time_us": size * factor / 1e9 / result["median"] * 1e6,
+    }
+    result["per_gpu"] = per_gpu_entries(result["median"] * count, count)
+    return result

@@ -52,6 +52,11 @@ RANKING_ROW = {
     # issue 16: the price's provenance and spread
     "price_min", "price_max", "price_provider", "price_provider_slug", "price_instance_type", "price_region",
     "price_observed_at", "price_age_days", "price_date_basis", "price_date_estimated",
+    # issue 21: measured data-parallel scaling of the training use cases
+    "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
+    "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
+    # LLM estimates outside the model's measured range, and their configuration
+    "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",

@@ -12,7 +12,15 @@ from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionSt
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories_ingest import (
+    body,
+    ddp_result,
+    host_block,
+    ingest_world,
+    make_result,
+    per_gpu_entries,
+    submission_document,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,39 +38,6 @@ def _ingest(document):
     submission_ingest(submission_id=submission.pk)
     submission.refresh_from_db()
     return submission
-
-
-def _per_gpu(median, count):
-    return [
-        {"rank": rank, "device_index": rank, "median": median / count, "min": median / count, "max": median / count}
-        for rank in range(count)
-    ]
-
-
-def _host(count, interconnect="nvlink"):
-    return {
-        "gpu_count": count,
-        "devices": list(range(count)),
-        "ranks": count,
-        "gpus": [],
-        "interconnect": interconnect,
-        "topology_source": "nvidia-smi",
-        "link_matrix": [["X" if a == b else "NV18" for b in range(count)] for a in range(count)],
-        "backend": "nccl",
-        "nccl_version": "2.28.9",
-        "nccl_env": {"NCCL_NVLS_ENABLE": "0"},
-    }
-
-
-def _ddp(median, count, interconnect):
-    params = {"batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192, "interconnect": interconnect}
-    result = make_result(
-        workload="transformer-train-ddp", unit="tokens/s", median=median, params=params, gpu_count=count
-    )
-    del result["correctness"]
-    if count > 1:
-        result["per_gpu"] = _per_gpu(result["median"], count)
-    return result
 
 
 def test_the_real_h100_llm_run_is_stored_with_its_params_and_the_failed_fp8_check_flagged(world):
@@ -89,8 +64,8 @@ def test_the_real_h100_llm_run_is_stored_with_its_params_and_the_failed_fp8_chec
 
 
 def test_a_host_submission_stores_gpu_count_per_gpu_figures_and_the_interconnect(world):
-    one, two = _ddp(1_600_000.0, 1, "none"), _ddp(3_100_000.0, 2, "nvlink")
-    submission = _ingest(submission_document(results=[one, two], host=_host(2)))
+    one, two = ddp_result(1_600_000.0, 1, "none"), ddp_result(3_100_000.0, 2, "nvlink")
+    submission = _ingest(submission_document(results=[one, two], host=host_block(2)))
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
     stored = {r.gpu_count: r for r in BenchmarkResult.objects.all()}
     assert set(stored) == {1, 2}
@@ -107,8 +82,8 @@ def test_allreduce_bus_bandwidth_is_not_judged_against_memory_bandwidth(world):
     result = make_result(
         workload="allreduce-busbw", precision="fp32", unit="GB/s", median=330.0, params=params, gpu_count=2
     )
-    result["per_gpu"] = _per_gpu(result["median"] * 2, 2)
-    submission = _ingest(submission_document(results=[result], host=_host(2)))
+    result["per_gpu"] = per_gpu_entries(result["median"] * 2, 2)
+    submission = _ingest(submission_document(results=[result], host=host_block(2)))
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
     assert BenchmarkResult.objects.get().trust == TrustLabel.COMMUNITY
 
@@ -121,8 +96,8 @@ def test_allreduce_bus_bandwidth_is_not_judged_against_memory_bandwidth(world):
     ],
 )
 def test_inconsistent_multi_gpu_results_are_refused_at_intake_naming_the_field(world, change, field, reason):
-    result = _ddp(3_100_000.0, 2, "nvlink")
-    host = _host(2)
+    result = ddp_result(3_100_000.0, 2, "nvlink")
+    host = host_block(2)
     if change == "duplicate rank":
         result["per_gpu"][1]["rank"] = 0
     else:

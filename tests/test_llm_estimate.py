@@ -9,10 +9,10 @@ from llm_estimate.fit import (
     Observation,
     _prepare,
     constants_fit,
-    leave_one_gpu_out,
     predict,
     predict_prepared,
 )
+from llm_estimate.loo import leave_one_gpu_out
 from llm_estimate.model import (
     GIB,
     compute_peak,

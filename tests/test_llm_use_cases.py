@@ -171,3 +171,36 @@ def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
     assert (figure.tokens_per_s, figure.systems, figure.gpu_count) == (200.0, 3, 8)  # A=102, B=300, C=200
     assert "median of 3 systems" in figure.label and figure.keys == {"k", "k99.9"}
     assert mlperf_serving_figure([]) is None
+
+
+def test_estimates_outside_the_measured_range_are_marked_with_their_wider_error(llm_world, client):
+    """An estimate of a class no measured row contains carries the model's error when it
+    extrapolates, is marked on the page and in the API, and the ranking says when such an
+    estimate ranks above a measured figure."""
+    from dashboard.selectors_llm import llm_model_state
+
+    ranking = rankings_compute(params=RankingParams(use_case="llm-serving", model_size="70b"))
+    rows = {r.gpu_slug: r for r in ranking.rows}
+    constants = llm_model_state().constants
+    typical, outside = constants.typical_error_pct["serving"], constants.outside_error_pct["serving"]
+    assert outside > typical
+    # This small catalogue has no host link for the RTX 4090: 70B over 8 of them is a multi-GPU
+    # configuration whose communication is not priced, never inside the measured range.
+    rtx = rows["geforce-rtx-4090"]
+    assert (rtx.perf_basis, rtx.llm_gpu_count, rtx.llm_configuration) == ("estimated", 8, "unknown")
+    assert rtx.estimate_outside_range and "configuration" in rtx.estimate_outside_reasons
+    assert rtx.estimate_error_pct == outside
+    # B200 on one GPU: Blackwell, FP4 and a single GPU are all measured.
+    b200 = rows["b200"]
+    assert b200.perf_basis == "estimated" and not b200.estimate_outside_range and b200.estimate_error_pct == typical
+    assert rtx.rank < rows["h100-sxm5-80-gb"].rank and ranking.outside_above_measured == 1
+    html = client.get(reverse("dashboard:rankings") + "?use_case=llm-serving&model_size=70b").content.decode()
+    assert "outside the measured range" in html and "no measured row of this multi-GPU configuration" in html
+    assert "1 estimate outside the measured range ranks above measured figures" in html
+    data = client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b").json()
+    api = {r["gpu"]: r for r in data["results"]}
+    assert api["geforce-rtx-4090"]["estimate_outside_range"] is True
+    assert "configuration" in api["geforce-rtx-4090"]["estimate_outside_reasons"]
+    assert api["b200"]["estimate_outside_range"] is False and api["b200"]["llm_configuration"] == "single"
+    method = client.get(reverse("dashboard:llm-model")).content.decode()
+    assert 'id="llm-links"' in method and "nccl-tests/issues/212" in method and 'id="measured-range"' in method

@@ -78,9 +78,11 @@ class ApiMixin:
         unknown = sorted(name for name in request.query_params if name not in known)
         if unknown:
             if known:
-                message = _("Unknown parameter; this endpoint takes: %(names)s.") % {"names": ", ".join(sorted(known))}
+                message = str(_("Unknown parameter; this endpoint takes: %(names)s.")) % {
+                    "names": ", ".join(sorted(known))
+                }
             else:
-                message = _("Unknown parameter; this endpoint takes no query parameters.")
+                message = str(_("Unknown parameter; this endpoint takes no query parameters."))
             raise ValidationError({name[:100]: [message] for name in unknown})
 
 

@@ -21,6 +21,7 @@ ENDPOINT_PURPOSES = {
     "ping": _("Liveness of the API."),
     "gpu-list": _("GPUs in the catalogue, with filters."),
     "gpu-detail": _("One GPU with its figures and their sources."),
+    "gpu-multi-gpu": _("One GPU's multi-GPU results: training scaling and all-reduce bandwidth by GPU count."),
     "architecture-list": _("GPU architectures and the tensor formats they support."),
     "provider-list": _("Cloud providers."),
     "offer-list": _("Current cloud offers with a per-GPU price."),

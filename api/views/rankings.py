@@ -83,6 +83,16 @@ ROW_FIELDS = {
     "llm_source_url": "llm_source_url",
     "llm_precision": "llm_precision",
     "estimate_error_pct": "estimate_error_pct",
+    "scaling_gpu_count": "scaling_gpu_count",
+    "scaling_efficiency": "scaling_efficiency",
+    "scaling_n": "scaling_n",
+    "scaling_distinct_submitters": "scaling_distinct_submitters",
+    "scaling_interconnect": "scaling_interconnect",
+    "scaling_tokens_per_s_per_gpu": "scaling_tokens_per_s_per_gpu",
+    "scaling_one_gpu_tokens_per_s": "scaling_one_gpu_tokens_per_s",
+    "estimate_outside_range": "estimate_outside_range",
+    "estimate_outside_reasons": "estimate_outside_reasons",
+    "llm_configuration": "llm_configuration",
 }
 
 

@@ -9,7 +9,8 @@ from django.core.management.base import BaseCommand
 from benchmarks_app.models import BenchmarkResult
 from dashboard.metrics import USE_CASES
 from dashboard.selectors import RankingParams, rankings_compute
-from dashboard.selectors_llm import llm_landmarks, llm_model_compute
+from dashboard.selectors_llm import llm_model_compute
+from dashboard.selectors_llm_page import llm_landmarks
 from llm_estimate.constants import CONSTANTS_PATH, constants_write
 
 
@@ -29,21 +30,30 @@ class Command(BaseCommand):
         self.stdout.write(f"{constants.fitted}; observations by kind: {dict(constants.observations)}")
         self.stdout.write("fitted constants:")
         for name, value in constants.as_dict().items():
-            if name not in ("fitted", "observations", "typical_error_pct"):
+            if name not in ("fitted", "observations", "typical_error_pct", "outside_error_pct"):
                 self.stdout.write(f"  {name} = {value}")
         self.stdout.write("leave-one-GPU-out error of the estimate against the figure the rankings show:")
         for use_case, error in sorted(state.error.by_use_case.items()):
+            outside = (
+                f"{error.outside_median_error_pct:5.1f} %" if error.outside_median_error_pct is not None else "none"
+            )
             self.stdout.write(
-                f"  {use_case:8} {error.gpus:3} GPUs ({error.rows} rows): median {error.median_error_pct:5.1f} %, "
-                f"worst {error.worst_error_pct:6.1f} % ({error.worst_gpu})"
+                f"  {use_case:8} {error.gpus:3} GPUs ({error.rows} rows): median {error.median_error_pct:5.1f} % "
+                f"inside the measured range ({error.all_median_error_pct:5.1f} % over every GPU), worst "
+                f"{error.worst_error_pct:6.1f} % ({error.worst_gpu}); outside the range ({error.outside_gpus} GPU "
+                f"scores, {error.outside_classes} classes left out): median {outside}, shown as "
+                f"{error.outside_error_pct:5.1f} %"
             )
         if not state.error.by_use_case:
             self.stdout.write("  no measured LLM rows: import MLPerf / llama.cpp results first")
         if options["gpus"]:
             for line in sorted(state.error.by_gpu, key=lambda e: (e.use_case, -e.median_error_pct)):
+                outside = (
+                    f"  outside ({line.outside_rows}: {', '.join(line.outside_reasons)})" if line.outside_rows else ""
+                )
                 self.stdout.write(
                     f"  {line.use_case:8} {line.gpu_key:32} rows {line.rows:3}  median {line.median_error_pct:6.1f} %  "
-                    f"worst {line.worst_error_pct:6.1f} %  e.g. {line.example}"
+                    f"worst {line.worst_error_pct:6.1f} %{outside}  e.g. {line.example}"
                 )
         self.stdout.write(
             "Llama 3 70B class on H100 / H200 / B200 (estimate with the fitted constants, measured best):"
