@@ -240,6 +240,15 @@ class FitCountPlanSerializer(serializers.Serializer):
     rentable = serializers.BooleanField(
         allow_null=True, help_text="Whether a current offer rents this many in one machine; null: no offer known."
     )
+    outside = _strings(
+        help_text="Why an LLM estimate lies outside the model's measured range: vendor, architecture, configuration, "
+        "precision (empty: inside)."
+    )
+    configuration = serializers.CharField(
+        allow_blank=True,
+        help_text="LLM inference: single, layer (split by layers), or the link of a tensor-parallel group "
+        "(fabric, pcie_p2p, pcie_host, unknown).",
+    )
 
 
 class FitGpuPlanSerializer(serializers.Serializer):
@@ -289,9 +298,11 @@ class FitAssumptionsSerializer(serializers.Serializer):
     achievable_compute_fraction = _float(help_text="Training estimates: share of the dense tensor peak.")
     scaling_efficiency_per_doubling = _float(help_text="Training without measured scaling: kept per doubling.")
     max_hours = _float()
-    allreduce_min_latency_s = _float(help_text="Tensor parallelism over PCIe: llm-analysis's minimum all-reduce time.")
     llm_model_fitted = serializers.CharField(allow_null=True, help_text="LLM inference: when the model was fitted.")
     llm_typical_error = _nullable_float(help_text="LLM inference: the model's leave-one-GPU-out error (0.2 = 20%).")
+    llm_outside_error = _nullable_float(
+        help_text="LLM inference: its error for configurations outside the measured range (extrapolation)."
+    )
 
 
 class FitResponseSerializer(serializers.Serializer):

@@ -10,7 +10,8 @@ One stream (``single``)
     llama.cpp's default splits the layers across the GPUs: they work one after the other, so the
     stream runs at one GPU's bandwidth whatever the count (``split="layer"``). More GPUs only add
     memory. XiongjieDai's llama.cpp table shows it: Llama 3 70B Q4_K_M on RTX 4090s generates
-    19.1, 18.8 and 18.8 tokens/s on 2, 4 and 8 cards.
+    19.1, 18.8 and 18.8 tokens/s on 2, 4 and 8 cards. Each token's hidden state is handed across
+    the stage boundaries (``llm_estimate.comm.layer_split_token_seconds``).
 
 Batched serving (``batched``)
     The calibrated serving step: ``(weight bytes + batch x KV bytes) / (eff_bw x bandwidth x t) +
@@ -20,16 +21,17 @@ Batched serving (``batched``)
     test). ``n`` GPUs run ``n / t`` replicas of a ``t``-GPU group; the calculator takes the group
     size (a power of two, at most 8 in one host) that makes the most tokens.
 
-    The model was fitted on MLPerf systems whose GPUs are joined by NVLink or an equivalent
-    fabric, so their communication is inside its constants. GPUs joined only by PCIe also wait, at
-    every step, for two all-reduces per layer of the batch's activations over PCIe; that time is
-    added by llm-analysis's formula (Cheng Li, github.com/cli99/llm-analysis, ``analysis.py``:
-    ring all-reduce of ``2 x batch x hidden x (t - 1) / t`` 16-bit values at the intra-node
-    bandwidth, never under its 8 microsecond minimum message latency), with llm-analysis's
-    intra-node bandwidths: the NVLink figure per direction, or PCIe per direction (16 GB/s for
-    PCIe 3.0 x16, 32 for 4.0 x16, as its A10 and V100 PCIe configurations; 64 for 5.0 x16, twice
-    4.0 by the PCIe 5.0 specification). Cards linked by an NVLink bridge (PCIe and NVL boards) are
-    linked in pairs: a larger group talks over PCIe.
+    Every step of a group of several GPUs also waits for two all-reduces per layer of the batch's
+    activations, priced by ``llm_estimate.comm`` from the GPUs' link (NVLink-class fabric, PCIe
+    GPU to GPU, or PCIe staged through host memory on consumer cards, with nccl-tests figures)
+    and scaled by the fitted communication factor of that link, as on the LLM rankings. A link
+    the catalogue has no figure for is not priced, and the note says so.
+
+Error
+    An estimate carries the model's leave-one-GPU-out error; when its configuration lies outside
+    the measured range (``llm_estimate.coverage``: no calibration row of its vendor, architecture,
+    multi-GPU link or tensor format) it carries the larger error the model makes when it
+    extrapolates, and the reasons.
 
 Measured figures first
     A measurement of the same GPU, size class and weight-format family anchors the model: the
@@ -42,7 +44,6 @@ Measured figures first
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -52,7 +53,9 @@ from django.utils.translation import gettext_lazy
 from fitcalc.memory import GIB, MemoryBreakdown, kv_cache_bytes
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
+from llm_estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm_estimate.constants import LlmConstants
+from llm_estimate.coverage import Coverage, Regime, configuration_of
 from llm_estimate.model import compute_peak, decode_seconds_per_token, serving_tokens_per_s
 from llm_estimate.shapes import ModelShape
 from llm_estimate.shapes import bytes_per_weight as llm_bytes_per_weight
@@ -69,12 +72,7 @@ PRECISION_FAMILY = {
     "bf16": "16bit", "fp16": "16bit", "fp8": "8bit", "int8": "8bit", "q8_0": "8bit",
     "int4": "4bit", "gptq": "4bit", "awq": "4bit", "q4_k_m": "4bit", "mxfp4": "4bit",
 }  # fmt: skip
-#: llm-analysis: the smallest all-reduce takes this long whatever its size.
-ALLREDUCE_MIN_SECONDS = 8e-6
-#: Activations cross the GPUs in 16-bit.
-ACTIVATION_BYTES = 2.0
-#: PCIe per direction for a x16 link (llm-analysis configs: 3.0 -> 16 GB/s, 4.0 -> 32 GB/s; 5.0 doubles 4.0).
-PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+#: Tensor-parallel groups stay within one server.
 MAX_GROUP = 8
 #: Within this factor of 1, a measurement carried to the job by the model still reads "measured".
 MEASURED_TOLERANCE = 0.05
@@ -131,59 +129,26 @@ def llm_shape_of_measured(*, shape: ModelShape, precision: str, quant: str, mode
 
 
 @dataclass(frozen=True)
-class GpuLink:
-    """How GPUs of one model are joined inside a host: NVLink (per direction) across groups of
-    ``nvlink_group`` GPUs, and PCIe (per direction). ``None`` fields: not known."""
-
-    nvlink_gbs: float | None
-    nvlink_group: int
-    pcie_gbs: float | None
-
-    def pcie_only(self, group: int) -> bool:
-        """Whether a tensor-parallel group of ``group`` GPUs talks over PCIe."""
-        return self.pcie_gbs is not None and not (self.nvlink_gbs and group <= self.nvlink_group)
-
-
-_PCIE = re.compile(r"PCIe\s*(\d)(?:\.\d)?\s*x(\d+)", re.IGNORECASE)
-#: Boards that slot into PCIe: NVLink (where they have it) only over a bridge between two cards.
-BRIDGED_VARIANTS = frozenset({"pcie", "nvl", "server"})
-PCIE_SEGMENTS = frozenset({"consumer", "workstation"})
-
-
-def gpu_link(*, variant: str, segment: str, interconnect_gbs: float | None, bus_interface: str) -> GpuLink | None:
-    """The link from the catalogue: ``interconnect_gbs`` is NVLink (both directions, per GPU);
-    PCIe boards (variants PCIe, NVL, Server) pair up over a bridge. Without NVLink, consumer and
-    workstation cards and PCIe boards talk over their PCIe slot. None where neither is known (a
-    data-centre module with its own fabric the catalogue has no figure for, such as an OAM
-    accelerator): communication is then not counted."""
-    match = _PCIE.search(bus_interface or "")
-    pcie = None
-    if match and int(match.group(1)) in PCIE_X16_GBS:
-        pcie = PCIE_X16_GBS[int(match.group(1))] * int(match.group(2)) / 16
-    bridged = variant.lower() in BRIDGED_VARIANTS
-    if interconnect_gbs:
-        return GpuLink(nvlink_gbs=interconnect_gbs / 2, nvlink_group=2 if bridged else MAX_GROUP, pcie_gbs=pcie)
-    if pcie is not None and (bridged or segment in PCIE_SEGMENTS):
-        return GpuLink(nvlink_gbs=None, nvlink_group=1, pcie_gbs=pcie)
-    return None
-
-
-@dataclass(frozen=True)
 class LlmGpu:
     """Datasheet figures of one GPU model: memory (GiB), bandwidth (GB/s), dense tensor TFLOPS by
-    precision (llm_estimate's keys, "fp16_nontensor" the vector rate) and the link between cards."""
+    precision (llm_estimate's keys, "fp16_nontensor" the vector rate), the link between cards
+    (``llm_estimate.comm.gpu_link``; None: not priced), and vendor and architecture slugs (for
+    the measured range)."""
 
     memory_gib: float
     bandwidth_gbs: float | None
     tensor_tflops: Mapping[str, float | None]
     link: GpuLink | None = None
+    vendor: str = ""
+    architecture: str = ""
 
 
 @dataclass(frozen=True)
 class LlmRate:
     """Output tokens/s of ``count`` GPUs (batched: all of them together; one stream: the stream)
-    as ``replicas`` groups of ``group`` GPUs at ``batch`` sequences each; ``comm_s`` the PCIe
-    all-reduce time added per step."""
+    as ``replicas`` groups of ``group`` GPUs at ``batch`` sequences each. ``link_kind``: the path
+    between a group's GPUs (llm_estimate.comm.LINK_KINDS; "single" for one); ``comm_s``: seconds
+    of a step (one stream: of a token) spent communicating."""
 
     per_s: float
     count: int
@@ -191,16 +156,24 @@ class LlmRate:
     replicas: int
     batch: int
     bound: str
+    link_kind: str = "single"
     comm_s: float = 0.0
+    compute_precision: str = ""
+
+    @property
+    def configuration(self) -> str:
+        """The configuration class of the measured range (llm_estimate.coverage)."""
+        split = "layer" if self.bound == ONE_STREAM_BOUND else "tensor"
+        return configuration_of(gpu_count=self.group, split=split, link_kind=self.link_kind)
 
 
-def allreduce_seconds_per_step(*, batch: int, hidden: int, layers: int, group: int, link_gbs: float) -> float:
-    """Two all-reduces per layer of ``batch`` tokens' activations (llm-analysis's formula)."""
-    if group <= 1:
-        return 0.0
-    values = 2.0 * batch * hidden * (group - 1) / group
-    one = max(values * ACTIVATION_BYTES / (link_gbs * 1e9), ALLREDUCE_MIN_SECONDS)
-    return 2 * layers * one
+ONE_STREAM_BOUND = "one stream"
+
+
+def _link_kind(link: GpuLink | None, gpus: int) -> str:
+    if gpus <= 1:
+        return "single"
+    return link.kind(gpus) if link is not None else "unknown"
 
 
 def _group_rate(
@@ -212,16 +185,31 @@ def _group_rate(
     users: int | None,
     benchmark: str,
     constants: LlmConstants,
-) -> tuple[float, int, str, float] | None:
-    """One tensor-parallel group's tokens/s, its batch, what binds it and the PCIe time per step."""
+) -> LlmRate | None:
+    """One tensor-parallel group's tokens/s (``count`` = ``group``), its batch, what binds it and
+    its communication per step."""
     peak = compute_peak(gpu.tensor_tflops, weight_precision=shape.weight_precision)
     if peak is None or not gpu.bandwidth_gbs:
         return None
     if users is not None:
         # The calculator's own memory check has decided that the users' caches fit: the batch is theirs.
         constants = replace(
-            constants, serving_max_batch_per_gpu=max(1, math.ceil(users / group)), memory_usable_fraction=1.0
+            constants,
+            serving_max_batch_per_gpu=max(1, math.ceil(users / group)),
+            memory_usable_fraction=1.0,
+            serving_reserve_gib=0.0,
         )
+    kind = _link_kind(gpu.link, group)
+    factor = constants.communication(kind)
+
+    def talk(batch: int) -> float:
+        if gpu.link is None or group <= 1:
+            return 0.0
+        seconds = tensor_parallel_step_seconds(
+            link=gpu.link, gpus=group, tokens=batch, layers=shape.layers, hidden=shape.hidden
+        )
+        return 0.0 if seconds is None else seconds * factor
+
     step = serving_tokens_per_s(
         memory_gib=gpu.memory_gib,
         bandwidth_gbs=gpu.bandwidth_gbs,
@@ -232,21 +220,15 @@ def _group_rate(
         gpu_count=group,
         context_tokens=context,
         benchmark=benchmark,
+        communication_s=talk,
         constants=constants,
     )
     if step is None:
         return None
-    batch = min(step.batch, users) if users is not None else step.batch
-    seconds = step.batch / step.tokens_per_s
-    comm = 0.0
-    if gpu.link is not None and gpu.link.pcie_only(group) and gpu.link.pcie_gbs:
-        comm = allreduce_seconds_per_step(
-            batch=batch, hidden=shape.hidden, layers=shape.layers, group=group, link_gbs=gpu.link.pcie_gbs
-        )
-    rate = step.batch / (seconds + comm)
-    if batch < step.batch:  # the cap rounded the users up to a multiple of the group: scale back
-        rate *= batch / step.batch
-    return rate, batch, step.bound, comm
+    rate, batch = step.tokens_per_s, step.batch
+    if users is not None and batch > users:  # the cap rounded the users up to a multiple of the group
+        rate, batch = rate * users / batch, users
+    return LlmRate(rate, group, group, 1, batch, step.bound, kind, step.communication_s, peak[1])
 
 
 def llm_rate(
@@ -265,6 +247,11 @@ def llm_rate(
     if not gpu.bandwidth_gbs:
         return None
     if mode == ONE_STREAM:
+        hand_over = (
+            layer_split_token_seconds(link=gpu.link, gpus=count, hidden=shape.hidden) if gpu.link is not None else None
+        )
+        if count <= 1:
+            hand_over = 0.0
         seconds = decode_seconds_per_token(
             bandwidth_gbs=gpu.bandwidth_gbs,
             active_weight_bytes=shape.active_params_b * 1e9 * shape.bytes_per_weight,
@@ -273,9 +260,11 @@ def llm_rate(
             weight_precision=shape.weight_precision,
             gpu_count=count,
             split="layer",
+            communication_s=hand_over or 0.0,
             constants=constants,
         )
-        return LlmRate(1.0 / seconds, count, count, 1, 1, "memory bandwidth")
+        kind = "single" if count <= 1 else ("unknown" if hand_over is None else _link_kind(gpu.link, 2))
+        return LlmRate(1.0 / seconds, count, count, 1, 1, ONE_STREAM_BOUND, kind, hand_over or 0.0)
     best: LlmRate | None = None
     group = 1
     while group <= min(count, MAX_GROUP):
@@ -292,12 +281,18 @@ def llm_rate(
                 constants=constants,
             )
             if found is not None:
-                rate, batch, bound, comm = found
-                candidate = LlmRate(rate * replicas, count, group, replicas, batch, bound, comm)
+                candidate = replace(found, per_s=found.per_s * replicas, count=count, replicas=replicas)
                 if best is None or candidate.per_s > best.per_s * (1 + 1e-9):
                     best = candidate
         group *= 2
     return best
+
+
+LINK_LABELS = {
+    "fabric": gettext_lazy("NVLink-class links"),
+    "pcie_p2p": gettext_lazy("PCIe, GPU to GPU"),
+    "pcie_host": gettext_lazy("PCIe through host memory (no peer-to-peer)"),
+}
 
 
 def llm_rate_note(rate: LlmRate, *, mode: str) -> str:
@@ -305,19 +300,28 @@ def llm_rate_note(rate: LlmRate, *, mode: str) -> str:
     if mode == ONE_STREAM:
         if rate.count == 1:
             return _("one stream, bound by memory bandwidth")
-        return _(
+        text = _(
             "one stream with the layers split over %(count)d GPUs (llama.cpp's default): they work in turn, "
             "so it runs at one GPU's bandwidth"
         ) % {"count": rate.count}
-    text = _("%(replicas)d × %(group)d-GPU tensor-parallel group, %(batch)d sequences each, %(bound)s") % {
-        "replicas": rate.replicas,
-        "group": rate.group,
-        "batch": rate.batch,
-        "bound": BOUND_LABELS.get(rate.bound, rate.bound),
-    }
-    if rate.comm_s:
-        text += _("; %(ms).1f ms per step waiting for all-reduces over PCIe (llm-analysis)") % {
-            "ms": rate.comm_s * 1000
+    else:
+        text = _("%(replicas)d × %(group)d-GPU tensor-parallel group, %(batch)d sequences each, %(bound)s") % {
+            "replicas": rate.replicas,
+            "group": rate.group,
+            "batch": rate.batch,
+            "bound": BOUND_LABELS.get(rate.bound, rate.bound),
+        }
+    if rate.link_kind == "unknown":
+        text += _("; the link between these GPUs is not in the catalogue: communication is not counted")
+    elif rate.comm_s and mode == ONE_STREAM:
+        text += _("; %(us).0f µs per token handing over between GPUs over %(link)s") % {
+            "us": rate.comm_s * 1e6,
+            "link": LINK_LABELS.get(rate.link_kind, rate.link_kind),
+        }
+    elif rate.comm_s:
+        text += _("; %(ms).1f ms per step on all-reduces over %(link)s") % {
+            "ms": rate.comm_s * 1000,
+            "link": LINK_LABELS.get(rate.link_kind, rate.link_kind),
         }
     return text
 
@@ -326,7 +330,28 @@ BOUND_LABELS = {
     "memory bandwidth": gettext_lazy("bound by memory bandwidth"),
     "KV-cache memory": gettext_lazy("bound by the memory left for the KV cache"),
     "tensor throughput": gettext_lazy("bound by tensor throughput"),
+    "communication": gettext_lazy("bound by communication between the GPUs"),
 }
+
+
+@dataclass(frozen=True)
+class LlmError:
+    """The model's error for this job: ``inside`` the measured range, ``outside`` it (0.2 = 20%),
+    and the range (``llm_estimate.coverage``; None: every estimate counts as inside)."""
+
+    inside: float | None = None
+    outside: float | None = None
+    coverage: Coverage | None = None
+    kind: str = "serving"  # the coverage's use case: serving | decode
+
+    def of(self, *, gpu: LlmGpu, rate: LlmRate) -> tuple[float | None, tuple[str, ...]]:
+        """(typical error, reasons it lies outside the measured range) of one estimate."""
+        if self.coverage is None:
+            return self.inside, ()
+        regime = Regime(self.kind, gpu.vendor, gpu.architecture, rate.configuration,
+                        rate.compute_precision if self.kind == "serving" else "")  # fmt: skip
+        reasons = self.coverage.outside(regime)
+        return (self.outside if reasons and self.outside is not None else self.inside), reasons
 
 
 @dataclass(frozen=True)
@@ -356,10 +381,12 @@ def llm_count_rates(
     benchmark: str,
     constants: LlmConstants,
     measured: LlmMeasured | None = None,
-    typical_error: float | None = None,
+    error: LlmError | None = None,
 ) -> dict[int, CountRate]:
-    """The rate of each GPU count: the model's estimate, or the measurement carried to the job by
-    the model (module docstring). ``typical_error``: the model's leave-one-GPU-out error (0.2 = 20%)."""
+    """The rate of each GPU count: the model's estimate with its error (``error``: the model's
+    leave-one-GPU-out error inside and outside the measured range), or the measurement carried to
+    the job by the model (module docstring)."""
+    error = error or LlmError()
     scaling = "layer-split" if mode == ONE_STREAM else "tensor-parallel"
     anchor: LlmRate | None = None
     if measured is not None and (mode == ONE_STREAM or users is None):
@@ -391,8 +418,9 @@ def llm_count_rates(
             continue
         how = llm_rate_note(estimate, mode=mode)
         if anchor is None or measured is None:
+            typical, outside = error.of(gpu=gpu, rate=estimate)
             note = _("estimated by the calibrated model: %(how)s") % {"how": how}
-            out[count] = CountRate(estimate.per_s, "estimated", kind, note, typical_error)
+            out[count] = CountRate(estimate.per_s, "estimated", kind, note, typical, outside, estimate.configuration)
             continue
         total = measured.tokens_per_s * (measured.gpu_count if mode == SERVING else 1)
         factor = estimate.per_s / anchor.per_s
@@ -407,7 +435,7 @@ def llm_count_rates(
                 "context": context,
                 "count": count,
             }
-        out[count] = CountRate(total * factor, basis, kind, f"{note}; {how}")
+        out[count] = CountRate(total * factor, basis, kind, f"{note}; {how}", configuration=estimate.configuration)
     return out
 
 

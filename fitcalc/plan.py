@@ -69,13 +69,17 @@ SCALINGS = ("single", "measured", "assumed", "layer-split", "tensor-parallel")
 class CountRate:
     """The rate of a whole configuration of ``count`` GPUs where the caller knows it better than
     ``throughput_per_s x speedup``. ``basis``: measured / measured-scaled / estimated / none;
-    ``scaling``: one of :data:`SCALINGS`; ``note``: how it was reached, for people."""
+    ``scaling``: one of :data:`SCALINGS`; ``note``: how it was reached, for people;
+    ``typical_error`` of an estimate (0.2 = 20%), larger when ``outside`` gives reasons it lies
+    outside the range the model was fitted on (``llm_estimate.coverage.REASONS``)."""
 
     per_s: float | None
     basis: str
     scaling: str
     note: str = ""
     typical_error: float | None = None
+    outside: tuple[str, ...] = ()  # why an estimate lies outside the model's measured range
+    configuration: str = ""  # LLM: single, layer, or the link kind of a tensor-parallel group
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,8 @@ class CountPlan:
     throughput_note: str = ""
     typical_error: float | None = None
     rentable: bool | None = None
+    outside: tuple[str, ...] = ()
+    configuration: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -303,6 +309,8 @@ def gpu_plan(
                 throughput_note=rate.note,
                 typical_error=rate.typical_error,
                 rentable=None if gpu.max_count_offered is None else count <= gpu.max_count_offered,
+                outside=rate.outside,
+                configuration=rate.configuration,
             )
         )
     fitting = [plan for plan in plans if plan.fits]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -25,8 +25,8 @@ from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.models import Gpu, Offer, PriceSnapshot, PurchasePrice, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
+from dashboard.selectors_scaling import scaling_measured_by_gpu
 from fitcalc.forms import FitRequest
-from fitcalc.llm import ALLREDUCE_MIN_SECONDS, gpu_link
 from fitcalc.memory import TRAINING_MODES, MemoryBreakdown
 from fitcalc.plan import (
     DEFAULT_COUNTS,
@@ -42,7 +42,6 @@ from fitcalc.plan import (
 from fitcalc.presets import ModelSpec
 from fitcalc.selectors_llm import (
     LlmJobContext,
-    ddp_scaling_by_gpu,
     llm_gpu,
     llm_job_context,
     llm_job_facts,
@@ -272,8 +271,7 @@ def _first_rate(rates: dict[int, CountRate], *, per_gpu: bool) -> CountRate | No
     for count in sorted(rates):
         rate = rates[count]
         if rate.per_s:
-            return CountRate(rate.per_s / count if per_gpu else rate.per_s, rate.basis, rate.scaling, rate.note,
-                             rate.typical_error)  # fmt: skip
+            return replace(rate, per_s=rate.per_s / count if per_gpu else rate.per_s)  # fmt: skip
     return None
 
 
@@ -305,6 +303,8 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
             "segment",
             "interconnect_gbs",
             "bus_interface",
+            "vendor__slug",
+            "architecture__slug",
         )  # fmt: skip
     )
     gpu_ids = [g["id"] for g in gpus]
@@ -327,7 +327,7 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
         if llm_inference
         else None
     )
-    scaling = ddp_scaling_by_gpu(gpu_ids=gpu_ids) if training else {}
+    scaling = scaling_measured_by_gpu(gpu_ids=gpu_ids) if training else {}
 
     warnings: list[str] = []
     rate = display_rate(currency=currency, rates=rates)
@@ -354,16 +354,10 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
         gpu_peaks = peaks.get(gpu["id"], {})
         measured_llm = None
         if llm is not None:
-            link = gpu_link(
-                variant=gpu["variant"],
-                segment=gpu["segment"],
-                interconnect_gbs=gpu["interconnect_gbs"],
-                bus_interface=gpu["bus_interface"],
-            )
             job_facts = llm_job_facts(
                 job=llm,
                 gpu_id=gpu["id"],
-                gpu=llm_gpu(row=gpu, peaks=gpu_peaks, link=link),
+                gpu=llm_gpu(row=gpu, peaks=gpu_peaks),
                 counts=counts,
                 no_bf16=breakdown.precision.value == "bf16" and "bf16" in gpu_peaks and gpu_peaks["bf16"] is None,
             )
@@ -484,9 +478,9 @@ class FitResult:
             "achievable_compute_fraction": ACHIEVABLE_COMPUTE_FRACTION,
             "scaling_efficiency_per_doubling": SCALING_EFFICIENCY_PER_DOUBLING,
             "max_hours": MAX_HOURS,
-            "allreduce_min_latency_s": ALLREDUCE_MIN_SECONDS,
             "llm_model_fitted": llm.fitted if llm else None,
             "llm_typical_error": llm.typical_error if llm else None,
+            "llm_outside_error": llm.error.outside if llm else None,
         }
 
 

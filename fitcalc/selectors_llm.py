@@ -11,9 +11,9 @@ LLM inference (``fitcalc.llm`` does the arithmetic):
   shows for that size class and family (llama.cpp, Ollama's eval rate, the benchmark client).
   Only presets that are members of a size class (``llm_estimate.shapes.SIZE_CLASSES``) have them.
 
-Training: the benchmark client's ``transformer-train-ddp`` results on several GPUs carry their
-scaling efficiency (throughput at N / (N x throughput at 1) of the same run) in
-``environment["extra"]["scaling_efficiency"]``; the median per GPU model and count is used.
+Training: the measured data-parallel scaling of the benchmark client's ``transformer-train-ddp``
+runs (``dashboard.selectors_scaling.scaling_measured_by_gpu``: throughput at N / (N x throughput
+at 1) of the same run, median over runs, per GPU model and count).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from benchmarks_app.models import BenchmarkResult
 from dashboard import metrics
+from dashboard.scaling import MeasuredScaling
 from dashboard.selectors_llm import (
     LlmPoint,
     LlmRow,
@@ -42,7 +42,7 @@ from fitcalc.llm import (
     ONE_STREAM,
     PRECISION_FAMILY,
     SERVING,
-    GpuLink,
+    LlmError,
     LlmGpu,
     LlmMeasured,
     LlmShape,
@@ -53,6 +53,7 @@ from fitcalc.llm import (
 from fitcalc.memory import MemoryBreakdown
 from fitcalc.plan import SCALING_EFFICIENCY_PER_DOUBLING, CountRate, scaling_speedup
 from fitcalc.presets import ModelSpec
+from llm_estimate.comm import gpu_link
 from llm_estimate.constants import LlmConstants
 from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
 
@@ -184,6 +185,7 @@ class LlmJobContext:
     typical_error: float | None
     measured: Mapping[int, LlmMeasured]
     fitted: str
+    error: LlmError = LlmError()
 
     @property
     def typical_error_percent(self) -> int | None:
@@ -197,7 +199,9 @@ def llm_job_context(
     state = llm_model_state()
     constants = state.constants
     mode = ONE_STREAM if serving == ONE_STREAM else SERVING
-    error_pct = constants.typical_error_pct.get("chat" if mode == ONE_STREAM else "serving")
+    use_case = "chat" if mode == ONE_STREAM else "serving"
+    error_pct = constants.typical_error_pct.get(use_case)
+    outside_pct = constants.outside_error_pct.get(use_case, error_pct)
     measured = llm_measured_figures(
         gpu_ids=gpu_ids,
         model=model,
@@ -216,6 +220,12 @@ def llm_job_context(
         typical_error=None if error_pct is None else error_pct / 100,
         measured=measured,
         fitted=constants.fitted,
+        error=LlmError(
+            inside=None if error_pct is None else error_pct / 100,
+            outside=None if outside_pct is None else outside_pct / 100,
+            coverage=state.error.coverage,
+            kind="decode" if mode == ONE_STREAM else "serving",
+        ),
     )
 
 
@@ -243,63 +253,34 @@ def llm_job_facts(
         benchmark=job.benchmark,
         constants=job.constants,
         measured=measured,
-        typical_error=job.typical_error,
+        error=job.error,
     )
     return LlmJobFacts(rates, measured)
 
 
-def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None], link: GpuLink | None) -> LlmGpu:
-    """A catalogue row as the model reads it (dense tensor peaks plus the vector FP16 rate)."""
+def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> LlmGpu:
+    """A catalogue row as the model reads it: dense tensor peaks plus the vector FP16 rate, the link
+    between cards (as the LLM rankings price it: dashboard.selectors_llm.gpu_link_for), vendor and
+    architecture."""
     tensor = dict(peaks)
     tensor["fp16_nontensor"] = row.get("fp16_tflops")
+    link = gpu_link(
+        interconnect_gbs=row.get("interconnect_gbs"),
+        pcie_gbs=metrics.pcie_peak_gbs(row.get("bus_interface") or ""),
+        segment=row.get("segment") or "",
+        variant=row.get("variant") or "",
+    )
     return LlmGpu(
-        memory_gib=row["memory_gib"], bandwidth_gbs=row["memory_bandwidth_gbs"], tensor_tflops=tensor, link=link
+        memory_gib=row["memory_gib"],
+        bandwidth_gbs=row["memory_bandwidth_gbs"],
+        tensor_tflops=tensor,
+        link=link,
+        vendor=row.get("vendor__slug") or "",
+        architecture=row.get("architecture__slug") or "",
     )
 
 
 # --- training: measured data-parallel scaling ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MeasuredScaling:
-    """Median scaling efficiency of ``n`` DDP results of one GPU model at one count."""
-
-    efficiency: float
-    n: int
-    interconnects: tuple[str, ...]
-
-
-def ddp_scaling_by_gpu(*, gpu_ids: list[int]) -> dict[int, dict[int, MeasuredScaling]]:
-    """gpu id -> GPU count -> measured scaling (trusted results only). One query."""
-    found: dict[tuple[int, int], list[tuple[float, str]]] = defaultdict(list)
-    rows = (
-        BenchmarkResult.objects.trusted()
-        .filter(gpu_id__in=gpu_ids, workload__slug=DDP_WORKLOAD, gpu_count__gt=1)
-        .order_by()
-        .values_list("gpu_id", "gpu_count", "params", "environment")
-    )
-    for gpu_id, count, params, environment in rows:
-        extra = (environment or {}).get("extra") or {}
-        value = extra.get("scaling_efficiency")
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            continue
-        try:
-            efficiency = float(value)
-        except ValueError:
-            continue
-        if not math.isfinite(efficiency) or not 0 < efficiency <= 1.5:
-            continue
-        host = (environment or {}).get("host") or {}
-        interconnect = str((params or {}).get("interconnect") or host.get("interconnect") or "")
-        found[(gpu_id, count)].append((efficiency, interconnect))
-    out: dict[int, dict[int, MeasuredScaling]] = defaultdict(dict)
-    for (gpu_id, count), values in found.items():
-        out[gpu_id][count] = MeasuredScaling(
-            efficiency=statistics.median(v for v, _link in values),
-            n=len(values),
-            interconnects=tuple(sorted({link for _v, link in values if link})),
-        )
-    return dict(out)
 
 
 def training_count_rates(
@@ -330,7 +311,7 @@ def training_count_rates(
                 "efficiency": scaling.efficiency * 100,
                 "count": count,
                 "n": scaling.n,
-                "link": f", {'/'.join(scaling.interconnects)}" if scaling.interconnects else "",
+                "link": f", {scaling.interconnect_label}" if scaling.interconnect else "",
             }
             out[count] = CountRate(
                 per_gpu * count * scaling.efficiency,

@@ -24,16 +24,13 @@ from django.utils import timezone
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
 from catalog.models import Gpu, PriceSnapshot
-from dashboard.selectors_llm import llm_model_state, llm_rows
+from dashboard.selectors_llm import gpu_link_for, llm_model_state, llm_rows
 from fitcalc import PRESETS, fit_plan, memory_estimate
 from fitcalc.forms import FitForm
 from fitcalc.llm import (
-    ALLREDUCE_MIN_SECONDS,
-    GpuLink,
+    LlmError,
     LlmGpu,
     LlmMeasured,
-    allreduce_seconds_per_step,
-    gpu_link,
     llm_count_rates,
     llm_rate,
     llm_shape_of_job,
@@ -41,7 +38,10 @@ from fitcalc.llm import (
 )
 from fitcalc.plan import GpuFacts
 from fitcalc.selectors import fit_compute
+from fitcalc.selectors_llm import llm_gpu
+from llm_estimate.comm import GpuLink, tensor_parallel_step_seconds
 from llm_estimate.constants import constants_default
+from llm_estimate.coverage import Coverage
 from llm_estimate.shapes import MODEL_SHAPES, model_size_class
 from tests.factories import GpuFactory, OfferFactory, ProviderFactory, TensorPeakFactory
 from tests.factories_dashboard import PurchasePriceFactory
@@ -49,7 +49,8 @@ from tests.factories_ingest import body, ingest_world, make_result, submission_d
 
 URL = "/api/v1/fit/"
 H100_LIKE = LlmGpu(memory_gib=80.0, bandwidth_gbs=3350.0, tensor_tflops={"bf16": 989.4, "fp16": 989.4})
-CONSUMER_LINK = GpuLink(nvlink_gbs=None, nvlink_group=1, pcie_gbs=32.0)
+# A GeForce card on PCIe 4.0 x16: no peer-to-peer, transfers staged through host memory.
+CONSUMER_LINK = GpuLink(pcie_gbs=31.5, peer_to_peer=False)
 CONSUMER_24 = LlmGpu(memory_gib=24.0, bandwidth_gbs=1008.0, tensor_tflops={"bf16": 165.2, "fp16": 165.2})
 COUNTS = (1, 2, 4, 8)
 
@@ -92,25 +93,58 @@ def test_one_stream_split_by_layers_runs_at_one_gpus_speed_on_any_count() -> Non
     assert plan.recommended is not None and plan.recommended.count == 2 == plan.gpus_needed
 
 
-def test_tensor_parallel_over_pcie_waits_for_two_all_reduces_per_layer() -> None:
+def test_tensor_parallel_groups_wait_for_their_all_reduces_priced_from_the_link() -> None:
     _, shape = _shape("llama-3-70b", "bf16")
     constants = constants_default()
     common = {"shape": shape, "mode": "batched", "count": 8, "context": 2048, "users": None, "benchmark": "",
               "constants": constants}  # fmt: skip
-    fabric = llm_rate(gpu=CONSUMER_24, **common)  # type: ignore[arg-type]
-    pcie = llm_rate(gpu=LlmGpu(**{**CONSUMER_24.__dict__, "link": CONSUMER_LINK}), **common)  # type: ignore[arg-type]
-    assert fabric is not None and pcie is not None and fabric.comm_s == 0
-    assert (pcie.group, pcie.batch) == (8, fabric.batch)
-    # llm-analysis: 2 x batch x hidden x (t - 1) / t 16-bit values per all-reduce, 2 per layer.
-    one = max(2 * pcie.batch * 8192 * 7 / 8 * 2 / 32e9, ALLREDUCE_MIN_SECONDS)
-    assert pcie.comm_s == pytest.approx(2 * 80 * one)
-    step = fabric.batch / fabric.per_s
-    assert pcie.per_s == pytest.approx(fabric.batch / (step + pcie.comm_s))
-    # A tiny batch pays the minimum message time, not its size.
-    assert allreduce_seconds_per_step(batch=1, hidden=8192, layers=80, group=2, link_gbs=900) == pytest.approx(
-        2 * 80 * ALLREDUCE_MIN_SECONDS
-    )
-    assert allreduce_seconds_per_step(batch=64, hidden=8192, layers=80, group=1, link_gbs=32) == 0
+    unpriced = llm_rate(gpu=CONSUMER_24, **common)  # type: ignore[arg-type]
+    host = llm_rate(gpu=LlmGpu(**{**CONSUMER_24.__dict__, "link": CONSUMER_LINK}), **common)  # type: ignore[arg-type]
+    assert unpriced is not None and host is not None
+    assert (unpriced.link_kind, unpriced.comm_s, unpriced.configuration) == ("unknown", 0.0, "unknown")
+    assert (host.link_kind, host.configuration) == ("pcie_host", "pcie_host") and host.group > 1
+    # The step's communication is llm_estimate.comm's price of two all-reduces per layer of the batch,
+    # times the link's fitted factor, as on the LLM rankings.
+    talk = tensor_parallel_step_seconds(link=CONSUMER_LINK, gpus=host.group, tokens=host.batch, layers=80, hidden=8192)
+    assert talk is not None and host.comm_s == pytest.approx(talk * constants.communication("pcie_host"))
+    # Talking costs tokens: on the slow link the group makes fewer of them than the unpriced one.
+    assert host.per_s < unpriced.per_s
+    note = llm_count_rates(gpu=LlmGpu(**{**CONSUMER_24.__dict__, "link": CONSUMER_LINK}), shape=shape,
+                           mode="batched", counts=(8,), context=2048, users=None, benchmark="",
+                           constants=constants)[8].note  # fmt: skip
+    assert "all-reduces over PCIe through host memory" in note
+    unknown_note = llm_count_rates(gpu=CONSUMER_24, shape=shape, mode="batched", counts=(8,), context=2048,
+                                   users=None, benchmark="", constants=constants)[8].note  # fmt: skip
+    assert "not in the catalogue: communication is not counted" in unknown_note
+
+
+def test_estimates_outside_the_measured_range_carry_the_extrapolation_error() -> None:
+    _, shape = _shape("llama-3-8b", "bf16")
+    covered = Coverage(frozenset({("vendor", "serving", "nvidia"), ("architecture", "serving", "hopper"),
+                                  ("precision", "serving", "nvidia", "bf16")}))  # fmt: skip
+    error = LlmError(inside=0.15, outside=0.33, coverage=covered, kind="serving")
+    hopper = LlmGpu(**{**H100_LIKE.__dict__, "vendor": "nvidia", "architecture": "hopper"})
+    ada = LlmGpu(**{**H100_LIKE.__dict__, "vendor": "nvidia", "architecture": "ada-lovelace"})
+    common = {"shape": shape, "mode": "batched", "counts": (2,), "context": 2048, "users": None, "benchmark": "",
+              "constants": constants_default(), "error": error}  # fmt: skip
+    inside = llm_count_rates(gpu=hopper, **common)[2]  # type: ignore[arg-type]
+    outside = llm_count_rates(gpu=ada, **common)[2]  # type: ignore[arg-type]
+    # Two GPUs with no link figure: the configuration is outside for both; the architecture for Ada too.
+    assert inside.outside == ("configuration",) and inside.typical_error == 0.33
+    assert outside.outside == ("architecture", "configuration")
+    single = llm_count_rates(gpu=hopper, **{**common, "counts": (1,)})[1]  # type: ignore[arg-type]
+    assert single.outside == () and single.typical_error == 0.15
+
+
+def test_a_catalogue_row_reads_as_the_llm_rankings_read_it() -> None:
+    row = {"memory_gib": 24.0, "memory_bandwidth_gbs": 1008.0, "fp16_tflops": 82.6, "interconnect_gbs": None,
+           "bus_interface": "PCIe 4.0 x16", "segment": "consumer", "variant": "", "vendor__slug": "nvidia",
+           "architecture__slug": "ada-lovelace"}  # fmt: skip
+    gpu = llm_gpu(row=row, peaks={"bf16": 165.2})
+    assert gpu.link is not None and gpu.link.kind(8) == "pcie_host" and gpu.link.pcie_gbs == pytest.approx(31.5, 0.01)
+    assert (gpu.vendor, gpu.architecture, gpu.tensor_tflops["fp16_nontensor"]) == ("nvidia", "ada-lovelace", 82.6)
+    sxm = llm_gpu(row={**row, "interconnect_gbs": 900.0, "variant": "SXM", "segment": "datacenter"}, peaks={})
+    assert sxm.link is not None and sxm.link.kind(8) == "fabric"
 
 
 def test_counts_no_offer_rents_as_one_machine_are_recommended_last() -> None:
@@ -133,29 +167,6 @@ def test_counts_no_offer_rents_as_one_machine_are_recommended_last() -> None:
     assert "no current offer rents 2 of these in one machine (at most 1)" in ranked[1].reason
 
 
-@pytest.mark.parametrize(
-    ("fields", "expected"),
-    [
-        ({"variant": "SXM", "segment": "datacenter", "interconnect_gbs": 900.0, "bus_interface": "PCIe 5.0 x16"},
-         GpuLink(450.0, 8, 64.0)),
-        ({"variant": "PCIe", "segment": "datacenter", "interconnect_gbs": 600.0, "bus_interface": "PCIe 4.0 x16"},
-         GpuLink(300.0, 2, 32.0)),
-        ({"variant": "", "segment": "consumer", "interconnect_gbs": None, "bus_interface": "PCIe 4.0 x16"},
-         GpuLink(None, 1, 32.0)),
-        ({"variant": "", "segment": "consumer", "interconnect_gbs": None, "bus_interface": "PCIe 4.0 x8"},
-         GpuLink(None, 1, 16.0)),
-        ({"variant": "PCIe", "segment": "datacenter", "interconnect_gbs": None, "bus_interface": "PCIe 3.0 x16"},
-         GpuLink(None, 1, 16.0)),
-        ({"variant": "", "segment": "datacenter", "interconnect_gbs": None, "bus_interface": "PCIe 5.0 x16"}, None),
-    ],
-)  # fmt: skip
-def test_the_link_between_cards_comes_from_the_catalogue(fields: dict[str, Any], expected: GpuLink | None) -> None:
-    assert gpu_link(**fields) == expected
-    if expected is not None and expected.nvlink_gbs:
-        assert not expected.pcie_only(2)
-        assert expected.pcie_only(4) == (expected.nvlink_group == 2)
-
-
 def test_a_measurement_anchors_the_model_and_the_model_carries_it_to_other_counts() -> None:
     _, shape = _shape("llama-3-70b", "bf16", context=1024)
     constants = constants_default()
@@ -165,7 +176,7 @@ def test_a_measurement_anchors_the_model_and_the_model_carries_it_to_other_count
     )  # fmt: skip
     rates = llm_count_rates(
         gpu=H100_LIKE, shape=shape, mode="batched", counts=COUNTS, context=1024, users=None,
-        benchmark="llama2-70b", constants=constants, measured=measured, typical_error=0.2,
+        benchmark="llama2-70b", constants=constants, measured=measured, error=LlmError(inside=0.2),
     )  # fmt: skip
     # The measured configuration itself: the measurement (8 GPUs x 3,000 tokens/s), labelled measured.
     assert rates[8].basis == "measured" and rates[8].per_s == pytest.approx(24_000, rel=0.05)
@@ -214,9 +225,12 @@ def test_one_stream_on_more_gpus_is_no_faster_and_costs_more(client) -> None:  #
     query = {"model": "llama-3-70b", "precision": "q4_k_m", "serving": "single", "tokens": "1e5"}
     plan = plans_by_slug(client.get(URL, query).json())["card-24"]
     counts = {c["count"]: c for c in plan["counts"]}
-    assert counts[2]["hours"] == pytest.approx(counts[4]["hours"]) == pytest.approx(counts[8]["hours"])
-    assert counts[8]["cost"] == pytest.approx(4 * counts[2]["cost"])
-    assert counts[8]["scaling"] == "layer-split" and counts[8]["speedup"] == pytest.approx(1.0)
+    # Only the hand-overs between stages grow with the count: under 2% of a token's time on 8 cards.
+    assert (
+        counts[2]["hours"] == pytest.approx(counts[4]["hours"], rel=0.02) == pytest.approx(counts[8]["hours"], rel=0.02)
+    )
+    assert counts[8]["cost"] == pytest.approx(4 * counts[2]["cost"], rel=0.02)
+    assert counts[8]["scaling"] == "layer-split" and counts[8]["speedup"] == pytest.approx(1.0, rel=0.02)
     assert plan["recommended"]["count"] == 2
     html = client.get("/fit/", query).content.decode()
     assert "layers split: one card's speed" in html.split('data-gpu="card-24"')[1].split("</tr>")[0]
@@ -266,7 +280,7 @@ def test_training_uses_the_ddp_scaling_the_client_measured_and_the_assumption_el
     assert counts[1]["scaling"] == "single" and counts[1]["throughput_per_s"] == pytest.approx(one)
     # Measured at 2 GPUs: the median of the two runs' efficiencies (0.82).
     assert counts[2]["scaling"] == "measured" and counts[2]["throughput_per_s"] == pytest.approx(one * 2 * 0.82)
-    assert "82% at 2 GPUs" in counts[2]["throughput_note"] and "n = 2, nvlink" in counts[2]["throughput_note"]
+    assert "82% at 2 GPUs" in counts[2]["throughput_note"] and "n = 2, NVLink" in counts[2]["throughput_note"]
     # Not measured at 4 or 8: the stated assumption of 90% per doubling.
     assert counts[4]["scaling"] == "assumed" and counts[4]["throughput_per_s"] == pytest.approx(one * 3.24)
     assert counts[2]["hours"] == pytest.approx(1e9 / (one * 2 * 0.82) / 3600)
@@ -321,7 +335,7 @@ def test_the_fit_page_speaks_chinese_in_its_throughput_notes_and_method(client) 
         client.get("/fit/", {"model": "llama-3-8b", "mode": "lora", "tokens": "1e9"}).content.decode(),
     ]
     titles = " ".join(" ".join(re.findall(r'title="([^"]*)"', page)) for page in pages)
-    assert "由校准模型估算" in titles and "张量并行" in titles and "经 PCIe 的 all-reduce" in titles
+    assert "由校准模型估算" in titles and "张量并行" in titles and "PCIe 经主机内存中转" in titles
     assert "单路生成" in titles and "稠密峰值" in titles and "数据并行扩展效率为假设值" in titles
     english = (
         "estimated by the calibrated model", "tensor-parallel group", "one stream", "dense peak", "data-parallel",
@@ -361,8 +375,9 @@ def _mlperf_range(slug: str) -> tuple[float, float]:
 
 
 def test_llama_3_70b_on_h100_and_h200_lands_in_the_range_the_measurements_support(demo) -> None:  # type: ignore[no-untyped-def]
-    # Batched at MLPerf's context: the measured figure of each GPU, within its MLPerf rows.
-    result = _fit({"model": "llama-3-70b", "precision": "bf16", "context": "1024", "tokens": "1e8"})
+    # Batched at the context the model takes for MLPerf's rows: the measured figure of each GPU, within its rows.
+    mlperf_context = str(llm_model_state().constants.serving_context_tokens)
+    result = _fit({"model": "llama-3-70b", "precision": "bf16", "context": mlperf_context, "tokens": "1e8"})
     plans = {plan.gpu.slug: plan for plan in result.fitting}
     for slug in ("h100-sxm5-80-gb", "h200-sxm-141-gb"):
         low, high = _mlperf_range(slug)
@@ -372,16 +387,17 @@ def test_llama_3_70b_on_h100_and_h200_lands_in_the_range_the_measurements_suppor
         detail = result.details[slug]
         assert detail.measured_source.startswith("MLPerf Inference") and detail.measured_n >= 3
     # The model alone (the measurement left out) for the same GPUs: within its typical error of them.
-    _, shape = _shape("llama-3-70b", "bf16", context=1024)
+    _, shape = _shape("llama-3-70b", "bf16", context=int(mlperf_context))
     state = llm_model_state()
     for slug in ("h100-sxm5-80-gb", "h200-sxm-141-gb"):
         low, high = _mlperf_range(slug)
         gpu = Gpu.objects.get(slug=slug)
         peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
         rates = llm_count_rates(
-            gpu=LlmGpu(memory_gib=gpu.memory_gib, bandwidth_gbs=gpu.memory_bandwidth_gbs, tensor_tflops=peaks),
-            shape=shape, mode="batched", counts=(8,), context=1024, users=None, benchmark="llama2-70b",
-            constants=state.constants, typical_error=0.2,
+            gpu=LlmGpu(memory_gib=gpu.memory_gib, bandwidth_gbs=gpu.memory_bandwidth_gbs, tensor_tflops=peaks,
+                       link=gpu_link_for(gpu)),
+            shape=shape, mode="batched", counts=(8,), context=int(mlperf_context), users=None,
+            benchmark="llama2-70b", constants=state.constants,
         )  # fmt: skip
         assert rates[8].basis == "estimated"
         assert low * 0.8 <= rates[8].per_s / 8 <= high * 1.2, (slug, rates[8].per_s / 8, low, high)  # type: ignore[operator]
@@ -412,30 +428,6 @@ def test_llama_3_70b_on_h100_and_h200_lands_in_the_range_the_measurements_suppor
     assert sxm is not None and sxm.throughput_basis == "estimated"
     assert 9.2 * 1.675 * 0.8 <= sxm.throughput_per_s <= 9.7 * 1.675 * 1.25
 
-    # The model was fitted with no communication term; MLPerf's closed 70B rows of GPUs joined by PCIe
-    # (L40S: no NVLink; H100 PCIe and NVL: NVLink bridges in pairs) check the one this module adds.
-    shape = llm_shape_of_measured(shape=MODEL_SHAPES["llama-2-70b"], precision="fp16", quant="", mode="batched")
-    constants = llm_model_state().constants
-    for slug in ("l40s", "h100-pcie-80-gb", "h100-nvl-94-gb"):
-        gpu = Gpu.objects.get(slug=slug)
-        measured = statistics.median(
-            row.value for row in llm_rows(gpu_ids=[gpu.id])
-            if row.kind == "serving" and row.default_basis and row.gpu_count == 8 and row.precision == "fp16"
-            and model_size_class(row.model) == "70b"
-        )  # fmt: skip
-        peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
-        link = gpu_link(variant=gpu.variant, segment=gpu.segment, interconnect_gbs=gpu.interconnect_gbs,
-                        bus_interface=gpu.bus_interface)  # fmt: skip
-        assert link is not None and link.pcie_only(8), slug
-        errors = []
-        for with_link in (None, link):
-            card = LlmGpu(gpu.memory_gib, gpu.memory_bandwidth_gbs, peaks, with_link)
-            rate = llm_rate(gpu=card, shape=shape, mode="batched", count=8, context=constants.serving_context_tokens,
-                            users=None, benchmark="llama2-70b", constants=constants)  # fmt: skip
-            assert rate is not None
-            errors.append(abs(rate.per_s / 8 / measured - 1))
-        assert errors[1] < errors[0] and errors[1] < 0.3, (slug, errors)
-
 
 def test_cheap_cards_no_longer_win_by_pretending_to_scale_and_every_price_is_dated(demo, client) -> None:  # type: ignore[no-untyped-def]
     # First-round defects: 8x RTX 3080 and 4x V100 16 GB ranked first for a 4-bit 70B one stream, and
@@ -451,7 +443,10 @@ def test_cheap_cards_no_longer_win_by_pretending_to_scale_and_every_price_is_dat
     for plan in serving.fitting:
         best = plan.recommended
         if segments[plan.gpu.slug] == "consumer" and best is not None and best.count > 1 and best.throughput_per_s:
-            assert "all-reduces over PCIe" in best.throughput_note, plan.gpu.slug
+            # GeForce cards talk through host memory, and every step of a group pays for it.
+            assert best.configuration in ("pcie_host", "single"), plan.gpu.slug
+            if best.configuration == "pcie_host":
+                assert "all-reduces over PCIe through host memory" in best.throughput_note, plan.gpu.slug
     # Every price the API gives carries its provider, observation date and age.
     body = client.get(URL, {"model": "llama-3-70b", "tokens": "1e8"}).json()
     priced = [plan for plan in body["plans"] if plan["gpu"]["price_per_gpu_hour"] is not None]

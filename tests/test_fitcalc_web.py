@@ -441,7 +441,7 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     assert set(plan["counts"][0]) == {
         "count", "per_gpu_gib", "memory_gib", "fits", "speedup", "hours", "cost", "over_max_hours",
         "throughput_is_estimate", "reason", "throughput_per_s", "throughput_basis", "scaling", "throughput_note",
-        "typical_error", "rentable",
+        "typical_error", "rentable", "outside", "configuration",
     }  # fmt: skip
     assert [c["count"] for c in plan["counts"]] == [1, 2, 4, 8]
     assert body["inputs"]["work"] == {"given_as": "tokens", "amount": 1e6, "unit": "tokens", "work_units": 1e6}
