@@ -284,7 +284,6 @@ class RankingRowSerializer(serializers.Serializer):
     )
     eligible = serializers.BooleanField(help_text="Meets the use case's memory floor and has its tensor format.")
     ineligible_reasons = serializers.ListField(child=serializers.CharField(), help_text="Why not; empty if eligible.")
-    estimate_error = _nullable_float(help_text="Typical relative error of perf_estimated; null when unknown.")
     measured_via = serializers.CharField(help_text="GPU a measured figure is chained through; empty when direct.")
     llm_gpu_count = serializers.IntegerField(
         allow_null=True, help_text="LLM use cases: GPUs of the measured or estimated configuration; null otherwise."
@@ -311,8 +310,9 @@ class RankingRowSerializer(serializers.Serializer):
     scaling_tokens_per_s_per_gpu = _nullable_float(help_text="Per-GPU training throughput at scaling_gpu_count.")
     scaling_one_gpu_tokens_per_s = _nullable_float(help_text="The 1-GPU figure of the same runs.")
     estimate_error_pct = _nullable_float(
-        help_text="LLM estimates: the model's leave-one-GPU-out error, % (its error outside the measured range for "
-        "estimates outside it)."
+        help_text="Typical error of perf_estimated in percent (median leave-one-GPU-out miss of the spec estimate or "
+        "of the LLM model; for LLM estimates outside the measured range, the model's error there); null without an "
+        "estimate or when unknown."
     )
     estimate_outside_range = serializers.BooleanField(
         help_text="LLM estimates: for a GPU class or configuration no calibration row contains."

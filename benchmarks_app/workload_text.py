@@ -7,8 +7,11 @@ row's own text for a workload defined later.
 
 from __future__ import annotations
 
+import re
+
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 WORKLOAD_TEXT: dict[str, tuple[Promise, Promise]] = {
     "matmul": (
@@ -86,6 +89,62 @@ WORKLOAD_TEXT: dict[str, tuple[Promise, Promise]] = {
         _("Transformer-XL Large training"),
         _("Transformer-XL Large language model on WikiText-103."),
     ),
+    "llm-decode": (
+        _("LLM inference: prefill and decode with a KV cache (Llama 3 8B shapes)"),
+        _(
+            "A Llama-architecture decoder with random weights at the shapes of Llama 3 8B, served from a KV cache: "
+            "prefill fills the cache from the prompts in one pass, decode then generates one token per sequence "
+            "per step; at batch 1 (one stream) and a large batch, in BF16 and, where the GPU has it, FP8. "
+            "Tokens per second."
+        ),
+    ),
+    "llamacpp-tg": (
+        _("llama.cpp text generation (one stream)"),
+        _(
+            "llama.cpp's llama-bench text generation: tokens per second of one stream (batch 1) on the whole GPU "
+            "configuration (layers split across the GPUs), as published in XiongjieDai/GPU-Benchmarks-on-LLM-Inference."
+        ),
+    ),
+    "llamacpp-pp": (
+        _("llama.cpp prompt processing (prefill)"),
+        _(
+            "llama.cpp's llama-bench prompt processing: prompt tokens per second of the whole GPU configuration, "
+            "as published in XiongjieDai/GPU-Benchmarks-on-LLM-Inference."
+        ),
+    ),
+    "llm-eval-rate": (
+        _("LLM generation rate, one request (llama.cpp or Ollama)"),
+        _(
+            "The generation rate of a single request (Ollama's eval rate or llama-bench tg128) on a whole system, "
+            "as published in geerlingguy/ai-benchmarks."
+        ),
+    ),
+}
+
+# MLPerf Inference workloads are named by the importer "mlperf-<benchmark>-<scenario>-<unit>".
+_MLPERF = re.compile(
+    r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive|singlestream|multistream)-(?P<unit>.+)$"
+)
+_MLPERF_SCENARIOS = {
+    "offline": pgettext_lazy("MLPerf scenario", "Offline"),
+    "server": pgettext_lazy("MLPerf scenario", "Server"),
+    "interactive": pgettext_lazy("MLPerf scenario", "Interactive"),
+    "singlestream": pgettext_lazy("MLPerf scenario", "SingleStream"),
+    "multistream": pgettext_lazy("MLPerf scenario", "MultiStream"),
+}
+# Units of workload rows, as pages show them.
+UNITS = {
+    "tokens/s": _("tokens/s"),
+    "tokens/s per accelerator": _("tokens/s per accelerator"),
+    "samples/s": _("samples/s"),
+    "samples/s per accelerator": _("samples/s per accelerator"),
+    "queries/s per accelerator": _("queries/s per accelerator"),
+    "tasks/s per accelerator": _("tasks/s per accelerator"),
+    "sequences/s": _("sequences/s"),
+    "images/s": _("images/s"),
+    "items/s": _("items/s"),
+    "ms": _("ms"),
+    "s": pgettext_lazy("unit", "s"),
 }
 
 # Lambda's suites: which one a version of its workloads belongs to.
@@ -95,8 +154,41 @@ LAMBDA_SLUGS = frozenset(
 )
 
 
+def workload_display_unit(unit: str) -> str:
+    """A workload's unit for pages (TFLOPS, GB/s and units we do not know are shown as they are)."""
+    return str(UNITS.get(unit, unit))
+
+
+def _mlperf_text(slug: str, version: str) -> tuple[str, str] | None:
+    found = _MLPERF.match(slug)
+    if found is None:
+        return None
+    bench, scenario = found.group("bench").replace("_", "."), found.group("scenario")
+    words = {"benchmark": bench, "scenario": str(_MLPERF_SCENARIOS[scenario]), "round": version}
+    if found.group("unit").startswith("latency"):
+        name = _("MLPerf Inference %(benchmark)s, %(scenario)s scenario: latency") % words
+        description = (
+            _(
+                "MLPerf Inference v%(round)s, benchmark %(benchmark)s, %(scenario)s scenario: the published latency of the whole system (not divided)."
+            )
+            % words
+        )
+    else:
+        name = _("MLPerf Inference %(benchmark)s, %(scenario)s scenario: throughput") % words
+        description = (
+            _(
+                "MLPerf Inference v%(round)s, benchmark %(benchmark)s, %(scenario)s scenario: the published system result divided by the system's accelerator count."
+            )
+            % words
+        )
+    return str(name), str(description)
+
+
 def workload_display_name(*, slug: str, version: str = "", fallback: str = "") -> str:
     """The workload's name for pages; Lambda's newer suite is told apart by its version."""
+    mlperf = _mlperf_text(slug, version)
+    if mlperf is not None:
+        return mlperf[0]
     text = WORKLOAD_TEXT.get(slug)
     name = str(text[0]) if text else (fallback or slug)
     major = version.split(".")[0] if version else ""
@@ -105,6 +197,9 @@ def workload_display_name(*, slug: str, version: str = "", fallback: str = "") -
     return name
 
 
-def workload_display_description(*, slug: str, fallback: str = "") -> str:
+def workload_display_description(*, slug: str, version: str = "", fallback: str = "") -> str:
+    mlperf = _mlperf_text(slug, version)
+    if mlperf is not None:
+        return mlperf[1]
     text = WORKLOAD_TEXT.get(slug)
     return str(text[1]) if text else fallback

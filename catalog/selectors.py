@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 
 from catalog.models import Gpu, GpuAlias, Segment, TensorPeak
 from catalog.models.gpus import alias_normalise
-from catalog.selectors_prices import price_summary_per_gpu
+from catalog.selectors_prices import GpuRentPrice, gpu_rent_prices
 from gpuatlas.data_version import data_versioned
 
 
@@ -93,36 +93,6 @@ def gpu_for_page(*, slug: str) -> Gpu | None:
     return Gpu.objects.with_related().filter(slug=slug).first()
 
 
-@dataclass(frozen=True)
-class CurrentPrice:
-    """A GPU's current on-demand rent in USD per GPU-hour: the cheapest offer and the typical
-    (median) one, over how many offers and providers."""
-
-    cheapest_usd: float
-    typical_usd: float
-    offers: int
-    providers: int
-
-
-def gpu_current_prices(*, gpu_ids: list[int]) -> dict[int, CurrentPrice]:
-    """Current on-demand prices of the given GPUs, for the comparison page and the catalogue.
-
-    The one place those two pages read prices, so a better price read (freshness, outliers)
-    replaces it here alone.
-    """
-    summaries = price_summary_per_gpu(gpu_ids=gpu_ids)
-    return {
-        gpu_id: CurrentPrice(
-            cheapest_usd=float(s["cheapest"]),
-            typical_usd=float(s["median"]),
-            offers=s["offers"],
-            providers=s["providers"],
-        )
-        for gpu_id, s in summaries.items()
-        if s["cheapest"] is not None and s["median"] is not None
-    }
-
-
 @dataclass
 class GpuLookup:
     """What a typed GPU name resolved to: the GPU, or suggestions when it matched none."""
@@ -182,17 +152,19 @@ CATALOGUE_SORTS = tuple(CATALOGUE_SORT_FIELDS) + tuple(f"-{k}" for k in CATALOGU
 @dataclass
 class CatalogueRow:
     """A GPU of the /gpus/ page with its deep-learning figures: dense BF16 and FP8 tensor
-    TFLOPS (None: not supported; absent from ``known``: not on record) and its current price."""
+    TFLOPS (None: not supported; absent from ``known``: not on record) and its typical current
+    rental price (the rankings' default: the median of the providers' cheapest on-demand
+    offers, with the provider, date and age of that offer)."""
 
     gpu: Gpu
     bf16: float | None
     fp8: float | None
     known: frozenset[str]
-    price: CurrentPrice | None
+    price: GpuRentPrice | None
 
     def sort_value(self, key: str) -> Any:
         if key == "price":
-            return self.price.typical_usd if self.price else None
+            return self.price.price_usd if self.price else None
         if key in ("bf16", "fp8"):
             return getattr(self, key)
         value = getattr(self.gpu, CATALOGUE_SORT_FIELDS[key])
@@ -209,7 +181,7 @@ def gpu_catalogue(*, scope: str = "dl", sort: str = "", **filters: Any) -> list[
         "gpu_id", "precision", "supported", "dense_tflops"
     ):
         peaks.setdefault(peak["gpu_id"], {})[peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
-    prices = gpu_current_prices(gpu_ids=ids)
+    prices = gpu_rent_prices(gpu_ids=ids, rule="typical")
     rows = [
         CatalogueRow(
             gpu=g,

@@ -27,6 +27,12 @@ class StaleSource:
     date_basis: str
     offers: int
 
+    @property
+    def date_basis_label(self) -> str:
+        """How the snapshot's date is known, in words (the code when it is not one we know)."""
+        known = dict(PriceSnapshot.DateBasis.choices)
+        return str(known.get(self.date_basis, self.date_basis))
+
 
 def price_fetches_latest() -> list[PriceFetch]:
     """The last fetch of each catalogue file, newest first (two queries)."""

@@ -100,13 +100,13 @@ def _row_hover(row: Any, currency: str, price_unit: str) -> list[str]:
 
 
 def _estimate_hover(row: Any) -> str:
-    error = getattr(row, "estimate_error", None)
-    return "" if error is None else " " + _("(typically within ±%(error)s %%)") % {"error": f"{error * 100:.0f}"}
+    error = getattr(row, "estimate_error_pct", None)
+    return "" if error is None else " " + _("(typically within ±%(error)s %%)") % {"error": f"{error:.0f}"}
 
 
 def _estimate_text(row: Any) -> str:
-    error = getattr(row, "estimate_error", None)
-    return _("est.") if error is None else _("est. ±%(error)s %%") % {"error": f"{error * 100:.0f}"}
+    error = getattr(row, "estimate_error_pct", None)
+    return _("est.") if error is None else _("est. ±%(error)s %%") % {"error": f"{error:.0f}"}
 
 
 def _hovertemplate(value_label: str) -> str:

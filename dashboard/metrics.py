@@ -225,7 +225,10 @@ USE_CASES: dict[str, UseCase] = {
             categories=("inference",),
             precision_families=("any", "8bit", "4bit", "16bit"),
             memory_floor_gib=0,
-            memory_floor_source=_("the model must fit in the memory of the GPUs it runs on (the measured GPU count)"),
+            memory_floor_source=_(
+                "the chosen model must fit in the memory of the GPUs it runs on (the measured GPU count, "
+                "or up to 8 GPUs for an estimate)"
+            ),
             workload_pattern=r"^(mlperf-.*-offline-tokens$|llm-decode$)",
             kind="llm",
             llm_mode="batched",
@@ -241,7 +244,10 @@ USE_CASES: dict[str, UseCase] = {
             categories=("inference",),
             precision_families=("4bit", "16bit", "8bit"),
             memory_floor_gib=0,
-            memory_floor_source=_("the model must fit in the memory of the GPUs it runs on (the measured GPU count)"),
+            memory_floor_source=_(
+                "the chosen model must fit in the memory of the GPUs it runs on (the measured GPU count, "
+                "or up to 8 GPUs for an estimate)"
+            ),
             workload_pattern=r"^(llamacpp-tg|llm-eval-rate|llm-decode)$",
             kind="llm",
             llm_mode="one_stream",
@@ -253,6 +259,8 @@ USE_CASES: dict[str, UseCase] = {
 
 def use_case_requirement(use_case: UseCase, *, family: str) -> str:
     """What a GPU needs for the use case at this precision, in words."""
+    if use_case.is_llm:  # no memory floor: the chosen model must fit
+        return str(use_case.memory_floor_source)
     required = use_case.required_precisions(family)
     floor = f"{use_case.memory_floor_gib:g}"
     if not required:

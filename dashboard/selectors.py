@@ -55,7 +55,8 @@ per currency unit per GPU-hour of the GPUs involved.
     With ``show=eligible`` the rows that fail the use case's eligibility are in
     ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
     ``eligible`` and ``ineligible_reasons``. ``Ranking.estimate`` is the fitted spec estimate with
-    its leave-one-GPU-out error, which every estimated row repeats as ``estimate_error``.
+    its leave-one-GPU-out error, which every estimated row repeats as ``estimate_error_pct`` (in
+    percent, as the LLM use cases' model error).
 
 ``tiers_compute(*, params: RankingParams) -> TierList``
     S/A/B/C/D over the eligible rows that have a price.
@@ -265,7 +266,6 @@ class RankingRow:
     rank: int | None = None
     eligible: bool = True  # meets the use case's memory floor and has the tensor format it needs
     ineligible_reasons: list[str] = field(default_factory=list)
-    estimate_error: float | None = None  # typical relative error of the spec estimate (None: unknown)
     measured_via: str = ""  # the GPU a measured figure is chained through (no workload shared with the baseline)
     # Provenance of a rental price: the offer it is, its provider, when it was observed (the
     # newest snapshot that listed it) and whether that date is an estimate; the spread over
@@ -286,6 +286,9 @@ class RankingRow:
     llm_source: str = ""
     llm_source_url: str = ""
     llm_precision: str = ""
+    # Typical error of perf_estimated, in percent: the median miss when each measured GPU is
+    # estimated without its own measurements (the spec estimate, or the LLM model); None when
+    # there is no estimate or its error is unknown.
     estimate_error_pct: float | None = None
     # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
     # rankings (dashboard/scaling.py): throughput at N / (N x throughput at 1 GPU) of the same run,
@@ -349,6 +352,10 @@ class TierList:
     thresholds: dict[str, float]
     memory_floor_gib: float
     lacking_precision: list[RankingRow] = field(default_factory=list)  # enough memory, no tensor format
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None else fraction * 100
 
 
 def _rent_prices(params: RankingParams, gpu_ids: list[int]) -> dict[int, GpuRentPrice]:
@@ -604,7 +611,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 "groups": m.groups if m else 0,
                 "perf_per_dollar": metrics.per_price(perf, price, scale=scale),
                 "meets_memory_floor": eligibility.meets_memory_floor,
-                "estimate_error": estimate_model.typical_error if estimate is not None else None,
+                "estimate_error_pct": _percent(estimate_model.typical_error) if estimate is not None else None,
                 "measured_via": names.get(m.via, "") if m and m.via is not None else "",
                 **_scaling_values(scaling.get(gpu.id)),
             }

@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Count, Max, Q
+from django.utils.translation import get_language, gettext_lazy, ngettext, pgettext_lazy
+from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow
 from catalog.models import Gpu, TensorPeak
@@ -75,6 +77,27 @@ CHAT_CONTEXT_TOKENS = 2048
 CHAT_WEIGHTS = {"4bit": ("int4", "Q4_K_M"), "8bit": ("int8", "Q8_0"), "16bit": ("fp16", "F16")}
 MAX_GPUS = 8
 
+# Words in the source labels pages show beside LLM figures (translated when the label is built).
+_DIVISIONS = {"closed": pgettext_lazy("MLPerf division", "closed"), "open": pgettext_lazy("MLPerf division", "open")}
+_AVAILABILITY = {
+    "available": pgettext_lazy("MLPerf availability", "available"),
+    "preview": pgettext_lazy("MLPerf availability", "preview"),
+    "rdi": pgettext_lazy("MLPerf availability", "research, development or internal"),
+}
+# What limits an estimate (llm_estimate.model's "bound" of a configuration that fits).
+_BOUNDS = {
+    "memory bandwidth": gettext_lazy("memory bandwidth"),
+    "tensor throughput": gettext_lazy("tensor throughput"),
+    "KV-cache memory": gettext_lazy("KV-cache memory"),
+}
+_PHASES = {"decode": pgettext_lazy("LLM phase", "decode"), "prefill": pgettext_lazy("LLM phase", "prefill")}
+_BACKENDS = {"unmarked": gettext_lazy("backend not stated"), "vulkan": "Vulkan", "cuda": "CUDA", "rocm": "ROCm",
+             "metal": "Metal"}  # fmt: skip
+
+
+def _word(table: Mapping[str, Any], key: str) -> str:
+    return str(table.get(key, key))
+
 
 def model_slug_normalise(text: str) -> str | None:
     """A model name as a client may write it -> a known shape slug (``Llama-3.1-8B`` -> ``llama-3.1-8b``)."""
@@ -108,6 +131,7 @@ class LlmRow:
     trust: str
     host: str = ""
     system: str = ""  # MLPerf: submitter and system, the unit its figures are taken over
+    setup: str = ""  # the system, configuration or host measured (never translated: rows are told apart by it)
 
 
 # Hosts the model does not describe: a GPU behind a single-board computer's narrow PCIe link.
@@ -135,6 +159,7 @@ def llm_row_classify(
         if model is None:
             return None
         division, availability = params.get("division", ""), params.get("availability", "")
+        system = f"{environment.get('submitter', '')} {environment.get('system', '')}".strip()
         family = re.sub(r"-99(_9)?$", "", bench).replace("_", ".")
         return {
             "kind": "serving",
@@ -147,12 +172,19 @@ def llm_row_classify(
             "rank": 0,
             "recency": f"{float(version):08.2f}",
             "default_basis": division == "closed" and availability == "available",
-            "label": (
-                f"MLPerf Inference v{version} · {bench.replace('_', '.')} Offline · {division}, {availability} · "
-                f"{environment.get('submitter', '')} {environment.get('system', '')}"
-            ).strip(),
+            "label": _(
+                "MLPerf Inference v%(version)s · %(benchmark)s Offline · %(division)s, %(availability)s · %(system)s"
+            )
+            % {
+                "version": version,
+                "benchmark": bench.replace("_", "."),
+                "division": _word(_DIVISIONS, division),
+                "availability": _word(_AVAILABILITY, availability),
+                "system": system,
+            },
             "url": environment.get("url", ""),
-            "system": f"{environment.get('submitter', '')} {environment.get('system', '')}",
+            "system": system,
+            "setup": system,
         }
     if slug in ("llamacpp-tg", "llamacpp-pp"):
         model = params.get("model", "")
@@ -177,6 +209,7 @@ def llm_row_classify(
                 f"{'tg' if decode else 'pp'} {params.get('tokens', '')} · {environment.get('config', '')}"
             ),
             "url": environment.get("url", ""),
+            "setup": str(environment.get("config", "")),
         }
     if slug == "llm-eval-rate":
         model = _EVAL_RATE_MODELS.get(str(params.get("model", "")))
@@ -193,11 +226,18 @@ def llm_row_classify(
             "rank": 2,
             "recency": "2025-12",
             "default_basis": True,
-            "label": (
-                f"geerlingguy/ai-benchmarks · {params.get('model', '')} · backend {params.get('backend', '')} · "
-                f"{params.get('host', '')}"
+            "label": " · ".join(
+                (
+                    "geerlingguy/ai-benchmarks",
+                    str(params.get("model", "")),
+                    _("backend %(backend)s") % {"backend": _word(_BACKENDS, str(params.get("backend", "")))}
+                    if params.get("backend") != "unmarked"
+                    else _word(_BACKENDS, "unmarked"),
+                    str(params.get("host", "")),
+                )
             ),
             "url": environment.get("issue_url") or environment.get("url", ""),
+            "setup": str(params.get("host", "")),
         }
     if slug == CLIENT_WORKLOAD:
         model = model_slug_normalise(str(params.get("model", "")))
@@ -221,8 +261,10 @@ def llm_row_classify(
             "rank": 1 if kind == "serving" else 0,
             "recency": "",
             "default_basis": True,
-            "label": f"gpuatlas-bench {CLIENT_WORKLOAD} · {phase} · batch {batch} · prompt {prompt}",
+            "label": _("gpuatlas-bench %(workload)s · %(phase)s · batch %(batch)s · prompt %(prompt)s tokens")
+            % {"workload": CLIENT_WORKLOAD, "phase": _word(_PHASES, phase), "batch": batch, "prompt": prompt},
             "url": "",
+            "setup": f"prompt {prompt}",
         }
     return None
 
@@ -275,6 +317,7 @@ def llm_rows(*, gpu_ids: Iterable[int] | None = None) -> list[LlmRow]:
                 trust=r["trust"],
                 host=str((r["params"] or {}).get("host", "")),
                 system=info.get("system", ""),
+                setup=info.get("setup", ""),
             )
         )
     return rows
@@ -370,8 +413,11 @@ def mlperf_serving_figure(rows: Iterable[LlmRow]) -> ServingFigure | None:
     if len(by_system) == 1:
         label, url = first.label, first.url
     else:
-        family = f"{first.benchmark} Offline"
-        label = f"MLPerf Inference v{version:g} · {family} · median of {len(by_system)} systems"
+        label = ngettext(
+            "MLPerf Inference v%(version)s · %(benchmark)s Offline · median of %(count)d system",
+            "MLPerf Inference v%(version)s · %(benchmark)s Offline · median of %(count)d systems",
+            len(by_system),
+        ) % {"version": f"{version:g}", "benchmark": first.benchmark, "count": len(by_system)}
         url = f"https://github.com/mlcommons/inference_results_v{version:g}"
     return ServingFigure(
         statistics.median(values),
@@ -479,7 +525,7 @@ def llm_observations(
             row.model,
             row.benchmark,
             row.gpu_count,
-            row.label.split(" · ")[-1],
+            row.setup,
             row.value,
         )
         if identity in seen:
@@ -557,6 +603,7 @@ def _llm_data_fingerprint() -> tuple[Any, ...]:
 # Every LLM ranking and GPU page needs the fitted model; fitting it and measuring its error
 # takes about three seconds, so the last state is kept per process while the measurements and
 # the datasheet figures it was computed from are unchanged (one aggregate query checks that).
+# One state per language: its error table quotes the rows' source labels, which are translated.
 _STATE_MEMO: dict[tuple[Any, ...], LlmModelState] = {}
 
 
@@ -569,11 +616,13 @@ def llm_model_state_clear() -> None:
 def llm_model_state() -> LlmModelState:
     """:func:`llm_model_compute`, kept while the data behind it is unchanged."""
     fingerprint = _llm_data_fingerprint()
-    state = _STATE_MEMO.get(fingerprint)
+    key = (*fingerprint, get_language() or "")
+    state = _STATE_MEMO.get(key)
     if state is None:
         state = llm_model_compute()
-        _STATE_MEMO.clear()
-        _STATE_MEMO[fingerprint] = state
+        for stale in [k for k in _STATE_MEMO if k[:-1] != fingerprint]:
+            del _STATE_MEMO[stale]
+        _STATE_MEMO[key] = state
     return state
 
 
@@ -722,11 +771,19 @@ def llm_ranking_figures(
         )
         outside = state.error.coverage.outside(regime)
         out[gpu.id] = LlmFigure("estimated", rate if estimate.fits else None, estimate.gpu_count, 0, 0,
-                                f"estimate · {reference.name} · {weight_precision.upper()} · {estimate.bound}", "",
+                                _estimate_label(reference.name, weight_precision, estimate.bound), "",
                                 weight_precision, estimate.fits, estimate,
                                 state.constants.outside_error_pct.get(use_case_key, error) if outside else error, 0,
                                 outside, regime.configuration)  # fmt: skip
     return out
+
+
+def _estimate_label(model: str, weight_precision: str, bound: str) -> str:
+    return _("estimate · %(model)s · %(precision)s · limited by %(bound)s") % {
+        "model": model,
+        "precision": weight_precision.upper(),
+        "bound": _word(_BOUNDS, bound),
+    }
 
 
 def llm_row_values(*, figure: LlmFigure, price: float | None, mode: str, llm_mode: str, scale: float) -> dict[str, Any]:

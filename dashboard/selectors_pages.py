@@ -1,12 +1,14 @@
 """Reads for the GPU page additions, the comparison and the architecture timeline.
 
 Each function issues a fixed number of queries whatever the data size; tests pin the counts.
-Offers and price history are read here directly (no shared price selector existed yet).
+The comparison's prices come from the shared rent price selector (``gpu_rent_prices``); the GPU
+page lists the offers themselves and their history.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,10 +19,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from benchmarks_app.models import ResultAggregate
-from benchmarks_app.workload_text import workload_display_name
+from benchmarks_app.workload_text import workload_display_name, workload_display_unit
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, TensorPeak
-from catalog.selectors import gpu_current_prices
-from catalog.selectors_prices import display_rate, snapshot_dates
+from catalog.selectors_prices import PriceProvenance, display_rate, gpu_rent_prices, snapshot_dates
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
@@ -30,6 +31,8 @@ from dashboard.selectors_scaling import MultiGpuFigures, gpu_multi_gpu
 from gpuatlas.data_version import data_versioned
 
 OFFERS_SHOWN = 60
+# Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
+LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
 
 
 @dataclass
@@ -254,9 +257,10 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
     aggregates, boxes = [], []
     box_gpu_count = min((a.gpu_count for a in own if a.workload.category != "micro"), default=1)
     for a in own:
-        # A host run is compared only with the baseline's run of the same configuration (message
-        # size, interconnect), never with whichever of its configurations has the most results.
-        if workload_runs_on_a_host(a.workload.submission_rules):
+        # A host run (message size, interconnect) and an LLM workload (whose params name the model
+        # measured) are compared only with the baseline's run of the same configuration, never
+        # with whichever of its configurations has the most results (an 8B figure against a 70B one).
+        if workload_runs_on_a_host(a.workload.submission_rules) or LLM_WORKLOAD.match(a.workload.slug):
             ref_median = reference_by_key.get(a.comparison_key)
         else:
             ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
@@ -267,10 +271,10 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
             AggregateLine(
                 label=_aggregate_label(a),
                 workload=a.workload.name,
-                category=a.workload.category,
+                category=str(a.workload.get_category_display()),
                 precision=a.precision,
                 gpu_count=a.gpu_count,
-                unit=a.workload.unit,
+                unit=workload_display_unit(a.workload.unit),
                 median=a.median,
                 q1=a.q1,
                 q3=a.q3,
@@ -350,7 +354,7 @@ class CompareCell:
     row: RankingRow | None
     relative: float | None  # the GPU's ranking figure divided by the first GPU's
     relative_basis: str  # "measured" when both figures are measured, else "estimated"
-    per_price: float | None  # relative performance per currency unit of the GPU-hour price
+    per_price: float | None  # relative performance per currency unit of the typical GPU-hour price
 
 
 @dataclass
@@ -358,8 +362,13 @@ class CompareColumn:
     gpu: Gpu
     peaks: dict[str, float | None]  # precision -> dense TFLOPS; None: not supported; absent: unknown
     peak_sources: dict[str, tuple[str, dt.date]]
-    price: float | None  # cheapest current on-demand, page currency per GPU-hour
+    # Current on-demand rent per GPU-hour in the page currency, as the rankings read it: the
+    # typical price (median of the providers' cheapest offers) and the cheapest offer, each with
+    # the offer it is (provider, observation date, age).
     typical_price: float | None
+    typical_origin: PriceProvenance | None
+    cheapest_price: float | None
+    cheapest_origin: PriceProvenance | None
     price_providers: int
     cells: dict[str, CompareCell] = field(default_factory=dict)
 
@@ -373,10 +382,12 @@ class Comparison:
 
 def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
     """Two to four GPUs side by side. Performance comes from the rankings (one definition of the
-    figure and of n): each GPU's ranking figure divided by the first GPU's."""
+    figure and of n): each GPU's ranking figure divided by the first GPU's; the LLM use cases
+    keep their tokens/s and cost per million tokens at the use case's default model size."""
     money = money_for(currency)
     ids = [g.id for g in gpus]
-    prices = gpu_current_prices(gpu_ids=ids)
+    typical = gpu_rent_prices(gpu_ids=ids, rule="typical")
+    cheapest = gpu_rent_prices(gpu_ids=ids, rule="cheapest")
     peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
     sources: dict[int, dict[str, tuple[str, dt.date]]] = defaultdict(dict)
     for peak in TensorPeak.objects.filter(gpu_id__in=ids):
@@ -387,9 +398,11 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
             gpu=g,
             peaks=peaks[g.id],
             peak_sources=sources[g.id],
-            price=money(prices[g.id].cheapest_usd) if g.id in prices else None,
-            typical_price=money(prices[g.id].typical_usd) if g.id in prices else None,
-            price_providers=prices[g.id].providers if g.id in prices else 0,
+            typical_price=money(float(typical[g.id].price_usd)) if g.id in typical else None,
+            typical_origin=typical[g.id].provenance if g.id in typical else None,
+            cheapest_price=money(float(cheapest[g.id].price_usd)) if g.id in cheapest else None,
+            cheapest_origin=cheapest[g.id].provenance if g.id in cheapest else None,
+            price_providers=typical[g.id].providers if g.id in typical else 0,
         )
         for g in gpus
     ]
@@ -407,7 +420,7 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
                 row=row,
                 relative=relative,
                 relative_basis="measured" if measured else "estimated",
-                per_price=metrics.per_price(relative, column.price),
+                per_price=metrics.per_price(relative, column.typical_price),
             )
     return Comparison(columns=columns, money=money, baseline_name=baseline_name)
 

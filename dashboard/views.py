@@ -40,10 +40,10 @@ RANKING_CSV_HEADER = (
     "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
     "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
     "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor", "eligible",
-    "ineligible_reasons", "estimate_error", "measured_via",
+    "ineligible_reasons", "estimate_error_pct", "measured_via",
     "price_provider", "price_instance_type", "price_region", "price_observed_at", "price_age_days",
     "price_date_estimated", "price_min", "price_max", "price_providers",
-    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url", "estimate_error_pct",
+    "llm_gpu_count", "cost_per_million_tokens", "llm_precision", "llm_source", "llm_source_url",
     "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
     "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
@@ -188,6 +188,7 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
             ],
             "peak_sources": [sorted(set(c.peak_sources.values())) for c in columns],
             "use_cases": use_cases,
+            "model_size_labels": metrics.MODEL_SIZE_LABELS,
             "share_href": "?" + urlencode({"gpus": slugs, **({"currency": currency} if currency != "USD" else {})}),
             "csv_href": "?" + urlencode({"gpus": slugs, "currency": currency, "format": "csv"}),
         }
@@ -195,17 +196,24 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return render(request, "dashboard/compare.html", context)
 
 
+# Where each compared price comes from (catalog.selectors_prices.PriceProvenance fields).
+_ORIGIN_FIELDS = ("provider", "observed_at", "date_is_estimate", "age_days")
+
+
 def _compare_csv(comparison: Comparison, use_cases: list[metrics.UseCase]) -> StreamingHttpResponse:
     header = ["gpu_slug", "gpu_name", "memory_gib", "memory_bandwidth_gbs", "interconnect_gbs", "tdp_w"]
     header += [f"{p}_dense_tflops" for p in COMPARE_PRECISIONS]
-    header += ["price_per_gpu_hour", "typical_price_per_gpu_hour", "currency"]
+    header += ["typical_price_per_gpu_hour", "cheapest_price_per_gpu_hour", "currency", "price_providers"]
+    header += [f"{which}_{field}" for which in ("typical", "cheapest") for field in _ORIGIN_FIELDS]
     for uc in use_cases:
         header += [
             f"{uc.slug}_perf",
             f"{uc.slug}_relative_to_first",
             f"{uc.slug}_basis",
             f"{uc.slug}_n",
+            f"{uc.slug}_estimate_error_pct",
             f"{uc.slug}_relative_per_price",
+            f"{uc.slug}_cost_per_million_tokens",
             f"{uc.slug}_eligible",
         ]
     rows = []
@@ -222,14 +230,25 @@ def _compare_csv(comparison: Comparison, use_cases: list[metrics.UseCase]) -> St
         line += [
             col.peaks.get(p, "") if col.peaks.get(p, "") is not None else "unsupported" for p in COMPARE_PRECISIONS
         ]
-        line += [col.price, col.typical_price, comparison.money.currency]
+        line += [col.typical_price, col.cheapest_price, comparison.money.currency, col.price_providers]
+        for origin in (col.typical_origin, col.cheapest_origin):
+            line += [getattr(origin, field) if origin else "" for field in _ORIGIN_FIELDS]
         for uc in use_cases:
             cell = col.cells[uc.slug]
             r = cell.row
             line += (
-                [r.perf, cell.relative, r.perf_basis, r.n, cell.per_price, r.eligible]
+                [
+                    r.perf,
+                    cell.relative,
+                    r.perf_basis,
+                    r.n,
+                    r.estimate_error_pct,
+                    cell.per_price,
+                    r.cost_per_million_tokens,
+                    r.eligible,
+                ]  # fmt: skip
                 if r
-                else ["", "", "", "", "", ""]
+                else [""] * 8
             )
         rows.append(line)
     return csv_response(filename="compare.csv", header=header, rows=rows)

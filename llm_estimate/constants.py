@@ -51,6 +51,7 @@ class LlmConstants:
     serving_max_batch_per_gpu: int = 256
     serving_context_tokens: int = 2048
     fitted: str = "not fitted: defaults"
+    fitted_on: str = ""  # ISO date of the fit; empty for the defaults
     observations: Mapping[str, int] = field(default_factory=dict)
     typical_error_pct: Mapping[str, float] = field(default_factory=dict)
     outside_error_pct: Mapping[str, float] = field(default_factory=dict)
@@ -58,6 +59,11 @@ class LlmConstants:
     def communication(self, link_kind: str) -> float:
         """The fitted factor on the all-reduce time over a link of this kind (1 when not fitted)."""
         return self.communication_factor.get(link_kind, 1.0)
+
+    @property
+    def fitted_rows(self) -> int:
+        """The measured rows the constants were fitted to."""
+        return sum(self.observations.values())
 
     def serving_efficiency(self, benchmark: str = "") -> float:
         return self.serving_compute_efficiency_by_benchmark.get(benchmark, self.serving_compute_efficiency)

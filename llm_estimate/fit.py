@@ -365,6 +365,7 @@ def _fit_frame(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
     return replace(
         fitted,
         fitted=f"fitted {dt.date.today().isoformat()} to {sum(counts.values())} measured rows",
+        fitted_on=dt.date.today().isoformat(),
         observations={k: int(counts.get(k, 0)) for k in KINDS},
     )
 

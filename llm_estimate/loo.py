@@ -52,6 +52,9 @@ class GpuError:
     example: str
     outside_rows: int = 0  # rows outside the range of the other GPUs' rows
     outside_reasons: tuple[str, ...] = ()
+    worst_label: str = ""  # the worst row's source label, and its two figures (for pages)
+    worst_estimate: float | None = None
+    worst_measured: float | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
             f"{usable[int(i)].label}: estimated {e:.4g}, measured {m:.4g}"
             for i, e, m in zip(scored["index"], scored["estimate"], scored["measured"], strict=True)
         ]
+        scored["source"] = [usable[int(i)].label for i in scored["index"]]
         parts.append(scored)
     frame = pd.concat(parts) if parts else pd.DataFrame(columns=["gpu", "use_case", "error", "label", "reasons"])
     by_gpu: list[GpuError] = []
@@ -182,6 +186,9 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
                 str(worst["label"]),
                 len(outside),
                 reasons,
+                str(worst["source"]),
+                float(worst["estimate"]),
+                float(worst["measured"]),
             )
         )
         medians.append(

@@ -16,7 +16,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
+from benchmarks_app.services.llamacpp_import import geerling_import
+from benchmarks_app.services.mlperf_import import mlperf_import_file
 from catalog.models import SpecCitation
 from tests.dashboard_world import build_world
 from tests.factories import TensorPeakFactory
@@ -27,6 +31,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
+MLPERF_EXCERPT = Path(__file__).resolve().parent / "fixtures" / "mlperf" / "summary_results_v5.1_excerpt.json"
+# Names that keep their English on Chinese pages: benchmarks, data sets and engines.
+NAMES = (
+    "MLPerf Inference", "geerlingguy/ai-benchmarks", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "llama.cpp",
+    "gpuatlas-bench",
+)  # fmt: skip
 
 ENGLISH_UI = (
     # the list
@@ -42,6 +52,13 @@ ENGLISH_UI = (
     "Cloud offers", "Measured results", "Measured efficiency", "Host link", "Datasheet figure", "Sources",
     "Open data", "Columns", "Meaning", "Stable identifier", "Submit a benchmark", "Workloads", "Category",
     "Sign in", "Password", "Rankings", "Tiers", "Providers", "Architectures", "Method", "error unknown",
+    # LLM use cases, the LLM method page and the LLM rows of the comparison
+    "tokens/s", "Tokens/s", "Output tokens", "per million tokens", "Cost per million", "Model size",
+    "median of", "estimate ·", "limited by", "closed, available", "backend not stated", "batch ", "prompt ",
+    "Leave-one-GPU-out", "Worst", "Fitted on", "measured rows", "does not fit", "The model", "serving",
+    # where a price comes from, the price data health page (staff) and the 413 page
+    "d old", "estimated date", "one provider only", "Typical offer", "no current offer", "Stale sources",
+    "Date is", "published", "timestamp in the source", "Request too large", "Nothing was stored",
     # Plotly's own English: month and day names on date axes, the tool bar
     "Jan ", "Feb ", "Mar ", "Apr ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ", "Dec ", "Autoscale", "Reset axes",
 )  # fmt: skip
@@ -99,6 +116,9 @@ def _zh_world():
         ResultAggregateFactory(gpu=h100, workload=workload, median=median, precision="fp32")
     WorkloadFactory(slug="matmul-stress", category="micro", name="Stress test (seed 003)", description="What it does")
     h100.offers.update(current_price_per_gpu_hour_usd=Decimal("5.00"))
+    # LLM figures: MLPerf serving rows (H100) and single-stream rows (RTX 4090), real excerpts.
+    mlperf_import_file(path=MLPERF_EXCERPT, published=dt.date(2025, 9, 9))
+    geerling_import()
     return world
 
 
@@ -109,12 +129,12 @@ def _texts(page) -> str:
 
 
 def _english(text: str, names: set[str]) -> list[str]:
-    for name in names:  # GPU and provider names are names, in any language
+    for name in sorted(names | set(NAMES), key=len, reverse=True):  # names are names, in any language
         text = text.replace(name, "")
     return [phrase for phrase in ENGLISH_UI if phrase in text]
 
 
-def test_every_page_in_chinese_has_no_english_ui(zh_page, live_server):
+def test_every_page_in_chinese_has_no_english_ui(zh_page, live_server, settings):
     world = _zh_world()
     names = {g.name for g in (world.baseline, world.h100, world.rtx4090, world.small, world.hostile)}
     names |= {"Lambda", "Other Cloud", world.hostile_provider.name}
@@ -126,6 +146,11 @@ def test_every_page_in_chinese_has_no_english_ui(zh_page, live_server):
         "gpu": (f"/gpus/{world.h100.slug}/", 2),
         "compare": (f"/compare/?gpus={world.h100.slug},{world.rtx4090.slug}", 1),
         "compare-empty": ("/compare/", 0),
+        "rankings-llm-serving": ("/?use_case=llm-serving&show=all", 2),
+        "rankings-llm-chat": ("/?use_case=llm-chat&show=all", 2),
+        "tiers-llm": ("/tiers/?use_case=llm-serving", 1),
+        "gpu-llm": (f"/gpus/{world.rtx4090.slug}/", 1),
+        "llm-model": ("/llm-model/", 0),
         "architectures": ("/architectures/", 1),
         "providers": ("/providers/", 0),
         "submit": ("/submit/", 0),
@@ -144,6 +169,28 @@ def test_every_page_in_chinese_has_no_english_ui(zh_page, live_server):
         zh_page.screenshot(path=str(SHOTS / f"zh-{name}.png"), full_page=True)
         english = _english(_texts(zh_page), names)
         if english:
+            found[url] = english
+    # The 413 page: a body over the limit, posted with the page's cookies (its language).
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    response = zh_page.request.post(
+        live_server.url + "/submit/", data="x" * (limit + 1), headers={"Content-Type": "application/json"}
+    )
+    assert response.status == 413
+    zh_page.set_content(response.text())
+    if english := _english(_texts(zh_page), names):
+        found["413"] = english
+    # Pages for staff: the price data health page.
+    staff = get_user_model().objects.create_superuser("curator", "curator@example.org", "x" * 16)
+    client = Client()
+    client.force_login(staff)
+    zh_page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    for name, url in (("providers-health", "/providers/health/"),):
+        response = zh_page.goto(live_server.url + url)
+        assert response is not None and response.status == 200, url
+        zh_page.screenshot(path=str(SHOTS / f"zh-{name}.png"), full_page=True)
+        if english := _english(_texts(zh_page), names):
             found[url] = english
     assert found == {}
     assert zh_page.console_errors == []

@@ -38,6 +38,32 @@ def test_every_shipped_source_has_a_citation():
     assert missing == []
 
 
+# Internal names that users must not read in a note: seed file numbers, repository owners,
+# the disagreements file, issue numbers, the package name instead of TechPowerUp, and the
+# bare "Epoch" (the organisation is Epoch AI).
+NOTE_INTERNAL = re.compile(r"seed ?0\d\d|stas00|DISAGREEMENTS|\bissue \d+|\bdbgpu\b|\bEpoch(?! AI)")
+
+
+def test_curated_notes_are_readable_and_in_both_languages():
+    """The GPUs added for the MLPerf and llama.cpp tables had 'seed 001', 'stas00', 'Epoch' and no Chinese."""
+    with (CURATED_DIR / "gpus.toml").open("rb") as fh:
+        gpus = tomllib.load(fh)["gpu"]
+    problems = []
+    for gpu in gpus:
+        if gpu.get("export_control_note") and not gpu.get("export_control_note_zh"):
+            problems.append((gpu["slug"], "export_control_note_zh"))
+        if NOTE_INTERNAL.search(gpu.get("export_control_note", "")):
+            problems.append((gpu["slug"], gpu["export_control_note"]))
+        for table in ("specs", "tensor"):
+            for field, figure in gpu.get(table, {}).items():
+                note = figure.get("note", "")
+                if note and not figure.get("note_zh"):
+                    problems.append((gpu["slug"], field, "note_zh"))
+                if NOTE_INTERNAL.search(note):
+                    problems.append((gpu["slug"], field, note))
+    assert problems == []
+
+
 def test_seed_documents_have_titles_in_both_languages():
     with (CURATED_DIR / "sources.toml").open("rb") as fh:
         entries = {e["key"]: e for e in tomllib.load(fh)["source"]}

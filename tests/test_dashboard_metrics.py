@@ -210,6 +210,10 @@ def test_use_case_requirement_in_words():
         == "at least 24 GB of memory and BF16 tensor cores"
     )
     assert metrics.use_case_requirement(metrics.USE_CASES["training"], family="32bit") == "at least 24 GB of memory"
+    # The LLM use cases have no memory floor: the page said "Needs: at least 0 GB of memory."
+    for slug in ("llm-serving", "llm-chat"):
+        needs = metrics.use_case_requirement(metrics.USE_CASES[slug], family="4bit")
+        assert "0 GB" not in needs and needs.startswith("the chosen model must fit in the memory")
 
 
 def _sample(key, measured, compute, bandwidth):

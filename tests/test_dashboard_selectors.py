@@ -222,25 +222,47 @@ def test_8bit_inference_needs_int8_or_fp8_tensor_cores():
     assert {"a100-sxm4-80-gb", "h100-sxm5-80-gb"} <= shown  # INT8 figures on record
 
 
-@pytest.mark.django_db
-def test_estimate_is_fitted_on_every_measured_gpu_and_carries_its_error():
-    """With five measured GPUs the estimate is checked; its error is on every estimated row, and
-    a filter that hides measured GPUs does not change anybody's estimate."""
-    world = build_world()
+def _two_more_measured() -> None:
+    """Two more measured GPUs beside the world's three: enough for a checked estimate."""
     resnet = Workload.objects.get(slug="resnet50")
     for i, (bf16, bandwidth, median) in enumerate([(200.0, 1500.0, 80.0), (600.0, 2500.0, 190.0)]):
         gpu = GpuFactory(name=f"Measured {i}", slug=f"measured-{i}", memory_gib=48.0, memory_bandwidth_gbs=bandwidth)
         TensorPeakFactory(gpu=gpu, precision="bf16", dense_tflops=bf16)
         ResultAggregateFactory(gpu=gpu, workload=resnet, median=median)
+
+
+@pytest.mark.django_db
+def test_estimate_is_fitted_on_every_measured_gpu_and_carries_its_error():
+    """With five measured GPUs the estimate is checked; its error is on every estimated row, and
+    a filter that hides measured GPUs does not change anybody's estimate."""
+    world = build_world()
+    _two_more_measured()
     ranking = rankings_compute(params=RankingParams(show="all"))
     assert ranking.estimate.checked and ranking.estimate.checked_on == 5
     rows = {r.gpu_slug: r for r in ranking.rows}
     small = rows[world.small.slug]
-    assert small.perf_basis == "estimated" and small.estimate_error == ranking.estimate.typical_error
-    assert rows["a100-sxm4-80-gb"].estimate_error == ranking.estimate.typical_error  # its estimate too
+    assert small.perf_basis == "estimated" and small.estimate_error_pct == ranking.estimate.typical_error * 100
+    assert rows["a100-sxm4-80-gb"].estimate_error_pct == ranking.estimate.typical_error * 100  # its estimate too
     consumer = rankings_compute(params=RankingParams(show="all", segment="consumer"))
     assert consumer.estimate == ranking.estimate
     assert {r.gpu_slug: r.perf for r in consumer.rows}[world.small.slug] == pytest.approx(small.perf)
+
+
+@pytest.mark.django_db
+def test_estimate_error_is_one_field_in_percent_in_the_api_and_csv(client):
+    """The API and CSV carried ``estimate_error`` (a fraction) beside ``estimate_error_pct`` (a
+    percentage, LLM use cases only): one field, in percent, for every use case."""
+    world = build_world()
+    _two_more_measured()
+    typical = rankings_compute(params=RankingParams(show="all")).estimate.typical_error * 100
+    api = client.get("/api/v1/rankings/", {"show": "all"}).json()
+    rows = {r["gpu"]: r for r in api["results"]}
+    assert "estimate_error" not in rows[world.small.slug]
+    assert rows[world.small.slug]["estimate_error_pct"] == pytest.approx(typical) and typical > 1
+    response = client.get("/", {"show": "all", "format": "csv"})
+    csv = b"".join(response.streaming_content).decode().splitlines()
+    header = csv[0].split(",")
+    assert header.count("estimate_error_pct") == 1 and "estimate_error" not in header
 
 
 @pytest.mark.django_db

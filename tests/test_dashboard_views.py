@@ -6,11 +6,13 @@ import csv
 import io
 import json
 import re
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from catalog.selectors_prices import gpu_rent_prices
 from dashboard.selectors import RankingParams, rankings_compute
 from tests.dashboard_world import HOSTILE_GPU, HOSTILE_PROVIDER, build_world
 from tests.factories import (
@@ -157,7 +159,8 @@ def test_compare_page(client):
     rows = _csv(client.get(url, {"gpus": "h100-sxm5-80-gb,a100-sxm4-80-gb", "format": "csv"}))
     assert [r["gpu_slug"] for r in rows] == ["h100-sxm5-80-gb", "a100-sxm4-80-gb"]
     assert float(rows[1]["training_relative_to_first"]) == pytest.approx(1 / (2.5 * 3.0) ** 0.5)
-    assert rows[0]["bf16_dense_tflops"] == "1000.0" and rows[0]["price_per_gpu_hour"] == "5.0"
+    assert rows[0]["bf16_dense_tflops"] == "1000.0" and rows[0]["typical_price_per_gpu_hour"] == "5.0"
+    assert rows[0]["typical_provider"] == "Lambda" and rows[0]["cheapest_price_per_gpu_hour"] == "5.0"
 
 
 def test_compare_picker_takes_names_as_people_type_them(client):
@@ -187,10 +190,50 @@ def test_compare_uses_the_rankings_figures_and_n(client):
     assert cell.relative == pytest.approx(ranking["rtx-4090"].perf / ranking["h100-sxm5-80-gb"].perf)
     assert h100.cells["training"].row.n == ranking["h100-sxm5-80-gb"].n == 3
     assert cell.per_price == pytest.approx(cell.relative / 0.5)
+    assert cell.per_price == pytest.approx(ranking["rtx-4090"].perf_per_dollar / ranking["h100-sxm5-80-gb"].perf)
     html = response.content.decode()
     for label in ("BF16", "INT8", "Interconnect", "Cheapest offer", "Performance per USD/GPU-hour"):
         assert label in html
     assert world.h100.name in html and "How to read this" in html
+
+
+def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
+    """Both pages read prices through an older selector: the median of every current offer (not
+    the providers' cheapest, as the rankings) and no provider, date or age beside the figure."""
+    world = build_world()
+    extra = ProviderFactory(slug="third-cloud", name="Third Cloud")
+    for instance, price in (("h100.a", "2.00"), ("h100.b", "9.00"), ("h100.c", "9.50")):
+        OfferFactory(provider=extra, gpu=world.h100, instance_type=instance, current_price_per_hour=Decimal(price))
+    typical = gpu_rent_prices(gpu_ids=[world.h100.id], rule="typical")[world.h100.id]
+    cheapest = gpu_rent_prices(gpu_ids=[world.h100.id], rule="cheapest")[world.h100.id]
+    assert (typical.price_usd, cheapest.price_usd) == (Decimal("5.00"), Decimal("2.00"))  # offers' median: 7.00
+    response = client.get(reverse("dashboard:compare"), {"gpus": "h100-sxm5-80-gb,rtx-4090"})
+    h100 = response.context["columns"][0]
+    assert (h100.typical_price, h100.cheapest_price) == (5.0, 2.0)
+    assert h100.typical_origin == typical.provenance and h100.cheapest_origin.provider == "Third Cloud"
+    ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
+    assert ranking["h100-sxm5-80-gb"].price == h100.typical_price
+    html = response.content.decode()
+    assert "Lambda · " in html and "Third Cloud · " in html and "d old" in html
+    catalogue = client.get(reverse("catalog:gpu-list"), {"query": "H100"})
+    row = next(r for r in catalogue.context["page"] if r.gpu.slug == "h100-sxm5-80-gb")
+    assert row.price.price_usd == Decimal("5.00") and row.price.provenance.provider == "Lambda"
+    assert "Lambda · " in catalogue.content.decode()
+
+
+def test_gpu_page_compares_an_llm_figure_only_with_the_same_configuration(client):
+    """The RTX 4090 page showed its llama.cpp 8B prompt rate as 13.8x the baseline's: it was set
+    against the baseline's row of another model, the most-submitted one of the same workload."""
+    world = build_world()
+    pp = WorkloadFactory(slug="llamacpp-pp", category="inference", unit="tokens/s")
+    ResultAggregateFactory(gpu=world.baseline, workload=pp, median=800.0, comparison_key="70b", n=5)
+    ResultAggregateFactory(gpu=world.baseline, workload=pp, median=6000.0, comparison_key="8b")
+    ResultAggregateFactory(gpu=world.rtx4090, workload=pp, median=9000.0, comparison_key="8b")
+    ResultAggregateFactory(gpu=world.rtx4090, workload=pp, median=700.0, comparison_key="13b")
+    page = client.get(reverse("catalog:gpu-detail", args=[world.rtx4090.slug])).context["page"]
+    relative = {a.median: a.relative for a in page.aggregates if a.workload == pp.name}
+    assert relative == {9000.0: pytest.approx(1.5), 700.0: None}
+    assert {a.category for a in page.aggregates if a.workload == pp.name} == {"Inference"}
 
 
 def test_architectures_page(client):
@@ -256,9 +299,10 @@ def _bulk(extra: int) -> None:
         (lambda w: reverse("dashboard:tiers"), 12),
         # The GPU page and the comparison compute every use case: the two LLM ones add the
         # fitted model's data check (3 queries) and their measured rows (1) each; the GPU page
-        # also reads the GPU's LLM figures and the configurations reported not to fit (2).
+        # also reads the GPU's LLM figures and the configurations reported not to fit (2); the
+        # comparison reads the typical and the cheapest price through gpu_rent_prices (3 each).
         (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 64),
-        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 55),
+        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 58),
         (lambda w: reverse("dashboard:architectures"), 3),
         (lambda w: reverse("dashboard:open-data"), 1),
     ],

@@ -204,3 +204,22 @@ def test_estimates_outside_the_measured_range_are_marked_with_their_wider_error(
     assert api["b200"]["estimate_outside_range"] is False and api["b200"]["llm_configuration"] == "single"
     method = client.get(reverse("dashboard:llm-model")).content.decode()
     assert 'id="llm-links"' in method and "nccl-tests/issues/212" in method and 'id="measured-range"' in method
+
+
+def test_compare_shows_llm_tokens_and_cost_per_million_at_the_default_size(llm_world, client):
+    """The compare page showed the LLM use cases only as a ratio to the first GPU, with "error
+    unknown" beside estimates: now tokens/s and the cost of a million tokens, as the rankings."""
+    response = client.get(reverse("dashboard:compare"), {"gpus": "h200-sxm-141-gb,radeon-instinct-mi355x"})
+    assert response.status_code == 200
+    serving = _rows(use_case="llm-serving")  # the default size: 70B
+    h200, mi355x = response.context["columns"]
+    assert h200.cells["llm-serving"].row.perf == pytest.approx(serving["h200-sxm-141-gb"].perf)
+    html = response.content.decode()
+    assert "Output tokens/s per GPU" in html and "Tokens/s of one stream" in html and "70B class" in html
+    measured, estimated = serving["h200-sxm-141-gb"], serving["radeon-instinct-mi355x"]
+    assert measured.perf_basis == "measured" and estimated.perf_basis == "estimated"
+    assert f"{measured.perf:.0f}</span> tokens/s" in html and f"{measured.cost_per_million_tokens:.3f}" in html
+    # MI355X: no AMD row in this small world, so its estimate is outside the measured range.
+    assert estimated.estimate_outside_range
+    assert f"±{estimated.estimate_error_pct:.0f} % when extrapolating" in html
+    assert mi355x.cells["llm-serving"].row.estimate_error_pct == estimated.estimate_error_pct

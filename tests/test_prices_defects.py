@@ -17,6 +17,8 @@ from catalog.models import Offer, PriceSnapshot
 from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file
 from catalog.services.prices.currency import ecb_rate
+from catalog.services.prices.linking import GpuLinker
+from catalog.services.prices.skypilot import parse_skypilot
 
 pytestmark = pytest.mark.django_db
 
@@ -254,3 +256,31 @@ def test_a_curator_maps_an_ambiguous_offer_and_later_snapshots_keep_it(real_cata
     two.refresh_from_db()
     assert two.gpu_id == sxm2.pk and not two.variant_ambiguous and two.extra["gpu_link"] == "mapped by a curator"
     assert gpu_rent_prices(gpu_ids=[sxm2.pk], rule="cheapest", provider="primeintellect")
+
+
+def test_vast_two_card_a2000_links_the_6_gb_card_from_the_per_card_memory(real_catalogue):
+    # 2x-RTX_A2000-32-65536,RTXA2000,2,32,64.0,"{'Gpus': [{'Name': 'RTXA2000', 'Count': 2,
+    # 'MemoryInfo': {'SizeInMiB': 12276}}], 'TotalGpuMemoryInMiB': 12276}",1.33,0.00,...
+    # 12,276 MiB is both cards together: read as one card it names the A2000 12 GB.
+    price_import_file(path=SKYPILOT / "v8/vast/vms.csv", observed_at=WHEN)
+    two = offer(provider__slug="vast", instance_type="2x-RTX_A2000-32-65536")
+    assert two.gpu.slug == "rtx-a2000" and two.gpu.memory_gib == 6
+    assert two.gpu_memory_gib_raw == pytest.approx(12276 / 1024 / 2, abs=0.01)
+
+
+@pytest.mark.parametrize("cloud", ["vast", "primeintellect"])
+def test_multi_gpu_rows_of_total_memory_clouds_read_memory_per_card_first(real_catalogue, cloud):
+    """Every multi-GPU row of a cloud whose GpuInfo memory is the total over the GPUs: the first
+    memory reading the parser hands over (the one the linker trusts most) is one card's, and it
+    fits the GPU the row links to."""
+    parsed = parse_skypilot(path=SKYPILOT / f"v8/{cloud}/vms.csv")
+    linker = GpuLinker.load()
+    checked = []
+    for row in parsed.rows:
+        link = linker.link(row)
+        if row.gpu_count > 1 and row.memory_candidates and link.gpu_id is not None:
+            card = linker.facts[link.gpu_id].memory_gib
+            first = row.memory_candidates[0]
+            assert card and abs(first - card) / card <= 0.07, (row.instance_type, row.memory_candidates, card)
+            checked.append(row.instance_type)
+    assert len(checked) > 20

@@ -75,7 +75,6 @@ ROW_FIELDS = {
     "tier": "tier",
     "eligible": "eligible",
     "ineligible_reasons": "ineligible_reasons",
-    "estimate_error": "estimate_error",
     "measured_via": "measured_via",
     "llm_gpu_count": "llm_gpu_count",
     "cost_per_million_tokens": "cost_per_million_tokens",

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{constants.fitted}; observations by kind: {dict(constants.observations)}")
         self.stdout.write("fitted constants:")
         for name, value in constants.as_dict().items():
-            if name not in ("fitted", "observations", "typical_error_pct", "outside_error_pct"):
+            if name not in ("fitted", "fitted_on", "observations", "typical_error_pct", "outside_error_pct"):
                 self.stdout.write(f"  {name} = {value}")
         self.stdout.write("leave-one-GPU-out error of the estimate against the figure the rankings show:")
         for use_case, error in sorted(state.error.by_use_case.items()):
