@@ -107,7 +107,7 @@ def llm_measured_figures(
                 tokens_per_s=figure.tokens_per_s,
                 gpu_count=figure.gpu_count,
                 n=figure.systems,
-                source=_mlperf_label(figure.label, chosen[0], systems=figure.systems),
+                source=figure.label,
                 url=figure.url,
                 shape=llm_shape_of_measured(shape=shape, precision=figure.precision, quant="", mode=SERVING),
                 context=constants.serving_context_tokens,
@@ -138,17 +138,6 @@ def llm_measured_figures(
             context=max(1, row.context_tokens * 2),  # the row's context is the average while generating
         )
     return out
-
-
-def _mlperf_label(label: str, row: LlmRow, *, systems: int) -> str:
-    """The MLPerf figure's source in the page's language: round, benchmark, how many systems."""
-    if systems <= 1:
-        return label
-    return _("MLPerf Inference v%(round)s · %(benchmark)s Offline · median of %(systems)d systems") % {
-        "round": f"{float(row.recency):g}",
-        "benchmark": row.benchmark,
-        "systems": systems,
-    }
 
 
 def _chat_order(point: LlmPoint, model_slug: str) -> tuple[Any, ...]:
