@@ -40,18 +40,18 @@ from fitcalc.forms import (
     DEFAULT_CONTEXT,
     DEFAULT_HOURS_PER_DAY,
     DEFAULT_LORA_RANK,
-    DEFAULT_USERS,
     MAX_DATASET_SIZE,
     MAX_ELECTRICITY_PRICE,
     MAX_EPOCHS,
     MAX_HF_ID,
     MIN_PARAMS,
+    PRICE_RULES,
     SERVING_MODES,
     FitForm,
     FitRequest,
 )
 from fitcalc.memory import MAX_BATCH, MAX_CONTEXT, MAX_LORA_RANK, LoraTargets, Mode
-from fitcalc.plan import MAX_WORK_UNITS, BuyVsRent, CountPlan, GpuPlan
+from fitcalc.plan import MAX_WORK_UNITS, SCALINGS, BuyVsRent, CountPlan, GpuPlan
 from fitcalc.presets import MAX_HIDDEN, MAX_LAYERS, MAX_PARAMS, MODEL_KINDS, PRESETS
 from fitcalc.quant import KvPrecision, Precision
 from fitcalc.selectors import BuyRentRow, FitResult, GpuDetail, fit_compute
@@ -112,9 +112,10 @@ class FitInputsSerializer(serializers.Serializer):
     condition = _enum(list(CONDITIONS))
     currency = _enum(list(CURRENCIES))
     serving = _enum(list(SERVING_MODES))
-    users = _nullable_int(help_text="Inference: concurrent sequences; null for training.")
+    users = _nullable_int(help_text="Inference: concurrent sequences; null for training and for batched full load.")
     kv_cache_precision = _enum([p.value for p in KvPrecision])
     hf_model = serializers.CharField(allow_null=True)
+    price = _enum(list(PRICE_RULES))
 
 
 class FitCitationSerializer(serializers.Serializer):
@@ -171,11 +172,33 @@ class FitMemorySerializer(serializers.Serializer):
     notes = _strings()
 
 
+class FitPriceOriginSerializer(serializers.Serializer):
+    # A plain string: an enum here would repeat `inputs.price`'s choice set under a second name.
+    rule = serializers.CharField(help_text="The rule that picked the offer: " + ", ".join(PRICE_RULES) + ".")
+    provider = serializers.CharField()
+    provider_slug = serializers.CharField()
+    instance_type = serializers.CharField(allow_blank=True)
+    region = serializers.CharField(allow_blank=True)
+    observed_at = serializers.DateTimeField(help_text="The newest snapshot that listed the offer at this price.")
+    age_days = _float()
+    date_basis = serializers.CharField(help_text="How the date is known: source, published, fetched or estimate.")
+    date_is_estimate = serializers.BooleanField()
+    date_note = serializers.CharField(allow_blank=True)
+    source = serializers.CharField(allow_blank=True, help_text="The feed (file) the offer comes from.")  # type: ignore[assignment]  # a field named like a DRF Field attribute
+    minimum = _nullable_float(help_text="Cheapest provider's price per GPU-hour, in `currency`.")
+    maximum = _nullable_float(help_text="Dearest provider's cheapest offer per GPU-hour, in `currency`.")
+    providers = serializers.IntegerField()
+    offers = serializers.IntegerField()
+
+
 class FitGpuSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
     memory_gib = _float()
-    throughput_per_s = _nullable_float(help_text="One GPU's rate in `throughput_unit`.")
+    throughput_per_s = _nullable_float(
+        help_text="One GPU's rate in `throughput_unit` (LLM inference: one GPU's share at the fewest GPUs with a "
+        "figure; one stream: the stream's rate). Each count's own rate is in `counts`."
+    )
     throughput_unit = _enum(["tokens/s", "samples/s"])
     throughput_basis = _enum(list(BASES))
     throughput_is_estimate = serializers.BooleanField()
@@ -183,10 +206,15 @@ class FitGpuSerializer(serializers.Serializer):
     throughput_typical_error = _nullable_float(
         help_text="Typical relative error of an estimate (0.25 = 25%); null where not measured."
     )
-    price_per_gpu_hour = _nullable_float(help_text="Cheapest current on-demand price, in `currency`.")
+    price_per_gpu_hour = _nullable_float(help_text="Current on-demand price by `inputs.price`, in `currency`.")
+    price = FitPriceOriginSerializer(allow_null=True, help_text="Where the rental price comes from; null: no price.")
     purchase_price = _nullable_float(help_text="In `currency`.")
     purchase_price_source = serializers.CharField(allow_blank=True)
     tdp_w = _nullable_float()
+    measured_source = serializers.CharField(allow_blank=True, help_text="LLM inference: the measurement used.")
+    measured_url = serializers.CharField(allow_blank=True)
+    measured_n = _nullable_int(help_text="Results (or MLPerf systems) behind the measurement.")
+    max_count_offered = _nullable_int(help_text="Most of these GPUs one current on-demand offer puts in one machine.")
 
 
 class FitCountPlanSerializer(serializers.Serializer):
@@ -200,6 +228,27 @@ class FitCountPlanSerializer(serializers.Serializer):
     over_max_hours = serializers.BooleanField(allow_null=True)
     throughput_is_estimate = serializers.BooleanField()
     reason = serializers.CharField(allow_blank=True)
+    throughput_per_s = _nullable_float(help_text="The rate of all `count` GPUs together (one stream: the stream's).")
+    throughput_basis = _enum(list(BASES))
+    scaling = _enum(
+        list(SCALINGS),
+        help_text="How the count's rate was reached: one GPU; measured data-parallel scaling; the assumed 90% per "
+        "doubling; one stream split by layers (no speed-up); batched serving by the calibrated model.",
+    )
+    throughput_note = serializers.CharField(allow_blank=True)
+    typical_error = _nullable_float(help_text="Typical relative error of an estimate (0.2 = 20%); null if unknown.")
+    rentable = serializers.BooleanField(
+        allow_null=True, help_text="Whether a current offer rents this many in one machine; null: no offer known."
+    )
+    outside = _strings(
+        help_text="Why an LLM estimate lies outside the model's measured range: vendor, architecture, configuration, "
+        "precision (empty: inside)."
+    )
+    configuration = serializers.CharField(
+        allow_blank=True,
+        help_text="LLM inference: single, layer (split by layers), or the link of a tensor-parallel group "
+        "(fabric, pcie_p2p, pcie_host, unknown).",
+    )
 
 
 class FitGpuPlanSerializer(serializers.Serializer):
@@ -236,6 +285,7 @@ class FitBuyVsRentSerializer(serializers.Serializer):
         allow_null=True, help_text="Per GPU; null when a price is missing (see notes)."
     )
     notes = _strings()
+    price = FitPriceOriginSerializer(allow_null=True, help_text="Where the rental price comes from.")
 
 
 class FitExchangeRateSerializer(serializers.Serializer):
@@ -245,10 +295,14 @@ class FitExchangeRateSerializer(serializers.Serializer):
 
 
 class FitAssumptionsSerializer(serializers.Serializer):
-    achievable_compute_fraction = _float()
-    achievable_bandwidth_fraction = _float()
-    scaling_efficiency_per_doubling = _float()
+    achievable_compute_fraction = _float(help_text="Training estimates: share of the dense tensor peak.")
+    scaling_efficiency_per_doubling = _float(help_text="Training without measured scaling: kept per doubling.")
     max_hours = _float()
+    llm_model_fitted = serializers.CharField(allow_null=True, help_text="LLM inference: when the model was fitted.")
+    llm_typical_error = _nullable_float(help_text="LLM inference: the model's leave-one-GPU-out error (0.2 = 20%).")
+    llm_outside_error = _nullable_float(
+        help_text="LLM inference: its error for configurations outside the measured range (extrapolation)."
+    )
 
 
 class FitResponseSerializer(serializers.Serializer):
@@ -325,7 +379,12 @@ PARAMETERS = [
         _enum_schema(SERVING_MODES),
         "Inference: batched (default; `users` sequences together) or single (one stream).",
     ),
-    _param("users", _int(1, MAX_BATCH), f"Inference: concurrent users (default {DEFAULT_USERS} when batched)."),
+    _param(
+        "users",
+        _int(1, MAX_BATCH),
+        "Inference: concurrent sequences when batched. Empty: full load, as many as the memory holds beside the "
+        "weights (memory and fit are then those of one sequence).",
+    ),
     _param(
         "kv_cache_precision",
         _enum_schema([p.value for p in KvPrecision]),
@@ -361,6 +420,12 @@ PARAMETERS = [
     ),
     _param("condition", _enum_schema(CONDITIONS), "Buy vs rent: new (default) or used."),
     _param("currency", _enum_schema(CURRENCIES), "Currency of prices and costs (default USD)."),
+    _param(
+        "price",
+        _enum_schema(PRICE_RULES),
+        "Rental price per GPU-hour: typical (default; the median of the providers' cheapest current on-demand "
+        "offers) or cheapest (the cheapest current on-demand offer).",
+    ),
 ]
 
 
@@ -385,9 +450,14 @@ def _gpu_plan_data(plan: GpuPlan, detail: GpuDetail) -> dict[str, Any]:
             "throughput_note": detail.throughput_note,
             "throughput_typical_error": detail.throughput_typical_error,
             "price_per_gpu_hour": gpu.price_per_gpu_hour,
+            "price": detail.price.to_dict() if detail.price else None,
             "purchase_price": gpu.purchase_price,
             "purchase_price_source": detail.purchase_price_source,
             "tdp_w": gpu.tdp_w,
+            "measured_source": detail.measured_source,
+            "measured_url": detail.measured_url,
+            "measured_n": detail.measured_n,
+            "max_count_offered": gpu.max_count_offered,
         },
         "gpus_needed": plan.gpus_needed,
         "recommended": _count_plan_data(plan.recommended) if plan.recommended else None,
@@ -404,6 +474,7 @@ def _buy_rent_data(row: BuyRentRow) -> dict[str, Any]:
         "gpus_needed": row.gpus_needed,
         "result": result.to_dict() if result else None,
         "notes": list(row.notes),
+        "price": row.price.to_dict() if row.price else None,
     }
 
 

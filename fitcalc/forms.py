@@ -14,6 +14,9 @@ Defaults (documented in the API schema too)
   matrices are not stored. Set it to false to count them (Korthikanti et al. 2022, eq. 1).
 * ``activation_checkpointing``: empty = the estimator's default per mode (on for lora, qlora and
   full_finetune, off for train).
+* inference: batched serving; without ``users``, at full load (as many sequences as the memory
+  holds beside the weights; memory and fit are those of one sequence).
+* ``price`` typical: the median of the providers' cheapest current on-demand offers.
 * ``hours_per_day`` 12: seed 002 (buy when a GPU is busy about 12 hours a day for a month).
 * ``electricity_price_per_kwh``: no default (no sourced figure); empty = electricity not counted.
 """
@@ -56,9 +59,12 @@ CONDITIONS = ("new", "used")
 WORK_FIELDS = ("tokens", "samples", "epochs")
 CUSTOM_ONLY_FIELDS = ("kind", "layers", "hidden", "heads", "kv_heads", "head_dim")
 SERVING_MODES = ("batched", "single")
-#: Concurrent users of a batched deployment when none is given: an assumption of a modest service
-#: (vLLM's default ceiling on sequences in flight, max_num_seqs, is 256).
-DEFAULT_USERS = 32
+#: Batched serving without a number of users runs at full load: as many sequences as the memory
+#: left after the weights holds (up to the calibrated model's cap per GPU), as MLPerf's Offline
+#: test does. Memory and fit are then those of one sequence beside the weights.
+FULL_LOAD_SEQUENCES = 1
+#: Rental price rules the calculator offers (catalog.selectors_prices.PRICE_RULES, on-demand only).
+PRICE_RULES = ("typical", "cheapest")
 MAX_HF_ID = 193
 TRANSFORMER_KINDS = ("decoder", "encoder")
 
@@ -177,6 +183,7 @@ class FitRequest:
     users: int | None = None
     kv_cache_precision: str = "bf16"
     hf_model: str | None = None
+    price_rule: str = "typical"
 
     def echo(self) -> dict[str, Any]:
         """The inputs as the API answers them (after defaults)."""
@@ -207,6 +214,7 @@ class FitRequest:
             "users": self.users,
             "kv_cache_precision": self.kv_cache_precision,
             "hf_model": self.hf_model,
+            "price": self.price_rule,
         }
 
 
@@ -328,7 +336,10 @@ class FitForm(forms.Form):
         required=False,
         min_value=1,
         max_value=MAX_BATCH,
-        help_text=_("Batched inference: sequences served at once (default 32); each keeps its own KV cache."),
+        help_text=_(
+            "Batched inference: sequences served at once; each keeps its own KV cache. Empty: full load, as "
+            "many as the memory holds."
+        ),
     )
     kv_cache_precision = forms.ChoiceField(
         label=_("KV cache precision"),
@@ -377,6 +388,11 @@ class FitForm(forms.Form):
         label=_("Buy new or used"), required=False, choices=[("new", _("new")), ("used", _("used"))]
     )
     currency = forms.ChoiceField(label=_("Currency"), required=False, choices=[(c, c) for c in CURRENCIES])
+    price = forms.ChoiceField(
+        label=_("Rental price"),
+        required=False,
+        choices=[("typical", _("typical (median of providers)")), ("cheapest", _("cheapest on-demand"))],
+    )
 
     fit_request: FitRequest
 
@@ -435,8 +451,7 @@ class FitForm(forms.Form):
             if users not in (None, 1):
                 raise FitInputError("users", "one stream serves one user: choose batched serving for more")
             return serving, 1, 1
-        users = users or DEFAULT_USERS
-        return serving, users, users
+        return serving, users, users or FULL_LOAD_SEQUENCES
 
     def _build_request(self, data: dict[str, Any]) -> FitRequest:
         model = self._model(data)
@@ -489,6 +504,7 @@ class FitForm(forms.Form):
             users=users,
             kv_cache_precision=breakdown.kv_cache_precision.value,
             hf_model=data.get("hf_model") or None,
+            price_rule=data.get("price") or "typical",
         )
 
     def errors_by_field(self) -> dict[str, list[str]]:

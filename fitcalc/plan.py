@@ -17,15 +17,17 @@ memory_gib`` (the GPU's total memory as the caller states it; nothing else is su
 
 Time and cost
 -------------
-``throughput_per_s`` is one GPU's measured rate (tokens or samples per second; or the spec-sheet
-estimate, flagged ``throughput_is_estimate``). n GPUs run ``n x e^log2(n)`` times as fast, with
-``e`` = :data:`SCALING_EFFICIENCY_PER_DOUBLING` = 0.9: each doubling of the GPU count keeps 90% of
-the per-GPU rate (speed-ups 1, 1.8, 3.24, 5.83 for 1, 2, 4, 8 GPUs). This is an assumption for
-data-parallel training within one host; seed 000 reports that a 16-GPU DGX-2 did not reach twice
-the 8-GPU throughput, so real scaling can be worse.
+The rate of n GPUs is the caller's figure for that count where it gives one
+(``GpuFacts.count_rates``: LLM inference from the calibrated model, whose one stream gains
+nothing from more GPUs; training with a measured data-parallel scaling efficiency). Otherwise
+``throughput_per_s`` is one GPU's rate (tokens or samples per second; measured, or the
+spec-sheet estimate flagged ``throughput_is_estimate``) and n GPUs run ``n x e^log2(n)`` times as
+fast, with ``e`` = :data:`SCALING_EFFICIENCY_PER_DOUBLING` = 0.9: each doubling of the GPU count
+keeps 90% of the per-GPU rate (speed-ups 1, 1.8, 3.24, 5.83 for 1, 2, 4, 8 GPUs). That is an
+assumption for data-parallel training within one host, not a measurement; seed 000 reports that a
+16-GPU DGX-2 did not reach twice the 8-GPU throughput, so real scaling can be worse.
 
-``hours = work_units / (throughput_per_s x speedup(n)) / 3600``; ``cost = hours x
-price_per_gpu_hour x n``. Plans over :data:`MAX_HOURS` = 24 h are flagged (seed 000: one training
+``hours = work_units / rate(n) / 3600``; ``cost = hours x price_per_gpu_hour x n``. Plans over :data:`MAX_HOURS` = 24 h are flagged (seed 000: one training
 run should finish within 24 hours, so the next day's run can use what it taught).
 
 Buy versus rent
@@ -36,8 +38,8 @@ See :func:`buy_vs_rent`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from django.utils.translation import gettext as _
@@ -58,13 +60,39 @@ DAYS_PER_MONTH = 365.25 / 12
 DEFAULT_AMORTISATION_MONTHS = 36.0
 
 
+#: How the rate of n GPUs was reached: one GPU; a measured scaling efficiency; the assumed 90% per
+#: doubling; one stream split by layers (no speed-up); batched serving by the calibrated model.
+SCALINGS = ("single", "measured", "assumed", "layer-split", "tensor-parallel")
+
+
+@dataclass(frozen=True)
+class CountRate:
+    """The rate of a whole configuration of ``count`` GPUs where the caller knows it better than
+    ``throughput_per_s x speedup``. ``basis``: measured / measured-scaled / estimated / none;
+    ``scaling``: one of :data:`SCALINGS`; ``note``: how it was reached, for people;
+    ``typical_error`` of an estimate (0.2 = 20%), larger when ``outside`` gives reasons it lies
+    outside the range the model was fitted on (``llm_estimate.coverage.REASONS``)."""
+
+    per_s: float | None
+    basis: str
+    scaling: str
+    note: str = ""
+    typical_error: float | None = None
+    outside: tuple[str, ...] = ()  # why an estimate lies outside the model's measured range
+    configuration: str = ""  # LLM: single, layer, or the link kind of a tensor-parallel group
+
+
 @dataclass(frozen=True)
 class GpuFacts:
     """Plain facts about one GPU model, as the caller knows them (no database objects).
 
-    ``throughput_per_s``: one GPU's rate in the caller's work unit (tokens/s, samples/s ...).
-    ``price_per_gpu_hour``: the cheapest current rental per GPU-hour. ``purchase_price``: new or
-    used price of one GPU. ``tdp_w``: board power in watts. Money is in one currency, the caller's.
+    ``throughput_per_s``: one GPU's rate in the caller's work unit (tokens/s, samples/s ...); for
+    LLM inference, one GPU's share at the fewest GPUs with a figure (one stream: the stream's rate).
+    ``count_rates``: the rate of n GPUs together where the caller has it (else ``throughput_per_s``
+    x the assumed speed-up). ``max_count_offered``: the most of these GPUs one current rental
+    offer puts in one machine (None: not known); larger counts are not rentable as one machine. ``price_per_gpu_hour``: the rental per GPU-hour. ``purchase_price``:
+    new or used price of one GPU. ``tdp_w``: board power in watts. Money is in one currency, the
+    caller's.
     """
 
     slug: str
@@ -75,6 +103,9 @@ class GpuFacts:
     price_per_gpu_hour: float | None = None
     purchase_price: float | None = None
     tdp_w: float | None = None
+    throughput_basis: str = ""
+    count_rates: Mapping[int, CountRate] = field(default_factory=dict)
+    max_count_offered: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,18 +126,35 @@ class CountPlan:
     over_max_hours: bool | None
     throughput_is_estimate: bool
     reason: str
+    throughput_per_s: float | None = None
+    throughput_basis: str = "none"
+    scaling: str = "single"
+    throughput_note: str = ""
+    typical_error: float | None = None
+    rentable: bool | None = None
+    outside: tuple[str, ...] = ()
+    configuration: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["per_gpu_gib"] = round(self.per_gpu_gib, 3)
         return data
 
+    @property
+    def per_gpu_per_s(self) -> float | None:
+        return None if self.throughput_per_s is None else self.throughput_per_s / self.count
+
+    @property
+    def typical_error_percent(self) -> int | None:
+        return None if self.typical_error is None else round(self.typical_error * 100)
+
 
 @dataclass(frozen=True)
 class GpuPlan:
     """One GPU model across counts. ``gpus_needed`` is the smallest count that fits (None: none
-    does, ``reason`` says why). ``recommended`` is the fitting count that finishes within the time
-    limit at the lowest cost (fewest GPUs when no price or time is known)."""
+    does, ``reason`` says why). ``recommended`` is the fitting count that a current offer rents as
+    one machine and that finishes within the time limit at the lowest cost (fewest GPUs when no
+    price or time is known); a count no offer rents is recommended only when no rentable one fits."""
 
     gpu: GpuFacts
     counts: tuple[CountPlan, ...]
@@ -158,6 +206,21 @@ def _check_counts(counts: Sequence[int]) -> None:
 def scaling_speedup(*, count: int, efficiency_per_doubling: float = SCALING_EFFICIENCY_PER_DOUBLING) -> float:
     """Speed-up of ``count`` GPUs over one: ``count x efficiency_per_doubling ** log2(count)``."""
     return count * efficiency_per_doubling ** math.log2(count)
+
+
+def count_rate(
+    *, gpu: GpuFacts, count: int, efficiency_per_doubling: float = SCALING_EFFICIENCY_PER_DOUBLING
+) -> CountRate:
+    """The rate of ``count`` GPUs: the caller's figure for that count, else one GPU's rate times
+    the assumed speed-up (module docstring)."""
+    given = gpu.count_rates.get(count)
+    if given is not None:
+        return given
+    basis = gpu.throughput_basis or ("estimated" if gpu.throughput_is_estimate else "measured")
+    if not gpu.throughput_per_s:
+        return CountRate(None, "none", "single" if count == 1 else "assumed")
+    speedup = scaling_speedup(count=count, efficiency_per_doubling=efficiency_per_doubling)
+    return CountRate(gpu.throughput_per_s * speedup, basis, "single" if count == 1 else "assumed")
 
 
 def kv_cache_per_gpu_gib(*, breakdown: MemoryBreakdown, count: int) -> float:
@@ -216,11 +279,14 @@ def gpu_plan(
     for count in counts:
         need = per_gpu_memory_gib(breakdown=breakdown, count=count)
         fits = need <= gpu.memory_gib
+        rate = count_rate(gpu=gpu, count=count, efficiency_per_doubling=scaling_efficiency_per_doubling)
         speedup = scaling_speedup(count=count, efficiency_per_doubling=scaling_efficiency_per_doubling)
+        if rate.per_s and gpu.throughput_per_s:
+            speedup = rate.per_s / gpu.throughput_per_s
         hours: float | None = None
         cost: float | None = None
-        if fits and work_units is not None and gpu.throughput_per_s:
-            hours = work_units / (gpu.throughput_per_s * speedup) / 3600
+        if fits and work_units is not None and rate.per_s:
+            hours = work_units / rate.per_s / 3600
             if gpu.price_per_gpu_hour is not None:
                 cost = hours * gpu.price_per_gpu_hour * count
         plans.append(
@@ -233,10 +299,18 @@ def gpu_plan(
                 hours=hours,
                 cost=cost,
                 over_max_hours=None if hours is None else hours > max_hours,
-                throughput_is_estimate=gpu.throughput_is_estimate,
+                throughput_is_estimate=rate.basis == "estimated",
                 reason=""
                 if fits
                 else _not_fit_reason(breakdown=breakdown, count=count, need=need, memory=gpu.memory_gib),
+                throughput_per_s=rate.per_s,
+                throughput_basis=rate.basis,
+                scaling=rate.scaling,
+                throughput_note=rate.note,
+                typical_error=rate.typical_error,
+                rentable=None if gpu.max_count_offered is None else count <= gpu.max_count_offered,
+                outside=rate.outside,
+                configuration=rate.configuration,
             )
         )
     fitting = [plan for plan in plans if plan.fits]
@@ -245,6 +319,7 @@ def gpu_plan(
         recommended = min(
             fitting,
             key=lambda plan: (
+                plan.rentable is False,
                 bool(plan.over_max_hours),
                 plan.cost if plan.cost is not None else math.inf,
                 plan.count,
@@ -257,6 +332,11 @@ def gpu_plan(
         }
         if recommended.over_max_hours:
             reason += _("; every fitting count takes longer than %(hours)s h") % {"hours": f"{max_hours:g}"}
+        if recommended.rentable is False:
+            reason += _("; no current offer rents %(count)d of these in one machine (at most %(offered)d)") % {
+                "count": recommended.count,
+                "offered": gpu.max_count_offered,
+            }
         return GpuPlan(gpu=gpu, counts=tuple(plans), gpus_needed=needed.count, recommended=recommended, reason=reason)
 
     largest = max(counts)
@@ -316,29 +396,31 @@ def fit_plan(
     return sorted(plans, key=plan_rank)
 
 
-def plan_completeness(gpu: GpuFacts) -> int:
-    """0: throughput and price known; 1: one of them; 2: neither."""
-    return (gpu.throughput_per_s is None) + (gpu.price_per_gpu_hour is None)
+def plan_completeness(gpu: GpuFacts, best: CountPlan | None = None) -> int:
+    """0: throughput (at ``best``'s count, if given) and price known; 1: one of them; 2: neither."""
+    rate = gpu.throughput_per_s if best is None else best.throughput_per_s
+    return (rate is None) + (gpu.price_per_gpu_hour is None)
 
 
-def plan_rank(plan: GpuPlan) -> tuple[bool, int, bool, float, float, int, str]:
+def plan_rank(plan: GpuPlan) -> tuple[bool, int, bool, bool, float, float, int, str]:
     """Sort key of :func:`fit_plan`: GPUs that fit first; among them, those with both a throughput and
     a price before those missing one, and those before those missing both (an unknown is never ranked
-    above a known figure); then plans within the time limit, by cost per unit of work at the
-    recommended count, hours, GPU count and name."""
+    above a known figure); then plans a current offer can rent as one machine, then plans within the
+    time limit, by cost per unit of work at the recommended count, hours, GPU count and name."""
     best = plan.recommended
     if best is None:
-        return (True, 2, True, math.inf, math.inf, MAX_COUNT + 1, plan.gpu.name)
+        return (True, 2, True, True, math.inf, math.inf, MAX_COUNT + 1, plan.gpu.name)
     gpu = plan.gpu
     per_unit = math.inf
-    if gpu.throughput_per_s and gpu.price_per_gpu_hour is not None:
-        per_unit = gpu.price_per_gpu_hour * best.count / (gpu.throughput_per_s * best.speedup)
+    if best.throughput_per_s and gpu.price_per_gpu_hour is not None:
+        per_unit = gpu.price_per_gpu_hour * best.count / best.throughput_per_s
     return (
         False,
-        plan_completeness(gpu),
+        plan_completeness(gpu, best),
+        best.rentable is False,
         bool(best.over_max_hours),
         per_unit,
-        -(gpu.throughput_per_s or 0) * best.speedup,
+        -(best.throughput_per_s or 0),
         best.count,
         gpu.name,
     )

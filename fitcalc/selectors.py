@@ -1,36 +1,56 @@
 """Reads for the fit calculator: the GPUs as :class:`fitcalc.plan.GpuFacts`, and the whole answer.
 
-``fit_gpu_facts_list`` reads every curated GPU with a memory size, its cheapest current on-demand
-price per GPU-hour (``catalog.selectors_prices.cheapest_price_per_gpu``), its purchase price,
-TDP, and its throughput in the job's unit, in a fixed number of queries (seven, whatever the
-number of GPUs). ``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
-
+``fit_gpu_facts_list`` reads every curated GPU with a memory size, its rental price per GPU-hour
+by the chosen rule (``catalog.selectors_prices.gpu_rent_prices``: typical, the median of the
+providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
+date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
+the rate of each GPU count by the calibrated model, measured figures first
+(``fitcalc.selectors_llm``); for training, one GPU's rate and the data-parallel scaling, measured
+where the client measured it. A fixed number of queries, whatever the number of GPUs.
+``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
-from catalog.models import Gpu, PurchasePrice, TensorPeak
-from catalog.selectors_prices import cheapest_price_per_gpu, display_rate
+from catalog.models import Gpu, Offer, PriceSnapshot, PurchasePrice, TensorPeak
+from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
+from dashboard.selectors_scaling import scaling_measured_by_gpu
 from fitcalc.forms import FitRequest
 from fitcalc.memory import TRAINING_MODES, MemoryBreakdown
-from fitcalc.plan import MAX_HOURS, SCALING_EFFICIENCY_PER_DOUBLING, BuyVsRent, GpuFacts, GpuPlan, buy_vs_rent, fit_plan
+from fitcalc.plan import (
+    DEFAULT_COUNTS,
+    MAX_HOURS,
+    SCALING_EFFICIENCY_PER_DOUBLING,
+    BuyVsRent,
+    CountRate,
+    GpuFacts,
+    GpuPlan,
+    buy_vs_rent,
+    fit_plan,
+)
 from fitcalc.presets import ModelSpec
+from fitcalc.selectors_llm import (
+    LlmJobContext,
+    llm_gpu,
+    llm_job_context,
+    llm_job_facts,
+    training_count_rates,
+)
 from fitcalc.throughput import (
-    ACHIEVABLE_BANDWIDTH_FRACTION,
     ACHIEVABLE_COMPUTE_FRACTION,
     LAMBDA_MODES,
     LAMBDA_WORKLOAD_FOR_PRESET,
-    MEMBW_COPY,
     TRANSFORMER_INFER,
     TRANSFORMER_TRAIN,
     Basis,
@@ -62,6 +82,56 @@ def _within(value: float | None, *, low: float, high: float, inclusive_low: bool
 
 
 @dataclass(frozen=True)
+class PriceOrigin:
+    """Where a GPU's rental price comes from: the offer the rule picked, its provider, when it was
+    observed (the newest snapshot that listed it), whether that date is an estimate, its age, and
+    the spread over the providers' cheapest offers (in the page currency)."""
+
+    rule: str
+    provider: str
+    provider_slug: str
+    instance_type: str
+    region: str
+    observed_at: dt.datetime
+    age_days: float
+    date_basis: str
+    date_is_estimate: bool
+    date_note: str
+    source: str
+    minimum: float | None
+    maximum: float | None
+    providers: int
+    offers: int
+
+    @property
+    def date_basis_label(self) -> str:
+        """How the observation date is known, in the page's language."""
+        try:
+            return str(PriceSnapshot.DateBasis(self.date_basis).label)
+        except ValueError:
+            return self.date_basis
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "provider": self.provider,
+            "provider_slug": self.provider_slug,
+            "instance_type": self.instance_type,
+            "region": self.region,
+            "observed_at": self.observed_at.isoformat(),
+            "age_days": self.age_days,
+            "date_basis": self.date_basis,
+            "date_is_estimate": self.date_is_estimate,
+            "date_note": self.date_note,
+            "source": self.source,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "providers": self.providers,
+            "offers": self.offers,
+        }
+
+
+@dataclass(frozen=True)
 class GpuDetail:
     """What the page and the API show beside a GPU's plan: where its figures come from."""
 
@@ -72,6 +142,10 @@ class GpuDetail:
     throughput_note: str
     purchase_price_source: str
     throughput_typical_error: float | None = None
+    price: PriceOrigin | None = None
+    measured_source: str = ""
+    measured_url: str = ""
+    measured_n: int | None = None
 
     @property
     def typical_error_percent(self) -> int | None:
@@ -85,12 +159,13 @@ class FitGpuFacts:
     currency: str
     exchange_rate: dict[str, Any] | None
     warnings: list[str]
+    llm: LlmJobContext | None = None
 
 
 def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBreakdown) -> dict[int, GpuMeasurements]:
-    """Per GPU: achieved block FLOP rates, copy bandwidth, Lambda rates. Two queries."""
+    """Per GPU: achieved block FLOP rates and Lambda rates. Two queries."""
     training = breakdown.mode in TRAINING_MODES
-    slugs = [TRANSFORMER_TRAIN] if training else [TRANSFORMER_INFER, MEMBW_COPY]
+    slugs = [TRANSFORMER_TRAIN] if training else [TRANSFORMER_INFER]
     lambda_slug = LAMBDA_WORKLOAD_FOR_PRESET.get(model.slug) if breakdown.mode in LAMBDA_MODES else None
     if lambda_slug:
         slugs.append(lambda_slug)
@@ -128,8 +203,6 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
         entry = found.setdefault(gpu_id, {"lambda_per_s": {}})
         if slug == lambda_slug:
             entry["lambda_per_s"][precision] = row["median"]
-        elif slug == MEMBW_COPY:
-            entry["bandwidth_gbs"] = row["median"]
         else:
             block = block_flops_per_token(
                 params=shapes.get(row["comparison_key"], {}), training=slug == TRANSFORMER_TRAIN
@@ -158,21 +231,81 @@ def _purchase_prices_usd(*, gpu_ids: list[int], condition: str, rates: RateBook)
     return out
 
 
-def fit_gpu_facts_list(
-    *, model: ModelSpec, breakdown: MemoryBreakdown, condition: str = "new", currency: str = "USD"
-) -> FitGpuFacts:
-    """Every curated GPU with a memory size, as plain facts in ``currency``, in seven queries.
+def max_count_offered(*, gpu_ids: list[int]) -> dict[int, int]:
+    """gpu id -> the most of that GPU one current on-demand offer puts in one machine. One query."""
+    rows = (
+        Offer.objects.current()
+        .sku_level()
+        .filter(gpu_id__in=gpu_ids, is_spot=False)
+        .order_by()
+        .values("gpu_id")
+        .annotate(most=Max("gpu_count"))
+        .values_list("gpu_id", "most")
+    )
+    return {gpu_id: int(most) for gpu_id, most in rows if most and most >= 1}
 
-    Money: the cheapest current on-demand price per GPU-hour and the newest ``condition``
-    purchase price (new cards without one: the launch price), converted from USD at the newest
-    exchange rate. Without a rate for ``currency``, prices are left out and ``warnings`` says so.
-    Throughput: see the module docstring.
+
+def _price_origin(rent: GpuRentPrice, money: Any) -> PriceOrigin:
+    origin = rent.provenance
+    return PriceOrigin(
+        rule=rent.rule,
+        provider=origin.provider,
+        provider_slug=origin.provider_slug,
+        instance_type=origin.instance_type,
+        region=origin.region,
+        observed_at=origin.observed_at,
+        age_days=origin.age_days,
+        date_basis=origin.date_basis,
+        date_is_estimate=origin.date_is_estimate,
+        date_note=origin.date_note,
+        source=origin.source,
+        minimum=money(rent.minimum_usd, _MAX_PRICE_PER_HOUR),
+        maximum=money(rent.maximum_usd, _MAX_PRICE_PER_HOUR),
+        providers=rent.providers,
+        offers=rent.offers,
+    )
+
+
+def _first_rate(rates: dict[int, CountRate], *, per_gpu: bool) -> CountRate | None:
+    """The fewest GPUs with a figure: one GPU's share of it (batched), or the stream's rate."""
+    for count in sorted(rates):
+        rate = rates[count]
+        if rate.per_s:
+            return replace(rate, per_s=rate.per_s / count if per_gpu else rate.per_s)  # fmt: skip
+    return None
+
+
+def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT_COUNTS) -> FitGpuFacts:
+    """Every curated GPU with a memory size, as plain facts in the request's currency, in a fixed
+    number of queries.
+
+    Money: the rental price per GPU-hour by ``request.price_rule`` with its provenance, and the
+    newest ``request.condition`` purchase price (new cards without one: the launch price),
+    converted from USD at the newest exchange rate. Without a rate for the currency, prices are
+    left out and ``warnings`` says so. Throughput: see the module docstring.
     """
+    model, breakdown, currency = request.model, request.breakdown, request.currency
     gpus = list(
         Gpu.objects.curated()
         .filter(memory_gib__gt=0)
         .order_by("name")
-        .values("id", "slug", "name", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "fp32_tflops", "launch_price_usd")
+        .values(
+            "id",
+            "slug",
+            "name",
+            "memory_gib",
+            "memory_bandwidth_gbs",
+            "tdp_w",
+            "fp32_tflops",
+            "fp16_tflops",
+            "launch_price_usd",
+            "variant",
+            "segment",
+            "interconnect_gbs",
+            "bus_interface",
+            "vendor__slug",
+            "architecture__slug",
+        )  # fmt: skip
     )
     gpu_ids = [g["id"] for g in gpus]
     peaks: dict[int, dict[str, float | None]] = {}
@@ -182,16 +315,25 @@ def fit_gpu_facts_list(
         .values("gpu_id", "precision", "supported", "dense_tflops")
     ):
         peaks.setdefault(row["gpu_id"], {})[row["precision"]] = row["dense_tflops"] if row["supported"] else None
-    rent_usd = cheapest_price_per_gpu(spot=False)
+    rent = gpu_rent_prices(gpu_ids=gpu_ids, rule=request.price_rule)
+    offered = max_count_offered(gpu_ids=gpu_ids)
     rates = RateBook.load()
-    purchase_usd = _purchase_prices_usd(gpu_ids=gpu_ids, condition=condition, rates=rates)
-    measured = _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
+    purchase_usd = _purchase_prices_usd(gpu_ids=gpu_ids, condition=request.condition, rates=rates)
+    llm_inference = breakdown.is_inference and model.kind == "decoder"
+    training = breakdown.mode in TRAINING_MODES
+    measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
+    llm = (
+        llm_job_context(model=model, breakdown=breakdown, serving=request.serving, users=request.users, gpu_ids=gpu_ids)
+        if llm_inference
+        else None
+    )
+    scaling = scaling_measured_by_gpu(gpu_ids=gpu_ids) if training else {}
 
     warnings: list[str] = []
     rate = display_rate(currency=currency, rates=rates)
     units_per_usd: float | None = None if rate["missing"] else float(rate["units_per_usd"])
     if units_per_usd is None:
-        warnings.append(f"no exchange rate for {currency}: prices and costs are left out")
+        warnings.append(_("no exchange rate for %(currency)s: prices and costs are left out") % {"currency": currency})
     exchange = (
         None
         if currency == "USD" or units_per_usd is None
@@ -209,38 +351,83 @@ def fit_gpu_facts_list(
         memory = _within(gpu["memory_gib"], low=0, high=_MAX_MEMORY_GIB)
         if memory is None:
             continue
-        specs = GpuSpecs(
-            peaks=peaks.get(gpu["id"], {}), fp32_tflops=gpu["fp32_tflops"], bandwidth_gbs=gpu["memory_bandwidth_gbs"]
-        )
-        throughput = throughput_resolve(
-            model=model, breakdown=breakdown, specs=specs, measured=measured.get(gpu["id"], GpuMeasurements())
-        )
-        per_s = _within(throughput.per_s, low=0, high=_MAX_THROUGHPUT)
+        gpu_peaks = peaks.get(gpu["id"], {})
+        measured_llm = None
+        if llm is not None:
+            job_facts = llm_job_facts(
+                job=llm,
+                gpu_id=gpu["id"],
+                gpu=llm_gpu(row=gpu, peaks=gpu_peaks),
+                counts=counts,
+                no_bf16=breakdown.precision.value == "bf16" and "bf16" in gpu_peaks and gpu_peaks["bf16"] is None,
+            )
+            count_rates = job_facts.count_rates
+            measured_llm = job_facts.measured
+            first = _first_rate(count_rates, per_gpu=llm.mode != "single")
+            unit = "tokens/s"
+            per_s, basis = (first.per_s, first.basis) if first else (None, "none")
+            note = first.note if first else next(iter(count_rates.values())).note
+            typical_error = first.typical_error if first else None
+        else:
+            specs = GpuSpecs(peaks=gpu_peaks, fp32_tflops=gpu["fp32_tflops"], bandwidth_gbs=gpu["memory_bandwidth_gbs"])
+            throughput = throughput_resolve(
+                model=model, breakdown=breakdown, specs=specs, measured=measured.get(gpu["id"], GpuMeasurements())
+            )
+            unit, per_s, basis, note = throughput.unit, throughput.per_s, throughput.basis, throughput.note
+            typical_error = throughput.typical_error
+            count_rates = (
+                training_count_rates(
+                    per_gpu=_within(per_s, low=0, high=_MAX_THROUGHPUT),
+                    basis=basis,
+                    counts=counts,
+                    measured=scaling.get(gpu["id"], {}),
+                    typical_error=typical_error,
+                    note=note,
+                )
+                if training
+                else {}
+            )
+        per_s = _within(per_s, low=0, high=_MAX_THROUGHPUT)
+        count_rates = {
+            count: rate if rate.per_s is None or _within(rate.per_s, low=0, high=_MAX_THROUGHPUT) else
+            CountRate(None, "none", rate.scaling, rate.note)
+            for count, rate in count_rates.items()
+        }  # fmt: skip
         purchase, purchase_source = purchase_usd.get(gpu["id"], (None, ""))
-        if purchase is None and condition == "new" and gpu["launch_price_usd"]:
-            purchase, purchase_source = float(gpu["launch_price_usd"]), "launch price"
+        if purchase is None and request.condition == "new" and gpu["launch_price_usd"]:
+            purchase, purchase_source = float(gpu["launch_price_usd"]), _("launch price")
+        gpu_rent = rent.get(gpu["id"])
         facts.append(
             GpuFacts(
                 slug=gpu["slug"],
                 name=gpu["name"],
                 memory_gib=memory,
                 throughput_per_s=per_s,
-                throughput_is_estimate=throughput.is_estimate,
-                price_per_gpu_hour=money(rent_usd.get(gpu["id"]), _MAX_PRICE_PER_HOUR),
+                throughput_is_estimate=basis == "estimated",
+                price_per_gpu_hour=money(gpu_rent.price_usd, _MAX_PRICE_PER_HOUR) if gpu_rent else None,
                 purchase_price=money(purchase, _MAX_PURCHASE),
                 tdp_w=_within(float(gpu["tdp_w"]) if gpu["tdp_w"] else None, low=0, high=_MAX_TDP),
+                throughput_basis=basis if per_s is not None else "none",
+                count_rates=count_rates,
+                max_count_offered=offered.get(gpu["id"]),
             )
         )
         details[gpu["slug"]] = GpuDetail(
             slug=gpu["slug"],
             name=gpu["name"],
-            throughput_unit=throughput.unit,
-            throughput_basis=throughput.basis if per_s is not None else "none",
-            throughput_note=throughput.note,
+            throughput_unit=unit,
+            throughput_basis=basis if per_s is not None else "none",  # type: ignore[arg-type]
+            throughput_note=note,
             purchase_price_source=purchase_source,
-            throughput_typical_error=throughput.typical_error,
+            throughput_typical_error=typical_error,
+            price=_price_origin(gpu_rent, money) if gpu_rent and units_per_usd is not None else None,
+            measured_source=measured_llm.source if measured_llm else "",
+            measured_url=measured_llm.url if measured_llm else "",
+            measured_n=measured_llm.n if measured_llm else None,
         )
-    return FitGpuFacts(gpus=facts, details=details, currency=currency, exchange_rate=exchange, warnings=warnings)
+    return FitGpuFacts(
+        gpus=facts, details=details, currency=currency, exchange_rate=exchange, warnings=warnings, llm=llm
+    )
 
 
 # --- the whole answer ------------------------------------------------------------------------
@@ -255,6 +442,7 @@ class BuyRentRow:
     gpus_needed: int | None
     result: BuyVsRent | None
     notes: tuple[str, ...]
+    price: PriceOrigin | None = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +455,7 @@ class FitResult:
     exchange_rate: dict[str, Any] | None
     warnings: list[str]
     buy_vs_rent_missing: list[BuyRentRow] = field(default_factory=list)
+    llm: LlmJobContext | None = None
 
     @property
     def fitting(self) -> list[GpuPlan]:
@@ -282,16 +471,22 @@ class FitResult:
         return [(plan, self.details[plan.gpu.slug]) for plan in self.fitting]
 
     @property
-    def assumptions(self) -> dict[str, float]:
+    def assumptions(self) -> dict[str, Any]:
+        """The figures the answer rests on that are not measured for this job."""
+        llm = self.llm
         return {
             "achievable_compute_fraction": ACHIEVABLE_COMPUTE_FRACTION,
-            "achievable_bandwidth_fraction": ACHIEVABLE_BANDWIDTH_FRACTION,
             "scaling_efficiency_per_doubling": SCALING_EFFICIENCY_PER_DOUBLING,
             "max_hours": MAX_HOURS,
+            "llm_model_fitted": llm.fitted if llm else None,
+            "llm_typical_error": llm.typical_error if llm else None,
+            "llm_outside_error": llm.error.outside if llm else None,
         }
 
 
-def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[list[BuyRentRow], list[BuyRentRow]]:
+def _buy_vs_rent_rows(
+    *, request: FitRequest, plans: list[GpuPlan], details: dict[str, GpuDetail]
+) -> tuple[list[BuyRentRow], list[BuyRentRow]]:
     """Buy versus rent for every GPU that fits and has both a purchase and a rental price, in the
     ranking's order; and the fitting GPUs without one of them, each saying which is missing."""
     rows: list[BuyRentRow] = []
@@ -300,6 +495,7 @@ def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[lis
         if plan.gpus_needed is None:
             continue
         gpu = plan.gpu
+        price = details[gpu.slug].price
         notes: list[str] = []
         if gpu.purchase_price is None:
             notes.append(
@@ -310,7 +506,7 @@ def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[lis
         if gpu.price_per_gpu_hour is None or gpu.price_per_gpu_hour <= 0:
             notes.append(_("no current on-demand rental price"))
         if notes:
-            missing.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, None, tuple(notes)))
+            missing.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, None, tuple(notes), price))
             continue
         assert gpu.purchase_price is not None and gpu.price_per_gpu_hour is not None
         if gpu.tdp_w is None:
@@ -324,7 +520,7 @@ def _buy_vs_rent_rows(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[lis
             hours_per_day=request.hours_per_day,
             rent_prices_per_hour=[gpu.price_per_gpu_hour],
         )
-        rows.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, result, tuple(notes)))
+        rows.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, result, tuple(notes), price))
     return rows, missing
 
 
@@ -332,15 +528,13 @@ def fit_compute(*, request: FitRequest) -> FitResult:
     """Fit, time and cost of ``request`` on every curated GPU at 1, 2, 4 and 8 GPUs, ranked,
     with buy versus rent for every fitting GPU with both prices. A fixed number of queries (see fit_gpu_facts_list).
     Raises FitInputError only for inputs the form could not check alone."""
-    facts = fit_gpu_facts_list(
-        model=request.model, breakdown=request.breakdown, condition=request.condition, currency=request.currency
-    )
+    facts = fit_gpu_facts_list(request=request)
     plans = fit_plan(
         breakdown=request.breakdown,
         gpus=facts.gpus,
         work_units=request.work.work_units if request.work else None,
     )
-    buy_rows, missing_rows = _buy_vs_rent_rows(request=request, plans=plans)
+    buy_rows, missing_rows = _buy_vs_rent_rows(request=request, plans=plans, details=facts.details)
     return FitResult(
         request=request,
         plans=plans,
@@ -350,4 +544,5 @@ def fit_compute(*, request: FitRequest) -> FitResult:
         currency=facts.currency,
         exchange_rate=facts.exchange_rate,
         warnings=facts.warnings,
+        llm=facts.llm,
     )

@@ -1,12 +1,9 @@
-"""One GPU's throughput for a fit-calculator job: pure functions on plain numbers.
+"""One GPU's throughput for a training or non-LLM fit-calculator job: pure functions on plain numbers.
 
-Two entry points, both ``(GPU facts, job) -> Throughput`` (rate, unit, basis, note, typical error):
-
-* :func:`throughput_resolve` - training and non-LLM jobs (Lambda measurements, the client's
-  transformer-block benchmark, or the spec sheet);
-* :data:`INFERENCE_THROUGHPUT` - decoder inference, batched serving or one stream. Today
-  :func:`inference_throughput_roofline`; a calibrated model with the same signature replaces it by
-  reassigning that one name.
+:func:`throughput_resolve` is ``(GPU facts, job) -> Throughput`` (rate, unit, basis, note, typical
+error): Lambda measurements, the client's transformer-block benchmark, or the spec sheet. Decoder
+inference (LLM serving and one stream) is not here: its rate depends on the GPU count, and
+``fitcalc.llm`` computes it with the calibrated model of ``llm_estimate``.
 
 Throughput of one GPU (tokens/s for transformers, samples/s for image models)
 ------------------------------------------------------------------------------
@@ -33,13 +30,6 @@ training three times that (forward + backward), i.e. the familiar ``6 P`` plus a
 LoRA and QLoRA are counted as full training FLOP, an upper bound (frozen weights need no weight
 gradients).
 
-Decoder inference is also bounded by memory bandwidth: every generated token reads the weights
-and the KV cache once per step of ``batch`` sequences, so ``tokens/s <= batch x bandwidth /
-(weight bytes + KV cache bytes)`` (the cache at full context: an upper bound on the bytes read).
-Bandwidth is the measured ``membw-copy`` figure where there is one, else
-``ACHIEVABLE_BANDWIDTH_FRACTION`` x the spec sheet's. The rate is the smaller of the compute and
-the bandwidth bounds; when the bandwidth bound decides, the figure is an ``estimated`` one.
-
 Image models (CNN, diffusion) have no spec-sheet estimate: their FLOP per sample depends on the
 input resolution, which the calculator does not take. They show fit and memory only, unless a
 Lambda measurement applies.
@@ -48,38 +38,23 @@ Constants
 ---------
 * ``ACHIEVABLE_COMPUTE_FRACTION`` = 0.40: model FLOP utilisation of large BF16 training runs; the
   Llama 3 paper (arXiv:2407.21783, Table 4) reports 38-43% on H100s.
-* ``ACHIEVABLE_BANDWIDTH_FRACTION`` = 0.80: an assumption (copy kernels reach roughly 80-90% of
-  the spec sheet's bandwidth); replaced by the measured ``membw-copy`` where available.
-
-LLM inference (:func:`inference_throughput_roofline`)
-------------------------------------------------------
-Output tokens per second of ``batch`` sequences decoded together. Each step generates one token per
-sequence and reads the weights once and every sequence's KV cache, so
-``steps/s = min(bandwidth / bytes read, compute / (batch x FLOP per token))`` and tokens/s = batch
-x steps/s. A mixture of experts reads only the experts its tokens are routed to: with ``E``
-experts, ``k`` per token and uniform routing, a step touches ``E x (1 - (1 - k/E)^batch)`` of them
-(every expert at large batch, ``k`` at batch 1). The KV cache is counted at full context (an upper
-bound on the bytes read). Prompt processing (prefill) is not counted. The figure is a roofline
-bound: real serving engines reach less; its error has not been measured (``typical_error`` None),
-which the calibrated model will provide.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown, Mode
+from django.utils.translation import gettext as _
+
+from fitcalc.memory import TRAINING_MODES, MemoryBreakdown, Mode
 from fitcalc.presets import ModelSpec
 
 ACHIEVABLE_COMPUTE_FRACTION = 0.40
-ACHIEVABLE_BANDWIDTH_FRACTION = 0.80
 
 TRANSFORMER_TRAIN = "transformer-train"
 TRANSFORMER_INFER = "transformer-infer"
-MEMBW_COPY = "membw-copy"
 #: Lambda training workloads that measure a preset's own model.
 LAMBDA_WORKLOAD_FOR_PRESET = {"resnet-50": "resnet50", "bert-large": "bert_large_squad"}
 LAMBDA_MODES = frozenset({Mode.FULL_FINETUNE, Mode.TRAIN})
@@ -136,7 +111,6 @@ class GpuMeasurements:
 
     train_flops: float | None = None  # achieved FLOP/s of the transformer-train block
     infer_flops: float | None = None  # achieved FLOP/s of the transformer-infer block
-    bandwidth_gbs: float | None = None  # membw-copy
     lambda_per_s: Mapping[str, float] = field(default_factory=dict)  # lambda precision -> items/s
 
 
@@ -161,15 +135,17 @@ def _compute_peak_flops(specs: GpuSpecs, precision: str) -> tuple[float | None, 
     for key in COMPUTE_PEAKS[precision]:
         if key == "fp32_nontensor":
             if specs.fp32_tflops:
-                return specs.fp32_tflops * 1e12, "FP32 (non-tensor)"
+                return specs.fp32_tflops * 1e12, _("FP32 (non-tensor)")
             continue
         if key in specs.peaks:
             value = specs.peaks[key]
             if value:
                 return value * 1e12, key.upper()
             if precision == key and precision != "fp8":
-                return None, f"this GPU has no {key.upper()} support"
-    return None, "no dense tensor peak on record for " + "/".join(k.upper() for k in COMPUTE_PEAKS[precision])
+                return None, _("this GPU has no %(format)s support") % {"format": key.upper()}
+    return None, _("no dense tensor peak on record for %(formats)s") % {
+        "formats": "/".join(k.upper() for k in COMPUTE_PEAKS[precision])
+    }
 
 
 def throughput_resolve(
@@ -188,7 +164,7 @@ def throughput_resolve(
 
     if precision == "bf16" and "bf16" in specs.peaks and specs.peaks["bf16"] is None:
         # V100 and older: BF16 is emulated, not run on tensor cores; no figure stands for it.
-        return Throughput(None, unit, "none", "this GPU has no BF16 support: choose FP16")
+        return Throughput(None, unit, "none", _("this GPU has no BF16 support: choose FP16"))
     lambda_precision = LAMBDA_PRECISION.get(precision)
     if model.slug in LAMBDA_WORKLOAD_FOR_PRESET and mode in LAMBDA_MODES and lambda_precision:
         per_s = measured.lambda_per_s.get(lambda_precision)
@@ -199,10 +175,20 @@ def throughput_resolve(
                     per_s * context,
                     unit,
                     "measured",
-                    f"Lambda {workload} {lambda_precision.upper()}: {per_s:g} sequences/s x {context} tokens",
+                    _("Lambda %(workload)s %(precision)s: %(rate)s sequences/s × %(context)d tokens")
+                    % {
+                        "workload": workload,
+                        "precision": lambda_precision.upper(),
+                        "rate": f"{per_s:g}",
+                        "context": context,
+                    },
                 )
             return Throughput(
-                per_s, unit, "measured", f"Lambda {workload} {lambda_precision.upper()}: {per_s:g} samples/s"
+                per_s,
+                unit,
+                "measured",
+                _("Lambda %(workload)s %(precision)s: %(rate)s samples/s")
+                % {"workload": workload, "precision": lambda_precision.upper(), "rate": f"{per_s:g}"},
             )
 
     if not transformer:
@@ -210,15 +196,13 @@ def throughput_resolve(
             None,
             unit,
             "none",
-            "no measurement for this model; image models need FLOP per sample, which depend on the input size",
+            _("no measurement for this model; image models need FLOP per sample, which depend on the input size"),
         )
     if model.params <= 0:
-        return Throughput(None, unit, "none", "no parameters")
+        return Throughput(None, unit, "none", _("no parameters"))
 
     if mode is Mode.INFERENCE and model.kind == "decoder":
-        return INFERENCE_THROUGHPUT(
-            specs=specs, measured=measured, workload=decode_workload(model=model, breakdown=breakdown)
-        )
+        raise ValueError("decoder inference depends on the GPU count: fitcalc.llm computes it")
     flops_per_token = model_flops_per_token(model=model, context=context, training=training)
     compute, basis, note = _compute_rate(
         specs=specs,
@@ -237,110 +221,19 @@ def _compute_rate(
 ) -> tuple[float | None, Basis, str]:
     """Tokens/s the compute allows: the measured block's FLOP rate, else 40% of the dense peak."""
     if measured_flops and precision in BLOCK_MEASUREMENT_PRECISIONS:
-        note = (
-            f"{block} block measured at {measured_flops / 1e12:.1f} TFLOP/s, "
-            f"scaled to {flops_per_token / 1e9:.1f} GFLOP per token"
-        )
+        note = _("%(block)s block measured at %(tflops).1f TFLOP/s, scaled to %(gflop).1f GFLOP per token") % {
+            "block": block,
+            "tflops": measured_flops / 1e12,
+            "gflop": flops_per_token / 1e9,
+        }
         return measured_flops / flops_per_token, "measured-scaled", note
     peak, peak_name = _compute_peak_flops(specs, precision)
     if peak is None:
         return None, "none", peak_name
-    note = (
-        f"{ACHIEVABLE_COMPUTE_FRACTION:.0%} of the {peak_name} dense peak ({peak / 1e12:g} TFLOPS) "
-        f"/ {flops_per_token / 1e9:.1f} GFLOP per token"
-    )
+    note = _("%(share).0f%% of the %(peak)s dense peak (%(tflops)s TFLOPS) ÷ %(gflop).1f GFLOP per token") % {
+        "share": ACHIEVABLE_COMPUTE_FRACTION * 100,
+        "peak": peak_name,
+        "tflops": f"{peak / 1e12:g}",
+        "gflop": flops_per_token / 1e9,
+    }
     return ACHIEVABLE_COMPUTE_FRACTION * peak / flops_per_token, "estimated", note
-
-
-# --- LLM inference ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DecodeWorkload:
-    """One decode step of a batch, in plain numbers: what an LLM inference throughput model needs.
-
-    ``compute_params``: parameters each token runs through (a mixture of experts' active ones);
-    ``flops_per_token``: forward FLOP per generated token at full context (Kaplan, with attention);
-    ``shared_weight_bytes``: weights every step reads (all of a dense model; attention, embeddings,
-    dense and shared layers of a mixture of experts); ``expert_weight_bytes``: the routed experts;
-    ``kv_bytes_per_sequence`` at ``context`` tokens; ``batch``: sequences decoded together;
-    ``precision``: the weight format (fitcalc.quant.Precision value)."""
-
-    compute_params: float
-    flops_per_token: float
-    shared_weight_bytes: float
-    expert_weight_bytes: float
-    experts: int | None
-    experts_active: int | None
-    kv_bytes_per_sequence: float
-    batch: int
-    context: int
-    precision: str
-
-
-def decode_workload(*, model: ModelSpec, breakdown: MemoryBreakdown) -> DecodeWorkload:
-    """The decode step of ``breakdown``'s batch of ``model``."""
-    weights = breakdown.weights_gib * GIB
-    expert_share = model.expert_params / model.params if model.params and model.expert_params else 0.0
-    experts_bytes = weights * expert_share
-    return DecodeWorkload(
-        compute_params=float(model.compute_params),
-        flops_per_token=model_flops_per_token(model=model, context=breakdown.context, training=False),
-        shared_weight_bytes=weights - experts_bytes,
-        expert_weight_bytes=experts_bytes,
-        experts=model.experts,
-        experts_active=model.experts_active,
-        kv_bytes_per_sequence=breakdown.kv_cache_gib * GIB / breakdown.batch,
-        batch=breakdown.batch,
-        context=breakdown.context,
-        precision=breakdown.precision.value,
-    )
-
-
-def experts_touched(*, experts: int, per_token: int, batch: int) -> float:
-    """Expected distinct experts a step of ``batch`` tokens uses, routing uniform and independent."""
-    return experts * (1 - (1 - per_token / experts) ** batch)
-
-
-def inference_throughput_roofline(
-    *, specs: GpuSpecs, measured: GpuMeasurements, workload: DecodeWorkload
-) -> Throughput:
-    """Output tokens/s of one GPU decoding ``workload.batch`` sequences (module docstring): the
-    smaller of the memory-bandwidth and the compute bound. Basis "estimated", error unmeasured."""
-    unit = "tokens/s"
-    if workload.precision == "bf16" and "bf16" in specs.peaks and specs.peaks["bf16"] is None:
-        return Throughput(None, unit, "none", "this GPU has no BF16 support: choose FP16")
-    if measured.bandwidth_gbs:
-        bandwidth, how = measured.bandwidth_gbs * 1e9, f"measured copy bandwidth {measured.bandwidth_gbs:g} GB/s"
-    elif specs.bandwidth_gbs:
-        bandwidth = ACHIEVABLE_BANDWIDTH_FRACTION * specs.bandwidth_gbs * 1e9
-        how = f"{ACHIEVABLE_BANDWIDTH_FRACTION:.0%} of {specs.bandwidth_gbs:g} GB/s"
-    else:
-        return Throughput(None, unit, "none", "no memory bandwidth on record to bound decoding")
-    batch = workload.batch
-    expert_bytes = workload.expert_weight_bytes
-    if workload.experts and workload.experts_active and expert_bytes:
-        touched = experts_touched(experts=workload.experts, per_token=workload.experts_active, batch=batch)
-        expert_bytes *= touched / workload.experts
-    step_bytes = workload.shared_weight_bytes + expert_bytes + batch * workload.kv_bytes_per_sequence
-    memory_rate = batch * bandwidth / step_bytes if step_bytes > 0 else math.inf
-    compute, basis, compute_note = _compute_rate(
-        specs=specs,
-        measured_flops=measured.infer_flops,
-        block=TRANSFORMER_INFER,
-        precision=workload.precision,
-        flops_per_token=workload.flops_per_token,
-    )
-    if compute is None:
-        return Throughput(None, unit, "none", compute_note)
-    if memory_rate < compute:
-        note = f"decoding bound by memory: {batch} x {how} / {step_bytes / 1e9:.1f} GB read per step"
-        return Throughput(memory_rate, unit, "estimated", note)
-    return Throughput(
-        compute, unit, basis if basis != "measured" else "estimated", f"decoding bound by compute: {compute_note}"
-    )
-
-
-#: The LLM inference throughput model the calculator uses: one name to reassign.
-InferenceThroughput = Callable[..., Throughput]
-INFERENCE_THROUGHPUT: InferenceThroughput = inference_throughput_roofline

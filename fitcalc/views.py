@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import gettext_lazy
 
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
@@ -23,7 +23,7 @@ from fitcalc.selectors import fit_compute
 #: 100 million tokens (about 49,000 sequences of 2,048 tokens).
 PAGE_DEFAULTS = {"model": "llama-3-8b", "mode": "lora", "context": "2048", "batch": "1", "tokens": "100000000"}
 
-WORK_LABELS = {"tokens": _lazy("tokens"), "samples": _lazy("samples"), "epochs": _lazy("epochs")}
+WORK_LABELS = {"tokens": gettext_lazy("tokens"), "samples": gettext_lazy("samples"), "epochs": gettext_lazy("epochs")}
 
 FIELD_GROUPS = (
     ("model", ("model", "hf_model", "params", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim")),
@@ -44,7 +44,7 @@ FIELD_GROUPS = (
         ),
     ),
     ("work", ("tokens", "samples", "epochs", "dataset_size")),
-    ("money", ("hours_per_day", "electricity_price_per_kwh", "condition", "currency")),
+    ("money", ("price", "hours_per_day", "electricity_price_per_kwh", "condition", "currency")),
 )
 
 

@@ -12,20 +12,16 @@ from decimal import Decimal
 import pytest
 
 from fitcalc import PRESETS, GpuFacts, fit_plan, memory_estimate
+from fitcalc.llm import LlmGpu, llm_rate, llm_shape_of_job
 from fitcalc.memory import GIB
 from fitcalc.plan import per_gpu_memory_gib
 from fitcalc.presets import PUBLISHED_FIGURES
 from fitcalc.quant import GPTQ_AWQ_BITS
-from fitcalc.throughput import (
-    GpuMeasurements,
-    GpuSpecs,
-    decode_workload,
-    experts_touched,
-    inference_throughput_roofline,
-    model_flops_per_token,
-)
+from fitcalc.throughput import model_flops_per_token
+from llm_estimate.constants import constants_default
 
-H100_LIKE = GpuSpecs(peaks={"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9}, fp32_tflops=66.9, bandwidth_gbs=3350.0)
+# Test figures of an H100-like card (datasheet numbers, chosen for easy arithmetic).
+H100_LIKE = LlmGpu(memory_gib=80.0, bandwidth_gbs=3350.0, tensor_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9})
 
 
 def _half_unit(printed: str) -> float:
@@ -97,19 +93,24 @@ def test_moe_memory_uses_every_expert_and_compute_only_the_active_ones() -> None
     assert mixtral.active_params / 1e9 == pytest.approx(12.9, abs=0.05)
 
 
-def test_moe_decoding_reads_only_the_routed_experts() -> None:
-    assert experts_touched(experts=8, per_token=2, batch=1) == pytest.approx(2)
-    assert experts_touched(experts=128, per_token=8, batch=1000) == pytest.approx(128, rel=1e-6)
+def test_moe_one_stream_reads_only_the_active_experts() -> None:
     spec = PRESETS["qwen3-30b-a3b"]
     one = memory_estimate(model=spec, mode="inference", precision="bf16", batch=1, context=1024)
-    rate = inference_throughput_roofline(
-        specs=H100_LIKE, measured=GpuMeasurements(), workload=decode_workload(model=spec, breakdown=one)
+    shape = llm_shape_of_job(model=spec, breakdown=one)
+    assert shape is not None and shape.active_params_b == pytest.approx(spec.active_params / 1e9)
+    constants = constants_default()
+    rate = llm_rate(
+        gpu=H100_LIKE, shape=shape, mode="single", count=1, context=1024, users=None, benchmark="", constants=constants
     )
-    workload = decode_workload(model=spec, breakdown=one)
-    read = workload.shared_weight_bytes + workload.expert_weight_bytes * 8 / 128 + workload.kv_bytes_per_sequence
-    assert rate.per_s == pytest.approx(0.8 * 3350e9 / read)
-    # A dense model of the same total size reads all of it: the MoE streams ~8x faster at batch 1.
-    assert rate.per_s > 5 * 0.8 * 3350e9 / (one.weights_gib * GIB)
+    assert rate is not None
+    seconds = (spec.active_params * shape.bytes_per_weight + shape.kv_bytes_per_token * 512) / (
+        constants.decode_efficiency("bf16") * 3350e9
+    ) + constants.decode_overhead_ms_per_layer / 1000 * spec.layers
+    assert rate.per_s == pytest.approx(1 / seconds)
+    # A dense model of the same total size reads all of it (plus the same overhead per layer): the MoE
+    # streams about twice as fast.
+    dense = 1 / (one.weights_gib * GIB / (constants.decode_efficiency("bf16") * 3350e9))
+    assert rate.per_s > 1.8 * dense
 
 
 # --- quantisation formats and the KV cache ------------------------------------------------------
@@ -180,21 +181,24 @@ def test_tensor_parallelism_splits_the_kv_cache_by_head_but_not_mla() -> None:
 # --- batched serving ----------------------------------------------------------------------------
 
 
-def test_batched_serving_is_about_users_times_faster_than_one_stream_while_memory_bound() -> None:
+def test_batched_serving_shares_each_weight_read_among_the_users() -> None:
     spec = PRESETS["llama-3-70b"]
-    one = memory_estimate(model=spec, mode="inference", precision="fp8", batch=1, context=2048)
-    many = memory_estimate(model=spec, mode="inference", precision="fp8", batch=32, context=2048)
-    single = inference_throughput_roofline(
-        specs=H100_LIKE, measured=GpuMeasurements(), workload=decode_workload(model=spec, breakdown=one)
-    )
-    batched = inference_throughput_roofline(
-        specs=H100_LIKE, measured=GpuMeasurements(), workload=decode_workload(model=spec, breakdown=many)
-    )
-    assert single.basis == batched.basis == "estimated" and single.typical_error is None
-    # Each step also reads the 32 KV caches, so a little under 32x.
-    assert 20 < batched.per_s / single.per_s < 32
-    # 70.6B FP8 weights at 80% of 3.35 TB/s: ~38 tokens/s for one stream.
-    assert 30 < single.per_s < 45
+    breakdown = memory_estimate(model=spec, mode="inference", precision="fp8", batch=1, context=2048)
+    shape = llm_shape_of_job(model=spec, breakdown=breakdown)
+    assert shape is not None
+    constants = constants_default()
+    # Two cards: the weights and 32 users' caches fit (fitcalc.plan decides that; the model takes it).
+    common = {"gpu": H100_LIKE, "shape": shape, "count": 2, "context": 2048, "benchmark": "", "constants": constants}
+    single = llm_rate(mode="single", users=None, **common)
+    batched = llm_rate(mode="batched", users=32, **common)
+    assert single is not None and batched is not None
+    assert (batched.batch, batched.group, batched.replicas) == (32, 2, 1)
+    # 32 users share each step's read of the 70.6 GB of FP8 weights, and tensor parallelism adds the
+    # two cards' bandwidths where one stream split by layers runs at one card's: at most 32 x 2 as fast.
+    assert 16 < batched.per_s / single.per_s < 64
+    # One stream: 72.6 GB of FP8 weights (16-bit embeddings) read per token at the fitted share of
+    # 3.35 TB/s, plus the fitted overhead per layer: under 30 tokens/s.
+    assert 20 < single.per_s < 35
 
 
 # --- ranking ------------------------------------------------------------------------------------
