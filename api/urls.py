@@ -4,9 +4,9 @@ from drf_spectacular.views import SpectacularAPIView
 
 from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings
 from api.views.base import ApiNotFoundView, PingView
+from api.views.fit import FitView
 from api.views.index import ApiIndexView, LocalisedRedocView, LocalisedSwaggerView
-from benchmarks_app.api import SubmissionCreateView, SubmissionDetailView
-from fitcalc.api import FitView
+from api.views.submissions import SubmissionCreateView, SubmissionDetailView
 
 app_name = "api"
 

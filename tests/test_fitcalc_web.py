@@ -27,10 +27,11 @@ from hypothesis import settings as hypothesis_settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from api.serializers_fit import CROSS_FIELD_PARAMETERS
+from api.views.fit import FitView
 from catalog.services.prices import currency
 from catalog.services.prices.currency import ecb_rate
 from fitcalc import PRESETS, GpuFacts, fit_plan, memory_estimate
-from fitcalc.api import CROSS_FIELD_PARAMETERS, FitView
 from fitcalc.figures import CostTimePoint, cost_time_points, fit_cost_time_figure
 from fitcalc.forms import FitForm
 from fitcalc.memory import GIB

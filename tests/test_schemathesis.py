@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from accounts.services import api_token_create
+from api.serializers_fit import CROSS_FIELD_PARAMETERS as FIT_CROSS_FIELD_PARAMETERS
 from dashboard.metrics import PRECISION_FAMILIES, USE_CASES
-from fitcalc.api import CROSS_FIELD_PARAMETERS as FIT_CROSS_FIELD_PARAMETERS
 from tests.factories import UserFactory
 from tests.factories_api import build_api_world
 
@@ -95,7 +95,7 @@ CROSS_FIELD = {"/api/v1/fit/": set(FIT_CROSS_FIELD_PARAMETERS)}
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case, request):  # type: ignore[no-untyped-def]
     if HEADERS and case.operation.label == "POST /api/v1/submissions/":
-        # Authenticated submissions: the request schema is a bare `object` (benchmarks_app/api.py,
+        # Authenticated submissions: the request schema is a bare `object` (api/views/submissions.py,
         # not this package) while the server validates against submission-1.schema.json, so
         # positive_data_acceptance cannot hold until that schema is embedded. The anonymous run
         # covers this operation (401).
