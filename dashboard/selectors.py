@@ -340,7 +340,6 @@ class Ranking:
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
     llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
     # LLM use cases: estimates outside the measured range ranked above a measured figure.
-    outside_above_measured: int = 0
 
 
 @dataclass
@@ -648,7 +647,17 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     for row in rows:
         row.tier = tiers.get(row.gpu_slug)
     sort_key = params.sort
-    rows.sort(key=lambda r: (getattr(r, sort_key) is None, -(getattr(r, sort_key) or 0), r.gpu_name))
+    # LLM use cases list measured figures first (issue 17): their estimates extrapolate a fitted
+    # model to GPUs and configurations the measurements may not contain.
+    measured_first = uc.is_llm
+    rows.sort(
+        key=lambda r: (
+            getattr(r, sort_key) is None,
+            measured_first and r.perf_basis != "measured",
+            -(getattr(r, sort_key) or 0),
+            r.gpu_name,
+        )
+    )
     hidden = [r for r in rows if not r.eligible] if params.show == "eligible" else []
     if hidden:
         rows = [r for r in rows if r.eligible]
@@ -673,7 +682,6 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
         llm_outside_error_pct=llm_outside_error,
-        outside_above_measured=_outside_above_measured(rows),
     )
 
 
@@ -706,13 +714,6 @@ def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:
         "scaling_tokens_per_s_per_gpu": scaling.tokens_per_s_per_gpu,
         "scaling_one_gpu_tokens_per_s": scaling.one_gpu_tokens_per_s,
     }
-
-
-def _outside_above_measured(rows: list[RankingRow]) -> int:
-    """Estimates outside the measured range ranked above the last ranked measured figure."""
-    ranked = [r for r in rows if r.rank is not None]
-    last_measured = max((i for i, r in enumerate(ranked) if r.perf_basis == "measured"), default=-1)
-    return sum(r.estimate_outside_range for r in ranked[:last_measured])
 
 
 def _with_provenance(
