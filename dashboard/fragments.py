@@ -32,8 +32,10 @@ from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors_prices import price_status
 from dashboard import figures, metrics
-from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
-from dashboard.selectors_pages import gpu_page_compute
+from dashboard.selectors.gpus import gpu_page_compute
+from dashboard.selectors.ranking_params import CURRENCIES, RankingParams
+from dashboard.selectors.rankings import Ranking, rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_version, data_version_cache_seconds, data_versioned
 
 # A base template that outputs nothing but the content block: with it, a page template renders

@@ -112,7 +112,7 @@ class UseCase:
     precision_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
     precision_reason: str | Promise = ""  # why, in words, for the method text
     # LLM use cases (kind "llm") rank absolute tokens/s and cost per million tokens per model size
-    # (dashboard/selectors_llm.py); the others rank performance relative to a baseline GPU.
+    # (dashboard/selectors/llm_rows.py); the others rank performance relative to a baseline GPU.
     kind: str = "relative"
     llm_mode: str = ""  # "batched" | "one_stream"
     model_sizes: tuple[str, ...] = ()  # llm_estimate.shapes.SIZE_CLASSES slugs; first = default

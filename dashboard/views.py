@@ -18,23 +18,12 @@ from catalog.selectors import gpus_lookup
 from dashboard import figures, fragments, metrics
 from dashboard.csv_export import csv_response
 from dashboard.open_data import TABLES
-from dashboard.selectors import (
-    CURRENCIES,
-    RankingParamError,
-    RankingParams,
-    RankingRow,
-    ranking_params_from_query,
-    rankings_compute,
-    tiers_compute,
-)
-from dashboard.selectors_llm_page import llm_model_page
-from dashboard.selectors_pages import (
-    COMPARE_PRECISIONS,
-    Comparison,
-    architecture_timeline,
-    architectures_compute,
-    compare_compute,
-)
+from dashboard.selectors.architectures import architecture_timeline, architectures_compute
+from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
+from dashboard.selectors.llm_model_page import llm_model_page
+from dashboard.selectors.ranking_params import CURRENCIES, RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.rankings import RankingRow, rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 
 RANKING_CSV_HEADER = (
     "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",

@@ -25,7 +25,7 @@ from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.models import Gpu, Offer, PriceSnapshot, PurchasePrice, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
-from dashboard.selectors_scaling import scaling_measured_by_gpu
+from dashboard.selectors.scaling import scaling_measured_by_gpu
 from fitcalc.forms import FitRequest
 from fitcalc.memory import TRAINING_MODES, MemoryBreakdown
 from fitcalc.plan import (

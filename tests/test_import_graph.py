@@ -25,7 +25,7 @@ PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcal
 KNOWN_FUNCTION_IMPORTS = {
     # dashboard imports catalog's views' helpers: the pages' half of issue 20.
     ("catalog.views.gpus", "dashboard.fragments"),
-    ("catalog.views.gpus", "dashboard.selectors_pages"),
+    ("catalog.views.gpus", "dashboard.selectors.gpus"),
     ("catalog.views.gpus", "dashboard.csv_export"),
     # The price mapping admin: the prices' area.
     ("catalog.admin", "catalog.admin_prices"),

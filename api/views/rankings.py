@@ -2,7 +2,7 @@
 
 Parameters are first checked against the schema (unknown vendor/provider/baseline, values
 outside the vocabularies: 400 naming the parameter), then parsed by
-``dashboard.selectors.ranking_params_from_query`` exactly as the page parses them; its
+``dashboard.selectors.ranking_params.ranking_params_from_query`` exactly as the page parses them; its
 cross-parameter rules (a precision the use case does not allow) are 400s too.
 """
 
@@ -26,15 +26,9 @@ from api.serializers import RankingSerializer, TierListSerializer
 from api.views.base import READ_ERRORS, ApiMixin, response_cached
 from catalog.models import Gpu
 from dashboard import metrics
-from dashboard.selectors import (
-    Ranking,
-    RankingParamError,
-    RankingParams,
-    RankingRow,
-    ranking_params_from_query,
-    rankings_compute,
-    tiers_compute,
-)
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.rankings import Ranking, RankingRow, rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 
 ROW_FIELDS = {
     "rank": "rank",

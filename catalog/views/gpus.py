@@ -64,7 +64,7 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
     # The specs part is the catalogue's; the dashboard adds offers, price history, results and
     # tiers through its own selector and template (dashboard/gpu_detail.html extends this one).
     from dashboard.fragments import gpu_page_body, page_response
-    from dashboard.selectors_pages import gpu_offers, money_for
+    from dashboard.selectors.gpus import gpu_offers, money_for
 
     gpu = gpu_for_page(slug=slug)
     if gpu is None:

@@ -1,8 +1,7 @@
-"""Reads for the GPU page additions, the comparison and the architecture timeline.
+"""Reads for the GPU page's additions to the specs: offers, price history, results, efficiency,
+standings in the rankings, LLM measurements and multi-GPU figures.
 
 Each function issues a fixed number of queries whatever the data size; tests pin the counts.
-The comparison's prices come from the shared rent price selector (``gpu_rent_prices``); the GPU
-page lists the offers themselves and their history.
 """
 
 from __future__ import annotations
@@ -13,21 +12,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Min, Prefetch
+from django.db.models import Min
 from django.db.models.functions import TruncDate
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
-from catalog.models import Architecture, Gpu, Offer, PriceObservation, TensorPeak
-from catalog.selectors_prices import PriceProvenance, display_rate, gpu_rent_prices, snapshot_dates
+from catalog.models import Gpu, Offer, PriceObservation
+from catalog.selectors_prices import display_rate, snapshot_dates
 from dashboard import figures, metrics
 from dashboard.metrics import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
-from dashboard.selectors import RankingParams, RankingRow, rankings_compute
-from dashboard.selectors_llm import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
-from dashboard.selectors_scaling import MultiGpuFigures, gpu_multi_gpu
+from dashboard.selectors.llm_figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import RankingRow, rankings_compute
+from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 from gpuatlas.data_version import data_versioned
 
 OFFERS_SHOWN = 60
@@ -342,140 +342,3 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         scaling_figure=figures.scaling_figure(multi_gpu.training) if multi_gpu.measured_on_several else None,
         allreduce_figure=figures.allreduce_figure(multi_gpu.allreduce) if multi_gpu.allreduce else None,
     )
-
-
-COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
-
-
-@dataclass
-class CompareCell:
-    """One GPU in one use case: its ranking row and its figure relative to the first GPU's."""
-
-    row: RankingRow | None
-    relative: float | None  # the GPU's ranking figure divided by the first GPU's
-    relative_basis: str  # "measured" when both figures are measured, else "estimated"
-    per_price: float | None  # relative performance per currency unit of the typical GPU-hour price
-
-
-@dataclass
-class CompareColumn:
-    gpu: Gpu
-    peaks: dict[str, float | None]  # precision -> dense TFLOPS; None: not supported; absent: unknown
-    peak_sources: dict[str, tuple[str, dt.date]]
-    # Current on-demand rent per GPU-hour in the page currency, as the rankings read it: the
-    # typical price (median of the providers' cheapest offers) and the cheapest offer, each with
-    # the offer it is (provider, observation date, age).
-    typical_price: float | None
-    typical_origin: PriceProvenance | None
-    cheapest_price: float | None
-    cheapest_origin: PriceProvenance | None
-    price_providers: int
-    cells: dict[str, CompareCell] = field(default_factory=dict)
-
-
-@dataclass
-class Comparison:
-    columns: list[CompareColumn]
-    money: Money
-    baseline_name: str
-
-
-def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
-    """Two to four GPUs side by side. Performance comes from the rankings (one definition of the
-    figure and of n): each GPU's ranking figure divided by the first GPU's; the LLM use cases
-    keep their tokens/s and cost per million tokens at the use case's default model size."""
-    money = money_for(currency)
-    ids = [g.id for g in gpus]
-    typical = gpu_rent_prices(gpu_ids=ids, rule="typical")
-    cheapest = gpu_rent_prices(gpu_ids=ids, rule="cheapest")
-    peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
-    sources: dict[int, dict[str, tuple[str, dt.date]]] = defaultdict(dict)
-    for peak in TensorPeak.objects.filter(gpu_id__in=ids):
-        peaks[peak.gpu_id][peak.precision] = peak.dense_tflops if peak.supported else None
-        sources[peak.gpu_id][peak.precision] = (peak.source, peak.as_of)
-    columns = [
-        CompareColumn(
-            gpu=g,
-            peaks=peaks[g.id],
-            peak_sources=sources[g.id],
-            typical_price=money(float(typical[g.id].price_usd)) if g.id in typical else None,
-            typical_origin=typical[g.id].provenance if g.id in typical else None,
-            cheapest_price=money(float(cheapest[g.id].price_usd)) if g.id in cheapest else None,
-            cheapest_origin=cheapest[g.id].provenance if g.id in cheapest else None,
-            price_providers=typical[g.id].providers if g.id in typical else 0,
-        )
-        for g in gpus
-    ]
-    baseline_name = ""
-    for use_case in USE_CASES:
-        ranking = rankings_compute(params=RankingParams(use_case=use_case, currency=currency, show="all"))
-        baseline_name = ranking.baseline_name
-        by_id = {r.gpu_id: r for r in ranking.rows}
-        first = by_id.get(gpus[0].id)
-        for column in columns:
-            row = by_id.get(column.gpu.id)
-            relative = row.perf / first.perf if row and first and row.perf and first.perf else None
-            measured = row is not None and first is not None and row.perf_basis == first.perf_basis == "measured"
-            column.cells[use_case] = CompareCell(
-                row=row,
-                relative=relative,
-                relative_basis="measured" if measured else "estimated",
-                per_price=metrics.per_price(relative, column.typical_price),
-            )
-    return Comparison(columns=columns, money=money, baseline_name=baseline_name)
-
-
-@dataclass
-class ArchitectureCard:
-    architecture: Architecture
-    gpus: list[Gpu]
-    features: list[str]
-
-
-def architecture_features(arch: Architecture) -> list[str]:
-    features = []
-    if arch.tensor_core_generation:
-        features.append(_("Tensor Cores gen %(n)s") % {"n": arch.tensor_core_generation})
-    else:
-        features.append(_("no Tensor Cores"))
-    for flag, label in (
-        (arch.supports_tf32, "TF32"),
-        (arch.supports_bf16, "BF16"),
-        (arch.supports_fp8, "FP8"),
-        (arch.supports_fp4, "FP4"),
-        (arch.supports_sparsity, _("2:4 sparsity")),
-    ):
-        if flag:
-            features.append(label)
-    if arch.min_cuda_version:
-        features.append(_("CUDA %(version)s+") % {"version": arch.min_cuda_version})
-    return features
-
-
-def architectures_compute() -> list[ArchitectureCard]:
-    """Every architecture in release order with its features and curated GPUs (two queries)."""
-    archs = Architecture.objects.select_related("vendor").prefetch_related(
-        Prefetch(
-            "gpus",
-            queryset=Gpu.objects.filter(is_curated=True).order_by("release_date", "name"),
-            to_attr="curated_gpus",
-        )
-    )
-    cards = [ArchitectureCard(a, list(a.curated_gpus), architecture_features(a)) for a in archs]  # type: ignore[attr-defined]
-    return sorted(cards, key=lambda c: (c.architecture.release_month or dt.date.max, c.architecture.name))
-
-
-def architecture_timeline(cards: list[ArchitectureCard]) -> dict[str, Any] | None:
-    items = [
-        figures.TimelineItem(
-            slug=c.architecture.slug,
-            name=c.architecture.name,
-            vendor=c.architecture.vendor.name,
-            release=c.architecture.release_month,
-            features=", ".join(c.features),
-            gpus=len(c.gpus),
-        )
-        for c in cards
-        if c.architecture.release_month
-    ]
-    return figures.architecture_timeline_figure(items) if items else None
