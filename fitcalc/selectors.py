@@ -60,7 +60,7 @@ from fitcalc.throughput import (
     throughput_resolve,
 )
 
-MIN_COMMUNITY_N = 3  # as dashboard.metrics: an aggregate counts with a lab result or >= 3 community results
+MIN_COMMUNITY_N = 3  # as dashboard.ranking.maths: an aggregate counts with a lab result or >= 3 community results
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5

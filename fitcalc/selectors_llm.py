@@ -27,7 +27,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from dashboard import metrics
+from dashboard.ranking.maths import pcie_peak_gbs
+from dashboard.ranking.use_cases import PRECISION_FAMILIES
 from dashboard.scaling import MeasuredScaling
 from dashboard.selectors.llm_figures import _reference_benchmark, llm_model_state
 from dashboard.selectors.llm_rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
@@ -82,7 +83,7 @@ def llm_measured_figures(
     family = PRECISION_FAMILY.get(precision)
     if size is None or family is None or (mode == SERVING and not full_load):
         return {}
-    precisions = metrics.PRECISION_FAMILIES[family][0]
+    precisions = PRECISION_FAMILIES[family][0]
     rows = [r for r in llm_rows(gpu_ids=gpu_ids) if model_size_class(r.model) == size]
     out: dict[int, LlmMeasured] = {}
     if mode == SERVING:
@@ -248,7 +249,7 @@ def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> Llm
     tensor["fp16_nontensor"] = row.get("fp16_tflops")
     link = gpu_link(
         interconnect_gbs=row.get("interconnect_gbs"),
-        pcie_gbs=metrics.pcie_peak_gbs(row.get("bus_interface") or ""),
+        pcie_gbs=pcie_peak_gbs(row.get("bus_interface") or ""),
         segment=row.get("segment") or "",
         variant=row.get("variant") or "",
     )

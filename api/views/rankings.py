@@ -25,7 +25,8 @@ from api.filters import ApiFilterBackend, RankingFilterSet
 from api.serializers import RankingSerializer, TierListSerializer
 from api.views.base import READ_ERRORS, ApiMixin, response_cached
 from catalog.models import Gpu
-from dashboard import metrics
+from dashboard.ranking.maths import TIER_NAMES
+from dashboard.ranking.use_cases import use_case_requirement
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
 from dashboard.selectors.rankings import Ranking, RankingRow, rankings_compute
 from dashboard.selectors.tiers import tiers_compute
@@ -131,7 +132,7 @@ def ranking_header(ranking: Ranking) -> dict[str, Any]:
             "memory_floor_gib": uc.memory_floor_gib,
             "memory_floor_source": str(uc.memory_floor_source),
             "required_tensor_formats": list(uc.required_precisions(ranking.params.precision)),
-            "requirement": metrics.use_case_requirement(uc, family=ranking.params.precision),
+            "requirement": use_case_requirement(uc, family=ranking.params.precision),
         },
         "estimate": {
             "compute_weight": estimate.compute_weight,
@@ -233,7 +234,7 @@ class TierListView(_RankingBase):
                 "min_relative_value": tier_list.thresholds.get(name),
                 "results": [row_data(row) for row in tier_list.tiers[name]],
             }
-            for name in metrics.TIER_NAMES
+            for name in TIER_NAMES
         ]
         return {
             **ranking_header(tier_list.ranking),

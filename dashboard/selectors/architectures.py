@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from django.utils.translation import gettext as _
 
 from catalog.models import Architecture, Gpu
-from dashboard import figures
+from dashboard.figures.architectures import TimelineItem, architecture_timeline_figure
 
 
 @dataclass
@@ -55,7 +55,7 @@ def architectures_compute() -> list[ArchitectureCard]:
 
 def architecture_timeline(cards: list[ArchitectureCard]) -> dict[str, Any] | None:
     items = [
-        figures.TimelineItem(
+        TimelineItem(
             slug=c.architecture.slug,
             name=c.architecture.name,
             vendor=c.architecture.vendor.name,
@@ -66,4 +66,4 @@ def architecture_timeline(cards: list[ArchitectureCard]) -> dict[str, Any] | Non
         for c in cards
         if c.architecture.release_month
     ]
-    return figures.architecture_timeline_figure(items) if items else None
+    return architecture_timeline_figure(items) if items else None

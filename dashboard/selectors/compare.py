@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors_prices import PriceProvenance, gpu_rent_prices
-from dashboard import metrics
-from dashboard.metrics import USE_CASES
+from dashboard.ranking.maths import per_price
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.gpus import Money, money_for
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import RankingRow, rankings_compute
@@ -91,6 +91,6 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
                 row=row,
                 relative=relative,
                 relative_basis="measured" if measured else "estimated",
-                per_price=metrics.per_price(relative, column.typical_price),
+                per_price=per_price(relative, column.typical_price),
             )
     return Comparison(columns=columns, money=money, baseline_name=baseline_name)

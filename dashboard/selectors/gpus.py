@@ -21,8 +21,10 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
 from catalog.models import Gpu, Offer, PriceObservation
 from catalog.selectors_prices import display_rate, snapshot_dates
-from dashboard import figures, metrics
-from dashboard.metrics import USE_CASES
+from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
+from dashboard.figures.scaling import allreduce_figure, scaling_figure
+from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow, pcie_peak_gbs
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
 from dashboard.selectors.llm_figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from dashboard.selectors.ranking_params import RankingParams
@@ -113,7 +115,7 @@ class GpuPageData:
     price_history_figure: dict[str, Any] | None
     aggregates: list[AggregateLine]
     box_figure: dict[str, Any] | None
-    efficiency: list[metrics.EfficiencyRow]
+    efficiency: list[EfficiencyRow]
     standings: list[UseCaseStanding]
     baseline_name: str
     warnings: list[str] = field(default_factory=list)
@@ -199,7 +201,7 @@ def _aggregate_label(aggregate: ResultAggregate) -> str:
     return f"{name} · {parts[3]}" if len(parts) > 3 else name
 
 
-def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[metrics.EfficiencyRow]:
+def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[EfficiencyRow]:
     """Micro-benchmarks against the datasheet figure each can be compared with: matmuls against
     the dense tensor peak, in-memory copies against the memory bandwidth, PCIe transfers against
     the host link (a PCIe result over HBM bandwidth would read as a 2 % "efficiency")."""
@@ -213,22 +215,18 @@ def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[metri
         label = _aggregate_label(a)
         if "flop" in unit or "tops" in unit:
             peak = peaks.get(a.precision) or (gpu.fp32_tflops if a.precision == "fp32" else None)
-            rows.append(metrics.EfficiencyRow(a.precision.upper(), a.median, peak, a.workload.unit, "compute", label))
+            rows.append(EfficiencyRow(a.precision.upper(), a.median, peak, a.workload.unit, "compute", label))
         elif "gb/s" in unit and a.workload.slug.startswith("pcie"):
             rows.append(
-                metrics.EfficiencyRow(
-                    "—", a.median, metrics.pcie_peak_gbs(gpu.bus_interface), a.workload.unit, "host link", label
-                )
+                EfficiencyRow("—", a.median, pcie_peak_gbs(gpu.bus_interface), a.workload.unit, "host link", label)
             )
         elif "gb/s" in unit:
-            rows.append(
-                metrics.EfficiencyRow("—", a.median, gpu.memory_bandwidth_gbs, a.workload.unit, "memory", label)
-            )
+            rows.append(EfficiencyRow("—", a.median, gpu.memory_bandwidth_gbs, a.workload.unit, "memory", label))
     order = {"compute": 0, "memory": 1, "host link": 2}
     return sorted(rows, key=lambda r: order[r.kind])
 
 
-def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics.BASELINE_SLUG_DEFAULT) -> GpuPageData:
+def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
     """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
     money = money_for(currency)
     warnings = []
@@ -286,7 +284,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         )
         if ref_median and a.workload.higher_is_better and a.gpu_count == box_gpu_count:
             boxes.append(
-                figures.ResultBox(
+                ResultBox(
                     label=workload_display_name(slug=a.workload.slug, version=a.workload.version),
                     precision=a.precision,
                     median=a.median / ref_median,
@@ -323,15 +321,13 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         money=money,
         offers=offers,
         offers_total=offers_total,
-        price_history_figure=figures.price_history_figure(
+        price_history_figure=price_history_figure(
             history, currency=money.currency, shown=[_(ALL_ON_DEMAND), _(ALL_SPOT)]
         )
         if history
         else None,
         aggregates=aggregates,
-        box_figure=figures.results_box_figure(boxes, relative_to=baseline_name, gpu_count=box_gpu_count)
-        if boxes
-        else None,
+        box_figure=results_box_figure(boxes, relative_to=baseline_name, gpu_count=box_gpu_count) if boxes else None,
         efficiency=efficiency,
         standings=standings,
         baseline_name=baseline_name,
@@ -339,6 +335,6 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = metrics
         llm_measurements=llm_lines,
         llm_does_not_fit=llm_oom,
         multi_gpu=multi_gpu,
-        scaling_figure=figures.scaling_figure(multi_gpu.training) if multi_gpu.measured_on_several else None,
-        allreduce_figure=figures.allreduce_figure(multi_gpu.allreduce) if multi_gpu.allreduce else None,
+        scaling_figure=scaling_figure(multi_gpu.training) if multi_gpu.measured_on_several else None,
+        allreduce_figure=allreduce_figure(multi_gpu.allreduce) if multi_gpu.allreduce else None,
     )

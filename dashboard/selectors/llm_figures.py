@@ -16,7 +16,8 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow
 from catalog.models import Gpu, TensorPeak
-from dashboard import metrics
+from dashboard.ranking.maths import pcie_peak_gbs, per_price
+from dashboard.ranking.use_cases import PRECISION_FAMILIES
 from dashboard.selectors.llm_rows import (
     CHAT_CONTEXT_TOKENS,
     CHAT_WEIGHTS,
@@ -71,7 +72,7 @@ def gpu_link_for(gpu: Gpu) -> GpuLink:
     its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
     return gpu_link(
         interconnect_gbs=gpu.interconnect_gbs,
-        pcie_gbs=metrics.pcie_peak_gbs(gpu.bus_interface),
+        pcie_gbs=pcie_peak_gbs(gpu.bus_interface),
         segment=gpu.segment,
         variant=gpu.variant,
     )
@@ -287,7 +288,7 @@ def llm_ranking_figures(
     state = state or llm_model_state()
     kind = "serving" if use_case == "llm-serving" else "decode"
     mode = "batched" if kind == "serving" else "one_stream"
-    precisions = metrics.PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
+    precisions = PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
     chosen: dict[int, list[LlmPoint]] = defaultdict(list)
     rows = llm_rows(gpu_ids=[g.id for g in gpus]) if measured else []
     serving_rows: dict[int, list[LlmRow]] = defaultdict(list)
@@ -390,7 +391,7 @@ def llm_row_values(*, figure: LlmFigure, price: float | None, mode: str, llm_mod
         "n": figure.n,
         "distinct_submitters": figure.distinct_submitters,
         "groups": 1 if measured else 0,
-        "perf_per_dollar": metrics.per_price(figure.tokens_per_s, price * gpus_paid if price else None, scale=scale),
+        "perf_per_dollar": per_price(figure.tokens_per_s, price * gpus_paid if price else None, scale=scale),
         "meets_memory_floor": figure.fits,
         "llm_gpu_count": figure.gpu_count,
         "cost_per_million_tokens": cost,

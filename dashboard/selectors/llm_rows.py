@@ -37,7 +37,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from benchmarks_app.models import BenchmarkResult
-from dashboard import metrics
+from dashboard.ranking.maths import MIN_COMMUNITY_N
+from dashboard.ranking.use_cases import PRECISION_FAMILIES
 from llm_estimate.shapes import MODEL_SHAPES, model_size_class
 
 _MLPERF = re.compile(
@@ -349,7 +350,7 @@ def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
                 n=n,
                 distinct_submitters=len({r.submitter_key for r in group}),
                 has_lab=has_lab,
-                qualifies=has_lab or n >= metrics.MIN_COMMUNITY_N,
+                qualifies=has_lab or n >= MIN_COMMUNITY_N,
                 default_basis=first.default_basis,
                 source_rank=first.source_rank,
                 recency=first.recency,
@@ -425,7 +426,7 @@ def _neg_text(text: str) -> tuple[int, ...]:
 def _family_of(kind: str, precision: str) -> str:
     if kind == "serving":
         return "any"
-    return next((f for f in ("4bit", "8bit", "16bit") if precision in metrics.PRECISION_FAMILIES[f][0]), "other")
+    return next((f for f in ("4bit", "8bit", "16bit") if precision in PRECISION_FAMILIES[f][0]), "other")
 
 
 def headline_points(

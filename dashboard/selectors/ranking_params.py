@@ -44,8 +44,8 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from catalog.models import Segment
-from dashboard import metrics
-from dashboard.metrics import USE_CASES, UseCase
+from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
+from dashboard.ranking.use_cases import USE_CASES, UseCase
 
 CURRENCIES = ("USD", "CNY")
 MODES = ("rent", "buy")
@@ -80,7 +80,7 @@ class RankingParams:
     provider: str = ""
     region: str = ""
     currency: str = "USD"
-    baseline: str = metrics.BASELINE_SLUG_DEFAULT
+    baseline: str = BASELINE_SLUG_DEFAULT
     basis: str = "all"
     sort: str = "perf_per_dollar"
     show: str = "eligible"
@@ -172,7 +172,7 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         provider=_slug(query, "provider"),
         region=region,
         currency=currency,
-        baseline=_slug(query, "baseline") or metrics.BASELINE_SLUG_DEFAULT,
+        baseline=_slug(query, "baseline") or BASELINE_SLUG_DEFAULT,
         basis=_choice(query, "basis", BASES, "all"),
         sort=_choice(query, "sort", SORTS, "perf_per_dollar"),
         show=_choice(query, "show", SHOWS, "eligible"),

@@ -31,7 +31,7 @@ per currency unit per GPU-hour of the GPUs involved.
 
 Measured and estimated figures are never merged silently: ``RankingRow.perf_basis`` says which
 one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
-are 0 for estimates. The method is documented in dashboard/metrics.py.
+are 0 for estimates. The method is documented in dashboard/ranking/maths.py.
 
 Rental prices come from ``catalog.selectors_prices.gpu_rent_prices`` (current, SKU-level
 offers only); each row carries the figure's provider, observation date and age, and the spread
@@ -54,8 +54,20 @@ from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import Gpu, PurchasePrice, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
 from catalog.services.prices.currency import NoExchangeRate, RateBook
-from dashboard import metrics
-from dashboard.metrics import UseCase
+from dashboard.ranking.maths import (
+    AggregatePoint,
+    EstimateModel,
+    EstimateSample,
+    MeasuredPerf,
+    SpecFigures,
+    estimate_model_fit,
+    measured_relative,
+    per_kilowatt,
+    per_price,
+    spec_ratios,
+    tiers_assign,
+)
+from dashboard.ranking.use_cases import PRECISION_FAMILIES, ArchitectureSupport, UseCase, use_case_eligibility
 from dashboard.scaling import (
     DDP_WORKLOAD,
     MeasuredScaling,
@@ -164,7 +176,7 @@ class Ranking:
     exchange_rate: dict[str, Any] | None  # {"usd_per_unit", "date", "source"} for CNY
     warnings: list[str] = field(default_factory=list)
     skipped_without_data: int = 0  # GPUs with neither a measurement nor the specs to estimate
-    estimate: metrics.EstimateModel = field(default_factory=metrics.EstimateModel)
+    estimate: EstimateModel = field(default_factory=EstimateModel)
     ineligible_rows: list[RankingRow] = field(default_factory=list)  # hidden with show=eligible
 
     @property
@@ -211,15 +223,15 @@ def _buy_prices(params: RankingParams, gpus: list[Gpu], rates: RateBook) -> dict
     return out
 
 
-def _spec_figures(gpu: Gpu, peaks: Mapping[str, float | None]) -> metrics.SpecFigures:
-    return metrics.SpecFigures(peaks=peaks, bandwidth_gbs=gpu.memory_bandwidth_gbs, fp32_tflops=gpu.fp32_tflops)
+def _spec_figures(gpu: Gpu, peaks: Mapping[str, float | None]) -> SpecFigures:
+    return SpecFigures(peaks=peaks, bandwidth_gbs=gpu.memory_bandwidth_gbs, fp32_tflops=gpu.fp32_tflops)
 
 
-def _architecture_support(gpu: Gpu) -> metrics.ArchitectureSupport | None:
+def _architecture_support(gpu: Gpu) -> ArchitectureSupport | None:
     arch = gpu.architecture
     if arch is None:
         return None
-    return metrics.ArchitectureSupport(
+    return ArchitectureSupport(
         vendor_slug=gpu.vendor.slug,
         tensor_core_generation=arch.tensor_core_generation,
         bf16=arch.supports_bf16,
@@ -229,25 +241,25 @@ def _architecture_support(gpu: Gpu) -> metrics.ArchitectureSupport | None:
 
 def _estimate_model(
     *,
-    measured: Mapping[int, metrics.MeasuredPerf],
-    specs: Mapping[int, metrics.SpecFigures],
-    baseline_specs: metrics.SpecFigures,
+    measured: Mapping[int, MeasuredPerf],
+    specs: Mapping[int, SpecFigures],
+    baseline_specs: SpecFigures,
     family: str,
-) -> metrics.EstimateModel:
+) -> EstimateModel:
     """The spec estimate fitted on every measured GPU (whatever the page's filters)."""
     samples = []
     for gpu_id, perf in measured.items():
-        ratios = metrics.spec_ratios(specs[gpu_id], baseline_specs, family=family) if gpu_id in specs else None
+        ratios = spec_ratios(specs[gpu_id], baseline_specs, family=family) if gpu_id in specs else None
         if ratios is not None:
-            samples.append(metrics.EstimateSample(str(gpu_id), perf.value, *ratios))
-    return metrics.estimate_model_fit(samples)
+            samples.append(EstimateSample(str(gpu_id), perf.value, *ratios))
+    return estimate_model_fit(samples)
 
 
 @data_versioned("rankings_compute")  # perf: cached per params until prices or results change
 def rankings_compute(*, params: RankingParams) -> Ranking:
     """Performance, price and value of every GPU with data for the use case (see module doc)."""
     uc = params.use_case_def
-    precisions = metrics.PRECISION_FAMILIES[params.precision][0]
+    precisions = PRECISION_FAMILIES[params.precision][0]
     warnings: list[str] = []
 
     workloads = {
@@ -295,7 +307,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         peaks_by_gpu[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
 
     points = [
-        metrics.AggregatePoint(
+        AggregatePoint(
             gpu_id=a["gpu_id"],
             group=(a["workload_id"], a["precision"], a["gpu_count"]),
             median=a["median"],
@@ -307,7 +319,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         )
         for a in aggregates
     ]
-    measured = {} if uc.is_llm else metrics.measured_relative(points, baseline_gpu_id=baseline.id)
+    measured = {} if uc.is_llm else measured_relative(points, baseline_gpu_id=baseline.id)
     baseline_measured = baseline.id in measured
     if measured_gpu_ids and not baseline_measured and not uc.is_llm:
         warnings.append(
@@ -374,7 +386,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     estimate_model = (
         _estimate_model(measured=measured, specs=specs, baseline_specs=baseline_specs, family=params.precision)
         if baseline_measured and not uc.is_llm
-        else metrics.EstimateModel()
+        else EstimateModel()
     )
     llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
     if uc.is_llm:
@@ -397,7 +409,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     for gpu in gpus:
         usd, source, providers = prices.get(gpu.id, (None, "", 0))
         price = convert(usd)
-        eligibility = metrics.use_case_eligibility(
+        eligibility = use_case_eligibility(
             uc,
             family=params.precision,
             memory_gib=gpu.memory_gib,
@@ -416,7 +428,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             values = llm_row_values(figure=figure, price=price, mode=params.mode, llm_mode=uc.llm_mode, scale=scale)
         else:
             m = measured.get(gpu.id)
-            ratios = metrics.spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
+            ratios = spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
             estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
             if m is None and estimate is None:
                 skipped += 1
@@ -432,7 +444,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 "n": m.n if m else 0,
                 "distinct_submitters": distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
                 "groups": m.groups if m else 0,
-                "perf_per_dollar": metrics.per_price(perf, price, scale=scale),
+                "perf_per_dollar": per_price(perf, price, scale=scale),
                 "meets_memory_floor": eligibility.meets_memory_floor,
                 "estimate_error_pct": _percent(estimate_model.typical_error) if estimate is not None else None,
                 "measured_via": names.get(m.via, "") if m and m.via is not None else "",
@@ -457,7 +469,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                     price_providers=providers,
                     currency=currency,
                     perf_per_dollar_unit=ppd_unit,
-                    perf_per_kw=metrics.per_kilowatt(values["perf"], gpu.tdp_w),
+                    perf_per_kw=per_kilowatt(values["perf"], gpu.tdp_w),
                     eligible=eligibility.eligible and values["meets_memory_floor"],
                     ineligible_reasons=list(eligibility.reasons),
                     **values,
@@ -467,7 +479,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             )
         )
 
-    tiers = metrics.tiers_assign({r.gpu_slug: r.perf_per_dollar for r in rows if r.eligible})
+    tiers = tiers_assign({r.gpu_slug: r.perf_per_dollar for r in rows if r.eligible})
     for row in rows:
         row.tier = tiers.get(row.gpu_slug)
     sort_key = params.sort

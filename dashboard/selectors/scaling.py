@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from benchmarks_app.models import BenchmarkResult, TrustLabel
-from dashboard import metrics
+from dashboard.ranking.maths import MIN_COMMUNITY_N
 from dashboard.scaling import (
     ALLREDUCE_METHOD,
     DDP_WORKLOAD,
@@ -99,7 +99,7 @@ class MultiGpuFigures:
     training: list[ScalingLine] = field(default_factory=list)
     allreduce: list[AllreduceLine] = field(default_factory=list)
     by_count: dict[int, MeasuredScaling] = field(default_factory=dict)
-    min_results: int = metrics.MIN_COMMUNITY_N
+    min_results: int = MIN_COMMUNITY_N
 
     @property
     def measured_on_several(self) -> bool:
@@ -140,7 +140,7 @@ class MultiGpuFigures:
 def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
     """Every multi-GPU figure of one GPU (see dashboard/scaling.py for the method)."""
     results = host_results(gpu_ids=[gpu_id]).get(gpu_id, [])
-    training = scaling_lines(results, min_results=metrics.MIN_COMMUNITY_N)
+    training = scaling_lines(results, min_results=MIN_COMMUNITY_N)
     return MultiGpuFigures(
         training=training,
         allreduce=allreduce_lines(results),
@@ -153,7 +153,7 @@ def scaling_measured_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, dict[int, Me
     results = host_results(gpu_ids=gpu_ids, workloads=[DDP_WORKLOAD])
     out = {}
     for gpu_id, rows in results.items():
-        by_count = scaling_by_count(scaling_lines(rows, min_results=metrics.MIN_COMMUNITY_N))
+        by_count = scaling_by_count(scaling_lines(rows, min_results=MIN_COMMUNITY_N))
         if by_count:
             out[gpu_id] = by_count
     return out

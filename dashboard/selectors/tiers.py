@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dashboard import metrics
+from dashboard.ranking.maths import TIER_NAMES, TIER_THRESHOLDS
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import Ranking, RankingRow, rankings_compute
 
@@ -25,9 +25,9 @@ class TierList:
 
 
 def tiers_compute(*, params: RankingParams) -> TierList:
-    """The tier list of one use case: S..D among the GPUs eligible for it (metrics doc)."""
+    """The tier list of one use case: S..D among the GPUs eligible for it (dashboard/ranking/maths.py)."""
     ranking = rankings_compute(params=params.with_changes(sort="perf_per_dollar", show="all"))
-    tiers: dict[str, list[RankingRow]] = {name: [] for name in metrics.TIER_NAMES}
+    tiers: dict[str, list[RankingRow]] = {name: [] for name in TIER_NAMES}
     below, lacking, without_price = [], [], []
     for row in ranking.rows:
         if not row.meets_memory_floor:
@@ -43,7 +43,7 @@ def tiers_compute(*, params: RankingParams) -> TierList:
         tiers=tiers,
         below_floor=below,
         without_price=without_price,
-        thresholds=dict(metrics.TIER_THRESHOLDS),
+        thresholds=dict(TIER_THRESHOLDS),
         memory_floor_gib=ranking.use_case.memory_floor_gib,
         lacking_precision=lacking,
     )

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from benchmarks_app.models import BenchmarkResult
-from dashboard.metrics import USE_CASES
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.llm_figures import llm_model_compute
 from dashboard.selectors.llm_model_page import llm_landmarks
 from dashboard.selectors.ranking_params import RankingParams
