@@ -9,9 +9,9 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
 from catalog.selectors import gpu_for_page
+from catalog.selectors_prices import display_money, gpu_offers
 from dashboard.csv_export import csv_response
 from dashboard.fragments import gpu_page_body, page_response
-from dashboard.selectors.gpus import gpu_offers, money_for
 
 
 def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
@@ -21,7 +21,7 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
     currency = request.GET.get("currency", "USD").upper()
     currency = currency if currency in ("USD", "CNY") else "USD"
     if request.GET.get("format") == "csv":
-        money = money_for(currency)
+        money = display_money(currency=currency)
         offers, _total = gpu_offers(gpu=gpu, money=money, limit=None)
         header = [
             "provider",

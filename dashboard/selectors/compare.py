@@ -8,10 +8,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import PriceProvenance, gpu_rent_prices
+from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_rent_prices
 from dashboard.ranking.maths import per_price
 from dashboard.ranking.use_cases import USE_CASES
-from dashboard.selectors.gpus import Money, money_for
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import RankingRow, rankings_compute
 
@@ -55,7 +54,7 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
     """Two to four GPUs side by side. Performance comes from the rankings (one definition of the
     figure and of n): each GPU's ranking figure divided by the first GPU's; the LLM use cases
     keep their tokens/s and cost per million tokens at the use case's default model size."""
-    money = money_for(currency)
+    money = display_money(currency=currency)
     ids = [g.id for g in gpus]
     typical = gpu_rent_prices(gpu_ids=ids, rule="typical")
     cheapest = gpu_rent_prices(gpu_ids=ids, rule="cheapest")

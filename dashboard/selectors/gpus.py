@@ -6,21 +6,24 @@ Each function issues a fixed number of queries whatever the data size; tests pin
 
 from __future__ import annotations
 
-import datetime as dt
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Min
-from django.db.models.functions import TruncDate
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
 
 from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
-from catalog.models import Gpu, Offer, PriceObservation
-from catalog.selectors_prices import display_rate, snapshot_dates
+from catalog.models import Gpu
+from catalog.selectors_prices import (
+    ALL_ON_DEMAND,
+    ALL_SPOT,
+    Money,
+    OfferLine,
+    display_money,
+    gpu_offers,
+    gpu_price_history,
+)
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
 from dashboard.figures.scaling import allreduce_figure, scaling_figure
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow, pcie_peak_gbs
@@ -30,56 +33,9 @@ from dashboard.selectors.llm_figures import DoesNotFitLine, LlmGpuLine, llm_gpu_
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import RankingRow, rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
-from gpuatlas.data_version import data_versioned
 
-OFFERS_SHOWN = 60
 # Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
 LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
-
-
-@dataclass
-class Money:
-    """Converts USD amounts to the page currency, or says why it cannot."""
-
-    do_not_call_in_templates = True  # templates read .currency; calling needs an amount
-
-    currency: str
-    usd_per_unit: float | None
-    rate_date: dt.date | None = None
-    rate_source: str = ""
-    missing: bool = False
-
-    def __call__(self, usd: float | None) -> float | None:
-        if usd is None:
-            return None
-        return usd / self.usd_per_unit if self.usd_per_unit else usd
-
-
-def money_for(currency: str) -> Money:
-    """USD, or CNY at the newest ECB rate (its date kept); falls back to USD (missing=True) without one."""
-    if currency == "USD":
-        return Money("USD", None)
-    rate = display_rate(currency=currency)
-    if rate["missing"]:
-        return Money("USD", None, missing=True)
-    return Money(currency, float(1 / rate["units_per_usd"]), rate["rate_date"], rate["source"])
-
-
-@dataclass
-class OfferLine:
-    provider: str
-    provider_slug: str
-    instance_type: str
-    region: str
-    gpu_count: float
-    vcpus_per_gpu: float | None
-    ram_gib_per_gpu: float | None
-    price_per_gpu_hour: float | None
-    is_spot: bool
-    last_seen: dt.datetime  # the newest snapshot that listed the offer: when its price was observed
-    variant_ambiguous: bool = False
-    date_is_estimate: bool = False
-    date_note: str = ""
 
 
 @dataclass
@@ -126,73 +82,6 @@ class GpuPageData:
     allreduce_figure: dict[str, Any] | None = None
 
 
-def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> tuple[list[OfferLine], int]:
-    """Current offers of a GPU, cheapest first (``limit`` of them) and how many there are."""
-    qs = (
-        Offer.objects.current()
-        .filter(gpu=gpu)
-        .select_related("provider")
-        .order_by("current_price_per_gpu_hour_usd", "provider__name")
-    )
-    total = qs.count() if limit is not None else 0
-    chosen = list(qs[:limit] if limit is not None else qs)
-    dates = snapshot_dates(offers=chosen)
-    lines = [
-        OfferLine(
-            provider=o.provider.name,
-            provider_slug=o.provider.slug,
-            instance_type=o.instance_type,
-            region=o.region,
-            gpu_count=o.gpu_count,
-            vcpus_per_gpu=o.vcpus_per_gpu,
-            ram_gib_per_gpu=o.ram_gib_per_gpu,
-            price_per_gpu_hour=money(float(o.current_price_per_gpu_hour_usd))
-            if o.current_price_per_gpu_hour_usd
-            else None,
-            is_spot=o.is_spot,
-            last_seen=o.last_seen,
-            variant_ambiguous=o.variant_ambiguous,
-            date_is_estimate=dates.get((o.source, o.provider_id, o.last_seen), ("estimate", ""))[0] == "estimate",
-            date_note=dates.get((o.source, o.provider_id, o.last_seen), ("", ""))[1],
-        )
-        for o in chosen
-    ]
-    return lines, (total if limit is not None else len(lines))
-
-
-ALL_ON_DEMAND = gettext_noop("all providers: cheapest on-demand")
-ALL_SPOT = gettext_noop("all providers: cheapest spot")
-
-
-@data_versioned("gpu_price_history", key=lambda gpu, money: (gpu.pk, money.currency, money.usd_per_unit))  # perf
-def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date, float]]]:
-    """Series name -> lowest price per GPU-hour per day, in one query: first the cheapest over
-    all providers (on-demand, then spot), then one series per provider (spot marked)."""
-    rows = (
-        PriceObservation.objects.filter(offer__gpu=gpu)
-        .annotate(day=TruncDate("observed_at"))
-        .order_by()
-        .values("day", "offer__provider__name", "offer__is_spot")
-        .annotate(low=Min("price_per_gpu_hour_usd"))
-    )
-    per_provider: dict[str, dict[dt.date, float]] = defaultdict(dict)
-    overall: dict[bool, dict[dt.date, float]] = {False: {}, True: {}}
-    for row in rows:
-        spot = row["offer__is_spot"]
-        price = money(float(row["low"])) or 0.0
-        name = row["offer__provider__name"] + (" · " + _("spot") if spot else "")
-        per_provider[name][row["day"]] = price
-        day_low = overall[spot]
-        day_low[row["day"]] = min(price, day_low.get(row["day"], price))
-    series: dict[str, list[tuple[dt.date, float]]] = {}
-    for spot, label in ((False, _(ALL_ON_DEMAND)), (True, _(ALL_SPOT))):
-        if overall[spot]:
-            series[label] = sorted(overall[spot].items())
-    for name in sorted(per_provider, key=str.lower):
-        series[name] = sorted(per_provider[name].items())
-    return series
-
-
 def _aggregate_label(aggregate: ResultAggregate) -> str:
     """The workload's display name and the run parameters of its comparison label (batch sizes,
     matrix sizes), without the slug, version, precision and GPU count the table shows apart."""
@@ -228,7 +117,7 @@ def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[Effic
 
 def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
     """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
-    money = money_for(currency)
+    money = display_money(currency=currency)
     warnings = []
     if money.missing:
         warnings.append(

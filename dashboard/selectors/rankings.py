@@ -44,16 +44,14 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import ResultAggregate, Workload
-from catalog.models import Gpu, PurchasePrice, TensorPeak
-from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
-from catalog.services.prices.currency import NoExchangeRate, RateBook
+from catalog.models import Gpu, TensorPeak
+from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
 from dashboard.ranking.maths import (
     AggregatePoint,
     EstimateModel,
@@ -80,6 +78,9 @@ from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.scaling import scaling_measured_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
+
+if TYPE_CHECKING:
+    from catalog.services.prices.currency import RateBook
 
 
 @dataclass
@@ -198,24 +199,16 @@ def _rent_prices(params: RankingParams, gpu_ids: list[int]) -> dict[int, GpuRent
     return gpu_rent_prices(gpu_ids=gpu_ids, rule=params.price, provider=params.provider, region=params.region)
 
 
-def _to_usd(amount: Decimal, currency: str, on: dt.date, rates: RateBook) -> float | None:
-    try:
-        return float(rates.to_usd(amount, currency, on))
-    except NoExchangeRate:
-        return None
-
-
 def _buy_prices(params: RankingParams, gpus: list[Gpu], rates: RateBook) -> dict[int, tuple[float, str]]:
-    """gpu id -> (USD purchase price, source label): newest observation per GPU; for new cards
-    without one, the launch price."""
+    """gpu id -> (USD purchase price, source label): the newest observation per GPU at the rate of
+    its day; for new cards without one, the launch price."""
     out: dict[int, tuple[float, str]] = {}
-    prices = PurchasePrice.objects.filter(gpu_id__in=[g.id for g in gpus], condition=params.condition)
-    for row in prices.order_by("gpu_id", "-observed_on").values("gpu_id", "price", "currency", "observed_on"):
-        if row["gpu_id"] in out:
-            continue
-        usd = _to_usd(row["price"], row["currency"], row["observed_on"], rates)
-        if usd is not None:
-            out[row["gpu_id"]] = (usd, _("newest %(condition)s purchase price") % {"condition": params.condition})
+    label = _("newest %(condition)s purchase price") % {"condition": params.condition}
+    for gpu_id, price in gpu_purchase_prices(
+        gpu_ids=[g.id for g in gpus], condition=params.condition, rates=rates
+    ).items():
+        if price.usd_then is not None:
+            out[gpu_id] = (price.usd_then, label)
     if params.condition == "new":
         for gpu in gpus:
             if gpu.id not in out and gpu.launch_price_usd:
@@ -335,7 +328,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         precisions=precisions,
     )
 
-    rates = RateBook.load()
+    rates = exchange_rates()
     currency, exchange = params.currency, None
     if params.currency != "USD":
         rate = display_rate(currency=params.currency, rates=rates)
