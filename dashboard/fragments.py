@@ -36,7 +36,8 @@ from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, T
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
 from dashboard.selectors.ranking_params import CURRENCIES, RankingParams
-from dashboard.selectors.rankings import Ranking, rankings_compute
+from dashboard.selectors.ranking_rows import Ranking
+from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_version, data_version_cache_seconds, data_versioned
 

@@ -24,7 +24,8 @@ from dashboard.selectors.architectures import architecture_timeline, architectur
 from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
 from dashboard.selectors.llm_model_page import llm_model_page
 from dashboard.selectors.ranking_params import CURRENCIES, RankingParamError, RankingParams, ranking_params_from_query
-from dashboard.selectors.rankings import RankingRow, rankings_compute
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 
 RANKING_CSV_HEADER = (

@@ -13,7 +13,8 @@ from django.core.management import call_command
 from dashboard.selectors.llm_figures import llm_model_state
 from dashboard.selectors.llm_model_page import llm_landmarks
 from dashboard.selectors.ranking_params import RankingParams
-from dashboard.selectors.rankings import RankingRow, rankings_compute
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
 
 pytestmark = pytest.mark.django_db
 GIB = 1024**3

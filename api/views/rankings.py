@@ -28,7 +28,8 @@ from catalog.models import Gpu
 from dashboard.ranking.maths import TIER_NAMES
 from dashboard.ranking.use_cases import use_case_requirement
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
-from dashboard.selectors.rankings import Ranking, RankingRow, rankings_compute
+from dashboard.selectors.ranking_rows import Ranking, RankingRow
+from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 
 ROW_FIELDS = {

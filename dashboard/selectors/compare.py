@@ -12,7 +12,8 @@ from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_
 from dashboard.ranking.maths import per_price
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParams
-from dashboard.selectors.rankings import RankingRow, rankings_compute
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
 
 COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 

@@ -31,7 +31,8 @@ from dashboard.ranking.use_cases import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
 from dashboard.selectors.llm_figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from dashboard.selectors.ranking_params import RankingParams
-from dashboard.selectors.rankings import RankingRow, rankings_compute
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 
 # Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).

@@ -18,8 +18,9 @@ The arithmetic and the method are in dashboard/scaling.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from benchmarks_app.models import BenchmarkResult, TrustLabel
 from dashboard.ranking.maths import MIN_COMMUNITY_N
@@ -35,6 +36,7 @@ from dashboard.scaling import (
     ScalingLine,
     allreduce_lines,
     scaling_by_count,
+    scaling_headline,
     scaling_lines,
 )
 
@@ -157,3 +159,20 @@ def scaling_measured_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, dict[int, Me
         if by_count:
             out[gpu_id] = by_count
     return out
+
+
+def scaling_headlines_by_gpu(
+    *, aggregates: Iterable[Mapping[str, Any]], workloads: Mapping[int, Mapping[str, Any]]
+) -> dict[int, MeasuredScaling]:
+    """gpu id -> its measured training scaling at the largest ranked GPU count; one query, and only
+    when a GPU of this use case has data-parallel results on 2 GPUs or more."""
+    ddp = {wid for wid, w in workloads.items() if w["slug"] == DDP_WORKLOAD}
+    gpu_ids = {a["gpu_id"] for a in aggregates if a["workload_id"] in ddp and a["gpu_count"] > 1}
+    if not gpu_ids:
+        return {}
+    headlines = {}
+    for gpu_id, by_count in scaling_measured_by_gpu(gpu_ids=gpu_ids).items():
+        headline = scaling_headline(by_count)
+        if headline is not None:
+            headlines[gpu_id] = headline
+    return headlines

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 from dashboard.ranking.maths import TIER_NAMES, TIER_THRESHOLDS
 from dashboard.selectors.ranking_params import RankingParams
-from dashboard.selectors.rankings import Ranking, RankingRow, rankings_compute
+from dashboard.selectors.ranking_rows import Ranking, RankingRow
+from dashboard.selectors.rankings import rankings_compute
 
 
 @dataclass
