@@ -38,7 +38,6 @@ from catalog.models import Gpu, Offer, PriceObservation, PriceSnapshot, Purchase
 from catalog.services.prices.currency import USD, NoExchangeRate, RateBook
 from gpuatlas.data_version import data_versioned
 
-SUPPORTED_DISPLAY_CURRENCIES = ("USD", "CNY")
 # typical: the median of each provider's cheapest current on-demand offer (the higher middle
 # value for an even count); cheapest: the cheapest current on-demand offer; spot: the cheapest
 # current spot offer. "median" is the former name of "typical", still accepted.

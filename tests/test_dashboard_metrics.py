@@ -10,16 +10,16 @@ from dashboard.ranking.maths import (
     MIN_COMMUNITY_N,
     MIN_FIT_GPUS,
     AggregatePoint,
+    EstimateModel,
     EstimateSample,
     SpecFigures,
     estimate_model_fit,
-    estimate_relative,
     geometric_mean,
     measured_relative,
     pareto_frontier,
     per_kilowatt,
     per_price,
-    price_summary,
+    spec_ratios,
     tiers_assign,
 )
 from dashboard.ranking.use_cases import (
@@ -91,6 +91,12 @@ def test_no_baseline_measurement_means_no_measured_figures():
     assert measured_relative([_point(2, 10, 100.0)], baseline_gpu_id=None) == {}
 
 
+def estimate_relative(specs: SpecFigures, baseline: SpecFigures, *, family: str) -> float | None:
+    """The spec estimate the rankings use before a fit is checked: equal weights, no scale."""
+    ratios = spec_ratios(specs, baseline, family=family)
+    return None if ratios is None else EstimateModel().predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1])
+
+
 def test_estimate_is_geomean_of_compute_and_bandwidth_ratios():
     base = SpecFigures(peaks={"bf16": 312.0, "fp16": 312.0}, bandwidth_gbs=2039.0)
     other = SpecFigures(peaks={"bf16": 624.0}, bandwidth_gbs=2039.0 / 2)
@@ -123,12 +129,6 @@ def test_value_metrics():
     assert per_price(1.0, 0.0) is None
     assert per_kilowatt(1.0, 400) == pytest.approx(2.5)
     assert per_kilowatt(1.0, None) is None
-
-
-def test_price_summary():
-    assert price_summary([3.0, 1.0, 2.0], how="cheapest") == 1.0
-    assert price_summary([3.0, 1.0, 2.0, 10.0], how="median") == 2.5
-    assert price_summary([], how="median") is None
 
 
 def test_tiers_relative_to_best():

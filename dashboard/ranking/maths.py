@@ -42,7 +42,7 @@ import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dashboard.ranking.use_cases import PRECISION_FAMILIES
 
@@ -186,18 +186,6 @@ def spec_peak(specs: SpecFigures, *, family: str) -> float | None:
     return None
 
 
-def estimate_relative(
-    specs: SpecFigures, baseline: SpecFigures, *, family: str, compute_weight: float = ESTIMATE_COMPUTE_WEIGHT
-) -> float | None:
-    """Spec-based estimate relative to the baseline; None when a needed figure is missing."""
-    peak, ref_peak = spec_peak(specs, family=family), spec_peak(baseline, family=family)
-    if not (peak and ref_peak and specs.bandwidth_gbs and baseline.bandwidth_gbs):
-        return None
-    compute_ratio = peak / ref_peak
-    bandwidth_ratio = specs.bandwidth_gbs / baseline.bandwidth_gbs
-    return compute_ratio**compute_weight * bandwidth_ratio ** (1 - compute_weight)
-
-
 def spec_ratios(specs: SpecFigures, baseline: SpecFigures, *, family: str) -> tuple[float, float] | None:
     """(compute ratio, bandwidth ratio) to the baseline; None when a needed figure is missing."""
     peak, ref_peak = spec_peak(specs, family=family), spec_peak(baseline, family=family)
@@ -319,15 +307,6 @@ def per_kilowatt(perf: float | None, tdp_w: float | None) -> float | None:
     return perf / (tdp_w / 1000)
 
 
-def price_summary(provider_minimums: Sequence[float], *, how: str) -> float | None:
-    """One price from each provider's cheapest offer: the cheapest overall, or their median."""
-    if not provider_minimums:
-        return None
-    if how == "median":
-        return statistics.median(provider_minimums)
-    return min(provider_minimums)
-
-
 def tier_for(ratio_to_best: float) -> str:
     for name in TIER_NAMES[:-1]:
         if ratio_to_best >= TIER_THRESHOLDS[name]:
@@ -388,16 +367,3 @@ def pcie_peak_gbs(bus_interface: str) -> float | None:
     if not found or int(found.group(1)) not in PCIE_LANE_GBS:
         return None
     return PCIE_LANE_GBS[int(found.group(1))] * int(found.group(2))
-
-
-@dataclass
-class BoxStats:
-    label: str
-    median: float
-    q1: float
-    q3: float
-    minimum: float
-    maximum: float
-    n: int
-    unit: str
-    extra: dict[str, object] = field(default_factory=dict)
