@@ -1,5 +1,6 @@
-"""Reads for the LLM use cases: measured figures, the estimate model's observations, its
-fitted constants and its leave-one-GPU-out error.
+"""Reads for the LLM use cases: the measured results as rows and points, and the best measured
+figure per GPU, model size and kind (the estimate model and the rankings' figures built on them:
+dashboard/selectors/llm_figures.py).
 
 Which results count, and as what:
 
