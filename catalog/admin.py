@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from catalog.admin_prices import map_offers_to_variant
+from catalog.admin_gpu_mapping import map_offers_to_variant, map_unmatched_to_gpu
 from catalog.forms import GpuNameRuleForm
 from catalog.models import (
     Architecture,
@@ -27,6 +27,7 @@ from catalog.models import (
     Vendor,
 )
 from catalog.models.gpus import alias_normalise
+from catalog.services.prices import unmatched_gpu_name_resolve
 from gpuatlas.data_version import data_version_bump
 
 
@@ -324,16 +325,12 @@ class UnmatchedGpuNameAdmin(BumpsDataVersion, admin.ModelAdmin):
 
     @admin.action(description="Map selected names to a catalogue GPU (alias + relink offers)")
     def map_to_gpu(self, request, queryset):  # type: ignore[no-untyped-def]
-        from catalog.admin_prices import map_unmatched_to_gpu
-
         return map_unmatched_to_gpu(self, request, queryset)
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         # Choosing "resolved to" on the change form maps the name like the list action does.
         super().save_model(request, obj, form, change)
         if obj.resolved_to_id and "resolved_to" in form.changed_data:
-            from catalog.services.prices import unmatched_gpu_name_resolve
-
             relinked = unmatched_gpu_name_resolve(unmatched=obj, gpu=obj.resolved_to)
             self.message_user(
                 request, f"Alias created for {obj.name}; {relinked} offer(s) linked to {obj.resolved_to}."

@@ -1,8 +1,12 @@
-"""Reads over cloud prices: the one price read of the product, offers of a GPU, history, freshness.
+"""Reads over prices: the one price read of the product (rent, purchase, offers of a GPU, history).
 
+Every page, the API's rankings and the fit calculator read prices here:
 ``gpu_rent_prices`` is what every surface that shows "the price of a GPU" reads (rankings,
-tiers, compare, GPU page, fit calculator, API, CSV): the figure by the chosen rule, its spread
+tiers, compare, GPU page, catalogue, fit calculator, API, CSV): the figure by the chosen rule, its spread
 and its provenance (provider, observation date, age, how the date is known).
+``gpu_purchase_prices`` is the newest purchase price per GPU (rankings' buy mode, fit
+calculator); ``gpu_offers`` and ``gpu_price_history`` are the GPU page's offers table and price
+chart; ``display_rate``/``display_money`` how USD figures are shown in the page currency.
 
 The "now" selectors read the denormalised ``Offer.current_*`` fields through
 ``Offer.objects.current()``, which matches the partial index ``offer_gpu_spot_price``
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -24,13 +29,15 @@ import pandas as pd
 from django.conf import settings
 from django.db import connection
 from django.db.models import Aggregate, Count, DecimalField, Max, Min, Q, QuerySet
+from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
-from catalog.models import Gpu, ImportRun, Offer, PriceObservation, PriceSnapshot, Provider
+from catalog.models import Gpu, Offer, PriceObservation, PriceSnapshot, PurchasePrice
 from catalog.services.prices.currency import USD, NoExchangeRate, RateBook
 from gpuatlas.data_version import data_versioned
 
-SUPPORTED_DISPLAY_CURRENCIES = ("USD", "CNY")
 # typical: the median of each provider's cheapest current on-demand offer (the higher middle
 # value for an even count); cheapest: the cheapest current on-demand offer; spot: the cheapest
 # current spot offer. "median" is the former name of "typical", still accepted.
@@ -287,6 +294,11 @@ def price_summary_per_gpu(
     }
 
 
+def exchange_rates() -> RateBook:
+    """Every recorded exchange rate, for converting many prices with one query."""
+    return RateBook.load()
+
+
 def display_rate(*, currency: str, rates: RateBook | None = None) -> dict[str, Any]:
     """How USD prices are shown in ``currency``: {currency, rate_date, units_per_usd, source, missing}."""
     currency = currency.upper()
@@ -306,167 +318,170 @@ def display_rate(*, currency: str, rates: RateBook | None = None) -> dict[str, A
     }
 
 
-def offers_for_gpu(
-    *, gpu: Gpu | int, spot: bool | None = None, currency: str = USD, include_unpriced: bool = False
-) -> list[dict[str, Any]]:
-    """Current offers of one GPU, cheapest first, as plain dicts for the GPU page's table.
+@dataclass(frozen=True)
+class GpuPurchasePrice:
+    """The newest purchase price recorded for a GPU in one condition, as recorded and in USD.
 
-    Keys: provider, provider_slug, provider_kind, instance_type, region, zone, is_spot,
-    gpu_count, vcpus, ram_gib, vcpus_per_gpu, ram_gib_per_gpu, price_per_gpu_hour (in
-    ``currency``, None when no rate or not separable), price_per_gpu_hour_usd, currency,
-    original_price_per_hour, original_currency, price_separable, observed_at, last_seen,
-    age_hours, source, exchange_rate_date, no_exchange_rate.
-    ``include_unpriced`` adds offers whose listed price excludes the GPU (GCP host VMs).
+    ``usd_then`` converts at the rate of the day it was observed (what the price was worth in USD
+    then: the rankings' buy mode); ``usd_now`` at the newest rate (what it costs in USD today: the
+    fit calculator's break-even). Each is None when no rate covers that day.
     """
-    gpu_id = gpu if isinstance(gpu, int) else gpu.pk
-    rate = display_rate(currency=currency)
-    offers = Offer.objects.filter(gpu_id=gpu_id, available=True).select_related("provider")
-    if include_unpriced:
-        offers = offers.filter(Q(price_separable=False) | Q(current_price_per_gpu_hour_usd__isnull=False))
-    else:
-        offers = offers.filter(price_separable=True, current_price_per_gpu_hour_usd__isnull=False)
-    if spot is not None:
-        offers = offers.filter(is_spot=spot)
-    now = timezone.now()
-    result = []
-    for offer in offers.order_by("current_price_per_gpu_hour_usd", "provider__name", "instance_type"):
-        usd = offer.current_price_per_gpu_hour_usd if offer.price_separable else None
-        shown = None
-        if usd is not None and not rate["missing"]:
-            shown = (usd * rate["units_per_usd"]).quantize(Decimal("0.0001")) if rate["currency"] != USD else usd
-        result.append(
-            {
-                "offer_id": offer.pk,
-                "provider": offer.provider.name,
-                "provider_slug": offer.provider.slug,
-                "provider_kind": offer.provider.kind,
-                "instance_type": offer.instance_type,
-                "region": offer.region,
-                "zone": offer.zone,
-                "is_spot": offer.is_spot,
-                "gpu_count": offer.gpu_count,
-                "vcpus": offer.vcpus,
-                "ram_gib": offer.ram_gib,
-                "vcpus_per_gpu": offer.vcpus_per_gpu,
-                "ram_gib_per_gpu": offer.ram_gib_per_gpu,
-                "price_per_gpu_hour": shown,
-                "price_per_gpu_hour_usd": usd,
-                "currency": rate["currency"],
-                "original_price_per_hour": offer.current_price_per_hour,
-                "original_currency": offer.current_currency,
-                "price_separable": offer.price_separable,
-                "observed_at": offer.current_observed_at,
-                "last_seen": offer.last_seen,
-                "age_hours": round((now - offer.last_seen).total_seconds() / 3600, 1),
-                "source": offer.source,
-                "exchange_rate_date": rate["rate_date"],
-                "no_exchange_rate": rate["missing"],
-            }
+
+    gpu_id: int
+    condition: str
+    price: Decimal
+    currency: str
+    observed_on: dt.date
+    source: str
+    usd_then: float | None
+    usd_now: float | None
+
+
+def gpu_purchase_prices(
+    *, gpu_ids: Iterable[int], condition: str, rates: RateBook | None = None
+) -> dict[int, GpuPurchasePrice]:
+    """gpu id -> its newest purchase price of ``condition`` (one query, and one for the rates
+    unless ``rates`` is given)."""
+    rates = rates or exchange_rates()
+    found: dict[int, GpuPurchasePrice] = {}
+    rows = (
+        PurchasePrice.objects.filter(gpu_id__in=list(gpu_ids), condition=condition)
+        .order_by("gpu_id", "-observed_on")
+        .values("gpu_id", "price", "currency", "observed_on", "source")
+    )
+    for row in rows:
+        if row["gpu_id"] in found:
+            continue
+        found[row["gpu_id"]] = GpuPurchasePrice(
+            gpu_id=row["gpu_id"],
+            condition=condition,
+            price=row["price"],
+            currency=row["currency"],
+            observed_on=row["observed_on"],
+            source=row["source"],
+            usd_then=_to_usd(rates, row["price"], row["currency"], row["observed_on"]),
+            usd_now=_to_usd(rates, row["price"], row["currency"], None),
         )
-    return result
+    return found
 
 
-def price_history_for_gpu(*, gpu: Gpu | int, days: int | None = None, spot: bool | None = None) -> list[dict[str, Any]]:
-    """Every observation of the GPU's offers, oldest first: the series behind the price chart.
+def _to_usd(rates: RateBook, amount: Decimal, currency: str, on: dt.date | None) -> float | None:
+    try:
+        return float(rates.to_usd(amount, currency, on))
+    except NoExchangeRate:
+        return None
 
-    Keys: observed_at, price_per_gpu_hour_usd, price_per_gpu_hour, currency, provider,
-    provider_slug, instance_type, region, is_spot, offer_id. Group by provider (or offer) to
-    draw one line each; prices are step functions (valid until the next observation).
-    """
-    gpu_id = gpu if isinstance(gpu, int) else gpu.pk
-    observations = PriceObservation.objects.filter(offer__gpu_id=gpu_id, offer__price_separable=True)
-    if days is not None:
-        observations = observations.filter(observed_at__gte=timezone.now() - dt.timedelta(days=days))
-    if spot is not None:
-        observations = observations.filter(offer__is_spot=spot)
-    rows = observations.order_by("observed_at", "offer_id").values(
-        "observed_at",
-        "price_per_gpu_hour_usd",
-        "price_per_gpu_hour",
-        "currency",
-        "offer_id",
-        "offer__provider__name",
-        "offer__provider__slug",
-        "offer__instance_type",
-        "offer__region",
-        "offer__is_spot",
+
+@dataclass
+class Money:
+    """Converts USD amounts to the page currency, or says why it cannot."""
+
+    do_not_call_in_templates = True  # templates read .currency; calling needs an amount
+
+    currency: str
+    usd_per_unit: float | None
+    rate_date: dt.date | None = None
+    rate_source: str = ""
+    missing: bool = False
+
+    def __call__(self, usd: float | None) -> float | None:
+        if usd is None:
+            return None
+        return usd / self.usd_per_unit if self.usd_per_unit else usd
+
+
+def display_money(*, currency: str) -> Money:
+    """USD, or CNY at the newest ECB rate (its date kept); falls back to USD (missing=True) without one."""
+    if currency == "USD":
+        return Money("USD", None)
+    rate = display_rate(currency=currency)
+    if rate["missing"]:
+        return Money("USD", None, missing=True)
+    return Money(currency, float(1 / rate["units_per_usd"]), rate["rate_date"], rate["source"])
+
+
+@dataclass
+class OfferLine:
+    provider: str
+    provider_slug: str
+    instance_type: str
+    region: str
+    gpu_count: float
+    vcpus_per_gpu: float | None
+    ram_gib_per_gpu: float | None
+    price_per_gpu_hour: float | None
+    is_spot: bool
+    last_seen: dt.datetime  # the newest snapshot that listed the offer: when its price was observed
+    variant_ambiguous: bool = False
+    date_is_estimate: bool = False
+    date_note: str = ""
+
+
+OFFERS_SHOWN = 60
+
+
+def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> tuple[list[OfferLine], int]:
+    """Current offers of a GPU, cheapest first (``limit`` of them) and how many there are."""
+    qs = (
+        Offer.objects.current()
+        .filter(gpu=gpu)
+        .select_related("provider")
+        .order_by("current_price_per_gpu_hour_usd", "provider__name")
     )
-    return [
-        {
-            "observed_at": r["observed_at"],
-            "price_per_gpu_hour_usd": r["price_per_gpu_hour_usd"],
-            "price_per_gpu_hour": r["price_per_gpu_hour"],
-            "currency": r["currency"],
-            "offer_id": r["offer_id"],
-            "provider": r["offer__provider__name"],
-            "provider_slug": r["offer__provider__slug"],
-            "instance_type": r["offer__instance_type"],
-            "region": r["offer__region"],
-            "is_spot": r["offer__is_spot"],
-        }
-        for r in rows
+    total = qs.count() if limit is not None else 0
+    chosen = list(qs[:limit] if limit is not None else qs)
+    dates = snapshot_dates(offers=chosen)
+    lines = [
+        OfferLine(
+            provider=o.provider.name,
+            provider_slug=o.provider.slug,
+            instance_type=o.instance_type,
+            region=o.region,
+            gpu_count=o.gpu_count,
+            vcpus_per_gpu=o.vcpus_per_gpu,
+            ram_gib_per_gpu=o.ram_gib_per_gpu,
+            price_per_gpu_hour=money(float(o.current_price_per_gpu_hour_usd))
+            if o.current_price_per_gpu_hour_usd
+            else None,
+            is_spot=o.is_spot,
+            last_seen=o.last_seen,
+            variant_ambiguous=o.variant_ambiguous,
+            date_is_estimate=dates.get((o.source, o.provider_id, o.last_seen), ("estimate", ""))[0] == "estimate",
+            date_note=dates.get((o.source, o.provider_id, o.last_seen), ("", ""))[1],
+        )
+        for o in chosen
     ]
+    return lines, (total if limit is not None else len(lines))
 
 
-def price_freshness(*, gpu: Gpu | int | None = None, provider: str | None = None) -> dict[str, Any]:
-    """Age of the newest price observation (over a GPU's or a provider's offers, or all)."""
-    observations = PriceObservation.objects.all()
-    if gpu is not None:
-        observations = observations.filter(offer__gpu_id=gpu if isinstance(gpu, int) else gpu.pk)
-    if provider:
-        observations = observations.filter(offer__provider__slug=provider)
-    newest = observations.aggregate(newest=Max("observed_at"))["newest"]
-    age = (timezone.now() - newest) if newest else None
-    return {
-        "newest_observation": newest,
-        "age": age,
-        "age_hours": round(age.total_seconds() / 3600, 1) if age else None,
-    }
+ALL_ON_DEMAND = gettext_noop("all providers: cheapest on-demand")
+ALL_SPOT = gettext_noop("all providers: cheapest spot")
 
 
-def providers_with_stats() -> list[dict[str, Any]]:
-    """Providers for /providers/: offer counts, priced GPU offers, unmatched offers, freshness, last import."""
-    providers = Provider.objects.annotate(
-        offer_count=Count("offers"),
-        available_count=Count("offers", filter=Q(offers__available=True)),
-        priced_count=Count(
-            "offers",
-            filter=Q(
-                offers__available=True,
-                offers__price_separable=True,
-                offers__gpu__isnull=False,
-                offers__current_price_per_gpu_hour_usd__isnull=False,
-            ),
-        ),
-        unmatched_count=Count("offers", filter=Q(offers__gpu__isnull=True)),
-        gpu_count=Count("offers__gpu", distinct=True, filter=Q(offers__available=True)),
-        newest=Max("offers__current_observed_at"),
-        last_seen=Max("offers__last_seen"),
-    ).order_by("name")
-    last_runs = dict(
-        ImportRun.objects.filter(provider__isnull=False, status=ImportRun.Status.DONE)
+@data_versioned("gpu_price_history", key=lambda gpu, money: (gpu.pk, money.currency, money.usd_per_unit))  # perf
+def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date, float]]]:
+    """Series name -> lowest price per GPU-hour per day, in one query: first the cheapest over
+    all providers (on-demand, then spot), then one series per provider (spot marked)."""
+    rows = (
+        PriceObservation.objects.filter(offer__gpu=gpu)
+        .annotate(day=TruncDate("observed_at"))
         .order_by()
-        .values("provider_id")
-        .annotate(last=Max("finished_at"))
-        .values_list("provider_id", "last")
+        .values("day", "offer__provider__name", "offer__is_spot")
+        .annotate(low=Min("price_per_gpu_hour_usd"))
     )
-    now = timezone.now()
-    return [
-        {
-            "provider": p,
-            "name": p.name,
-            "slug": p.slug,
-            "kind": p.get_kind_display(),
-            "url": p.url,
-            "offer_count": p.offer_count,
-            "available_count": p.available_count,
-            "priced_count": p.priced_count,
-            "unmatched_count": p.unmatched_count,
-            "gpu_count": p.gpu_count,
-            "newest_observation": p.newest,
-            "last_seen": p.last_seen,
-            "age_days": round((now - p.last_seen).total_seconds() / 86400, 1) if p.last_seen else None,
-            "last_import": last_runs.get(p.pk),
-        }
-        for p in providers
-    ]
+    per_provider: dict[str, dict[dt.date, float]] = defaultdict(dict)
+    overall: dict[bool, dict[dt.date, float]] = {False: {}, True: {}}
+    for row in rows:
+        spot = row["offer__is_spot"]
+        price = money(float(row["low"])) or 0.0
+        name = row["offer__provider__name"] + (" · " + _("spot") if spot else "")
+        per_provider[name][row["day"]] = price
+        day_low = overall[spot]
+        day_low[row["day"]] = min(price, day_low.get(row["day"], price))
+    series: dict[str, list[tuple[dt.date, float]]] = {}
+    for spot, label in ((False, _(ALL_ON_DEMAND)), (True, _(ALL_SPOT))):
+        if overall[spot]:
+            series[label] = sorted(overall[spot].items())
+    for name in sorted(per_provider, key=str.lower):
+        series[name] = sorted(per_provider[name].items())
+    return series

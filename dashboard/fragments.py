@@ -31,9 +31,14 @@ from django.utils.translation import gettext as _
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors_prices import price_status
-from dashboard import figures, metrics
-from dashboard.selectors import CURRENCIES, Ranking, RankingParams, rankings_compute, tiers_compute
-from dashboard.selectors_pages import gpu_page_compute
+from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
+from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
+from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
+from dashboard.selectors.gpus import gpu_page_compute
+from dashboard.selectors.ranking_params import CURRENCIES, RankingParams
+from dashboard.selectors.ranking_rows import Ranking
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_version, data_version_cache_seconds, data_versioned
 
 # A base template that outputs nothing but the content block: with it, a page template renders
@@ -137,8 +142,8 @@ def _chrome_slots(head: str, request: HttpRequest) -> str | None:
 def filter_options() -> dict[str, Any]:
     """The choices of the filter form (three queries)."""
     return {
-        "use_cases": list(metrics.USE_CASES.values()),
-        "precision_labels": metrics.PRECISION_FAMILY_LABELS,
+        "use_cases": list(USE_CASES.values()),
+        "precision_labels": PRECISION_FAMILY_LABELS,
         "vendors": list(Vendor.objects.filter(gpus__is_curated=True).distinct().values_list("slug", "name")),
         "segments": Segment.choices,
         "providers": list(Provider.objects.values_list("slug", "name")),
@@ -152,7 +157,7 @@ def filter_options() -> dict[str, Any]:
         "conditions": [("new", _("new")), ("used", _("used"))],
         "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
         "shows": [("eligible", _("only GPUs that can do it")), ("all", _("all GPUs"))],
-        "model_size_labels": metrics.MODEL_SIZE_LABELS,
+        "model_size_labels": MODEL_SIZE_LABELS,
         "mlperf_rows": [
             ("closed-available", _("MLPerf: closed division, available systems")),
             ("all", _("MLPerf: also open division, preview and rdi")),
@@ -201,7 +206,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
     ranking = rankings_compute(params=params)
     labels = _labels(ranking)
     price_unit = ranking.rows[0].price_unit if ranking.rows else ""
-    frontier = metrics.pareto_frontier(
+    frontier = pareto_frontier(
         [(r.gpu_slug, r.price, r.perf) for r in ranking.rows if r.price is not None and r.perf is not None]
     )
     context = {
@@ -209,7 +214,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
         "ranking": ranking,
         "labels": labels,
         "frontier": set(frontier),
-        "bar_figure": figures.rankings_bar_figure(
+        "bar_figure": rankings_bar_figure(
             ranking.rows,
             value_label=labels["value"],
             currency=ranking.currency,
@@ -217,7 +222,7 @@ def rankings_body(*, params: RankingParams) -> bytes:
             baseline_name=ranking.baseline_name,
             title=labels["value"] if ranking.use_case.is_llm else "",
         ),
-        "scatter_figure": figures.perf_price_scatter_figure(
+        "scatter_figure": perf_price_scatter_figure(
             ranking.rows,
             frontier=frontier,
             price_label=labels["price"],
@@ -229,15 +234,15 @@ def rankings_body(*, params: RankingParams) -> bytes:
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
         **_switch_hrefs(params),
-        "requirement": metrics.use_case_requirement(ranking.use_case, family=params.precision),
+        "requirement": use_case_requirement(ranking.use_case, family=params.precision),
         "memory_floor_citation": ranking.use_case.memory_floor_citation,
         "lab_source": LAMBDA_SOURCE,
-        "min_fit_gpus": metrics.MIN_FIT_GPUS,
+        "min_fit_gpus": MIN_FIT_GPUS,
         "priced": sum(1 for r in ranking.rows if r.perf_per_dollar is not None),
         "measured_count": sum(1 for r in ranking.rows if r.perf_basis == "measured"),
-        "min_community_n": metrics.MIN_COMMUNITY_N,
+        "min_community_n": MIN_COMMUNITY_N,
         "price_window_days": settings.PRICE_FRESHNESS_DAYS,
-        "tier_thresholds": metrics.TIER_THRESHOLDS,
+        "tier_thresholds": TIER_THRESHOLDS,
         **filter_options(),
     }
     return body_render(template="dashboard/rankings.html", context=context)
@@ -245,8 +250,8 @@ def rankings_body(*, params: RankingParams) -> bytes:
 
 def _tier_bounds() -> dict[str, str]:
     bounds, upper = {}, None
-    for name in metrics.TIER_NAMES:
-        lower = metrics.TIER_THRESHOLDS.get(name)
+    for name in TIER_NAMES:
+        lower = TIER_THRESHOLDS.get(name)
         if lower is None:
             bounds[name] = f"< {upper:.0%}"
         elif upper is None:
@@ -261,16 +266,14 @@ def _tier_bounds() -> dict[str, str]:
 def tiers_body(*, params: RankingParams) -> bytes:
     """The tier list page body for valid parameters; RankingParamError for an unknown baseline."""
     tier_list = tiers_compute(params=params)
-    tabs = [
-        (uc, "?" + urlencode(params.with_changes(use_case=uc.slug).to_query())) for uc in metrics.USE_CASES.values()
-    ]
+    tabs = [(uc, "?" + urlencode(params.with_changes(use_case=uc.slug).to_query())) for uc in USE_CASES.values()]
     context = {
         "params": params,
         "tier_list": tier_list,
         "ranking": tier_list.ranking,
         "tabs": tabs,
-        "tier_rows": [(name, tier_list.tiers[name]) for name in metrics.TIER_NAMES],
-        "tier_figure": figures.tiers_figure(
+        "tier_rows": [(name, tier_list.tiers[name]) for name in TIER_NAMES],
+        "tier_figure": tiers_figure(
             tier_list.tiers,
             thresholds=tier_list.thresholds,
             currency=tier_list.ranking.currency,
@@ -279,9 +282,9 @@ def tiers_body(*, params: RankingParams) -> bytes:
         if any(tier_list.tiers.values())
         else None,
         "tier_bounds": _tier_bounds(),
-        "min_community_n": metrics.MIN_COMMUNITY_N,
-        "min_fit_gpus": metrics.MIN_FIT_GPUS,
-        "requirement": metrics.use_case_requirement(tier_list.ranking.use_case, family=params.precision),
+        "min_community_n": MIN_COMMUNITY_N,
+        "min_fit_gpus": MIN_FIT_GPUS,
+        "requirement": use_case_requirement(tier_list.ranking.use_case, family=params.precision),
         "memory_floor_citation": tier_list.ranking.use_case.memory_floor_citation,
         "lab_source": LAMBDA_SOURCE,
         "price_window_days": settings.PRICE_FRESHNESS_DAYS,

@@ -1,5 +1,5 @@
 """Multi-GPU figures of the benchmark client's host runs: data-parallel training scaling and
-all-reduce bus bandwidth. Pure arithmetic over plain values; dashboard/selectors_scaling.py
+all-reduce bus bandwidth. Pure arithmetic over plain values; dashboard/selectors/scaling.py
 reads the rows, tests/test_dashboard_scaling.py checks every rule with literals.
 
 Method, as the GPU page and the API state it

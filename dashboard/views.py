@@ -15,26 +15,18 @@ from django.utils.translation import gettext as _
 
 from catalog.models import Gpu
 from catalog.selectors import gpus_lookup
-from dashboard import figures, fragments, metrics
+from dashboard import fragments
 from dashboard.csv_export import csv_response
+from dashboard.figures.compare import compare_figure
 from dashboard.open_data import TABLES
-from dashboard.selectors import (
-    CURRENCIES,
-    RankingParamError,
-    RankingParams,
-    RankingRow,
-    ranking_params_from_query,
-    rankings_compute,
-    tiers_compute,
-)
-from dashboard.selectors_llm_page import llm_model_page
-from dashboard.selectors_pages import (
-    COMPARE_PRECISIONS,
-    Comparison,
-    architecture_timeline,
-    architectures_compute,
-    compare_compute,
-)
+from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, USE_CASES, UseCase
+from dashboard.selectors.architectures import architecture_timeline, architectures_compute
+from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
+from dashboard.selectors.llm_model_page import llm_model_page
+from dashboard.selectors.ranking_params import CURRENCIES, RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 
 RANKING_CSV_HEADER = (
     "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
@@ -62,7 +54,7 @@ def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamE
     query = request.GET.dict()
     # The filter form keeps the old precision when the use case changes: drop it rather than
     # answer 400 (the API stays strict).
-    use_case = metrics.USE_CASES.get(query.get("use_case") or "training")
+    use_case = USE_CASES.get(query.get("use_case") or "training")
     if use_case and query.get("precision") and query["precision"] not in use_case.precision_families:
         query.pop("precision")
     try:
@@ -165,11 +157,11 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         return render(request, "dashboard/compare.html", context, status=400)
     comparison = compare_compute(gpus=gpus, currency=currency)
     columns = comparison.columns
-    use_cases = list(metrics.USE_CASES.values())
+    use_cases = list(USE_CASES.values())
     if request.GET.get("format") == "csv":
         return _compare_csv(comparison, use_cases)
     names = [c.gpu.name for c in columns]
-    figure = figures.compare_figure(
+    figure = compare_figure(
         names,
         [str(uc.label) for uc in use_cases],
         [[c.cells[uc.slug].relative for uc in use_cases] for c in columns],
@@ -188,7 +180,7 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
             ],
             "peak_sources": [sorted(set(c.peak_sources.values())) for c in columns],
             "use_cases": use_cases,
-            "model_size_labels": metrics.MODEL_SIZE_LABELS,
+            "model_size_labels": MODEL_SIZE_LABELS,
             "share_href": "?" + urlencode({"gpus": slugs, **({"currency": currency} if currency != "USD" else {})}),
             "csv_href": "?" + urlencode({"gpus": slugs, "currency": currency, "format": "csv"}),
         }
@@ -200,7 +192,7 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
 _ORIGIN_FIELDS = ("provider", "observed_at", "date_is_estimate", "age_days")
 
 
-def _compare_csv(comparison: Comparison, use_cases: list[metrics.UseCase]) -> StreamingHttpResponse:
+def _compare_csv(comparison: Comparison, use_cases: list[UseCase]) -> StreamingHttpResponse:
     header = ["gpu_slug", "gpu_name", "memory_gib", "memory_bandwidth_gbs", "interconnect_gbs", "tdp_w"]
     header += [f"{p}_dense_tflops" for p in COMPARE_PRECISIONS]
     header += ["typical_price_per_gpu_hour", "cheapest_price_per_gpu_hour", "currency", "price_providers"]
@@ -312,4 +304,4 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
 
 def llm_model_view(request: HttpRequest) -> HttpResponse:
     """How the LLM figures are made: the estimate model, its fitted constants and its error."""
-    return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": metrics.MODEL_SIZE_LABELS})
+    return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": MODEL_SIZE_LABELS})

@@ -14,7 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
-from dashboard.figures import ESTIMATED_COLOUR, FRONTIER_COLOUR, MEASURED_COLOUR, esc
+from dashboard.figures.style import ESTIMATED_COLOUR, FRONTIER_COLOUR, MEASURED_COLOUR, esc
 from fitcalc.plan import GpuPlan
 
 _LAYOUT = {

@@ -67,7 +67,7 @@ LLM_PRECISION = {
     "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "q8_0": "int8",
     "int4": "int4", "gptq": "int4", "awq": "int4", "q4_k_m": "int4", "mxfp4": "fp4",
 }  # fmt: skip
-#: The measured rows' weight-format families (dashboard.metrics.PRECISION_FAMILIES) a format counts in.
+#: The measured rows' weight-format families (dashboard.ranking.use_cases.PRECISION_FAMILIES) a format counts in.
 PRECISION_FAMILY = {
     "bf16": "16bit", "fp16": "16bit", "fp8": "8bit", "int8": "8bit", "q8_0": "8bit",
     "int4": "4bit", "gptq": "4bit", "awq": "4bit", "q4_k_m": "4bit", "mxfp4": "4bit",

@@ -22,10 +22,9 @@ from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
-from catalog.models import Gpu, Offer, PriceSnapshot, PurchasePrice, TensorPeak
-from catalog.selectors_prices import GpuRentPrice, display_rate, gpu_rent_prices
-from catalog.services.prices.currency import NoExchangeRate, RateBook
-from dashboard.selectors_scaling import scaling_measured_by_gpu
+from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
+from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
+from dashboard.selectors.scaling import scaling_measured_by_gpu
 from fitcalc.forms import FitRequest
 from fitcalc.memory import TRAINING_MODES, MemoryBreakdown
 from fitcalc.plan import (
@@ -60,7 +59,7 @@ from fitcalc.throughput import (
     throughput_resolve,
 )
 
-MIN_COMMUNITY_N = 3  # as dashboard.metrics: an aggregate counts with a lab result or >= 3 community results
+MIN_COMMUNITY_N = 3  # as dashboard.ranking.maths: an aggregate counts with a lab result or >= 3 community results
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5
@@ -212,25 +211,6 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
     return {gpu_id: GpuMeasurements(**entry) for gpu_id, entry in found.items()}
 
 
-def _purchase_prices_usd(*, gpu_ids: list[int], condition: str, rates: RateBook) -> dict[int, tuple[float, str]]:
-    """gpu id -> (USD at the newest rate, source): the newest purchase price of that condition. One query."""
-    out: dict[int, tuple[float, str]] = {}
-    rows = (
-        PurchasePrice.objects.filter(gpu_id__in=gpu_ids, condition=condition)
-        .order_by("gpu_id", "-observed_on")
-        .values("gpu_id", "price", "currency", "observed_on", "source")
-    )
-    for row in rows:
-        if row["gpu_id"] in out:
-            continue
-        try:
-            usd = rates.to_usd(row["price"], row["currency"])
-        except NoExchangeRate:
-            continue
-        out[row["gpu_id"]] = (float(usd), f"{condition} price {row['observed_on']:%Y-%m-%d}, {row['source']}")
-    return out
-
-
 def max_count_offered(*, gpu_ids: list[int]) -> dict[int, int]:
     """gpu id -> the most of that GPU one current on-demand offer puts in one machine. One query."""
     rows = (
@@ -317,8 +297,12 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
         peaks.setdefault(row["gpu_id"], {})[row["precision"]] = row["dense_tflops"] if row["supported"] else None
     rent = gpu_rent_prices(gpu_ids=gpu_ids, rule=request.price_rule)
     offered = max_count_offered(gpu_ids=gpu_ids)
-    rates = RateBook.load()
-    purchase_usd = _purchase_prices_usd(gpu_ids=gpu_ids, condition=request.condition, rates=rates)
+    rates = exchange_rates()
+    purchase_usd = {
+        gpu_id: (price.usd_now, f"{price.condition} price {price.observed_on:%Y-%m-%d}, {price.source}")
+        for gpu_id, price in gpu_purchase_prices(gpu_ids=gpu_ids, condition=request.condition, rates=rates).items()
+        if price.usd_now is not None
+    }
     llm_inference = breakdown.is_inference and model.kind == "decoder"
     training = breakdown.mode in TRAINING_MODES
     measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)

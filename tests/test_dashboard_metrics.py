@@ -6,17 +6,38 @@ import math
 
 import pytest
 
-from dashboard import metrics
-from dashboard.metrics import AggregatePoint, SpecFigures
+from dashboard.ranking.maths import (
+    MIN_COMMUNITY_N,
+    MIN_FIT_GPUS,
+    AggregatePoint,
+    EstimateModel,
+    EstimateSample,
+    SpecFigures,
+    estimate_model_fit,
+    geometric_mean,
+    measured_relative,
+    pareto_frontier,
+    per_kilowatt,
+    per_price,
+    spec_ratios,
+    tiers_assign,
+)
+from dashboard.ranking.use_cases import (
+    USE_CASES,
+    ArchitectureSupport,
+    precision_supported,
+    use_case_eligibility,
+    use_case_requirement,
+)
 
 
 def test_geometric_mean():
-    assert metrics.geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
-    assert metrics.geometric_mean([5.0]) == pytest.approx(5.0)
+    assert geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    assert geometric_mean([5.0]) == pytest.approx(5.0)
     with pytest.raises(ValueError):
-        metrics.geometric_mean([])
+        geometric_mean([])
     with pytest.raises(ValueError):
-        metrics.geometric_mean([1.0, 0.0])
+        geometric_mean([1.0, 0.0])
 
 
 def _point(gpu, workload, median, *, n=1, lab=True, precision="fp16", count=1, higher=True, submitters=1):
@@ -32,7 +53,7 @@ def test_measured_relative_is_geomean_of_ratios_to_baseline():
         _point(3, 10, 50.0),
         _point(3, 99, 10.0),  # workload the baseline lacks: ignored
     ]
-    out = metrics.measured_relative(points, baseline_gpu_id=1)
+    out = measured_relative(points, baseline_gpu_id=1)
     assert out[1].value == pytest.approx(1.0)
     assert out[2].value == pytest.approx(4.0)
     assert out[2].groups == 2
@@ -42,80 +63,78 @@ def test_measured_relative_is_geomean_of_ratios_to_baseline():
 
 def test_measured_relative_lower_is_better_inverts_ratio():
     points = [_point(1, 10, 20.0, higher=False), _point(2, 10, 10.0, higher=False)]
-    assert metrics.measured_relative(points, baseline_gpu_id=1)[2].value == pytest.approx(2.0)
+    assert measured_relative(points, baseline_gpu_id=1)[2].value == pytest.approx(2.0)
 
 
 def test_groups_differ_by_precision_and_gpu_count():
     points = [_point(1, 10, 100.0, count=1), _point(2, 10, 800.0, count=8), _point(1, 10, 700.0, count=8)]
-    out = metrics.measured_relative(points, baseline_gpu_id=1)
+    out = measured_relative(points, baseline_gpu_id=1)
     assert out[2].value == pytest.approx(800 / 700)
 
 
 def test_community_aggregate_needs_min_n_and_lab_always_counts():
-    few = _point(2, 10, 300.0, n=metrics.MIN_COMMUNITY_N - 1, lab=False)
-    enough = _point(3, 10, 300.0, n=metrics.MIN_COMMUNITY_N, lab=False)
-    out = metrics.measured_relative([_point(1, 10, 100.0), few, enough], baseline_gpu_id=1)
+    few = _point(2, 10, 300.0, n=MIN_COMMUNITY_N - 1, lab=False)
+    enough = _point(3, 10, 300.0, n=MIN_COMMUNITY_N, lab=False)
+    out = measured_relative([_point(1, 10, 100.0), few, enough], baseline_gpu_id=1)
     assert 2 not in out
     assert out[3].value == pytest.approx(3.0)
 
 
 def test_best_aggregate_per_group_is_the_one_with_most_results():
     points = [_point(1, 10, 100.0), _point(2, 10, 900.0, n=1), _point(2, 10, 200.0, n=7)]
-    assert metrics.measured_relative(points, baseline_gpu_id=1)[2].value == pytest.approx(2.0)
-    assert metrics.measured_relative(points, baseline_gpu_id=1)[2].n == 7
+    assert measured_relative(points, baseline_gpu_id=1)[2].value == pytest.approx(2.0)
+    assert measured_relative(points, baseline_gpu_id=1)[2].n == 7
 
 
 def test_no_baseline_measurement_means_no_measured_figures():
-    assert metrics.measured_relative([_point(2, 10, 100.0)], baseline_gpu_id=1) == {}
-    assert metrics.measured_relative([_point(2, 10, 100.0)], baseline_gpu_id=None) == {}
+    assert measured_relative([_point(2, 10, 100.0)], baseline_gpu_id=1) == {}
+    assert measured_relative([_point(2, 10, 100.0)], baseline_gpu_id=None) == {}
+
+
+def estimate_relative(specs: SpecFigures, baseline: SpecFigures, *, family: str) -> float | None:
+    """The spec estimate the rankings use before a fit is checked: equal weights, no scale."""
+    ratios = spec_ratios(specs, baseline, family=family)
+    return None if ratios is None else EstimateModel().predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1])
 
 
 def test_estimate_is_geomean_of_compute_and_bandwidth_ratios():
     base = SpecFigures(peaks={"bf16": 312.0, "fp16": 312.0}, bandwidth_gbs=2039.0)
     other = SpecFigures(peaks={"bf16": 624.0}, bandwidth_gbs=2039.0 / 2)
-    assert metrics.estimate_relative(base, base, family="16bit") == pytest.approx(1.0)
-    assert metrics.estimate_relative(other, base, family="16bit") == pytest.approx(1.0)
+    assert estimate_relative(base, base, family="16bit") == pytest.approx(1.0)
+    assert estimate_relative(other, base, family="16bit") == pytest.approx(1.0)
     four = SpecFigures(peaks={"bf16": 312.0 * 4}, bandwidth_gbs=2039.0 * 4)
-    assert metrics.estimate_relative(four, base, family="16bit") == pytest.approx(4.0)
+    assert estimate_relative(four, base, family="16bit") == pytest.approx(4.0)
 
 
 def test_estimate_uses_fp16_when_bf16_unsupported_and_none_when_missing():
     base = SpecFigures(peaks={"bf16": 100.0}, bandwidth_gbs=1000.0)
     volta = SpecFigures(peaks={"bf16": None, "fp16": 25.0}, bandwidth_gbs=1000.0)
-    assert metrics.estimate_relative(volta, base, family="16bit") == pytest.approx(0.5)
+    assert estimate_relative(volta, base, family="16bit") == pytest.approx(0.5)
     no_int8 = SpecFigures(peaks={"int8": None}, bandwidth_gbs=1000.0)
-    assert (
-        metrics.estimate_relative(no_int8, SpecFigures(peaks={"int8": 10.0}, bandwidth_gbs=1.0), family="8bit") is None
-    )
-    assert metrics.estimate_relative(SpecFigures(peaks={"bf16": 1.0}, bandwidth_gbs=None), base, family="16bit") is None
+    assert estimate_relative(no_int8, SpecFigures(peaks={"int8": 10.0}, bandwidth_gbs=1.0), family="8bit") is None
+    assert estimate_relative(SpecFigures(peaks={"bf16": 1.0}, bandwidth_gbs=None), base, family="16bit") is None
 
 
 def test_estimate_32bit_falls_back_to_non_tensor_fp32():
     base = SpecFigures(peaks={"tf32": 156.0}, bandwidth_gbs=100.0)
     pascal = SpecFigures(peaks={}, bandwidth_gbs=100.0, fp32_tflops=39.0)
-    assert metrics.estimate_relative(pascal, base, family="32bit") == pytest.approx(math.sqrt(0.25))
+    assert estimate_relative(pascal, base, family="32bit") == pytest.approx(math.sqrt(0.25))
 
 
 def test_value_metrics():
-    assert metrics.per_price(2.0, 4.0) == pytest.approx(0.5)
-    assert metrics.per_price(2.0, 4000.0, scale=1000) == pytest.approx(0.5)
-    assert metrics.per_price(None, 1.0) is None
-    assert metrics.per_price(1.0, None) is None
-    assert metrics.per_price(1.0, 0.0) is None
-    assert metrics.per_kilowatt(1.0, 400) == pytest.approx(2.5)
-    assert metrics.per_kilowatt(1.0, None) is None
-
-
-def test_price_summary():
-    assert metrics.price_summary([3.0, 1.0, 2.0], how="cheapest") == 1.0
-    assert metrics.price_summary([3.0, 1.0, 2.0, 10.0], how="median") == 2.5
-    assert metrics.price_summary([], how="median") is None
+    assert per_price(2.0, 4.0) == pytest.approx(0.5)
+    assert per_price(2.0, 4000.0, scale=1000) == pytest.approx(0.5)
+    assert per_price(None, 1.0) is None
+    assert per_price(1.0, None) is None
+    assert per_price(1.0, 0.0) is None
+    assert per_kilowatt(1.0, 400) == pytest.approx(2.5)
+    assert per_kilowatt(1.0, None) is None
 
 
 def test_tiers_relative_to_best():
-    tiers = metrics.tiers_assign({"a": 10.0, "b": 7.0, "c": 6.9, "d": 4.5, "e": 2.5, "f": 1.2, "g": 1.19, "h": None})
+    tiers = tiers_assign({"a": 10.0, "b": 7.0, "c": 6.9, "d": 4.5, "e": 2.5, "f": 1.2, "g": 1.19, "h": None})
     assert tiers == {"a": "S", "b": "S", "c": "A", "d": "A", "e": "B", "f": "C", "g": "D"}
-    assert metrics.tiers_assign({"x": None}) == {}
+    assert tiers_assign({"x": None}) == {}
 
 
 def test_pareto_frontier():
@@ -126,105 +145,102 @@ def test_pareto_frontier():
         ("fast", 5.0, 4.0),
         ("pricey-slow", 6.0, 3.0),
     ]
-    assert metrics.pareto_frontier(points) == ["cheap-slow", "mid", "fast"]
+    assert pareto_frontier(points) == ["cheap-slow", "mid", "fast"]
     # equal price: only the faster one is on the frontier
-    assert metrics.pareto_frontier([("a", 1.0, 1.0), ("b", 1.0, 2.0)]) == ["b"]
+    assert pareto_frontier([("a", 1.0, 1.0), ("b", 1.0, 2.0)]) == ["b"]
 
 
 def test_use_case_workload_selection():
-    fine = metrics.USE_CASES["fine-tuning"]
+    fine = USE_CASES["fine-tuning"]
     assert fine.includes_workload(slug="bert_large_squad", category="training")
     assert fine.includes_workload(slug="transformer-train", category="training")
     assert not fine.includes_workload(slug="resnet50", category="training")
     assert not fine.includes_workload(slug="bert_large_squad", category="inference")
-    assert metrics.USE_CASES["training"].includes_workload(slug="resnet50", category="training")
-    assert not metrics.USE_CASES["training"].includes_workload(slug="matmul", category="micro")
-    assert metrics.USE_CASES["training"].memory_floor_gib == 24
+    assert USE_CASES["training"].includes_workload(slug="resnet50", category="training")
+    assert not USE_CASES["training"].includes_workload(slug="matmul", category="micro")
+    assert USE_CASES["training"].memory_floor_gib == 24
     # Dettmers's 24 GB for transformers; 8-bit weights halve it
-    assert metrics.USE_CASES["inference-16bit"].memory_floor_gib == 24
-    assert metrics.USE_CASES["inference-8bit"].memory_floor_gib == 12
+    assert USE_CASES["inference-16bit"].memory_floor_gib == 24
+    assert USE_CASES["inference-8bit"].memory_floor_gib == 12
 
 
 def test_use_case_texts_name_no_internal_sources():
-    for uc in metrics.USE_CASES.values():
+    for uc in USE_CASES.values():
         for text in (uc.memory_floor_source, uc.precision_reason, uc.description):
             assert "seed" not in str(text).lower()
 
 
-VOLTA = metrics.ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=1, bf16=False, fp8=False)
-TURING = metrics.ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=2, bf16=False, fp8=False)
-AMPERE = metrics.ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=3, bf16=True, fp8=False)
+VOLTA = ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=1, bf16=False, fp8=False)
+TURING = ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=2, bf16=False, fp8=False)
+AMPERE = ArchitectureSupport(vendor_slug="nvidia", tensor_core_generation=3, bf16=True, fp8=False)
 
 
 def test_precision_support_from_figures_then_architecture():
     # a curated figure decides; None there means "the hardware lacks it"
-    assert metrics.precision_supported("bf16", peaks={"bf16": None}, architecture=AMPERE) is False
-    assert metrics.precision_supported("bf16", peaks={"bf16": 312.0}, architecture=VOLTA) is True
+    assert precision_supported("bf16", peaks={"bf16": None}, architecture=AMPERE) is False
+    assert precision_supported("bf16", peaks={"bf16": 312.0}, architecture=VOLTA) is True
     # no figure: the architecture's flags (Turing added INT8 tensor cores, Volta has none)
-    assert metrics.precision_supported("bf16", peaks={}, architecture=VOLTA) is False
-    assert metrics.precision_supported("int8", peaks={}, architecture=TURING) is True
-    assert metrics.precision_supported("int8", peaks={}, architecture=VOLTA) is False
-    assert metrics.precision_supported("fp16", peaks={}, architecture=VOLTA) is True
-    assert metrics.precision_supported("bf16", peaks={}, architecture=None) is None
+    assert precision_supported("bf16", peaks={}, architecture=VOLTA) is False
+    assert precision_supported("int8", peaks={}, architecture=TURING) is True
+    assert precision_supported("int8", peaks={}, architecture=VOLTA) is False
+    assert precision_supported("fp16", peaks={}, architecture=VOLTA) is True
+    assert precision_supported("bf16", peaks={}, architecture=None) is None
 
 
 def test_eligibility_of_a_v100_16gb():
     """The issue's V100 16 GB: #1 for training though it has 16 GB and no BF16."""
     v100 = {"bf16": None, "fp16": 125.0, "fp8": None, "int8": None}
-    training = metrics.use_case_eligibility(
-        metrics.USE_CASES["training"], family="16bit", memory_gib=16, peaks=v100, architecture=VOLTA
+    training = use_case_eligibility(
+        USE_CASES["training"], family="16bit", memory_gib=16, peaks=v100, architecture=VOLTA
     )
     assert not training.eligible and not training.meets_memory_floor and not training.has_precision
     assert training.reasons == ("16 GB is below the 24 GB floor", "no BF16 tensor cores")
     # 32-bit training needs no tensor format, only the memory
-    fp32 = metrics.use_case_eligibility(
-        metrics.USE_CASES["training"], family="32bit", memory_gib=32, peaks=v100, architecture=VOLTA
-    )
+    fp32 = use_case_eligibility(USE_CASES["training"], family="32bit", memory_gib=32, peaks=v100, architecture=VOLTA)
     assert fp32.eligible and fp32.reasons == ()
     # 16-bit inference runs on FP16 tensor cores: a 32 GB V100 may do it
-    inference = metrics.use_case_eligibility(
-        metrics.USE_CASES["inference-16bit"], family="16bit", memory_gib=32, peaks=v100, architecture=VOLTA
+    inference = use_case_eligibility(
+        USE_CASES["inference-16bit"], family="16bit", memory_gib=32, peaks=v100, architecture=VOLTA
     )
     assert inference.eligible
-    eight = metrics.use_case_eligibility(
-        metrics.USE_CASES["inference-8bit"], family="8bit", memory_gib=32, peaks=v100, architecture=VOLTA
+    eight = use_case_eligibility(
+        USE_CASES["inference-8bit"], family="8bit", memory_gib=32, peaks=v100, architecture=VOLTA
     )
     assert not eight.eligible and eight.reasons == ("no INT8 or FP8 tensor cores",)
 
 
 def test_eligibility_of_a_10gb_rtx_3080_for_8bit_inference():
     """The issue's RTX 3080 10 GB: #1 for 8-bit inference below the 12 GB floor."""
-    result = metrics.use_case_eligibility(
-        metrics.USE_CASES["inference-8bit"], family="8bit", memory_gib=10, peaks={"int8": 238.0}, architecture=AMPERE
+    result = use_case_eligibility(
+        USE_CASES["inference-8bit"], family="8bit", memory_gib=10, peaks={"int8": 238.0}, architecture=AMPERE
     )
     assert not result.eligible and result.has_precision and result.reasons == ("10 GB is below the 12 GB floor",)
-    unknown = metrics.use_case_eligibility(
-        metrics.USE_CASES["inference-8bit"], family="8bit", memory_gib=None, peaks={}, architecture=None
+    unknown = use_case_eligibility(
+        USE_CASES["inference-8bit"], family="8bit", memory_gib=None, peaks={}, architecture=None
     )
     assert unknown.reasons == ("memory size not on record", "INT8 or FP8 tensor support not on record")
 
 
 def test_use_case_requirement_in_words():
     assert (
-        metrics.use_case_requirement(metrics.USE_CASES["training"], family="16bit")
-        == "at least 24 GB of memory and BF16 tensor cores"
+        use_case_requirement(USE_CASES["training"], family="16bit") == "at least 24 GB of memory and BF16 tensor cores"
     )
-    assert metrics.use_case_requirement(metrics.USE_CASES["training"], family="32bit") == "at least 24 GB of memory"
+    assert use_case_requirement(USE_CASES["training"], family="32bit") == "at least 24 GB of memory"
     # The LLM use cases have no memory floor: the page said "Needs: at least 0 GB of memory."
     for slug in ("llm-serving", "llm-chat"):
-        needs = metrics.use_case_requirement(metrics.USE_CASES[slug], family="4bit")
+        needs = use_case_requirement(USE_CASES[slug], family="4bit")
         assert "0 GB" not in needs and needs.startswith("the chosen model must fit in the memory")
 
 
 def _sample(key, measured, compute, bandwidth):
-    return metrics.EstimateSample(key, measured, compute, bandwidth)
+    return EstimateSample(key, measured, compute, bandwidth)
 
 
 def test_estimate_fit_recovers_a_known_weight_and_scale():
     # measured = 1.2 * c^0.25 * b^0.75 exactly: least squares finds it and misses nothing
     ratios = [(0.5, 0.4), (1.0, 1.0), (2.0, 1.2), (3.0, 2.5), (6.0, 3.0), (0.3, 0.6)]
     samples = [_sample(str(i), 1.2 * c**0.25 * b**0.75, c, b) for i, (c, b) in enumerate(ratios)]
-    model = metrics.estimate_model_fit(samples)
+    model = estimate_model_fit(samples)
     assert model.least_squares and model.checked_on == 6
     assert model.compute_weight == pytest.approx(0.25) and model.scale == pytest.approx(1.2)
     assert model.typical_error == pytest.approx(0.0, abs=1e-9) and model.worst_error == pytest.approx(0.0, abs=1e-9)
@@ -239,7 +255,7 @@ def test_estimate_keeps_equal_weights_when_they_miss_less():
     samples = [
         _sample(str(i), k * math.sqrt(c * b), c, b) for i, ((c, b), k) in enumerate(zip(ratios, noise, strict=True))
     ]
-    model = metrics.estimate_model_fit(samples)
+    model = estimate_model_fit(samples)
     assert not model.least_squares and model.compute_weight == 0.5 and model.scale == 1.0
     assert model.typical_error == pytest.approx(0.02, abs=0.011)
     assert model.other_error is not None and model.other_error >= model.typical_error
@@ -250,13 +266,13 @@ def test_estimate_leave_one_out_error_is_out_of_sample():
     ratios = [(0.5, 0.4), (1.0, 1.0), (2.0, 1.2), (3.0, 2.5), (6.0, 3.0)]
     samples = [_sample(str(i), 0.8 * c**0.2 * b**0.8, c, b) for i, (c, b) in enumerate(ratios)]
     samples.append(_sample("odd", 0.8 * 4.0**0.2 * 2.0**0.8 * 1.5, 4.0, 2.0))
-    model = metrics.estimate_model_fit(samples)
+    model = estimate_model_fit(samples)
     assert model.worst_error is not None and model.worst_error > 0.3
 
 
 def test_estimate_with_too_few_measured_gpus_is_unchecked():
-    samples = [_sample(str(i), 1.0 + i, 1.0 + i, 1.0 + i) for i in range(metrics.MIN_FIT_GPUS - 1)]
-    model = metrics.estimate_model_fit(samples)
+    samples = [_sample(str(i), 1.0 + i, 1.0 + i, 1.0 + i) for i in range(MIN_FIT_GPUS - 1)]
+    model = estimate_model_fit(samples)
     assert not model.checked and model.typical_error is None and model.compute_weight == 0.5
     assert model.predict(compute_ratio=4.0, bandwidth_ratio=1.0) == pytest.approx(2.0)
 
@@ -272,7 +288,7 @@ def test_measured_relative_chains_through_a_bridge_gpu():
         _point(3, 21, 60.0),
         _point(4, 30, 5.0),  # shares nothing with anyone: stays unmeasured
     ]
-    out = metrics.measured_relative(points, baseline_gpu_id=1)
+    out = measured_relative(points, baseline_gpu_id=1)
     assert out[2].value == pytest.approx(2.5) and out[2].via is None
     assert out[3].value == pytest.approx(2.5 * math.sqrt(3.0)) and out[3].via == 2
     assert out[3].groups == 2 and out[3].n == 2

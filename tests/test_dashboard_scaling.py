@@ -1,4 +1,4 @@
-"""Multi-GPU arithmetic and figures with literals: no database (dashboard/scaling.py, dashboard/figures.py)."""
+"""Multi-GPU arithmetic and figures with literals: no database (dashboard/scaling.py, dashboard/figures/scaling.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from dashboard import figures, metrics
+from dashboard.figures.scaling import allreduce_figure, scaling_figure
+from dashboard.ranking.maths import AggregatePoint, best_per_group, measured_relative
 from dashboard.scaling import (
     HostResult,
     allreduce_lines,
@@ -156,7 +157,7 @@ def test_host_workloads_are_those_whose_results_carry_the_interconnect():
 
 
 def _point(gpu, count, median, *, host_run):
-    return metrics.AggregatePoint(
+    return AggregatePoint(
         gpu_id=gpu, group=(7, "bf16", count), median=median, n=3, distinct_submitters=3, has_lab=False,
         host_run=host_run,
     )  # fmt: skip
@@ -165,15 +166,15 @@ def _point(gpu, count, median, *, host_run):
 def test_best_per_group_keeps_a_host_runs_2_gpu_result_out_of_the_relative_figure():
     points = [_point(1, 1, 100.0, host_run=True), _point(1, 2, 190.0, host_run=True)]
     points += [_point(2, 1, 160.0, host_run=True), _point(2, 2, 310.0, host_run=True)]
-    assert {gpu: list(groups) for gpu, groups in metrics.best_per_group(points).items()} == {
+    assert {gpu: list(groups) for gpu, groups in best_per_group(points).items()} == {
         1: [(7, "bf16", 1)],
         2: [(7, "bf16", 1)],
     }
-    figure = metrics.measured_relative(points, baseline_gpu_id=1)[2]
+    figure = measured_relative(points, baseline_gpu_id=1)[2]
     assert (figure.value, figure.groups, figure.n) == (1.6, 1, 3)
     # Lab tables of whole multi-GPU systems (Lambda's 8x configurations) stay compared at equal counts.
     lab = [_point(1, 8, 800.0, host_run=False), _point(2, 8, 1600.0, host_run=False)]
-    assert metrics.measured_relative(lab, baseline_gpu_id=1)[2].value == 2.0
+    assert measured_relative(lab, baseline_gpu_id=1)[2].value == 2.0
 
 
 def _line_results():
@@ -184,7 +185,7 @@ def _line_results():
 
 
 def test_scaling_figure_plots_per_gpu_throughput_and_efficiency_from_the_1_gpu_point():
-    figure = figures.scaling_figure(_line_results())
+    figure = scaling_figure(_line_results())
     per_gpu = [t for t in figure["data"] if t.get("yaxis", "y") == "y"]
     efficiency = [t for t in figure["data"] if t.get("yaxis") == "y2"]
     assert [t["name"] for t in per_gpu] == ["NVLink", "PCIe"]
@@ -199,7 +200,7 @@ def test_allreduce_figure_has_one_line_per_count_and_interconnect_on_a_log_size_
     lines = allreduce_lines(
         [allreduce(1, 2, 1 << 20, 40.0), allreduce(1, 2, 1 << 30, 330.0), allreduce(2, 4, 1 << 30, 350.0)]
     )
-    figure = figures.allreduce_figure(lines)
+    figure = allreduce_figure(lines)
     assert [t["name"] for t in figure["data"]] == ["2 GPUs · NVLink", "4 GPUs · NVLink"]
     assert figure["data"][0]["y"] == [40.0, 330.0]
     assert figure["layout"]["xaxis"]["type"] == "log"

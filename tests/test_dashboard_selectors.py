@@ -11,13 +11,9 @@ import pytest
 from benchmarks_app.models import Workload
 from catalog.models import PurchasePrice
 from catalog.services.prices.currency import ecb_rate
-from dashboard.selectors import (
-    RankingParamError,
-    RankingParams,
-    ranking_params_from_query,
-    rankings_compute,
-    tiers_compute,
-)
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 from tests.dashboard_world import build_world
 from tests.factories import ArchitectureFactory, GpuFactory, OfferFactory, TensorPeakFactory
 from tests.factories_dashboard import ExchangeRateFactory, PurchasePriceFactory, ResultAggregateFactory, WorkloadFactory

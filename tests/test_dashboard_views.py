@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from catalog.selectors_prices import gpu_rent_prices
-from dashboard.selectors import RankingParams, rankings_compute
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
 from tests.dashboard_world import HOSTILE_GPU, HOSTILE_PROVIDER, build_world
 from tests.factories import (
     GpuAliasFactory,

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from benchmarks_app.services.aggregates import aggregates_rebuild, aggregates_refresh_pairs
-from dashboard.selectors_submitters import aggregate_fingerprints, distinct_submitters_by_gpu
+from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from tests.dashboard_world import build_world
 from tests.factories_dashboard import BenchmarkResultFactory
 

@@ -24,7 +24,8 @@ from django.utils import timezone
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
 from catalog.models import Gpu, PriceSnapshot
-from dashboard.selectors_llm import gpu_link_for, llm_model_state, llm_rows
+from dashboard.selectors.llm_figures import gpu_link_for, llm_model_state
+from dashboard.selectors.llm_rows import llm_rows
 from fitcalc import PRESETS, fit_plan, memory_estimate
 from fitcalc.forms import FitForm
 from fitcalc.llm import (

@@ -23,13 +23,6 @@ PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcal
 # Function-level imports of project modules outside this branch's area, each with its reason; the
 # helpers who own these modules remove them (and their entries) when they restructure them.
 KNOWN_FUNCTION_IMPORTS = {
-    # dashboard imports catalog's views' helpers: the pages' half of issue 20.
-    ("catalog.views.gpus", "dashboard.fragments"),
-    ("catalog.views.gpus", "dashboard.selectors_pages"),
-    ("catalog.views.gpus", "dashboard.csv_export"),
-    # The price mapping admin: the prices' area.
-    ("catalog.admin", "catalog.admin_prices"),
-    ("catalog.admin", "catalog.services.prices"),
     # Prometheus collectors are imported from settings time (gpuatlas/__init__ -> celery): the reading half.
     ("gpuatlas.metrics", "benchmarks_app.models"),
     ("gpuatlas.health", "gpuatlas.celery"),

@@ -23,7 +23,7 @@ from llm_estimate.loo import leave_one_gpu_out
 from llm_estimate.model import kv_bytes_per_token, llm_throughput_estimate
 from llm_estimate.shapes import MODEL_SHAPES
 
-PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (dashboard.metrics.pcie_peak_gbs)
+PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (dashboard.ranking.maths.pcie_peak_gbs)
 PCIE5 = 63.008
 MESSAGE = 256 * 8192 * 2  # Llama 3 70B, a batch of 256: 4,194,304 bytes per all-reduce
 GEFORCE = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, segment="consumer", variant="")

@@ -13,7 +13,9 @@ from django.urls import reverse
 from benchmarks_app.services.llamacpp_import import geerling_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from catalog.models import Gpu
-from dashboard.selectors import RankingParams, rankings_compute, tiers_compute
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 from tests.factories import OfferFactory, ProviderFactory
 from tests.factories_llm import llm_catalogue_build
 
@@ -155,7 +157,7 @@ def test_client_llm_decode_results_feed_both_use_cases(llm_world):
 
 
 def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
-    from dashboard.selectors_llm import LlmRow, mlperf_serving_figure
+    from dashboard.selectors.llm_rows import LlmRow, mlperf_serving_figure
 
     def row(system: str, value: float, recency: str = "00005.10", gpus: int = 8, key: str = "k") -> LlmRow:
         return LlmRow(gpu_id=1, comparison_key=key, kind="serving", model="llama-2-70b", benchmark="llama2-70b",
@@ -182,7 +184,7 @@ def test_estimates_outside_the_measured_range_are_marked_with_their_wider_error(
     """An estimate of a class no measured row contains carries the model's error when it
     extrapolates, is marked on the page and in the API, and the ranking says when such an
     estimate ranks above a measured figure."""
-    from dashboard.selectors_llm import llm_model_state
+    from dashboard.selectors.llm_figures import llm_model_state
 
     ranking = rankings_compute(params=RankingParams(use_case="llm-serving", model_size="70b"))
     rows = {r.gpu_slug: r for r in ranking.rows}

@@ -20,8 +20,9 @@ from django.urls import reverse
 from benchmarks_app.models import SubmissionStatus
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
-from dashboard.selectors import RankingParams, rankings_compute
-from dashboard.selectors_scaling import scaling_measured_by_gpu
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.scaling import scaling_measured_by_gpu
 from tests.factories_ingest import (
     allreduce_result,
     body,

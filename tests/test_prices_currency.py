@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from catalog.models import Offer, PriceObservation
-from catalog.selectors_prices import display_rate, offers_for_gpu
+from catalog.selectors_prices import display_money, display_rate, gpu_offers
 from catalog.services.prices import (
     NoExchangeRate,
     RateBook,
@@ -130,12 +130,16 @@ def test_cny_display_shows_the_rate_and_its_date(monkeypatch):
 
     OfferFactory(gpu=catalogue.h100_sxm, current_price_per_hour=Decimal("2.00"))
     rate = ecb_rate("CNY", dt.date.today())
-    rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
-    assert rows[0]["exchange_rate_date"] == rate.date and rows[0]["no_exchange_rate"] is False
-    assert rows[0]["price_per_gpu_hour"] == (Decimal("2.00") / rate.usd_per_unit).quantize(Decimal("0.0001"))
+    money = display_money(currency="CNY")
+    rows, _total = gpu_offers(gpu=catalogue.h100_sxm, money=money)
+    assert money.currency == "CNY" and money.rate_date == rate.date and money.missing is False
+    shown_rate = display_rate(currency="CNY")["units_per_usd"]
+    assert shown_rate == (1 / rate.usd_per_unit).quantize(Decimal("0.0001"))
+    assert rows[0].price_per_gpu_hour == pytest.approx(2.00 * float(shown_rate))
     assert display_rate(currency="CNY")["rate_date"] == rate.date
-    # A currency without any rate is said to have none, never converted with a guess.
+    # A currency without any rate is said to have none, never converted with a guess: USD is shown.
     monkeypatch.setattr(currency, "ecb_rate", lambda currency, on: None)
-    rows = offers_for_gpu(gpu=catalogue.h100_sxm, currency="CNY")
-    assert rows[0]["no_exchange_rate"] is True and rows[0]["price_per_gpu_hour"] is None
-    assert rows[0]["price_per_gpu_hour_usd"] == Decimal("2.00")
+    money = display_money(currency="CNY")
+    rows, _total = gpu_offers(gpu=catalogue.h100_sxm, money=money)
+    assert money.missing is True and money.currency == "USD" and money.usd_per_unit is None
+    assert rows[0].price_per_gpu_hour == 2.00

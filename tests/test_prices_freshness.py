@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from catalog.models import Offer, PriceSnapshot
 from catalog.selectors_prices import gpu_rent_prices, price_status
-from dashboard.metrics import USE_CASES
-from dashboard.selectors import RankingParams, rankings_compute
+from dashboard.ranking.use_cases import USE_CASES
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
 from tests.factories import GpuFactory, OfferFactory, ProviderFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,13 +11,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog.selectors_prices import (
+    ALL_ON_DEMAND,
+    ALL_SPOT,
     cheapest_price_per_gpu,
-    offers_for_gpu,
-    price_freshness,
-    price_history_for_gpu,
+    display_money,
+    gpu_offers,
+    gpu_price_history,
     price_summary_per_gpu,
-    providers_with_stats,
 )
+from catalog.selectors_providers import price_freshness, providers_with_stats
 from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, ProviderFactory
 
 pytestmark = pytest.mark.django_db
@@ -63,35 +65,32 @@ def test_cheapest_is_one_query(market):
     assert "catalog_priceobservation" not in sql and "min(" in sql
 
 
-def test_offers_for_gpu_rows_for_the_table(market):
+def test_gpu_offers_rows_for_the_table(market):
     h100, _ = market
-    rows = offers_for_gpu(gpu=h100)
-    assert [r["price_per_gpu_hour"] for r in rows] == [
-        Decimal("1.20"),
-        Decimal("2.00"),
-        Decimal("2.49"),
-        Decimal("3.00"),
-    ]
+    usd = display_money(currency="USD")
+    rows, total = gpu_offers(gpu=h100, money=usd)
+    # Listed, separable offers only (not the one that left the snapshot, nor the host VM), cheapest first.
+    assert [r.price_per_gpu_hour for r in rows] == [1.20, 2.00, 2.49, 3.00] and total == 4
     eight = rows[1]
-    assert eight["gpu_count"] == 8 and eight["vcpus_per_gpu"] == 1 and eight["provider"] == "RunPod"
-    assert eight["original_price_per_hour"] == Decimal("16.00") and eight["currency"] == "USD"
-    assert [r["is_spot"] for r in offers_for_gpu(gpu=h100, spot=True)] == [True]
-    with_unpriced = offers_for_gpu(gpu=h100, spot=False, include_unpriced=True)
-    host = [r for r in with_unpriced if not r["price_separable"]]
-    assert len(host) == 1 and host[0]["price_per_gpu_hour"] is None
+    assert eight.gpu_count == 8 and eight.vcpus_per_gpu == 1 and eight.provider == "RunPod"
+    assert [r.is_spot for r in rows] == [True, False, False, False]
+    first, total = gpu_offers(gpu=h100, money=usd, limit=1)
+    assert [r.price_per_gpu_hour for r in first] == [1.20] and total == 4
 
 
 def test_price_history_series(market):
     h100, _ = market
-    listing = offer(h100, "2.00", provider=ProviderFactory(slug="nebius"))
+    listing = offer(h100, "2.00", provider=ProviderFactory(slug="nebius", name="Nebius"))
     old = timezone.now() - dt.timedelta(days=40)
     PriceObservationFactory(offer=listing, observed_at=old, price_per_gpu_hour_usd=Decimal("2.50"))
     PriceObservationFactory(offer=listing, observed_at=timezone.now(), price_per_gpu_hour_usd=Decimal("2.00"))
-    series = price_history_for_gpu(gpu=h100)
-    assert [p["price_per_gpu_hour_usd"] for p in series] == [Decimal("2.50"), Decimal("2.00")]
-    assert series[0]["provider_slug"] == "nebius" and series[0]["observed_at"] == old
-    assert len(price_history_for_gpu(gpu=h100, days=30)) == 1
-    assert price_history_for_gpu(gpu=h100.id, spot=True) == []
+    spot = offer(h100, "1.00", provider=ProviderFactory(slug="vast", name="Vast"), is_spot=True)
+    PriceObservationFactory(offer=spot, observed_at=old, price_per_gpu_hour_usd=Decimal("1.00"))
+    series = gpu_price_history(gpu=h100, money=display_money(currency="USD"))
+    # The lowest price per day: over all providers (on-demand, then spot), then one series per provider.
+    assert list(series) == [ALL_ON_DEMAND, ALL_SPOT, "Nebius", "Vast · spot"]
+    assert series["Nebius"] == [(old.date(), 2.50), (timezone.now().date(), 2.00)]
+    assert series[ALL_ON_DEMAND] == series["Nebius"] and series[ALL_SPOT] == [(old.date(), 1.00)]
 
 
 def test_freshness_and_provider_stats(market):

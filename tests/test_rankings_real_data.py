@@ -11,8 +11,9 @@ from benchmarks_app.services.workloads import workload_seed
 from catalog.models import Gpu
 from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
-from dashboard.selectors import RankingParams, rankings_compute
-from dashboard.selectors_pages import compare_compute
+from dashboard.selectors.compare import compare_compute
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
 
 pytestmark = pytest.mark.django_db
 

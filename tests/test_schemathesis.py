@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from accounts.services import api_token_create
 from api.serializers_fit import CROSS_FIELD_PARAMETERS as FIT_CROSS_FIELD_PARAMETERS
-from dashboard.metrics import PRECISION_FAMILIES, USE_CASES
+from dashboard.ranking.use_cases import PRECISION_FAMILIES, USE_CASES
 from tests.factories import UserFactory
 from tests.factories_api import build_api_world
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from dashboard.metrics import MIN_COMMUNITY_N
+from dashboard.ranking.maths import MIN_COMMUNITY_N
 from tests.redis_server import REDIS_SERVER, PrivateRedis, free_port
 
 pytestmark = [
@@ -66,7 +66,7 @@ _, key = api_token_create(user=user, name="stack smoke test")
 print("SEED " + json.dumps({"token": key}))
 """
 
-# The rankings use case each client workload counts towards (dashboard.metrics.USE_CASES).
+# The rankings use case each client workload counts towards (dashboard.ranking.use_cases.USE_CASES).
 USE_CASE_BY_WORKLOAD = {"transformer-infer": "inference-16bit", "transformer-train": "training"}
 
 

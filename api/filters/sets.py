@@ -21,8 +21,8 @@ from api.filters.base import (
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel, Workload
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider, Segment, TensorPeak, Vendor
 from catalog.models.gpus import Precision
-from dashboard import selectors as ranking_selectors
-from dashboard.metrics import PRECISION_FAMILIES, USE_CASES
+from dashboard.ranking.use_cases import PRECISION_FAMILIES, USE_CASES
+from dashboard.selectors import ranking_params as ranking_selectors
 
 # --- vocabularies ----------------------------------------------------------------------------
 
@@ -209,7 +209,7 @@ _USE_CASE_PRECISIONS = "; ".join(f"{slug}: {', '.join(uc.precision_families)}" f
 
 
 class RankingFilterSet(ApiFilterSet):
-    """The rankings page's parameters (dashboard.selectors), checked against the schema only.
+    """The rankings page's parameters (dashboard.selectors.ranking_params), checked against the schema only.
 
     Filtering is the selectors' job: every filter here validates and returns the queryset as is.
     """

@@ -16,7 +16,7 @@ from api.serializers import GpuMultiGpuSerializer
 from api.views.base import ERROR_404, ERROR_429, ApiMixin, response_cached
 from catalog.models import Gpu
 from dashboard.scaling import AllreduceLine, MeasuredScaling, ScalingLine
-from dashboard.selectors_scaling import MultiGpuFigures, gpu_multi_gpu
+from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 
 
 def _training(line: ScalingLine) -> dict[str, Any]:

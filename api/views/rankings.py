@@ -2,7 +2,7 @@
 
 Parameters are first checked against the schema (unknown vendor/provider/baseline, values
 outside the vocabularies: 400 naming the parameter), then parsed by
-``dashboard.selectors.ranking_params_from_query`` exactly as the page parses them; its
+``dashboard.selectors.ranking_params.ranking_params_from_query`` exactly as the page parses them; its
 cross-parameter rules (a precision the use case does not allow) are 400s too.
 """
 
@@ -25,16 +25,12 @@ from api.filters import ApiFilterBackend, RankingFilterSet
 from api.serializers import RankingSerializer, TierListSerializer
 from api.views.base import READ_ERRORS, ApiMixin, response_cached
 from catalog.models import Gpu
-from dashboard import metrics
-from dashboard.selectors import (
-    Ranking,
-    RankingParamError,
-    RankingParams,
-    RankingRow,
-    ranking_params_from_query,
-    rankings_compute,
-    tiers_compute,
-)
+from dashboard.ranking.maths import TIER_NAMES
+from dashboard.ranking.use_cases import use_case_requirement
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_rows import Ranking, RankingRow
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 
 ROW_FIELDS = {
     "rank": "rank",
@@ -137,7 +133,7 @@ def ranking_header(ranking: Ranking) -> dict[str, Any]:
             "memory_floor_gib": uc.memory_floor_gib,
             "memory_floor_source": str(uc.memory_floor_source),
             "required_tensor_formats": list(uc.required_precisions(ranking.params.precision)),
-            "requirement": metrics.use_case_requirement(uc, family=ranking.params.precision),
+            "requirement": use_case_requirement(uc, family=ranking.params.precision),
         },
         "estimate": {
             "compute_weight": estimate.compute_weight,
@@ -239,7 +235,7 @@ class TierListView(_RankingBase):
                 "min_relative_value": tier_list.thresholds.get(name),
                 "results": [row_data(row) for row in tier_list.tiers[name]],
             }
-            for name in metrics.TIER_NAMES
+            for name in TIER_NAMES
         ]
         return {
             **ranking_header(tier_list.ranking),

@@ -7,7 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from catalog.selectors_price_health import price_data_health, price_fetches_latest
-from catalog.selectors_prices import price_freshness, price_status, providers_with_stats
+from catalog.selectors_prices import price_status
+from catalog.selectors_providers import price_freshness, providers_with_stats
 
 
 def provider_list_view(request: HttpRequest) -> HttpResponse:

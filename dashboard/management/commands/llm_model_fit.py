@@ -7,10 +7,11 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from benchmarks_app.models import BenchmarkResult
-from dashboard.metrics import USE_CASES
-from dashboard.selectors import RankingParams, rankings_compute
-from dashboard.selectors_llm import llm_model_compute
-from dashboard.selectors_llm_page import llm_landmarks
+from dashboard.ranking.use_cases import USE_CASES
+from dashboard.selectors.llm_figures import llm_model_compute
+from dashboard.selectors.llm_model_page import llm_landmarks
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
 from llm_estimate.constants import CONSTANTS_PATH, constants_write
 
 

@@ -1,4 +1,5 @@
-"""Pure ranking arithmetic: use-case definitions, normalisation, estimates, value metrics, tiers.
+"""Pure ranking arithmetic: normalisation, estimates, value metrics, tiers (the use cases are in
+dashboard/ranking/use_cases.py).
 
 Nothing here touches the database: selectors gather plain values and call these functions, so
 every rule below is tested with literals (tests/test_dashboard_metrics.py).
@@ -41,305 +42,17 @@ import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from django.utils.functional import Promise
-from django.utils.translation import gettext_lazy as _
+from dashboard.ranking.use_cases import PRECISION_FAMILIES
 
 BASELINE_SLUG_DEFAULT = "a100-sxm4-80-gb"
 MIN_COMMUNITY_N = 3
 ESTIMATE_COMPUTE_WEIGHT = 0.5
 
-# Precision families: which stored precisions count, and which dense tensor peaks estimate them
-# (first supported one with a figure wins; "fp32_nontensor" is Gpu.fp32_tflops).
-PRECISION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "16bit": (("fp16", "bf16"), ("bf16", "fp16")),
-    "8bit": (("int8", "fp8"), ("fp8", "int8")),
-    "32bit": (("fp32", "tf32"), ("tf32", "fp32_nontensor")),
-    "4bit": (("int4", "fp4"), ("fp4", "int8")),
-    # LLM serving: each submission's own weight format, as long as it met the benchmark's accuracy target.
-    "any": (("fp4", "int4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32"), ("fp8", "int8", "bf16", "fp16")),
-}
-PRECISION_FAMILY_LABELS = {
-    "16bit": _("16-bit (FP16/BF16)"),
-    "8bit": _("8-bit (INT8/FP8)"),
-    "32bit": _("32-bit (FP32/TF32)"),
-    "4bit": _("4-bit (INT4/FP4 weights)"),
-    "any": _("As submitted (any format meeting the benchmark's accuracy target)"),
-}
-
-# The model sizes of the LLM use cases (llm_estimate.shapes.SIZE_CLASSES), as the pages name them.
-MODEL_SIZE_LABELS = {
-    "3b": _("3B class (Llama 3.2 3B)"),
-    "8b": _("8B class (Llama 3.1 8B; 7B-8B dense models)"),
-    "14b": _("14B class (13B-14B dense models)"),
-    "20b-moe": _("gpt-oss-20b (mixture of experts, 3.6B active)"),
-    "30b": _("33B class (LLaMA 33B)"),
-    "70b": _("70B class (Llama 3.1 70B; 65B-70B dense models)"),
-    "mixtral": _("Mixtral 8x7B (mixture of experts, 13B active)"),
-    "120b-moe": _("gpt-oss-120b (mixture of experts, 5.1B active)"),
-    "405b": _("405B class (Llama 3.1 405B)"),
-    "deepseek-r1": _("DeepSeek-R1 (671B mixture of experts, 37B active)"),
-}
-
 TIER_NAMES = ("S", "A", "B", "C", "D")
 # Lower bounds of perf-per-dollar relative to the best eligible GPU; D takes the rest.
 TIER_THRESHOLDS = {"S": 0.70, "A": 0.45, "B": 0.25, "C": 0.12}
-
-
-# The guide behind the memory floors: Tim Dettmers's buying guide as summarised in Chinese
-# (catalog/data/curated/sources.toml gives the readable citation).
-DETTMERS_GUIDE = "seed:002_4e6dd78a261bc337.txt"
-
-# What each tensor format needs, for the eligibility reasons (the precision -> label shown).
-PRECISION_NAMES = {"fp16": "FP16", "bf16": "BF16", "fp8": "FP8", "int8": "INT8", "tf32": "TF32", "fp4": "FP4"}
-
-
-@dataclass(frozen=True)
-class UseCase:
-    """A kind of work, the benchmarks that measure it and what a GPU needs to do it."""
-
-    slug: str
-    label: str | Promise  # lazily translated
-    description: str | Promise
-    categories: tuple[str, ...]
-    precision_families: tuple[str, ...]  # first = default
-    memory_floor_gib: float
-    memory_floor_source: str | Promise  # the rule in words, for users (no internal names)
-    workload_pattern: str = ""  # regex on workload slugs; empty = every workload of the categories
-    memory_floor_citation: str = DETTMERS_GUIDE  # source key of the floor (catalog citations)
-    # precision family -> tensor formats of which the GPU needs at least one; absent = none needed
-    precision_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    precision_reason: str | Promise = ""  # why, in words, for the method text
-    # LLM use cases (kind "llm") rank absolute tokens/s and cost per million tokens per model size
-    # (dashboard/selectors_llm.py); the others rank performance relative to a baseline GPU.
-    kind: str = "relative"
-    llm_mode: str = ""  # "batched" | "one_stream"
-    model_sizes: tuple[str, ...] = ()  # llm_estimate.shapes.SIZE_CLASSES slugs; first = default
-
-    @property
-    def is_llm(self) -> bool:
-        return self.kind == "llm"
-
-    @property
-    def default_model_size(self) -> str:
-        return self.model_sizes[0] if self.model_sizes else ""
-
-    @property
-    def default_precision(self) -> str:
-        return self.precision_families[0]
-
-    def includes_workload(self, *, slug: str, category: str) -> bool:
-        if category not in self.categories:
-            return False
-        return not self.workload_pattern or re.search(self.workload_pattern, slug, re.IGNORECASE) is not None
-
-    def required_precisions(self, family: str) -> tuple[str, ...]:
-        return dict(self.precision_requirements).get(family, ())
-
-
-_BF16_TRAINING = _(
-    "16-bit training today means BF16 mixed precision: BF16 keeps FP32's exponent range, so it trains "
-    "without loss scaling. GPUs without BF16 tensor cores (V100, T4, RTX 20 series, Quadro RTX) can only "
-    "fall back to FP16 with loss scaling, where gradients that leave FP16's range turn into NaN."
-)
-
-# The lab tables of LLM inference (MLPerf, llama.cpp, Ollama) and the client's llm-decode have
-# their own use cases: their results differ by model and run parameters, which the relative
-# method's comparison groups (workload, precision, GPU count) do not tell apart.
-RELATIVE_INFERENCE_PATTERN = r"^(?!mlperf-|llamacpp-|llm-)"
-
-USE_CASES: dict[str, UseCase] = {
-    uc.slug: uc
-    for uc in (
-        UseCase(
-            slug="training",
-            label=_("Training"),
-            description=_(
-                "Every training workload: Lambda's PyTorch training suite (ResNet-50, SSD, BERT, GNMT, "
-                "Transformer-XL, Tacotron 2, WaveGlow, NCF) and the client's transformer-train."
-            ),
-            categories=("training",),
-            precision_families=("16bit", "32bit"),
-            memory_floor_gib=24,
-            memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
-            precision_requirements=(("16bit", ("bf16",)),),
-            precision_reason=_BF16_TRAINING,
-        ),
-        UseCase(
-            slug="fine-tuning",
-            label=_("Fine-tuning"),
-            description=_(
-                "Training workloads that fine-tune or train transformers: BERT fine-tuned on SQuAD "
-                "(Lambda) and the client's transformer-train."
-            ),
-            categories=("training",),
-            precision_families=("16bit", "32bit"),
-            memory_floor_gib=24,
-            memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
-            workload_pattern=r"squad|fine.?tun|lora|transformer.?train",
-            precision_requirements=(("16bit", ("bf16",)),),
-            precision_reason=_BF16_TRAINING,
-        ),
-        UseCase(
-            slug="inference-16bit",
-            label=_("Inference, 16-bit"),
-            description=_("Inference workloads at FP16/BF16, such as the client's transformer-infer (tokens/s)."),
-            categories=("inference",),
-            precision_families=("16bit",),
-            memory_floor_gib=24,
-            memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
-            precision_requirements=(("16bit", ("fp16", "bf16")),),
-            precision_reason=_(
-                "16-bit inference runs on FP16 or BF16 tensor cores (Volta and newer); GPUs without tensor "
-                "cores run it on their vector units at a small fraction of the speed."
-            ),
-            workload_pattern=RELATIVE_INFERENCE_PATTERN,
-        ),
-        UseCase(
-            slug="inference-8bit",
-            label=_("Inference, 8-bit"),
-            description=_("Inference workloads at INT8/FP8."),
-            categories=("inference",),
-            precision_families=("8bit",),
-            memory_floor_gib=12,
-            memory_floor_source=_(
-                "at least 12 GB: the guide's 24 GB for transformers at 16 bits, halved by 8-bit weights, and its "
-                "floor for image generation (Tim Dettmers's GPU buying guide)"
-            ),
-            precision_requirements=(("8bit", ("int8", "fp8")),),
-            precision_reason=_(
-                "8-bit inference needs INT8 (Turing and newer) or FP8 (Ada, Hopper and newer) tensor cores; "
-                "without them 8-bit weights are converted back to 16 bits and run no faster than 16-bit inference."
-            ),
-            workload_pattern=RELATIVE_INFERENCE_PATTERN,
-        ),
-        UseCase(
-            slug="llm-serving",
-            label=_("LLM serving (throughput, batched)"),
-            description=_(
-                "Output tokens per second per GPU when serving many requests at once: MLPerf Inference Offline "
-                "results (closed division, available systems) divided by the system's GPUs, and the benchmark "
-                "client's large-batch decode; cost per million output tokens at current prices."
-            ),
-            categories=("inference",),
-            precision_families=("any", "8bit", "4bit", "16bit"),
-            memory_floor_gib=0,
-            memory_floor_source=_(
-                "the chosen model must fit in the memory of the GPUs it runs on (the measured GPU count, "
-                "or up to 8 GPUs for an estimate)"
-            ),
-            workload_pattern=r"^(mlperf-.*-offline-tokens$|llm-decode$)",
-            kind="llm",
-            llm_mode="batched",
-            model_sizes=("70b", "8b", "120b-moe", "mixtral", "405b", "deepseek-r1"),
-        ),
-        UseCase(
-            slug="llm-chat",
-            label=_("LLM chat (one stream)"),
-            description=_(
-                "Tokens per second of one conversation: llama.cpp and Ollama generation rates (batch 1) and the "
-                "benchmark client's batch-1 decode; cost per million tokens when the GPUs serve that one stream."
-            ),
-            categories=("inference",),
-            precision_families=("4bit", "16bit", "8bit"),
-            memory_floor_gib=0,
-            memory_floor_source=_(
-                "the chosen model must fit in the memory of the GPUs it runs on (the measured GPU count, "
-                "or up to 8 GPUs for an estimate)"
-            ),
-            workload_pattern=r"^(llamacpp-tg|llm-eval-rate|llm-decode)$",
-            kind="llm",
-            llm_mode="one_stream",
-            model_sizes=("8b", "3b", "14b", "20b-moe", "30b", "70b"),
-        ),
-    )
-}
-
-
-def use_case_requirement(use_case: UseCase, *, family: str) -> str:
-    """What a GPU needs for the use case at this precision, in words."""
-    if use_case.is_llm:  # no memory floor: the chosen model must fit
-        return str(use_case.memory_floor_source)
-    required = use_case.required_precisions(family)
-    floor = f"{use_case.memory_floor_gib:g}"
-    if not required:
-        return _("at least %(floor)s GB of memory") % {"floor": floor}
-    names = _(" or ").join(PRECISION_NAMES.get(p, p.upper()) for p in required)
-    return _("at least %(floor)s GB of memory and %(formats)s tensor cores") % {"floor": floor, "formats": names}
-
-
-@dataclass(frozen=True)
-class ArchitectureSupport:
-    """What an architecture row says about tensor formats, for GPUs without a curated figure."""
-
-    vendor_slug: str
-    tensor_core_generation: int | None
-    bf16: bool
-    fp8: bool
-
-
-def precision_supported(
-    precision: str, *, peaks: Mapping[str, float | None], architecture: ArchitectureSupport | None
-) -> bool | None:
-    """Whether the GPU has a tensor path for ``precision``: its curated figure first (None there
-    means "not supported"), else its architecture; None when nothing is on record."""
-    if precision in peaks:
-        return peaks[precision] is not None
-    if architecture is None:
-        return None
-    if precision == "bf16":
-        return architecture.bf16
-    if precision == "fp8":
-        return architecture.fp8
-    if precision == "fp16":
-        return architecture.tensor_core_generation is not None
-    if precision == "int8" and architecture.vendor_slug == "nvidia":
-        # NVIDIA's second tensor-core generation (Turing) added INT8; Volta's first has none.
-        return architecture.tensor_core_generation is not None and architecture.tensor_core_generation >= 2
-    return None
-
-
-@dataclass(frozen=True)
-class Eligibility:
-    eligible: bool
-    meets_memory_floor: bool
-    has_precision: bool
-    reasons: tuple[str, ...]  # why not, for users; empty when eligible
-
-
-def use_case_eligibility(
-    use_case: UseCase,
-    *,
-    family: str,
-    memory_gib: float | None,
-    peaks: Mapping[str, float | None],
-    architecture: ArchitectureSupport | None,
-) -> Eligibility:
-    """Whether a GPU can do the use case at all: enough memory and a tensor path for the format."""
-    reasons: list[str] = []
-    meets_floor = memory_gib is not None and memory_gib >= use_case.memory_floor_gib
-    if memory_gib is None:
-        reasons.append(str(_("memory size not on record")))
-    elif not meets_floor:
-        reasons.append(
-            _("%(memory)s GB is below the %(floor)s GB floor")
-            % {"memory": f"{memory_gib:g}", "floor": f"{use_case.memory_floor_gib:g}"}
-        )
-    required = use_case.required_precisions(family)
-    has_precision = True
-    if required:
-        support = [precision_supported(p, peaks=peaks, architecture=architecture) for p in required]
-        names = _(" or ").join(PRECISION_NAMES.get(p, p.upper()) for p in required)
-        if any(support):
-            has_precision = True
-        elif all(s is False for s in support):
-            has_precision = False
-            reasons.append(_("no %(formats)s tensor cores") % {"formats": names})
-        else:
-            has_precision = False
-            reasons.append(_("%(formats)s tensor support not on record") % {"formats": names})
-    return Eligibility(meets_floor and has_precision, meets_floor, has_precision, tuple(reasons))
 
 
 @dataclass(frozen=True)
@@ -473,18 +186,6 @@ def spec_peak(specs: SpecFigures, *, family: str) -> float | None:
     return None
 
 
-def estimate_relative(
-    specs: SpecFigures, baseline: SpecFigures, *, family: str, compute_weight: float = ESTIMATE_COMPUTE_WEIGHT
-) -> float | None:
-    """Spec-based estimate relative to the baseline; None when a needed figure is missing."""
-    peak, ref_peak = spec_peak(specs, family=family), spec_peak(baseline, family=family)
-    if not (peak and ref_peak and specs.bandwidth_gbs and baseline.bandwidth_gbs):
-        return None
-    compute_ratio = peak / ref_peak
-    bandwidth_ratio = specs.bandwidth_gbs / baseline.bandwidth_gbs
-    return compute_ratio**compute_weight * bandwidth_ratio ** (1 - compute_weight)
-
-
 def spec_ratios(specs: SpecFigures, baseline: SpecFigures, *, family: str) -> tuple[float, float] | None:
     """(compute ratio, bandwidth ratio) to the baseline; None when a needed figure is missing."""
     peak, ref_peak = spec_peak(specs, family=family), spec_peak(baseline, family=family)
@@ -606,15 +307,6 @@ def per_kilowatt(perf: float | None, tdp_w: float | None) -> float | None:
     return perf / (tdp_w / 1000)
 
 
-def price_summary(provider_minimums: Sequence[float], *, how: str) -> float | None:
-    """One price from each provider's cheapest offer: the cheapest overall, or their median."""
-    if not provider_minimums:
-        return None
-    if how == "median":
-        return statistics.median(provider_minimums)
-    return min(provider_minimums)
-
-
 def tier_for(ratio_to_best: float) -> str:
     for name in TIER_NAMES[:-1]:
         if ratio_to_best >= TIER_THRESHOLDS[name]:
@@ -675,16 +367,3 @@ def pcie_peak_gbs(bus_interface: str) -> float | None:
     if not found or int(found.group(1)) not in PCIE_LANE_GBS:
         return None
     return PCIE_LANE_GBS[int(found.group(1))] * int(found.group(2))
-
-
-@dataclass
-class BoxStats:
-    label: str
-    median: float
-    q1: float
-    q3: float
-    minimum: float
-    maximum: float
-    n: int
-    unit: str
-    extra: dict[str, object] = field(default_factory=dict)

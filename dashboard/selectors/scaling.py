@@ -18,11 +18,12 @@ The arithmetic and the method are in dashboard/scaling.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from benchmarks_app.models import BenchmarkResult, TrustLabel
-from dashboard import metrics
+from dashboard.ranking.maths import MIN_COMMUNITY_N
 from dashboard.scaling import (
     ALLREDUCE_METHOD,
     DDP_WORKLOAD,
@@ -35,6 +36,7 @@ from dashboard.scaling import (
     ScalingLine,
     allreduce_lines,
     scaling_by_count,
+    scaling_headline,
     scaling_lines,
 )
 
@@ -99,7 +101,7 @@ class MultiGpuFigures:
     training: list[ScalingLine] = field(default_factory=list)
     allreduce: list[AllreduceLine] = field(default_factory=list)
     by_count: dict[int, MeasuredScaling] = field(default_factory=dict)
-    min_results: int = metrics.MIN_COMMUNITY_N
+    min_results: int = MIN_COMMUNITY_N
 
     @property
     def measured_on_several(self) -> bool:
@@ -140,7 +142,7 @@ class MultiGpuFigures:
 def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
     """Every multi-GPU figure of one GPU (see dashboard/scaling.py for the method)."""
     results = host_results(gpu_ids=[gpu_id]).get(gpu_id, [])
-    training = scaling_lines(results, min_results=metrics.MIN_COMMUNITY_N)
+    training = scaling_lines(results, min_results=MIN_COMMUNITY_N)
     return MultiGpuFigures(
         training=training,
         allreduce=allreduce_lines(results),
@@ -153,7 +155,24 @@ def scaling_measured_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, dict[int, Me
     results = host_results(gpu_ids=gpu_ids, workloads=[DDP_WORKLOAD])
     out = {}
     for gpu_id, rows in results.items():
-        by_count = scaling_by_count(scaling_lines(rows, min_results=metrics.MIN_COMMUNITY_N))
+        by_count = scaling_by_count(scaling_lines(rows, min_results=MIN_COMMUNITY_N))
         if by_count:
             out[gpu_id] = by_count
     return out
+
+
+def scaling_headlines_by_gpu(
+    *, aggregates: Iterable[Mapping[str, Any]], workloads: Mapping[int, Mapping[str, Any]]
+) -> dict[int, MeasuredScaling]:
+    """gpu id -> its measured training scaling at the largest ranked GPU count; one query, and only
+    when a GPU of this use case has data-parallel results on 2 GPUs or more."""
+    ddp = {wid for wid, w in workloads.items() if w["slug"] == DDP_WORKLOAD}
+    gpu_ids = {a["gpu_id"] for a in aggregates if a["workload_id"] in ddp and a["gpu_count"] > 1}
+    if not gpu_ids:
+        return {}
+    headlines = {}
+    for gpu_id, by_count in scaling_measured_by_gpu(gpu_ids=gpu_ids).items():
+        headline = scaling_headline(by_count)
+        if headline is not None:
+            headlines[gpu_id] = headline
+    return headlines

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from benchmarks_app.models import LabImportRow
 from catalog.models import Architecture, Gpu, TensorPeak, Vendor
-from dashboard.selectors_llm import LlmModelState, llm_model_state, llm_ranking_figures
+from dashboard.selectors.llm_figures import LlmModelState, llm_model_state, llm_ranking_figures
 from llm_estimate import comm
 from llm_estimate.constants import LlmConstants
 from llm_estimate.loo import LooReport

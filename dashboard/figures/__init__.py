@@ -1,0 +1,1 @@
+"""Plotly figures as pure functions, one module per chart family; shared style in style.py."""

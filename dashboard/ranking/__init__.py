@@ -1,0 +1,1 @@
+"""The rankings' pure rules and arithmetic: use cases (use_cases.py) and the method (maths.py)."""

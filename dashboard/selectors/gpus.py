@@ -1,0 +1,230 @@
+"""Reads for the GPU page's additions to the specs: offers, price history, results, efficiency,
+standings in the rankings, LLM measurements and multi-GPU figures.
+
+Each function issues a fixed number of queries whatever the data size; tests pin the counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from benchmarks_app.models import ResultAggregate
+from benchmarks_app.workload_text import workload_display_name, workload_display_unit
+from catalog.models import Gpu
+from catalog.selectors_prices import (
+    ALL_ON_DEMAND,
+    ALL_SPOT,
+    Money,
+    OfferLine,
+    display_money,
+    gpu_offers,
+    gpu_price_history,
+)
+from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
+from dashboard.figures.scaling import allreduce_figure, scaling_figure
+from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow, pcie_peak_gbs
+from dashboard.ranking.use_cases import USE_CASES
+from dashboard.scaling import workload_runs_on_a_host
+from dashboard.selectors.llm_figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
+
+# Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
+LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
+
+
+@dataclass
+class AggregateLine:
+    label: str
+    workload: str
+    category: str
+    precision: str
+    gpu_count: int
+    unit: str
+    median: float
+    q1: float
+    q3: float
+    n: int
+    distinct_submitters: int
+    has_lab: bool
+    relative: float | None  # median relative to the baseline's in the same group
+
+
+@dataclass
+class UseCaseStanding:
+    use_case: str
+    label: str
+    row: RankingRow | None
+    memory_floor_gib: float
+
+
+@dataclass
+class GpuPageData:
+    money: Money
+    offers: list[OfferLine]
+    offers_total: int
+    price_history_figure: dict[str, Any] | None
+    aggregates: list[AggregateLine]
+    box_figure: dict[str, Any] | None
+    efficiency: list[EfficiencyRow]
+    standings: list[UseCaseStanding]
+    baseline_name: str
+    warnings: list[str] = field(default_factory=list)
+    llm_measurements: list[LlmGpuLine] = field(default_factory=list)
+    llm_does_not_fit: list[DoesNotFitLine] = field(default_factory=list)
+    multi_gpu: MultiGpuFigures = field(default_factory=MultiGpuFigures)
+    scaling_figure: dict[str, Any] | None = None
+    allreduce_figure: dict[str, Any] | None = None
+
+
+def _aggregate_label(aggregate: ResultAggregate) -> str:
+    """The workload's display name and the run parameters of its comparison label (batch sizes,
+    matrix sizes), without the slug, version, precision and GPU count the table shows apart."""
+    name = workload_display_name(slug=aggregate.workload.slug, version=aggregate.workload.version)
+    parts = aggregate.comparison_label.split(" · ")
+    return f"{name} · {parts[3]}" if len(parts) > 3 else name
+
+
+def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[EfficiencyRow]:
+    """Micro-benchmarks against the datasheet figure each can be compared with: matmuls against
+    the dense tensor peak, in-memory copies against the memory bandwidth, PCIe transfers against
+    the host link (a PCIe result over HBM bandwidth would read as a 2 % "efficiency")."""
+    peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.all() if p.supported}
+    rows = []
+    for a in aggregates:
+        # All-reduce bus bandwidth is a property of the host's links: the multi-GPU section shows it.
+        if a.workload.category != "micro" or workload_runs_on_a_host(a.workload.submission_rules):
+            continue
+        unit = a.workload.unit.lower()
+        label = _aggregate_label(a)
+        if "flop" in unit or "tops" in unit:
+            peak = peaks.get(a.precision) or (gpu.fp32_tflops if a.precision == "fp32" else None)
+            rows.append(EfficiencyRow(a.precision.upper(), a.median, peak, a.workload.unit, "compute", label))
+        elif "gb/s" in unit and a.workload.slug.startswith("pcie"):
+            rows.append(
+                EfficiencyRow("—", a.median, pcie_peak_gbs(gpu.bus_interface), a.workload.unit, "host link", label)
+            )
+        elif "gb/s" in unit:
+            rows.append(EfficiencyRow("—", a.median, gpu.memory_bandwidth_gbs, a.workload.unit, "memory", label))
+    order = {"compute": 0, "memory": 1, "host link": 2}
+    return sorted(rows, key=lambda r: order[r.kind])
+
+
+def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
+    """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
+    money = display_money(currency=currency)
+    warnings = []
+    if money.missing:
+        warnings.append(
+            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": currency}
+        )
+    offers, offers_total = gpu_offers(gpu=gpu, money=money)
+    history = gpu_price_history(gpu=gpu, money=money)
+
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    own = list(
+        ResultAggregate.objects.filter(gpu=gpu)
+        .select_related("workload")
+        .order_by("workload__category", "gpu_count", "workload__slug", "precision")
+    )
+    reference: dict[tuple[int, str, int], float] = {}
+    reference_by_key: dict[str, float] = {}
+    if baseline_gpu is not None:
+        groups = {(a.workload_id, a.precision, a.gpu_count) for a in own}
+        for ref in ResultAggregate.objects.filter(gpu=baseline_gpu, workload_id__in={g[0] for g in groups}).order_by(
+            "-n"
+        ):
+            reference.setdefault((ref.workload_id, ref.precision, ref.gpu_count), ref.median)
+            reference_by_key.setdefault(ref.comparison_key, ref.median)
+    aggregates, boxes = [], []
+    box_gpu_count = min((a.gpu_count for a in own if a.workload.category != "micro"), default=1)
+    for a in own:
+        # A host run (message size, interconnect) and an LLM workload (whose params name the model
+        # measured) are compared only with the baseline's run of the same configuration, never
+        # with whichever of its configurations has the most results (an 8B figure against a 70B one).
+        if workload_runs_on_a_host(a.workload.submission_rules) or LLM_WORKLOAD.match(a.workload.slug):
+            ref_median = reference_by_key.get(a.comparison_key)
+        else:
+            ref_median = reference.get((a.workload_id, a.precision, a.gpu_count))
+        relative = None
+        if ref_median:
+            relative = a.median / ref_median if a.workload.higher_is_better else ref_median / a.median
+        aggregates.append(
+            AggregateLine(
+                label=_aggregate_label(a),
+                workload=a.workload.name,
+                category=str(a.workload.get_category_display()),
+                precision=a.precision,
+                gpu_count=a.gpu_count,
+                unit=workload_display_unit(a.workload.unit),
+                median=a.median,
+                q1=a.q1,
+                q3=a.q3,
+                n=a.n,
+                distinct_submitters=a.distinct_submitters,
+                has_lab=a.has_lab,
+                relative=relative,
+            )
+        )
+        if ref_median and a.workload.higher_is_better and a.gpu_count == box_gpu_count:
+            boxes.append(
+                ResultBox(
+                    label=workload_display_name(slug=a.workload.slug, version=a.workload.version),
+                    precision=a.precision,
+                    median=a.median / ref_median,
+                    q1=a.q1 / ref_median,
+                    q3=a.q3 / ref_median,
+                    minimum=a.minimum / ref_median,
+                    maximum=a.maximum / ref_median,
+                    n=a.n,
+                    distinct_submitters=a.distinct_submitters,
+                )
+            )
+
+    efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
+
+    standings = []
+    for slug, uc in USE_CASES.items():
+        try:
+            ranking = rankings_compute(
+                params=RankingParams(use_case=slug, currency=currency, baseline=baseline, show="all")
+            )
+        except ValueError:
+            ranking = None
+        row = next((r for r in ranking.rows if r.gpu_id == gpu.id), None) if ranking else None
+        standings.append(UseCaseStanding(slug, str(uc.label), row, uc.memory_floor_gib))
+
+    baseline_name = baseline_gpu.name if baseline_gpu else baseline
+    llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
+    multi_gpu = (
+        gpu_multi_gpu(gpu_id=gpu.id)
+        if any(workload_runs_on_a_host(a.workload.submission_rules) for a in own)
+        else MultiGpuFigures()
+    )
+    return GpuPageData(
+        money=money,
+        offers=offers,
+        offers_total=offers_total,
+        price_history_figure=price_history_figure(
+            history, currency=money.currency, shown=[_(ALL_ON_DEMAND), _(ALL_SPOT)]
+        )
+        if history
+        else None,
+        aggregates=aggregates,
+        box_figure=results_box_figure(boxes, relative_to=baseline_name, gpu_count=box_gpu_count) if boxes else None,
+        efficiency=efficiency,
+        standings=standings,
+        baseline_name=baseline_name,
+        warnings=warnings,
+        llm_measurements=llm_lines,
+        llm_does_not_fit=llm_oom,
+        multi_gpu=multi_gpu,
+        scaling_figure=scaling_figure(multi_gpu.training) if multi_gpu.measured_on_several else None,
+        allreduce_figure=allreduce_figure(multi_gpu.allreduce) if multi_gpu.allreduce else None,
+    )

@@ -1,0 +1,181 @@
+"""The rankings' parameters, parsed from GET parameters the same way for the pages and /api/v1/.
+
+Stable interface (the API builds on it; change only by adding fields)
+--------------------------------------------------------------------
+``ranking_params_from_query(query: Mapping[str, str]) -> RankingParams``
+    Parses GET parameters; raises ``RankingParamError(field, message)`` on a bad value.
+    Parameters (all optional):
+
+    ========== ================================================ =================
+    name       values                                           default
+    ========== ================================================ =================
+    use_case   training | fine-tuning | inference-16bit |       training
+               inference-8bit
+    precision  16bit | 8bit | 32bit (those the use case allows) the use case's first
+    min_vram   number of GiB >= 0                               none
+    vendor     vendor slug (nvidia, amd ...)                    all
+    segment    consumer | workstation | datacenter | ...        all
+    mode       rent | buy                                       rent
+    price      typical | cheapest | spot  (rent: median of the  typical
+               providers' cheapest current on-demand offers,
+               cheapest current on-demand offer, cheapest
+               spot offer; "median" = typical)
+    condition  new | used  (buy)                                new
+    provider   provider slug (rent)                             all
+    region     substring of the offer region (rent)             all
+    currency   USD | CNY                                        USD
+    baseline   GPU slug = 1.0                                   a100-sxm4-80-gb
+    basis      all | measured                                   all
+    sort       perf_per_dollar | perf | perf_per_kw             perf_per_dollar
+    show       eligible | all  (GPUs that fail the use case's   eligible
+               memory floor or tensor-format need: hidden, or
+               listed with the reason)
+    model_size the LLM use cases' model sizes (70b, 8b ...)     the use case's first
+    mlperf     closed-available | all  (LLM serving: include    closed-available
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from catalog.models import Segment
+from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
+from dashboard.ranking.use_cases import USE_CASES, UseCase
+
+CURRENCIES = ("USD", "CNY")
+MODES = ("rent", "buy")
+PRICE_HOW = ("typical", "cheapest", "spot", "median")  # "median": the former name of "typical"
+CONDITIONS = ("new", "used")
+BASES = ("all", "measured")
+SHOWS = ("eligible", "all")
+SORTS = ("perf_per_dollar", "perf", "perf_per_kw")
+MLPERF_ROWS = ("closed-available", "all")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
+
+
+class RankingParamError(ValueError):
+    """A query parameter with an invalid value; ``field`` names the parameter."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RankingParams:
+    use_case: str = "training"
+    precision: str = ""
+    min_vram: float | None = None
+    vendor: str = ""
+    segment: str = ""
+    mode: str = "rent"
+    price: str = "typical"
+    condition: str = "new"
+    provider: str = ""
+    region: str = ""
+    currency: str = "USD"
+    baseline: str = BASELINE_SLUG_DEFAULT
+    basis: str = "all"
+    sort: str = "perf_per_dollar"
+    show: str = "eligible"
+    model_size: str = ""
+    mlperf: str = "closed-available"
+
+    def __post_init__(self) -> None:
+        if self.price == "median":  # the former name of "typical"
+            object.__setattr__(self, "price", "typical")
+        if not self.precision:
+            object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)
+        if not self.model_size and USE_CASES[self.use_case].is_llm:
+            object.__setattr__(self, "model_size", USE_CASES[self.use_case].default_model_size)
+
+    @property
+    def use_case_def(self) -> UseCase:
+        return USE_CASES[self.use_case]
+
+    def to_query(self) -> dict[str, str]:
+        """The non-default parameters, for shareable links."""
+        default = RankingParams(use_case=self.use_case)
+        out = {} if self.use_case == "training" else {"use_case": self.use_case}
+        for name, value in asdict(self).items():
+            if name != "use_case" and value != getattr(default, name) and value not in (None, ""):
+                out[name] = f"{value:g}" if isinstance(value, float) else str(value)
+        return out
+
+    def with_changes(self, **changes: Any) -> RankingParams:
+        if "use_case" in changes and "precision" not in changes:
+            changes["precision"] = ""
+        if "use_case" in changes and "model_size" not in changes:
+            changes["model_size"] = ""
+        return replace(self, **changes)
+
+
+def _choice(query: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
+    value = (query.get(name) or "").strip()
+    if not value:
+        return default
+    if value not in allowed:
+        raise RankingParamError(
+            name,
+            _("unknown value %(value)r; expected one of: %(allowed)s")
+            % {"value": value[:40], "allowed": ", ".join(allowed)},
+        )
+    return value
+
+
+def _slug(query: Mapping[str, str], name: str) -> str:
+    value = (query.get(name) or "").strip().lower()
+    if value and not _SLUG.match(value):
+        raise RankingParamError(name, _("not a valid identifier (lower-case letters, digits, dashes)"))
+    return value
+
+
+def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
+    """Validated ranking parameters from a GET query; RankingParamError names the bad field."""
+    use_case = _choice(query, "use_case", tuple(USE_CASES), "training")
+    uc = USE_CASES[use_case]
+    precision = _choice(query, "precision", uc.precision_families, uc.default_precision)
+    raw_vram = (query.get("min_vram") or "").strip()
+    min_vram: float | None = None
+    if raw_vram:
+        try:
+            min_vram = float(raw_vram)
+        except ValueError:
+            raise RankingParamError("min_vram", _("not a number")) from None
+        if not (0 <= min_vram <= 100_000):
+            raise RankingParamError("min_vram", _("must be between 0 and 100000 GiB"))
+    currency = (query.get("currency") or "USD").strip().upper()
+    if currency not in CURRENCIES:
+        raise RankingParamError(
+            "currency", _("unknown currency %(value)r; expected USD or CNY") % {"value": currency[:10]}
+        )
+    region = (query.get("region") or "").strip()
+    if len(region) > 64:
+        raise RankingParamError("region", _("at most 64 characters"))
+    if "\x00" in region:
+        raise RankingParamError("region", _("NUL characters are not allowed"))
+    return RankingParams(
+        use_case=use_case,
+        precision=precision,
+        min_vram=min_vram,
+        vendor=_slug(query, "vendor"),
+        segment=_choice(query, "segment", tuple(Segment.values), ""),
+        mode=_choice(query, "mode", MODES, "rent"),
+        price=_choice(query, "price", PRICE_HOW, "typical"),
+        condition=_choice(query, "condition", CONDITIONS, "new"),
+        provider=_slug(query, "provider"),
+        region=region,
+        currency=currency,
+        baseline=_slug(query, "baseline") or BASELINE_SLUG_DEFAULT,
+        basis=_choice(query, "basis", BASES, "all"),
+        sort=_choice(query, "sort", SORTS, "perf_per_dollar"),
+        show=_choice(query, "show", SHOWS, "eligible"),
+        model_size=_choice(query, "model_size", uc.model_sizes, uc.default_model_size) if uc.is_llm else "",
+        mlperf=_choice(query, "mlperf", MLPERF_ROWS, "closed-available"),
+    )

@@ -1,0 +1,437 @@
+"""Reads for the rankings: one interface for the pages and /api/v1/.
+
+Stable interface (the API builds on it; change only by adding fields)
+--------------------------------------------------------------------
+(the parameters: dashboard/selectors/ranking_params.py)
+
+    ========== ================================================ =================
+
+LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output tokens/s per GPU
+(serving) or of the one stream (chat), measured (dashboard/selectors/llm_rows.py) or estimated by
+llm_estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
+per currency unit per GPU-hour of the GPUs involved.
+
+``rankings_compute(*, params: RankingParams) -> Ranking``
+    ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
+    sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
+    Issues a fixed number of SQL queries (at most 9) whatever the data size, one more for the
+    training use cases when a GPU has data-parallel results on several GPUs.
+
+    Training rows carry the measured data-parallel scaling at the largest GPU count that counts in
+    the rankings (``scaling_gpu_count``, ``scaling_efficiency``, ``scaling_n``,
+    ``scaling_distinct_submitters``, ``scaling_interconnect``, ``scaling_tokens_per_s_per_gpu``,
+    ``scaling_one_gpu_tokens_per_s``; None/0/"" where none is measured): shown beside ``perf``, never
+    part of it (dashboard/scaling.py).
+
+    With ``show=eligible`` the rows that fail the use case's eligibility are in
+    ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
+
+``tiers_compute(*, params: RankingParams) -> TierList``
+    S/A/B/C/D over the eligible rows that have a price.
+
+Measured and estimated figures are never merged silently: ``RankingRow.perf_basis`` says which
+one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
+are 0 for estimates. The method is documented in dashboard/ranking/maths.py.
+
+Rental prices come from ``catalog.selectors_prices.gpu_rent_prices`` (current, SKU-level
+offers only); each row carries the figure's provider, observation date and age, and the spread
+over providers (``price_min``/``price_max``, ``price_providers``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Q
+from django.utils.translation import gettext as _
+
+from benchmarks_app.models import ResultAggregate, Workload
+from catalog.models import Gpu, TensorPeak
+from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
+from dashboard.ranking.maths import (
+    AggregatePoint,
+    EstimateModel,
+    EstimateSample,
+    MeasuredPerf,
+    SpecFigures,
+    estimate_model_fit,
+    measured_relative,
+    per_kilowatt,
+    per_price,
+    spec_ratios,
+    tiers_assign,
+)
+from dashboard.ranking.use_cases import PRECISION_FAMILIES, ArchitectureSupport, use_case_eligibility
+from dashboard.scaling import (
+    MeasuredScaling,
+    workload_runs_on_a_host,
+)
+from dashboard.selectors.llm_figures import llm_model_state, llm_ranking_figures, llm_row_values
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams
+from dashboard.selectors.ranking_rows import Ranking, RankingRow
+from dashboard.selectors.scaling import scaling_headlines_by_gpu
+from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
+from gpuatlas.data_version import data_versioned
+
+if TYPE_CHECKING:
+    from catalog.services.prices.currency import RateBook
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None else fraction * 100
+
+
+def _buy_prices(params: RankingParams, gpus: list[Gpu], rates: RateBook) -> dict[int, tuple[float, str]]:
+    """gpu id -> (USD purchase price, source label): the newest observation per GPU at the rate of
+    its day; for new cards without one, the launch price."""
+    out: dict[int, tuple[float, str]] = {}
+    label = _("newest %(condition)s purchase price") % {"condition": params.condition}
+    for gpu_id, price in gpu_purchase_prices(
+        gpu_ids=[g.id for g in gpus], condition=params.condition, rates=rates
+    ).items():
+        if price.usd_then is not None:
+            out[gpu_id] = (price.usd_then, label)
+    if params.condition == "new":
+        for gpu in gpus:
+            if gpu.id not in out and gpu.launch_price_usd:
+                out[gpu.id] = (float(gpu.launch_price_usd), _("launch price"))
+    return out
+
+
+def _spec_figures(gpu: Gpu, peaks: Mapping[str, float | None]) -> SpecFigures:
+    return SpecFigures(peaks=peaks, bandwidth_gbs=gpu.memory_bandwidth_gbs, fp32_tflops=gpu.fp32_tflops)
+
+
+def _architecture_support(gpu: Gpu) -> ArchitectureSupport | None:
+    arch = gpu.architecture
+    if arch is None:
+        return None
+    return ArchitectureSupport(
+        vendor_slug=gpu.vendor.slug,
+        tensor_core_generation=arch.tensor_core_generation,
+        bf16=arch.supports_bf16,
+        fp8=arch.supports_fp8,
+    )
+
+
+def _estimate_model(
+    *,
+    measured: Mapping[int, MeasuredPerf],
+    specs: Mapping[int, SpecFigures],
+    baseline_specs: SpecFigures,
+    family: str,
+) -> EstimateModel:
+    """The spec estimate fitted on every measured GPU (whatever the page's filters)."""
+    samples = []
+    for gpu_id, perf in measured.items():
+        ratios = spec_ratios(specs[gpu_id], baseline_specs, family=family) if gpu_id in specs else None
+        if ratios is not None:
+            samples.append(EstimateSample(str(gpu_id), perf.value, *ratios))
+    return estimate_model_fit(samples)
+
+
+@data_versioned("rankings_compute")  # perf: cached per params until prices or results change
+def rankings_compute(*, params: RankingParams) -> Ranking:
+    """Performance, price and value of every GPU with data for the use case (see module doc)."""
+    uc = params.use_case_def
+    precisions = PRECISION_FAMILIES[params.precision][0]
+    warnings: list[str] = []
+
+    workloads = {
+        w["id"]: w
+        for w in Workload.objects.filter(category__in=uc.categories).values(
+            "id", "slug", "category", "higher_is_better", "submission_rules"
+        )
+        if uc.includes_workload(slug=w["slug"], category=w["category"])
+    }
+    aggregates = list(
+        ResultAggregate.objects.filter(workload_id__in=list(workloads), precision__in=precisions).values(
+            "gpu_id",
+            "workload_id",
+            "precision",
+            "gpu_count",
+            "median",
+            "n",
+            "distinct_submitters",
+            "has_lab",
+            "comparison_key",
+            "updated_at",
+        )  # fmt: skip
+    )
+    measured_gpu_ids = {a["gpu_id"] for a in aggregates}
+
+    gpu_filter = Q(is_curated=True) | Q(id__in=list(measured_gpu_ids))
+    gpus_qs = Gpu.objects.with_related().filter(gpu_filter)
+    if params.vendor:
+        gpus_qs = gpus_qs.filter(vendor__slug=params.vendor)
+    if params.segment:
+        gpus_qs = gpus_qs.filter(segment=params.segment)
+    if params.min_vram is not None:
+        gpus_qs = gpus_qs.filter(memory_gib__gte=params.min_vram)
+    gpus = list(gpus_qs)
+    baseline = next((g for g in gpus if g.slug == params.baseline), None)
+    if baseline is None:
+        baseline = Gpu.objects.with_related().filter(slug=params.baseline).first()
+        if baseline is None:
+            raise RankingParamError("baseline", _("unknown GPU %(slug)r") % {"slug": params.baseline})
+
+    # The estimate is fitted on every measured GPU, also those the filters leave out.
+    ids = {g.id for g in gpus} | {baseline.id} | measured_gpu_ids
+    peaks_by_gpu: dict[int, dict[str, float | None]] = defaultdict(dict)
+    for peak in TensorPeak.objects.filter(gpu_id__in=ids).values("gpu_id", "precision", "supported", "dense_tflops"):
+        peaks_by_gpu[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
+
+    points = [
+        AggregatePoint(
+            gpu_id=a["gpu_id"],
+            group=(a["workload_id"], a["precision"], a["gpu_count"]),
+            median=a["median"],
+            n=a["n"],
+            distinct_submitters=a["distinct_submitters"],
+            has_lab=a["has_lab"],
+            higher_is_better=workloads[a["workload_id"]]["higher_is_better"],
+            host_run=workload_runs_on_a_host(workloads[a["workload_id"]]["submission_rules"]),
+        )
+        for a in aggregates
+    ]
+    measured = {} if uc.is_llm else measured_relative(points, baseline_gpu_id=baseline.id)
+    baseline_measured = baseline.id in measured
+    if measured_gpu_ids and not baseline_measured and not uc.is_llm:
+        warnings.append(
+            _(
+                "The baseline %(name)s has no qualifying measurement for this use case, so every figure is estimated from specs."
+            )
+            % {"name": baseline.name}
+        )
+    fingerprints = aggregate_fingerprints(aggregates)
+    distinct_by_gpu = distinct_submitters_by_gpu(
+        fingerprints={gpu_id: fingerprints[gpu_id] for gpu_id in measured if gpu_id in fingerprints},
+        workload_ids=workloads,
+        precisions=precisions,
+    )
+
+    rates = exchange_rates()
+    currency, exchange = params.currency, None
+    if params.currency != "USD":
+        rate = display_rate(currency=params.currency, rates=rates)
+        if rate["missing"]:
+            currency = "USD"
+            warnings.append(
+                _("No %(currency)s exchange rate is recorded, so prices are shown in USD.")
+                % {"currency": params.currency}
+            )
+        else:
+            exchange = {
+                "usd_per_unit": float(1 / rate["units_per_usd"]),
+                "units_per_usd": float(rate["units_per_usd"]),
+                "date": rate["rate_date"],
+                "source": rate["source"],
+            }
+
+    def convert(usd: float | None) -> float | None:
+        if usd is None or exchange is None:
+            return usd
+        return usd / exchange["usd_per_unit"]
+
+    rent: dict[int, GpuRentPrice] = {}
+    if params.mode == "rent":
+        rent = gpu_rent_prices(
+            gpu_ids=[g.id for g in gpus], rule=params.price, provider=params.provider, region=params.region
+        )
+        price_unit, scale = _("per GPU-hour"), 1.0
+        source_label = {
+            "typical": _("typical on-demand price"),
+            "cheapest": _("cheapest on-demand offer"),
+            "spot": _("cheapest spot offer"),
+        }[params.price]
+        prices = {gpu_id: (float(p.price_usd), source_label, p.providers) for gpu_id, p in rent.items()}
+        ppd_unit = _("per %(currency)s/GPU-hour") % {"currency": currency}
+    else:
+        buy = _buy_prices(params, gpus, rates)
+        price_unit, scale = _("per GPU"), 1000.0
+        prices = {gpu_id: (usd, label, 0) for gpu_id, (usd, label) in buy.items()}
+        ppd_unit = _("per 1,000 %(currency)s") % {"currency": currency}
+
+    baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
+    specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
+    names = {gpu.id: gpu.name for gpu in gpus}
+    filtered_out = set(measured) - set(specs)
+    if filtered_out:
+        for gpu in Gpu.objects.filter(id__in=filtered_out).only("id", "name", "memory_bandwidth_gbs", "fp32_tflops"):
+            specs[gpu.id] = _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {}))
+            names[gpu.id] = gpu.name
+    estimate_model = (
+        _estimate_model(measured=measured, specs=specs, baseline_specs=baseline_specs, family=params.precision)
+        if baseline_measured and not uc.is_llm
+        else EstimateModel()
+    )
+    llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
+    if uc.is_llm:
+        state = llm_model_state()
+        llm_key = "serving" if uc.llm_mode == "batched" else "chat"
+        llm_error = state.constants.typical_error_pct.get(llm_key)
+        llm_outside_error = state.constants.outside_error_pct.get(llm_key)
+        llm_figures = llm_ranking_figures(
+            use_case=uc.slug,
+            size=params.model_size,
+            precision_family=params.precision,
+            include_all_rows=params.mlperf == "all",
+            gpus=gpus,
+            peaks_by_gpu=peaks_by_gpu,
+            state=state,
+        )
+    scaling = scaling_headlines_by_gpu(aggregates=aggregates, workloads=workloads)
+    rows: list[RankingRow] = []
+    skipped = 0
+    for gpu in gpus:
+        usd, source, providers = prices.get(gpu.id, (None, "", 0))
+        price = convert(usd)
+        eligibility = use_case_eligibility(
+            uc,
+            family=params.precision,
+            memory_gib=gpu.memory_gib,
+            peaks=peaks_by_gpu.get(gpu.id, {}),
+            architecture=_architecture_support(gpu),
+        )
+        values: dict[str, Any]
+        if llm_figures is not None:
+            figure = llm_figures[gpu.id]
+            if figure.tokens_per_s is None:
+                does_not_fit += figure.estimate is not None and figure.estimate.bound == "does not fit"
+                skipped += figure.estimate is None or figure.estimate.bound != "does not fit"
+                continue
+            if params.basis == "measured" and figure.basis != "measured":
+                continue
+            values = llm_row_values(figure=figure, price=price, mode=params.mode, llm_mode=uc.llm_mode, scale=scale)
+        else:
+            m = measured.get(gpu.id)
+            ratios = spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
+            estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
+            if m is None and estimate is None:
+                skipped += 1
+                continue
+            if params.basis == "measured" and m is None:
+                continue
+            perf = m.value if m else estimate
+            values = {
+                "perf": perf,
+                "perf_basis": "measured" if m else "estimated",
+                "perf_measured": m.value if m else None,
+                "perf_estimated": estimate,
+                "n": m.n if m else 0,
+                "distinct_submitters": distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
+                "groups": m.groups if m else 0,
+                "perf_per_dollar": per_price(perf, price, scale=scale),
+                "meets_memory_floor": eligibility.meets_memory_floor,
+                "estimate_error_pct": _percent(estimate_model.typical_error) if estimate is not None else None,
+                "measured_via": names.get(m.via, "") if m and m.via is not None else "",
+                **_scaling_values(scaling.get(gpu.id)),
+            }
+        values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
+        rows.append(
+            _with_provenance(
+                RankingRow(
+                    gpu_id=gpu.id,
+                    gpu_slug=gpu.slug,
+                    gpu_name=gpu.name,
+                    vendor=gpu.vendor.name,
+                    vendor_slug=gpu.vendor.slug,
+                    segment=gpu.segment,
+                    architecture=gpu.architecture.name if gpu.architecture else "",
+                    memory_gib=gpu.memory_gib,
+                    tdp_w=gpu.tdp_w,
+                    price=price,
+                    price_unit=price_unit,
+                    price_source=source,
+                    price_providers=providers,
+                    currency=currency,
+                    perf_per_dollar_unit=ppd_unit,
+                    perf_per_kw=per_kilowatt(values["perf"], gpu.tdp_w),
+                    eligible=eligibility.eligible and values["meets_memory_floor"],
+                    ineligible_reasons=list(eligibility.reasons),
+                    **values,
+                ),
+                rent.get(gpu.id),
+                convert,
+            )
+        )
+
+    tiers = tiers_assign({r.gpu_slug: r.perf_per_dollar for r in rows if r.eligible})
+    for row in rows:
+        row.tier = tiers.get(row.gpu_slug)
+    sort_key = params.sort
+    # LLM use cases list measured figures first (issue 17): their estimates extrapolate a fitted
+    # model to GPUs and configurations the measurements may not contain.
+    measured_first = uc.is_llm
+    rows.sort(
+        key=lambda r: (
+            getattr(r, sort_key) is None,
+            measured_first and r.perf_basis != "measured",
+            -(getattr(r, sort_key) or 0),
+            r.gpu_name,
+        )
+    )
+    hidden = [r for r in rows if not r.eligible] if params.show == "eligible" else []
+    if hidden:
+        rows = [r for r in rows if r.eligible]
+    rank = 0
+    for row in rows:
+        if getattr(row, sort_key) is not None:
+            rank += 1
+            row.rank = rank
+    return Ranking(
+        params=params,
+        use_case=uc,
+        baseline_slug=baseline.slug,
+        baseline_name=baseline.name,
+        baseline_measured=baseline_measured,
+        rows=rows,
+        currency=currency,
+        exchange_rate=exchange,
+        warnings=warnings,
+        skipped_without_data=skipped,
+        estimate=estimate_model,
+        ineligible_rows=hidden,
+        llm_typical_error_pct=llm_error,
+        does_not_fit=does_not_fit,
+        llm_outside_error_pct=llm_outside_error,
+    )
+
+
+def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:
+    if scaling is None:
+        return {}
+    return {
+        "scaling_gpu_count": scaling.gpu_count,
+        "scaling_efficiency": scaling.efficiency,
+        "scaling_n": scaling.n,
+        "scaling_distinct_submitters": scaling.distinct_submitters,
+        "scaling_interconnect": scaling.interconnect,
+        "scaling_tokens_per_s_per_gpu": scaling.tokens_per_s_per_gpu,
+        "scaling_one_gpu_tokens_per_s": scaling.one_gpu_tokens_per_s,
+    }
+
+
+def _with_provenance(
+    row: RankingRow, rent: GpuRentPrice | None, convert: Callable[[float | None], float | None]
+) -> RankingRow:
+    """The row with its rental price's provider, date, age and spread (rent mode)."""
+    if rent is None:
+        return row
+    origin = rent.provenance
+    return replace(
+        row,
+        price_provider=origin.provider,
+        price_provider_slug=origin.provider_slug,
+        price_instance_type=origin.instance_type,
+        price_region=origin.region,
+        price_observed_at=origin.observed_at,
+        price_age_days=origin.age_days,
+        price_date_basis=origin.date_basis,
+        price_date_estimated=origin.date_is_estimate,
+        price_min=convert(float(rent.minimum_usd)),
+        price_max=convert(float(rent.maximum_usd)),
+    )

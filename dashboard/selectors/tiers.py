@@ -1,0 +1,50 @@
+"""Reads for the tier lists.
+
+its leave-one-GPU-out error, which every estimated row repeats as ``estimate_error_pct`` (in
+percent, as the LLM use cases' model error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dashboard.ranking.maths import TIER_NAMES, TIER_THRESHOLDS
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.ranking_rows import Ranking, RankingRow
+from dashboard.selectors.rankings import rankings_compute
+
+
+@dataclass
+class TierList:
+    ranking: Ranking
+    tiers: dict[str, list[RankingRow]]  # "S".."D" -> rows, best first
+    below_floor: list[RankingRow]  # below the memory floor (whatever their tensor formats)
+    without_price: list[RankingRow]
+    thresholds: dict[str, float]
+    memory_floor_gib: float
+    lacking_precision: list[RankingRow] = field(default_factory=list)  # enough memory, no tensor format
+
+
+def tiers_compute(*, params: RankingParams) -> TierList:
+    """The tier list of one use case: S..D among the GPUs eligible for it (dashboard/ranking/maths.py)."""
+    ranking = rankings_compute(params=params.with_changes(sort="perf_per_dollar", show="all"))
+    tiers: dict[str, list[RankingRow]] = {name: [] for name in TIER_NAMES}
+    below, lacking, without_price = [], [], []
+    for row in ranking.rows:
+        if not row.meets_memory_floor:
+            below.append(row)
+        elif not row.eligible:
+            lacking.append(row)
+        elif row.tier is None:
+            without_price.append(row)
+        else:
+            tiers[row.tier].append(row)
+    return TierList(
+        ranking=ranking,
+        tiers=tiers,
+        below_floor=below,
+        without_price=without_price,
+        thresholds=dict(TIER_THRESHOLDS),
+        memory_floor_gib=ranking.use_case.memory_floor_gib,
+        lacking_precision=lacking,
+    )
