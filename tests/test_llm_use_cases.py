@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from benchmarks_app.services.llamacpp_import import geerling_import
+from benchmarks_app.services.llamacpp_import import geerling_import, xiongjiedai_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from catalog.models import Gpu
 from dashboard.selectors.ranking_params import RankingParams
@@ -88,6 +88,17 @@ def test_chat_prefers_one_gpu_and_charges_every_gpu_of_the_stream(llm_world):
     assert estimated.cost_per_million_tokens == pytest.approx(0.40 * 7 / (estimated.perf * 3600) * 1e6)
     tiers = tiers_compute(params=RankingParams(use_case="llm-chat", model_size="3b"))
     assert any(row.gpu_slug == "geforce-rtx-4090" for rows_ in tiers.tiers.values() for row in rows_)
+
+
+def test_sources_are_cited_by_readable_title_not_by_import_key(llm_world):
+    xiongjiedai_import()
+    rows = _rows(use_case="llm-chat", model_size="8b")
+    rtx4090 = rows["geforce-rtx-4090"]
+    assert rtx4090.perf_basis == "measured"
+    assert "llama.cpp benchmarks by Xiongjie Dai, Llama 3 tables, 2024-05" in rtx4090.llm_source
+    assert "xiongjiedai" not in rtx4090.llm_source
+    geerling = _rows(use_case="llm-chat", model_size="3b")["geforce-rtx-4090"].llm_source
+    assert geerling.startswith("Jeff Geerling's AI benchmarks") and "geerlingguy" not in geerling
 
 
 def test_llm_rows_stay_out_of_the_relative_inference_use_cases(llm_world):

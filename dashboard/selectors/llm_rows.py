@@ -82,6 +82,23 @@ _PHASES = {"decode": pgettext_lazy("LLM phase", "decode"), "prefill": pgettext_l
 _BACKENDS = {"unmarked": gettext_lazy("backend not stated"), "vulkan": "Vulkan", "cuda": "CUDA", "rocm": "ROCm",
              "metal": "Metal"}  # fmt: skip
 
+_LLAMACPP_FAMILIES = {"llama-1": "LLaMA", "llama-2": "Llama 2", "llama-3": "Llama 3"}
+
+
+def llamacpp_section_title(section: str) -> str:
+    """A readable title for a section of Xiongjie Dai's llama.cpp tables (the importer's key,
+    e.g. ``xiongjiedai-llama-3-2024-05``): who measured, which model family, when."""
+    found = re.fullmatch(r"xiongjiedai-(llama-\d)(?:-(\d{4})-(\d{2}))?", section)
+    if found is None:
+        return _("llama.cpp benchmarks by Xiongjie Dai")
+    family = _LLAMACPP_FAMILIES.get(found[1], found[1])
+    if found[2]:
+        return _("llama.cpp benchmarks by Xiongjie Dai, %(family)s tables, %(month)s") % {
+            "family": family,
+            "month": f"{found[2]}-{found[3]}",
+        }
+    return _("llama.cpp benchmarks by Xiongjie Dai, %(family)s tables") % {"family": family}
+
 
 def label_of(table: Mapping[str, Any], key: str) -> str:
     return str(table.get(key, key))
@@ -188,9 +205,13 @@ def llm_row_classify(
             "rank": 1 if "llama-3" in section else 3,
             "recency": str(environment.get("snapshot_month", "")),
             "default_basis": True,
-            "label": (
-                f"llama.cpp ({section}) · {params.get('quant', '')} · "
-                f"{'tg' if decode else 'pp'} {params.get('tokens', '')} · {environment.get('config', '')}"
+            "label": " · ".join(
+                (
+                    llamacpp_section_title(section),
+                    str(params.get("quant", "")),
+                    f"{'tg' if decode else 'pp'} {params.get('tokens', '')}",
+                    str(environment.get("config", "")),
+                )
             ),
             "url": environment.get("url", ""),
             "setup": str(environment.get("config", "")),
@@ -212,7 +233,7 @@ def llm_row_classify(
             "default_basis": True,
             "label": " · ".join(
                 (
-                    "geerlingguy/ai-benchmarks",
+                    _("Jeff Geerling's AI benchmarks"),
                     str(params.get("model", "")),
                     _("backend %(backend)s") % {"backend": label_of(_BACKENDS, str(params.get("backend", "")))}
                     if params.get("backend") != "unmarked"
