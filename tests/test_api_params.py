@@ -7,15 +7,10 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.factories_api import build_api_world
+from tests.world import API_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def world():  # type: ignore[no-untyped-def]
-    cache.clear()
-    return build_api_world()
+WORLD = API_WORLD
 
 
 BAD = [
@@ -210,11 +205,17 @@ LISTS = [
 @pytest.mark.parametrize("url", LISTS)
 def test_query_count_does_not_grow_with_rows(client, url):  # type: ignore[no-untyped-def]
     cache.clear()
-    build_api_world(observations_per_offer=2)
+    world_build(rows=API_WORLD, price_days=(10, 0))
     small = _queries(client, url)
     # A second world's worth of rows (other slugs) must not add queries.
-    from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, TensorPeakFactory
-    from tests.factories_dashboard import BenchmarkResultFactory, ResultAggregateFactory
+    from tests.factories import (
+        BenchmarkResultFactory,
+        GpuFactory,
+        OfferFactory,
+        PriceObservationFactory,
+        ResultAggregateFactory,
+        TensorPeakFactory,
+    )
 
     for index in range(20):
         gpu = GpuFactory(name=f"Extra GPU {index}", slug=f"extra-{index}", memory_gib=24.0 + index)

@@ -21,7 +21,8 @@ from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.peers import live_peers
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import body, make_result, submission_document
+from tests.world import INGEST_WORLD, world_build
 
 pytestmark = [
     pytest.mark.postgres,
@@ -66,7 +67,7 @@ def _counts(cursor) -> dict[str, int]:  # type: ignore[no-untyped-def]
 def test_pg_dump_and_restore_round_trip(transactional_db, tmp_path, monkeypatch):
     catalog_snapshot_clear()
     live_peers.clear()
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     monkeypatch.setattr(intake_module, "submission_enqueue", lambda *, submission_id: True)  # ingested below
     user = get_user_model().objects.create(username="backup")
     for index in range(12):

@@ -28,15 +28,13 @@ from django.utils import timezone
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from catalog.models import ImportRun, Offer, PriceObservation, Provider
 from catalog.services.prices import price_import_file
-from tests.factories import UserFactory
-from tests.factories_ingest import H100_BF16_PEAK, body, ingest_world, make_result, submission_document
-from tests.factories_prices import catalogue_build
+from tests.factories import UserFactory, body, make_result, submission_document
+from tests.world import H100_BF16_PEAK, INGEST_WORLD, PRICE_WORLD, world_build
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ingest_in_process")]
+WORLD = INGEST_WORLD
 
 CORPUS = Path(__file__).resolve().parent / "badinput"
 MANIFEST = json.loads((CORPUS / "submissions.json").read_text(encoding="utf-8"))
@@ -84,27 +82,6 @@ def _report_figures(request):  # type: ignore[no-untyped-def]
         )
         for area in sorted(TRIED):
             print(f"  {area:28s} {REFUSED[area]:4d} / {TRIED[area]:4d}")
-
-
-@pytest.fixture(autouse=True)
-def _ingest_in_process(monkeypatch):  # type: ignore[no-untyped-def]
-    """Queued ingests run here, in-process, whether or not a broker is configured (PostgreSQL pass)."""
-    from benchmarks_app.services import intake as intake_module
-
-    def enqueue(*, submission_id: int) -> bool:
-        submission_ingest(submission_id=submission_id)
-        return True
-
-    monkeypatch.setattr(intake_module, "submission_enqueue", enqueue)
-
-
-@pytest.fixture
-def world():
-    catalog_snapshot_clear()
-    live_peers.clear()
-    yield ingest_world()
-    catalog_snapshot_clear()
-    live_peers.clear()
 
 
 @pytest.fixture
@@ -530,7 +507,7 @@ def price_counts() -> tuple[int, int, int]:
 def test_price_file_rows_are_rejected_with_reasons_and_the_rest_imports(filename):
     if filename.startswith("_"):
         pytest.skip("comment")
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     expected = PRICE_EXPECTED[filename]
     summary = price_import_file(path=CORPUS / "prices" / filename)
     assert summary.error == "", summary.error
@@ -559,7 +536,7 @@ def test_price_file_rows_are_rejected_with_reasons_and_the_rest_imports(filename
 
 
 def test_a_price_file_that_is_not_utf8_is_refused_whole():
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     before = price_counts()
     summary = price_import_file(path=CORPUS / "prices" / "curated-latin1.csv", format="curated-csv")
     tally("price files", "not UTF-8" in summary.error)
@@ -574,7 +551,7 @@ def test_the_import_command_reports_rejections_without_a_traceback(tmp_path):
 
     from django.core.management import call_command
 
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     out, err = StringIO(), StringIO()
     call_command("import_prices", str(CORPUS / "prices" / "curated-bad-rows.csv"), stdout=out, stderr=err)
     text = out.getvalue() + err.getvalue()

@@ -43,9 +43,17 @@ from llm_estimate.comm import GpuLink, tensor_parallel_step_seconds
 from llm_estimate.constants import constants_default
 from llm_estimate.coverage import Coverage
 from llm_estimate.shapes import MODEL_SHAPES, model_size_class
-from tests.factories import GpuFactory, OfferFactory, ProviderFactory, TensorPeakFactory
-from tests.factories_dashboard import PurchasePriceFactory
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import (
+    GpuFactory,
+    OfferFactory,
+    ProviderFactory,
+    PurchasePriceFactory,
+    TensorPeakFactory,
+    body,
+    make_result,
+    submission_document,
+)
+from tests.world import INGEST_WORLD, world_build
 
 URL = "/api/v1/fit/"
 H100_LIKE = LlmGpu(memory_gib=80.0, bandwidth_gbs=3350.0, tensor_tflops={"bf16": 989.4, "fp16": 989.4})
@@ -268,13 +276,13 @@ def _ddp(median: float, count: int, efficiency: float | None) -> dict[str, Any]:
 
 @pytest.mark.django_db
 def test_training_uses_the_ddp_scaling_the_client_measured_and_the_assumption_elsewhere(client) -> None:  # type: ignore[no-untyped-def]
-    world = ingest_world()
-    OfferFactory(gpu=world.h100, current_price_per_hour=Decimal("2.50"))
+    world = world_build(rows=INGEST_WORLD)
+    OfferFactory(gpu=world.gpus["h100"], current_price_per_hour=Decimal("2.50"))
     # Two host runs through the real intake and ingest, as the client submits them (multigpu._scaling_add).
     _ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_560_000.0, 2, 0.8)], host=_host(2)))
     _ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_688_000.0, 2, 0.84)], host=_host(2)))
     response = client.get(URL, {"model": "llama-3-8b", "mode": "lora", "tokens": "1e9"})
-    plan = plans_by_slug(response.json())[world.h100.slug]
+    plan = plans_by_slug(response.json())[world.gpus["h100"].slug]
     counts = {c["count"]: c for c in plan["counts"]}
     one = plan["gpu"]["throughput_per_s"]
     assert counts[1]["scaling"] == "single" and counts[1]["throughput_per_s"] == pytest.approx(one)

@@ -24,8 +24,7 @@ from catalog.matching import GpuMatcher
 from catalog.matching.corpus import corpus_evaluate, corpus_read
 from catalog.models import UnmatchedGpuName
 from catalog.services.catalog_import import catalog_import
-from tests.factories import UserFactory
-from tests.factories_ingest import bandwidth_result, body, make_result, submission_document
+from tests.factories import UserFactory, bandwidth_result, body, make_result, submission_document
 
 pytestmark = pytest.mark.django_db
 

@@ -12,24 +12,13 @@ from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionSt
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
-from tests.factories_ingest import (
-    body,
-    ddp_result,
-    host_block,
-    ingest_world,
-    make_result,
-    per_gpu_entries,
-    submission_document,
-)
+from tests.factories import body, ddp_result, host_block, make_result, per_gpu_entries, submission_document
+from tests.world import INGEST_WORLD
 
 pytestmark = pytest.mark.django_db
+WORLD = INGEST_WORLD
 
 REAL_LLM_RUN = Path(__file__).resolve().parent / "fixtures" / "bench" / "h100_run_llm.json"
-
-
-@pytest.fixture
-def world():
-    return ingest_world()
 
 
 def _ingest(document):
@@ -43,7 +32,7 @@ def _ingest(document):
 def test_the_real_h100_llm_run_is_stored_with_its_params_and_the_failed_fp8_check_flagged(world):
     document = json.loads(REAL_LLM_RUN.read_text())
     submission = _ingest(document)
-    assert submission.gpu_id == world.h100.pk
+    assert submission.gpu_id == world.gpus["h100"].pk
     # fp8 decode at batch 1 missed its consistency tolerance (0.1004 > 0.1): kept, flagged.
     assert submission.status == SubmissionStatus.FLAGGED
     rows = {

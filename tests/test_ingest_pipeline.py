@@ -20,42 +20,16 @@ from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.ingest import submission_ingest, submissions_claim, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.moderation import gpu_name_map, submissions_approve, submissions_reject
-from benchmarks_app.services.peers import PeerCache, live_peers
+from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.report import report_read
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from benchmarks_app.tasks import ingest_submission, submissions_enqueue
 from catalog.models import GpuAlias, UnmatchedGpuName
-from gpuatlas.celery import app
-from tests.factories import GpuFactory, UserFactory
-from tests.factories_ingest import (
-    H100_BANDWIDTH,
-    H100_BF16_PEAK,
-    bandwidth_result,
-    body,
-    ingest_world,
-    make_result,
-    submission_document,
-)
+from tests.factories import GpuFactory, UserFactory, bandwidth_result, body, make_result, submission_document
+from tests.world import H100_BANDWIDTH, H100_BF16_PEAK, INGEST_WORLD
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches_and_eager_tasks():
-    """Empty per-process caches; tasks run in-process even in the pass that has a Redis broker."""
-    catalog_snapshot_clear()
-    live_peers.clear()
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = eager
-    catalog_snapshot_clear()
-    live_peers.clear()
-
-
-@pytest.fixture
-def world():
-    return ingest_world()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_tasks")]
+WORLD = INGEST_WORLD
 
 
 def store(document, user=None) -> RawSubmission:
@@ -92,7 +66,7 @@ def test_gpu_is_matched_by_the_reported_names(world, smi, torch_name, mib, slug)
 
 def test_reported_memory_tells_variants_apart(world):
     """A bare family name is resolved by memory: 94 GiB is the NVL, not the 80 GiB SXM."""
-    GpuAlias.objects.create(gpu=world.h100, alias="NVIDIA H100", normalised="nvidiah100")
+    GpuAlias.objects.create(gpu=world.gpus["h100"], alias="NVIDIA H100", normalised="nvidiah100")
     catalog_snapshot_clear()
     results = [make_result(median=200.0)]
     nvl = ingest(submission_document(name_smi="NVIDIA H100", memory_total_mib=95830, results=results))
@@ -249,7 +223,7 @@ def test_database_error_rolls_back_and_the_task_retries(world):
         calls.append(1)
         if len(calls) == 1:
             BenchmarkResult.objects.create(
-                gpu=world.h100, workload_id=1, precision="bf16", comparison_key="x", comparison_label="x",
+                gpu=world.gpus["h100"], workload_id=1, precision="bf16", comparison_key="x", comparison_label="x",
                 value=1.0, trust="community", measured_at=timezone.now(),
             )  # fmt: skip
             raise OperationalError("server closed the connection unexpectedly")

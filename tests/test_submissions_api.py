@@ -11,36 +11,13 @@ from django.test import Client, override_settings
 
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
-from tests.factories import UserFactory
-from tests.factories_ingest import H100_BF16_PEAK, body, make_result, submission_document, with_change
+from tests.factories import UserFactory, body, make_result, submission_document, with_change
+from tests.world import H100_BF16_PEAK, INGEST_WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_tasks")]
+WORLD = INGEST_WORLD
 
 URL = "/api/v1/submissions/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches_and_eager_tasks():
-    """Empty per-process caches; tasks run in-process even in the pass that has a Redis broker."""
-    from gpuatlas.celery import app
-
-    catalog_snapshot_clear()
-    live_peers.clear()
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = eager
-    catalog_snapshot_clear()
-    live_peers.clear()
-
-
-@pytest.fixture
-def world():
-    from tests.factories_ingest import ingest_world
-
-    return ingest_world()
 
 
 @pytest.fixture
@@ -71,7 +48,7 @@ def test_post_goes_from_received_to_accepted(api, world, django_capture_on_commi
     assert {r["workload"] for r in status["results"]} == {"matmul", "membw-copy"}
     stored = RawSubmission.objects.get()
     assert stored.payload == body(document).decode()
-    assert ResultAggregate.objects.filter(gpu=world.h100).count() == 2
+    assert ResultAggregate.objects.filter(gpu=world.gpus["h100"]).count() == 2
     assert response["Location"] == f"{URL}{document['run_uuid']}/"
 
 
