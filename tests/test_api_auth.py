@@ -11,7 +11,7 @@ from django.test import Client, override_settings
 from django.utils import translation
 
 from accounts.services import api_token_create
-from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionStatus, TrustLabel
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, TrustLabel
 from tests.factories import UserFactory
 from tests.world import API_WORLD, RESNET_KEY
 
@@ -63,12 +63,18 @@ def test_a_user_who_is_not_staff_cannot_moderate(client, world, method, url):  #
     else:
         response = post_json(client, url, {"run_uuids": [str(world.submissions[0].run_uuid)]}, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 403
+    assert response.json() == {"detail": "You do not have permission to perform this action."}
     world.submissions[0].refresh_from_db()
     assert world.submissions[0].status == SubmissionStatus.FLAGGED
 
 
 def test_anonymous_cannot_submit(client, world):  # type: ignore[no-untyped-def]
-    assert post_json(client, "/api/v1/submissions/", {}).status_code == 401
+    stored = RawSubmission.objects.count()
+    response = post_json(client, "/api/v1/submissions/", {})
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert response.json() == {"detail": "Authentication credentials were not provided."}
+    assert RawSubmission.objects.count() == stored
 
 
 def test_staff_approves_a_flagged_submission(client, world):  # type: ignore[no-untyped-def]

@@ -165,8 +165,22 @@ def test_the_parameters_an_endpoint_takes_are_the_ones_its_schema_documents(rf):
 
 
 def test_page_size_at_the_maximum_is_accepted(client, world):  # type: ignore[no-untyped-def]
-    assert client.get("/api/v1/offers/?page_size=500").status_code == 200
-    assert client.get("/api/v1/gpus/?limit=1000").status_code == 200
+    offers = client.get("/api/v1/offers/?page_size=500")
+    assert offers.status_code == 200
+    # Every listed offer on the one page: the host-only VM has no per-GPU price and is never listed.
+    page = offers.json()
+    assert page["next"] is None and len(page["results"]) == 5
+    assert {row["instance_type"] for row in page["results"]} == {
+        "gpu_8x_h100",
+        "gpu_1x_a100",
+        "h100-spot",
+        "v100",
+        "mystery",
+    }
+    gpus = client.get("/api/v1/gpus/?limit=1000")
+    assert gpus.status_code == 200
+    page = gpus.json()
+    assert page["count"] == len(page["results"]) == 5 and page["next"] is None
 
 
 def test_empty_value_means_no_filter(client, world):  # type: ignore[no-untyped-def]

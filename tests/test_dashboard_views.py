@@ -80,6 +80,10 @@ def test_rankings_precision_left_over_from_another_use_case_is_dropped(client):
     world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:rankings"), {"use_case": "inference-8bit", "precision": "32bit"})
     assert response.status_code == 200
+    html = response.content.decode()
+    # The 8-bit ranking, as if the precision had not been given: its one precision chosen, its rows listed.
+    assert '<select name="precision" data-autosubmit><option value="8bit" selected>' in html
+    assert "H100 SXM5 80 GB" in html and "A100 SXM4 80 GB" in html
 
 
 def test_rankings_csv_follows_filters(client):
@@ -295,28 +299,38 @@ def _bulk(extra: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("url", "limit"),
+    ("url", "limit", "shows"),
     [
-        (lambda w: reverse("dashboard:rankings") + "?currency=CNY", 12),
-        (lambda w: reverse("dashboard:rankings") + "?mode=buy", 12),
-        (lambda w: reverse("dashboard:tiers"), 12),
+        (lambda w: reverse("dashboard:rankings") + "?currency=CNY", 12, ("H100 SXM5 80 GB", "CNY")),
+        (lambda w: reverse("dashboard:rankings") + "?mode=buy", 12, ("H100 SXM5 80 GB", "RTX 4090")),
+        (lambda w: reverse("dashboard:tiers"), 12, ("H100 SXM5 80 GB", "RTX 4090")),
         # The GPU page and the comparison compute every use case: the two LLM ones add the
         # fitted model's data check (3 queries) and their measured rows (1) each; the GPU page
         # also reads the GPU's LLM figures and the configurations reported not to fit (2); the
         # comparison reads the typical and the cheapest price through gpu_rent_prices (3 each).
-        (lambda w: reverse("catalog:gpu-detail", args=[w.gpus["baseline"].slug]), 64),
-        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 58),
-        (lambda w: reverse("dashboard:architectures"), 3),
-        (lambda w: reverse("dashboard:open-data"), 1),
+        (
+            lambda w: reverse("catalog:gpu-detail", args=[w.gpus["baseline"].slug]),
+            64,
+            ("A100 SXM4 80 GB", "gpu_8x_a100"),
+        ),
+        (
+            lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090",
+            58,
+            ("A100 SXM4 80 GB", "H100 SXM5 80 GB", "RTX 4090"),
+        ),
+        (lambda w: reverse("dashboard:architectures"), 3, ("Ampere", "Hopper")),
+        (lambda w: reverse("dashboard:open-data"), 1, ("<h1>Open data</h1>",)),
     ],
 )
 @pytest.mark.parametrize("extra", [0, 25])
-def test_query_count_is_bounded(client, django_assert_max_num_queries, url, limit, extra):
+def test_query_count_is_bounded(client, django_assert_max_num_queries, url, limit, shows, extra):
     world = world_build(rows=DASHBOARD_WORLD)
     _bulk(extra)
     with django_assert_max_num_queries(limit):
         response = client.get(url(world))
     assert response.status_code == 200
+    html = response.content.decode()
+    assert all(text in html for text in shows), [text for text in shows if text not in html]
 
 
 def test_gpu_page_separates_pcie_from_memory_and_names_workloads(client):

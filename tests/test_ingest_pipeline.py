@@ -112,6 +112,9 @@ def test_result_above_the_peak_is_rejected_with_the_reason(world):
 def test_within_tolerance_of_the_peak_is_accepted(world):
     submission = ingest(submission_document(results=[make_result(median=H100_BF16_PEAK * 1.04)]))
     assert submission.status == SubmissionStatus.ACCEPTED
+    assert submission.reasons == []
+    stored = BenchmarkResult.objects.get(submission=submission)
+    assert stored.value == pytest.approx(H100_BF16_PEAK * 1.04) and stored.trust == TrustLabel.COMMUNITY
 
 
 def test_bandwidth_above_memory_bandwidth_is_rejected(world):
