@@ -19,7 +19,9 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel, Workload
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, TrustLabel, Workload
+from benchmarks_app.services.ingest import submission_ingest
+from benchmarks_app.services.intake import submission_intake
 from catalog.models import (
     Architecture,
     ExchangeRate,
@@ -330,6 +332,16 @@ def submission_document(
 
 def body(document: dict[str, Any]) -> bytes:
     return json.dumps(document).encode()
+
+
+def document_ingest(document: dict[str, Any], *, submitter: Any = None) -> RawSubmission:
+    """Take ``document`` in from ``submitter`` (by default the user "submitter") and ingest it here,
+    in-process: the submission as stored."""
+    submitter = submitter or UserFactory(username="submitter")
+    submission = submission_intake(body=body(document), submitter=submitter).submission
+    submission_ingest(submission_id=submission.pk)
+    submission.refresh_from_db()
+    return submission
 
 
 def with_change(document: dict[str, Any], path: list[str | int], value: Any) -> dict[str, Any]:

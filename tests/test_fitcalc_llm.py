@@ -17,12 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from catalog.models import Gpu, PriceSnapshot
 from dashboard.selectors_llm import gpu_link_for, llm_model_state, llm_rows
 from fitcalc import PRESETS, fit_plan, memory_estimate
@@ -49,7 +46,7 @@ from tests.factories import (
     ProviderFactory,
     PurchasePriceFactory,
     TensorPeakFactory,
-    body,
+    document_ingest,
     make_result,
     submission_document,
 )
@@ -245,12 +242,6 @@ def test_one_stream_on_more_gpus_is_no_faster_and_costs_more(client) -> None:  #
     assert "more GPUs add memory, not speed" in html
 
 
-def _ingest(document: dict[str, Any]) -> None:
-    user = get_user_model().objects.get_or_create(username="submitter")[0]
-    submission = submission_intake(body=body(document), submitter=user).submission
-    submission_ingest(submission_id=submission.pk)
-
-
 def _host(count: int) -> dict[str, Any]:
     return {
         "gpu_count": count, "devices": list(range(count)), "ranks": count, "gpus": [], "interconnect": "nvlink",
@@ -279,8 +270,10 @@ def test_training_uses_the_ddp_scaling_the_client_measured_and_the_assumption_el
     world = world_build(rows=INGEST_WORLD)
     OfferFactory(gpu=world.gpus["h100"], current_price_per_hour=Decimal("2.50"))
     # Two host runs through the real intake and ingest, as the client submits them (multigpu._scaling_add).
-    _ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_560_000.0, 2, 0.8)], host=_host(2)))
-    _ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_688_000.0, 2, 0.84)], host=_host(2)))
+    document_ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_560_000.0, 2, 0.8)], host=_host(2)))
+    document_ingest(
+        submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_688_000.0, 2, 0.84)], host=_host(2))
+    )
     response = client.get(URL, {"model": "llama-3-8b", "mode": "lora", "tokens": "1e9"})
     plan = plans_by_slug(response.json())[world.gpus["h100"].slug]
     counts = {c["count"]: c for c in plan["counts"]}

@@ -12,17 +12,21 @@ import json
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from benchmarks_app.models import SubmissionStatus
-from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from dashboard.selectors import RankingParams, rankings_compute
 from dashboard.selectors_scaling import scaling_measured_by_gpu
-from tests.factories import allreduce_result, body, ddp_result, host_block, submission_document
+from tests.factories import (
+    UserFactory,
+    allreduce_result,
+    ddp_result,
+    document_ingest,
+    host_block,
+    submission_document,
+)
 from tests.world import INGEST_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
@@ -34,21 +38,14 @@ A100_RUNS = ((1_000_000.0, 1_900_000.0), (1_000_000.0, 1_900_000.0), (1_000_000.
 GIB, MIB = 1 << 30, 64 << 20
 
 
-def _ingest(document, *, user: str):
-    submitter = get_user_model().objects.get_or_create(username=user)[0]
-    submission = submission_intake(body=body(document), submitter=submitter).submission
-    submission_ingest(submission_id=submission.pk)
-    submission.refresh_from_db()
-    assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
-    return submission
-
-
 def _host_run(name, one, two, *, user, interconnect="nvlink", extra=(), memory_mib=81559):
     results = [ddp_result(one, 1), ddp_result(two, 2, interconnect), *extra]
     document = submission_document(
         results=results, host=host_block(2, interconnect), name_smi=name, name_torch=name, memory_total_mib=memory_mib
     )
-    return _ingest(document, user=user)
+    submission = document_ingest(document, submitter=UserFactory(username=user))
+    assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
+    return submission
 
 
 @pytest.fixture
@@ -180,7 +177,8 @@ def test_a_gpu_measured_on_one_gpu_only_says_so(client):
     world = world_build(rows=INGEST_WORLD)
     document = submission_document(results=[ddp_result(1_577_840.0, 1)], host=host_block(1, "none"))
     document["host"]["link_matrix"] = None
-    _ingest(document, user="one-gpu")
+    submission = document_ingest(document, submitter=UserFactory(username="one-gpu"))
+    assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
     response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
     section = response.context["page"].multi_gpu
     assert not section.measured_on_several and [line.gpu_count for line in section.training] == [1]
