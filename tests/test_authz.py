@@ -18,9 +18,8 @@ from accounts.models import ApiToken
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from catalog.models import GpuAlias
-from tests.factories import UserFactory, body, make_result, submission_document
+from tests.factories import UserFactory, body, document_ingest, make_result, submission_document
 from tests.world import INGEST_WORLD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ingest_in_process")]
@@ -43,10 +42,7 @@ def stored(user, *, flagged: bool = False, name: str = "NVIDIA H100 80GB HBM3") 
     results = [make_result(median=50.0)] if flagged else None  # 5 % of the peak: flagged, far below it
     document = submission_document(results=results, name_smi=name, name_torch=name)
     document["environment"]["os"] = SECRET_OS
-    submission = submission_intake(body=body(document), submitter=user).submission
-    submission_ingest(submission_id=submission.pk)
-    submission.refresh_from_db()
-    return submission
+    return document_ingest(document, submitter=user)
 
 
 # --------------------------------------------------------------------------- anonymous
