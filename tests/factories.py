@@ -17,8 +17,10 @@ from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.utils import timezone
 
+from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, TrustLabel, Workload
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
@@ -46,6 +48,12 @@ class UserFactory(factory.django.DjangoModelFactory):
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda o: f"{o.username}@example.org")
     password = factory.django.Password("correct horse battery staple")
+
+
+def token_client(user: Any, **client_kwargs: Any) -> Client:
+    """A test client that sends a new API token of ``user``."""
+    _, key = api_token_create(user=user, name="tests")
+    return Client(HTTP_AUTHORIZATION=f"Token {key}", **client_kwargs)
 
 
 class VendorFactory(factory.django.DjangoModelFactory):

@@ -25,12 +25,11 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.ingest import submission_ingest
 from catalog.models import ImportRun, Offer, PriceObservation, Provider
 from catalog.services.prices import price_import_file
-from tests.factories import UserFactory, body, make_result, submission_document
+from tests.factories import UserFactory, body, make_result, submission_document, token_client
 from tests.world import H100_BF16_PEAK, INGEST_WORLD, PRICE_WORLD, world_build
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ingest_in_process")]
@@ -91,8 +90,7 @@ def user():
 
 @pytest.fixture
 def api(user) -> Client:
-    _, key = api_token_create(user=user, name="corpus")
-    return Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+    return token_client(user, raise_request_exception=False)
 
 
 def stored_counts() -> tuple[int, int, int]:
@@ -247,8 +245,7 @@ def test_an_oversized_body_is_a_413_with_a_message_logged_as_a_warning(path, who
 
     client = Client(raise_request_exception=False)
     if who == "token":
-        _, key = api_token_create(user=UserFactory(username="big"), name="big")
-        client = Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+        client = token_client(UserFactory(username="big"), raise_request_exception=False)
     elif who in ("user", "staff"):
         client.force_login(UserFactory(username=who, is_staff=who == "staff", is_superuser=who == "staff"))
     size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
@@ -298,8 +295,7 @@ def test_a_body_found_too_large_while_read_is_a_413_too(caplog):
 
 def api_post_as(username: str, document: dict[str, Any]) -> Any:
     """POST a submission with a token of a new user ``username``."""
-    _, key = api_token_create(user=UserFactory(username=username), name=username)
-    return Client(HTTP_AUTHORIZATION=f"Token {key}").post(API, data=body(document), content_type="application/json")
+    return token_client(UserFactory(username=username)).post(API, data=body(document), content_type="application/json")
 
 
 def form_post_as(username: str, document: dict[str, Any]) -> Any:

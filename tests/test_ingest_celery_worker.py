@@ -20,15 +20,14 @@ import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.utils import timezone
 
-from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.ingest import TERMINAL, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.tasks import submissions_enqueue
-from tests.factories import body, make_result, submission_document
+from tests.factories import UserFactory, body, make_result, submission_document, token_client
 from tests.world import INGEST_WORLD
 
 pytestmark = [
@@ -122,10 +121,8 @@ def wait_until(predicate, *, timeout: float, sweep: bool = False) -> bool:
 
 def test_post_to_accepted_through_redis_and_a_worker(world, workers):
     workers()
-    user = get_user_model().objects.create(username="worker-test")
-    _, key = api_token_create(user=user, name="t")
     document = submission_document()
-    response = Client(HTTP_AUTHORIZATION=f"Token {key}").post(
+    response = token_client(UserFactory(username="worker-test")).post(
         "/api/v1/submissions/", data=body(document), content_type="application/json"
     )
     assert response.status_code == 201

@@ -9,9 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 
-from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate
-from tests.factories import UserFactory, body, make_result, submission_document, with_change
+from tests.factories import UserFactory, body, make_result, submission_document, token_client, with_change
 from tests.world import H100_BF16_PEAK, INGEST_WORLD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_tasks")]
@@ -27,8 +26,7 @@ def user():
 
 @pytest.fixture
 def api(user) -> Client:
-    _, key = api_token_create(user=user, name="bench")
-    return Client(HTTP_AUTHORIZATION=f"Token {key}")
+    return token_client(user)
 
 
 def post(api: Client, payload: bytes | str, **extra):
@@ -71,8 +69,7 @@ def test_same_run_uuid_with_another_payload_or_user_is_a_conflict(api, world):
     response = post(api, body(changed))
     assert response.status_code == 409
     assert "$.run_uuid" in response.json()["errors"]
-    _, other_key = api_token_create(user=UserFactory(username="mallory"), name="x")
-    stolen = Client(HTTP_AUTHORIZATION=f"Token {other_key}").post(
+    stolen = token_client(UserFactory(username="mallory")).post(
         URL, data=body(document), content_type="application/json"
     )
     assert stolen.status_code == 409
