@@ -3,9 +3,10 @@
 Each ``*_WORLD`` below is the data one family of tests asserts figures against: the dashboard's
 five GPUs with a hostile name, the API's two vendors with held submissions, the ingest's GPUs
 with the aliases nvidia-smi prints, the price importers' catalogue names, and the real curated
-catalogue the LLM importers match against. Their figures are
-test fixtures chosen for easy arithmetic, not catalogue data; worlds differ where their tests'
-figures do.
+catalogue the LLM importers match against. Their figures are test fixtures chosen for easy
+arithmetic, not catalogue data; worlds differ where their tests' figures do. A test module
+names its world with ``WORLD = ...`` for the ``world`` fixture (conftest.py), or calls
+``world_build`` itself.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class Rows:
 
 @dataclass
 class World:
+    """The rows written, by key: GPUs by their row's key, providers by slug; offers and submissions in order."""
+
     gpus: dict[str, Gpu]
     providers: dict[str, Provider]
     offers: list[Offer]
