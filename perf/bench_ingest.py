@@ -44,7 +44,7 @@ DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpuatlas_perf_bench_inges
 DEFAULT_BROKER = "redis://127.0.0.1:6379/13"
 TERMINAL = ("accepted", "flagged", "rejected", "on_hold")
 
-# GPU fixtures of tests/factories_ingest.py: reported name, memory MiB, bf16 peak, fp32 peak, bandwidth.
+# GPUs of INGEST_WORLD in tests/world.py: reported name, memory MiB, bf16 peak, fp32 peak, bandwidth.
 GPUS = [
     ("NVIDIA H100 80GB HBM3", 81559, 1000.0, 60.0, 3000.0),
     ("NVIDIA H100 NVL", 95830, 1000.0, 60.0, 3900.0),
@@ -154,7 +154,7 @@ def make_document(rng: random.Random, results_per_submission: int) -> dict:
     results.append(_result(rng, "pcie-d2h", "fp32", "GB/s", 26.0, pcie))
     results.append(_result(rng, "transformer-train", "bf16", "tokens/s", bf16 * 60, block))
     results.append(_result(rng, "transformer-infer", "bf16", "tokens/s", bf16 * 180, block))
-    from tests.factories_ingest import submission_document
+    from tests.factories import submission_document
 
     return submission_document(
         results=results[:results_per_submission],
@@ -169,9 +169,9 @@ def seed(submitters: int) -> list[str]:
     from django.contrib.auth import get_user_model
 
     from accounts.services import api_token_create
-    from tests.factories_ingest import ingest_world
+    from tests.world import INGEST_WORLD, world_build
 
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     keys = []
     for index in range(submitters):
         user = get_user_model().objects.create(username=f"bench-{index}")

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+
+from benchmarks_app.services import intake as intake_module
+from benchmarks_app.services.ingest import submission_ingest
+from gpuatlas.celery import app
+from tests.world import World, world_build
 
 # Under pytest-xdist (`pytest -n 2`) worker k moves its cache and broker this many Redis
 # databases down per k: gw0 keeps the configured ones (CI: 14 and 15), gw1 takes 10 and 11.
@@ -27,8 +33,6 @@ def _own_redis_databases(worker: int) -> None:
     cached pages, and its Celery worker could take the other's tasks against the wrong test
     database. The database names need nothing: pytest-django gives each worker its own.
     """
-    from gpuatlas.celery import app
-
     for name in ("CACHE_URL", "CELERY_BROKER_URL"):
         url = getattr(settings, name)
         if not url.startswith(("redis://", "rediss://")):
@@ -136,3 +140,56 @@ def wsgi_keeps_test_connection():
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def world(db, request: pytest.FixtureRequest) -> World:  # type: ignore[no-untyped-def]
+    """The world of the test module's ``WORLD`` rows (tests/world.py)."""
+    return world_build(rows=request.module.WORLD)
+
+
+@pytest.fixture
+def eager_tasks():
+    """Celery tasks run in-process, even in the pass that has a Redis broker."""
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = eager
+
+
+@pytest.fixture
+def ingest_in_process(monkeypatch):  # type: ignore[no-untyped-def]
+    """Queued ingests run here, in-process, whether or not a broker is configured (PostgreSQL pass)."""
+
+    def enqueue(*, submission_id: int) -> bool:
+        submission_ingest(submission_id=submission_id)
+        return True
+
+    monkeypatch.setattr(intake_module, "submission_enqueue", enqueue)
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium under Playwright, for the module's tests of pages in a real browser."""
+    if not shutil.which(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    # live_server runs Django in a thread while Playwright's sync API holds an event loop.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -107,7 +107,7 @@ def _intake(args: argparse.Namespace) -> None:
     """POST ``count`` submissions through the API (the test client: same view, same on_commit enqueue)."""
     from django.test import Client
 
-    from tests.factories_ingest import body, make_result, submission_document
+    from tests.factories import body, make_result, submission_document
 
     client = Client(HTTP_AUTHORIZATION=f"Token {args.token}")
     for index in range(args.count):

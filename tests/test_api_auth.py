@@ -11,17 +11,12 @@ from django.test import Client, override_settings
 from django.utils import translation
 
 from accounts.services import api_token_create
-from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionStatus, TrustLabel
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, TrustLabel
 from tests.factories import UserFactory
-from tests.factories_api import build_api_world
+from tests.world import API_WORLD, RESNET_KEY
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def world():  # type: ignore[no-untyped-def]
-    cache.clear()
-    return build_api_world()
+WORLD = API_WORLD
 
 
 def token_for(user) -> str:  # type: ignore[no-untyped-def]
@@ -44,7 +39,7 @@ def test_reads_are_anonymous(client, world):  # type: ignore[no-untyped-def]
         assert response.status_code == 200, url
         assert response.json()["results"], f"{url} answered an anonymous reader with no rows"
     slugs = {row["slug"] for row in client.get("/api/v1/gpus/").json()["results"]}
-    assert {world.h100.slug, world.a100.slug} <= slugs
+    assert {world.gpus["h100"].slug, world.gpus["a100"].slug} <= slugs
 
 
 def test_a_bad_token_is_401_even_on_reads(client, world):  # type: ignore[no-untyped-def]
@@ -66,21 +61,27 @@ def test_a_user_who_is_not_staff_cannot_moderate(client, world, method, url):  #
     if method == "get":
         response = client.get(url, HTTP_AUTHORIZATION=auth)
     else:
-        response = post_json(client, url, {"run_uuids": [str(world.held[0].run_uuid)]}, HTTP_AUTHORIZATION=auth)
+        response = post_json(client, url, {"run_uuids": [str(world.submissions[0].run_uuid)]}, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 403
-    world.held[0].refresh_from_db()
-    assert world.held[0].status == SubmissionStatus.FLAGGED
+    assert response.json() == {"detail": "You do not have permission to perform this action."}
+    world.submissions[0].refresh_from_db()
+    assert world.submissions[0].status == SubmissionStatus.FLAGGED
 
 
 def test_anonymous_cannot_submit(client, world):  # type: ignore[no-untyped-def]
-    assert post_json(client, "/api/v1/submissions/", {}).status_code == 401
+    stored = RawSubmission.objects.count()
+    response = post_json(client, "/api/v1/submissions/", {})
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert response.json() == {"detail": "Authentication credentials were not provided."}
+    assert RawSubmission.objects.count() == stored
 
 
 def test_staff_approves_a_flagged_submission(client, world):  # type: ignore[no-untyped-def]
     auth = token_for(UserFactory(username="curator", is_staff=True))
-    flagged, on_hold, _ = world.held
+    flagged, on_hold, _ = world.submissions
     unknown = "00000000-0000-4000-8000-000000000000"
-    before = ResultAggregate.objects.get(gpu=world.h100, comparison_key=world.resnet_key).n
+    before = ResultAggregate.objects.get(gpu=world.gpus["h100"], comparison_key=RESNET_KEY).n
     response = post_json(
         client, APPROVE, {"run_uuids": [str(flagged.run_uuid), str(on_hold.run_uuid), unknown]}, HTTP_AUTHORIZATION=auth
     )
@@ -92,14 +93,14 @@ def test_staff_approves_a_flagged_submission(client, world):  # type: ignore[no-
     flagged.refresh_from_db()
     assert flagged.status == SubmissionStatus.ACCEPTED
     assert BenchmarkResult.objects.get(submission=flagged).trust == TrustLabel.COMMUNITY
-    assert ResultAggregate.objects.get(gpu=world.h100, comparison_key=world.resnet_key).n > before
+    assert ResultAggregate.objects.get(gpu=world.gpus["h100"], comparison_key=RESNET_KEY).n > before
     remaining = client.get(QUEUE, HTTP_AUTHORIZATION=auth).json()["results"]
     assert [row["run_uuid"] for row in remaining] == [str(on_hold.run_uuid)]
 
 
 def test_staff_rejects_and_the_results_leave_the_site(client, world):  # type: ignore[no-untyped-def]
     auth = token_for(UserFactory(username="curator", is_staff=True))
-    flagged = world.held[0]
+    flagged = world.submissions[0]
     response = post_json(client, REJECT, {"run_uuids": [str(flagged.run_uuid)]}, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 200
     assert response.json() == {"changed": [str(flagged.run_uuid)], "skipped": {}}
@@ -118,8 +119,8 @@ def test_bad_decision_bodies_are_400_naming_the_field(client, world, body):  # t
     response = post_json(client, APPROVE, body, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 400
     assert set(response.json()["errors"]) <= {"run_uuids", "non_field_errors"}
-    world.held[0].refresh_from_db()
-    assert world.held[0].status == SubmissionStatus.FLAGGED
+    world.submissions[0].refresh_from_db()
+    assert world.submissions[0].status == SubmissionStatus.FLAGGED
 
 
 def test_too_many_decisions_at_once_is_400(client, world):  # type: ignore[no-untyped-def]
@@ -133,7 +134,7 @@ def test_too_many_decisions_at_once_is_400(client, world):  # type: ignore[no-un
 def test_a_staff_session_needs_csrf_to_moderate(world):  # type: ignore[no-untyped-def]
     client = Client(enforce_csrf_checks=True)
     client.force_login(UserFactory(username="curator", is_staff=True))
-    response = post_json(client, APPROVE, {"run_uuids": [str(world.held[0].run_uuid)]})
+    response = post_json(client, APPROVE, {"run_uuids": [str(world.submissions[0].run_uuid)]})
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
 
@@ -171,7 +172,7 @@ def test_submissions_have_a_stricter_burst_limit(client, world):  # type: ignore
         posts = [post_json(client, "/api/v1/submissions/", {}, HTTP_AUTHORIZATION=auth) for _ in range(3)]
         # Reads are not limited by the burst scope, and neither are other endpoints.
         status_reads = [
-            client.get(f"/api/v1/submissions/{world.held[2].run_uuid}/", HTTP_AUTHORIZATION=auth).status_code
+            client.get(f"/api/v1/submissions/{world.submissions[2].run_uuid}/", HTTP_AUTHORIZATION=auth).status_code
             for _ in range(3)
         ]
         other = client.get("/api/v1/gpus/", HTTP_AUTHORIZATION=auth)
@@ -272,7 +273,7 @@ def test_throttles_let_requests_through_when_redis_is_down(world, caplog):
 
 
 def test_a_submission_status_is_labelled_in_the_asked_language(client, world):  # type: ignore[no-untyped-def]
-    submission = world.held[0]
+    submission = world.submissions[0]
     url = f"/api/v1/submissions/{submission.run_uuid}/"
     english = client.get(url, HTTP_ACCEPT_LANGUAGE="en").json()
     chinese = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").json()

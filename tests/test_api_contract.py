@@ -6,9 +6,10 @@ import pytest
 from django.core.cache import cache
 
 from tests.factories import UserFactory
-from tests.factories_api import build_api_world
+from tests.world import API_WORLD, RESNET_KEY
 
 pytestmark = pytest.mark.django_db
+WORLD = API_WORLD
 
 GPU_ROW = {
     "slug", "name", "vendor", "vendor_name", "architecture", "architecture_name", "family", "variant", "segment",
@@ -64,12 +65,6 @@ RANKING_HEADER = {
 }  # fmt: skip
 CURSOR_PAGE = {"next", "previous", "results"}
 OFFSET_PAGE = {"count", "next", "previous", "results"}
-
-
-@pytest.fixture
-def world():  # type: ignore[no-untyped-def]
-    cache.clear()
-    return build_api_world()
 
 
 def get(client, url: str, status: int = 200):  # type: ignore[no-untyped-def]
@@ -233,11 +228,11 @@ def test_workloads_results_aggregates(client, world):  # type: ignore[no-untyped
     assert set(page) == CURSOR_PAGE
     assert all(set(row) == RESULT for row in page["results"])
     assert len(page["results"]) == 11
-    trusted_h100 = get(client, f"/api/v1/results/?gpu=h100-sxm5-80gb&comparison_key={world.resnet_key}&trust=lab")
+    trusted_h100 = get(client, f"/api/v1/results/?gpu=h100-sxm5-80gb&comparison_key={RESNET_KEY}&trust=lab")
     assert [row["value"] for row in trusted_h100["results"]] == [2940.0]
     assert {row["trust"] for row in get(client, "/api/v1/results/?trust=flagged")["results"]} == {"flagged"}
     flagged_sub = [r for r in page["results"] if r["submission"]]
-    assert [r["submission"] for r in flagged_sub] == [str(world.held[0].run_uuid)]
+    assert [r["submission"] for r in flagged_sub] == [str(world.submissions[0].run_uuid)]
 
     aggregates = get(client, "/api/v1/aggregates/?workload=resnet50")
     assert set(aggregates) == OFFSET_PAGE

@@ -7,15 +7,10 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.factories_api import build_api_world
+from tests.world import API_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def world():  # type: ignore[no-untyped-def]
-    cache.clear()
-    return build_api_world()
+WORLD = API_WORLD
 
 
 BAD = [
@@ -170,8 +165,22 @@ def test_the_parameters_an_endpoint_takes_are_the_ones_its_schema_documents(rf):
 
 
 def test_page_size_at_the_maximum_is_accepted(client, world):  # type: ignore[no-untyped-def]
-    assert client.get("/api/v1/offers/?page_size=500").status_code == 200
-    assert client.get("/api/v1/gpus/?limit=1000").status_code == 200
+    offers = client.get("/api/v1/offers/?page_size=500")
+    assert offers.status_code == 200
+    # Every listed offer on the one page: the host-only VM has no per-GPU price and is never listed.
+    page = offers.json()
+    assert page["next"] is None and len(page["results"]) == 5
+    assert {row["instance_type"] for row in page["results"]} == {
+        "gpu_8x_h100",
+        "gpu_1x_a100",
+        "h100-spot",
+        "v100",
+        "mystery",
+    }
+    gpus = client.get("/api/v1/gpus/?limit=1000")
+    assert gpus.status_code == 200
+    page = gpus.json()
+    assert page["count"] == len(page["results"]) == 5 and page["next"] is None
 
 
 def test_empty_value_means_no_filter(client, world):  # type: ignore[no-untyped-def]
@@ -210,11 +219,17 @@ LISTS = [
 @pytest.mark.parametrize("url", LISTS)
 def test_query_count_does_not_grow_with_rows(client, url):  # type: ignore[no-untyped-def]
     cache.clear()
-    build_api_world(observations_per_offer=2)
+    world_build(rows=API_WORLD, price_days=(10, 0))
     small = _queries(client, url)
     # A second world's worth of rows (other slugs) must not add queries.
-    from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, TensorPeakFactory
-    from tests.factories_dashboard import BenchmarkResultFactory, ResultAggregateFactory
+    from tests.factories import (
+        BenchmarkResultFactory,
+        GpuFactory,
+        OfferFactory,
+        PriceObservationFactory,
+        ResultAggregateFactory,
+        TensorPeakFactory,
+    )
 
     for index in range(20):
         gpu = GpuFactory(name=f"Extra GPU {index}", slug=f"extra-{index}", memory_gib=24.0 + index)

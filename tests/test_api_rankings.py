@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
-from tests.dashboard_world import build_world
+from tests.world import DASHBOARD_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def _api_rows(rows: list[dict]) -> list[dict]:
 @pytest.mark.parametrize("query", QUERIES)
 def test_rankings_api_matches_the_rankings_page(client, query):  # type: ignore[no-untyped-def]
     cache.clear()
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     page = client.get(f"/?{query}")
     assert page.status_code == 200
     api = client.get(f"/api/v1/rankings/?{query}")
@@ -63,7 +63,7 @@ def test_rankings_api_matches_the_rankings_page(client, query):  # type: ignore[
 
 def test_measured_rows_carry_n_and_estimates_do_not(client):  # type: ignore[no-untyped-def]
     cache.clear()
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     rows = client.get("/api/v1/rankings/?show=all").json()["results"]
     measured = [row for row in rows if row["measured"]]
     estimated = [row for row in rows if not row["measured"]]
@@ -75,7 +75,7 @@ def test_measured_rows_carry_n_and_estimates_do_not(client):  # type: ignore[no-
 @pytest.mark.parametrize("query", ["", "use_case=inference-16bit", "mode=buy"])
 def test_tiers_api_matches_the_tiers_page(client, query):  # type: ignore[no-untyped-def]
     cache.clear()
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     page = client.get(f"/tiers/?{query}")
     assert page.status_code == 200
     body = client.get(f"/api/v1/tiers/?{query}").json()
@@ -90,6 +90,6 @@ def test_tiers_api_matches_the_tiers_page(client, query):  # type: ignore[no-unt
 
 def test_hostile_names_come_back_verbatim_as_json_data(client):  # type: ignore[no-untyped-def]
     cache.clear()
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     rows = client.get("/api/v1/rankings/?show=all").json()["results"]
-    assert world.hostile.name in {row["gpu_name"] for row in rows}
+    assert world.gpus["hostile"].name in {row["gpu_name"] for row in rows}

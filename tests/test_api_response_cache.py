@@ -13,9 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from benchmarks_app.services.aggregates import aggregates_rebuild
-from tests.dashboard_world import build_world, cheap_offer_import
-from tests.factories import GpuAliasFactory
-from tests.factories_dashboard import BenchmarkResultFactory
+from tests.factories import BenchmarkResultFactory, GpuAliasFactory, cheap_offer_import
+from tests.world import DASHBOARD_WORLD, world_build
 
 # Bumps of the data version run when the writer's transaction commits.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("versioned_cache")]
@@ -46,7 +45,7 @@ def _first_difference(a: bytes, b: bytes) -> str:
 
 
 def test_a_hit_is_the_computed_response_byte_for_byte_without_queries(client, settings):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     for url in URLS:
         first = client.get(url)
         assert first.status_code == 200 and first["Content-Type"] == "application/json", url
@@ -61,14 +60,14 @@ def test_a_hit_is_the_computed_response_byte_for_byte_without_queries(client, se
 
 def test_pagination_links_follow_the_host_they_were_asked_on(client, settings):
     settings.ALLOWED_HOSTS = ["one.example", "two.example"]
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     one = json.loads(client.get("/api/v1/gpus/?limit=2", HTTP_HOST="one.example").content)
     two = json.loads(client.get("/api/v1/gpus/?limit=2", HTTP_HOST="two.example").content)
     assert one["next"].startswith("http://one.example/") and two["next"].startswith("http://two.example/")
 
 
 def test_an_indented_response_is_cached_apart(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     plain = client.get("/api/v1/gpus/?limit=2").content
     indented = client.get("/api/v1/gpus/?limit=2", HTTP_ACCEPT="application/json; indent=2").content
     assert b"\n  " in indented and b"\n" not in plain
@@ -76,7 +75,7 @@ def test_an_indented_response_is_cached_apart(client):
 
 
 def test_bad_parameters_are_refused_every_time(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     for _ in range(2):
         response = client.get("/api/v1/rankings/?use_case=mining")
         assert response.status_code == 400
@@ -86,9 +85,9 @@ def test_bad_parameters_are_refused_every_time(client):
 
 
 def test_a_price_import_shows_on_the_next_request(client, tmp_path, settings):
-    world = build_world()
-    GpuAliasFactory(gpu=world.rtx4090, alias="RTX4090")
-    url = "/api/v1/offers/?gpu=" + world.rtx4090.slug
+    world = world_build(rows=DASHBOARD_WORLD)
+    GpuAliasFactory(gpu=world.gpus["rtx4090"], alias="RTX4090")
+    url = "/api/v1/offers/?gpu=" + world.gpus["rtx4090"].slug
     before = {u: client.get(u).content for u in ("/api/v1/rankings/", url)}
     cheap_offer_import(tmp_path)
     for u, old in before.items():
@@ -98,17 +97,19 @@ def test_a_price_import_shows_on_the_next_request(client, tmp_path, settings):
 
 
 def test_new_results_show_on_the_next_request(client, settings):
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     before = client.get("/api/v1/rankings/").content
     for i in range(6):
-        BenchmarkResultFactory(gpu=world.rtx4090, workload__slug="resnet50", value=130.0 + i, submitter_key=f"new-{i}")
+        BenchmarkResultFactory(
+            gpu=world.gpus["rtx4090"], workload__slug="resnet50", value=130.0 + i, submitter_key=f"new-{i}"
+        )
     aggregates_rebuild()
     after = client.get("/api/v1/rankings/").content
     assert after != before and after == _uncached(client, "/api/v1/rankings/", settings)
 
 
 def test_each_language_has_its_own_entry(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     english = client.get("/api/v1/rankings/", HTTP_ACCEPT_LANGUAGE="en").json()
     chinese = client.get("/api/v1/rankings/", HTTP_ACCEPT_LANGUAGE="zh-hans").json()
     assert english["use_case"]["label"] != chinese["use_case"]["label"]
@@ -122,7 +123,7 @@ def test_a_response_built_from_a_previous_versions_data_is_sent_but_not_kept(cli
     from api.views import rankings as rankings_view
     from gpuatlas.data_version import _SERVED_STALE
 
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     computed = []
     real = rankings_view.rankings_compute
 

@@ -18,40 +18,17 @@ from accounts.models import ApiToken
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from catalog.models import GpuAlias
-from tests.factories import UserFactory
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import UserFactory, body, document_ingest, make_result, submission_document
+from tests.world import INGEST_WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ingest_in_process")]
+WORLD = INGEST_WORLD
 
 API = "/api/v1/submissions/"
 ADMIN_CHANGELIST = "/admin/benchmarks_app/rawsubmission/"
 ADMIN_MAP_GPU = "/admin/benchmarks_app/rawsubmission/map-gpu/"
 SECRET_OS = "Linux-secret-kernel-marker-7f3a"
-
-
-@pytest.fixture(autouse=True)
-def _ingest_in_process(monkeypatch):  # type: ignore[no-untyped-def]
-    """Queued ingests run here, in-process, whether or not a broker is configured (PostgreSQL pass)."""
-    from benchmarks_app.services import intake as intake_module
-
-    def enqueue(*, submission_id: int) -> bool:
-        submission_ingest(submission_id=submission_id)
-        return True
-
-    monkeypatch.setattr(intake_module, "submission_enqueue", enqueue)
-
-
-@pytest.fixture
-def world():
-    catalog_snapshot_clear()
-    live_peers.clear()
-    yield ingest_world()
-    catalog_snapshot_clear()
-    live_peers.clear()
 
 
 def browser_for(user) -> Client:  # type: ignore[no-untyped-def]
@@ -65,10 +42,7 @@ def stored(user, *, flagged: bool = False, name: str = "NVIDIA H100 80GB HBM3") 
     results = [make_result(median=50.0)] if flagged else None  # 5 % of the peak: flagged, far below it
     document = submission_document(results=results, name_smi=name, name_torch=name)
     document["environment"]["os"] = SECRET_OS
-    submission = submission_intake(body=body(document), submitter=user).submission
-    submission_ingest(submission_id=submission.pk)
-    submission.refresh_from_db()
-    return submission
+    return document_ingest(document, submitter=user)
 
 
 # --------------------------------------------------------------------------- anonymous
@@ -188,7 +162,7 @@ def test_only_staff_with_the_change_permission_moderate_in_the_admin(world):
     # Staff without the permission on submissions: refused.
     bare_staff = UserFactory(username="intern", is_staff=True)
     assert _admin_action(browser_for(bare_staff), "approve_selected", flagged).status_code == 403
-    assert browser_for(bare_staff).post(ADMIN_MAP_GPU, {"name": "x", "gpu": world.h100.pk}).status_code == 403
+    assert browser_for(bare_staff).post(ADMIN_MAP_GPU, {"name": "x", "gpu": world.gpus["h100"].pk}).status_code == 403
     flagged.refresh_from_db()
     assert flagged.status == SubmissionStatus.FLAGGED
     assert not GpuAlias.objects.filter(alias="x").exists()

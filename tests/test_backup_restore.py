@@ -17,11 +17,10 @@ from django.db import connection
 
 from benchmarks_app.models import BenchmarkResult
 from benchmarks_app.services import intake as intake_module
-from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.peers import live_peers
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import document_ingest, make_result, submission_document
+from tests.world import INGEST_WORLD, world_build
 
 pytestmark = [
     pytest.mark.postgres,
@@ -66,14 +65,13 @@ def _counts(cursor) -> dict[str, int]:  # type: ignore[no-untyped-def]
 def test_pg_dump_and_restore_round_trip(transactional_db, tmp_path, monkeypatch):
     catalog_snapshot_clear()
     live_peers.clear()
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     monkeypatch.setattr(intake_module, "submission_enqueue", lambda *, submission_id: True)  # ingested below
     user = get_user_model().objects.create(username="backup")
     for index in range(12):
         document = submission_document(results=[make_result(median=600.0 + index), make_result(precision="fp16")])
         document["environment"]["os"] = f"Linux <b>{index}</b> 'quoted' \u4e2d\u6587"  # text that must survive
-        submission = submission_intake(body=body(document), submitter=user).submission
-        submission_ingest(submission_id=submission.pk)
+        document_ingest(document, submitter=user)
     assert BenchmarkResult.objects.count() == 24
 
     env, args = _connection_args()

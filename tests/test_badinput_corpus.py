@@ -25,18 +25,15 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from catalog.models import ImportRun, Offer, PriceObservation, Provider
 from catalog.services.prices import price_import_file
-from tests.factories import UserFactory
-from tests.factories_ingest import H100_BF16_PEAK, body, ingest_world, make_result, submission_document
-from tests.factories_prices import catalogue_build
+from tests.factories import UserFactory, body, make_result, submission_document, token_client
+from tests.world import H100_BF16_PEAK, INGEST_WORLD, PRICE_WORLD, world_build
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ingest_in_process")]
+WORLD = INGEST_WORLD
 
 CORPUS = Path(__file__).resolve().parent / "badinput"
 MANIFEST = json.loads((CORPUS / "submissions.json").read_text(encoding="utf-8"))
@@ -86,27 +83,6 @@ def _report_figures(request):  # type: ignore[no-untyped-def]
             print(f"  {area:28s} {REFUSED[area]:4d} / {TRIED[area]:4d}")
 
 
-@pytest.fixture(autouse=True)
-def _ingest_in_process(monkeypatch):  # type: ignore[no-untyped-def]
-    """Queued ingests run here, in-process, whether or not a broker is configured (PostgreSQL pass)."""
-    from benchmarks_app.services import intake as intake_module
-
-    def enqueue(*, submission_id: int) -> bool:
-        submission_ingest(submission_id=submission_id)
-        return True
-
-    monkeypatch.setattr(intake_module, "submission_enqueue", enqueue)
-
-
-@pytest.fixture
-def world():
-    catalog_snapshot_clear()
-    live_peers.clear()
-    yield ingest_world()
-    catalog_snapshot_clear()
-    live_peers.clear()
-
-
 @pytest.fixture
 def user():
     return UserFactory(username="corpus")
@@ -114,8 +90,7 @@ def user():
 
 @pytest.fixture
 def api(user) -> Client:
-    _, key = api_token_create(user=user, name="corpus")
-    return Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+    return token_client(user, raise_request_exception=False)
 
 
 def stored_counts() -> tuple[int, int, int]:
@@ -270,8 +245,7 @@ def test_an_oversized_body_is_a_413_with_a_message_logged_as_a_warning(path, who
 
     client = Client(raise_request_exception=False)
     if who == "token":
-        _, key = api_token_create(user=UserFactory(username="big"), name="big")
-        client = Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+        client = token_client(UserFactory(username="big"), raise_request_exception=False)
     elif who in ("user", "staff"):
         client.force_login(UserFactory(username=who, is_staff=who == "staff", is_superuser=who == "staff"))
     size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
@@ -321,8 +295,7 @@ def test_a_body_found_too_large_while_read_is_a_413_too(caplog):
 
 def api_post_as(username: str, document: dict[str, Any]) -> Any:
     """POST a submission with a token of a new user ``username``."""
-    _, key = api_token_create(user=UserFactory(username=username), name=username)
-    return Client(HTTP_AUTHORIZATION=f"Token {key}").post(API, data=body(document), content_type="application/json")
+    return token_client(UserFactory(username=username)).post(API, data=body(document), content_type="application/json")
 
 
 def form_post_as(username: str, document: dict[str, Any]) -> Any:
@@ -530,7 +503,7 @@ def price_counts() -> tuple[int, int, int]:
 def test_price_file_rows_are_rejected_with_reasons_and_the_rest_imports(filename):
     if filename.startswith("_"):
         pytest.skip("comment")
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     expected = PRICE_EXPECTED[filename]
     summary = price_import_file(path=CORPUS / "prices" / filename)
     assert summary.error == "", summary.error
@@ -559,7 +532,7 @@ def test_price_file_rows_are_rejected_with_reasons_and_the_rest_imports(filename
 
 
 def test_a_price_file_that_is_not_utf8_is_refused_whole():
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     before = price_counts()
     summary = price_import_file(path=CORPUS / "prices" / "curated-latin1.csv", format="curated-csv")
     tally("price files", "not UTF-8" in summary.error)
@@ -574,7 +547,7 @@ def test_the_import_command_reports_rejections_without_a_traceback(tmp_path):
 
     from django.core.management import call_command
 
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     out, err = StringIO(), StringIO()
     call_command("import_prices", str(CORPUS / "prices" / "curated-bad-rows.csv"), stdout=out, stderr=err)
     text = out.getvalue() + err.getvalue()

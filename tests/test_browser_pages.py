@@ -7,41 +7,15 @@ test-artifacts/screenshots/.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.dashboard_world import HOSTILE_GPU, build_world
+from tests.world import DASHBOARD_WORLD, HOSTILE_GPU, world_build
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    # live_server runs Django in a thread while Playwright's sync API holds an event loop.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
@@ -76,7 +50,7 @@ def _bar_labels(page) -> list[str]:
 
 
 def test_rankings_filter_changes_chart_and_url(page, live_server):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     _load(page, live_server.url + "/", charts=2)
     before = _bar_labels(page)
     assert "RTX 4090" in before and "A100 SXM4 80 GB" in before
@@ -95,7 +69,7 @@ def test_rankings_filter_changes_chart_and_url(page, live_server):
 
 
 def test_script_named_gpu_is_text_in_chart_hover(page, live_server):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     _load(page, live_server.url + "/?segment=consumer&show=all", charts=2)
     labels = _bar_labels(page)
     assert HOSTILE_GPU in labels  # shown literally as a tick label
@@ -122,7 +96,7 @@ def test_script_named_gpu_is_text_in_chart_hover(page, live_server):
 
 
 def test_tiers_page(page, live_server):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     _load(page, live_server.url + "/tiers/", charts=0)
     assert "RTX 4090" in page.locator("#tier-S").inner_text()
     with page.expect_navigation():
@@ -133,19 +107,19 @@ def test_tiers_page(page, live_server):
 
 
 def test_gpu_page(page, live_server):
-    world = build_world()
-    _load(page, live_server.url + f"/gpus/{world.baseline.slug}/", charts=2)
+    world = world_build(rows=DASHBOARD_WORLD)
+    _load(page, live_server.url + f"/gpus/{world.gpus['baseline'].slug}/", charts=2)
     assert page.locator("#chart-history .main-svg").count() >= 1
     assert page.locator("#chart-box .main-svg").count() >= 1
     assert "gpu_8x_a100" in page.locator("#offers-table").inner_text()
     _shot(page, "gpu-detail")
-    _load(page, live_server.url + f"/gpus/{world.hostile.slug}/", charts=1)
+    _load(page, live_server.url + f"/gpus/{world.gpus['hostile'].slug}/", charts=1)
     assert "<img src=x" in page.locator("#offers-table").inner_text()
     assert page.evaluate("window.__pwned === undefined")
 
 
 def test_compare_page(page, live_server):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     _load(page, live_server.url + "/compare/?gpus=h100-sxm5-80-gb,a100-sxm4-80-gb,rtx-4090", charts=1)
     legend = page.eval_on_selector_all("#chart-compare .legendtext", "els => els.map(e => e.textContent)")
     assert legend == ["H100 SXM5 80 GB", "A100 SXM4 80 GB", "RTX 4090"]
@@ -156,7 +130,7 @@ def test_compare_page(page, live_server):
 
 
 def test_architectures_and_open_data_pages(page, live_server):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     _load(page, live_server.url + "/architectures/", charts=1)
     assert "Hopper" in page.locator("#chart-timeline").inner_text()
     _shot(page, "architectures")
@@ -168,7 +142,7 @@ def test_rankings_in_chinese(page, live_server, settings):
     compiled = any((Path(p) / "zh_Hans" / "LC_MESSAGES" / "django.mo").exists() for p in settings.LOCALE_PATHS)
     if not compiled:
         pytest.skip("the zh-hans catalogue is not compiled (python manage.py compilemessages)")
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     page.goto(live_server.url + "/?show=all")
     with page.expect_navigation():
         page.select_option("select[name=language]", "zh-hans")
@@ -185,7 +159,7 @@ def test_rankings_in_chinese(page, live_server, settings):
 def test_compare_picker_works_without_javascript(browser, live_server):
     """The picker is a plain form: typed names (the datalist narrows them as one types) are
     resolved by the server, so it works with JavaScript off too."""
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     page.goto(live_server.url + "/compare/")

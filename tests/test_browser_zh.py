@@ -10,8 +10,6 @@ is read from the SVG Plotly draws, so axis ticks and legends count too. The fit 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -22,14 +20,11 @@ from django.test import Client
 from benchmarks_app.services.llamacpp_import import geerling_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from catalog.models import SpecCitation
-from tests.dashboard_world import build_world
-from tests.factories import TensorPeakFactory
-from tests.factories_dashboard import ResultAggregateFactory, WorkloadFactory
+from tests.factories import ResultAggregateFactory, TensorPeakFactory, WorkloadFactory
+from tests.world import DASHBOARD_WORLD, world_build
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
 MLPERF_EXCERPT = Path(__file__).resolve().parent / "fixtures" / "mlperf" / "summary_results_v5.1_excerpt.json"
 # Names that keep their English on Chinese pages: benchmarks, data sets and engines.
@@ -64,19 +59,6 @@ ENGLISH_UI = (
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not shutil.which(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
 def zh_page(browser, live_server, settings):
     compiled = any((Path(p) / "zh_Hans" / "LC_MESSAGES" / "django.mo").exists() for p in settings.LOCALE_PATHS)
@@ -94,8 +76,8 @@ def zh_page(browser, live_server, settings):
 
 
 def _zh_world():
-    world = build_world()
-    h100 = world.h100
+    world = world_build(rows=DASHBOARD_WORLD)
+    h100 = world.gpus["h100"]
     h100.export_control_note = "Covered by the US export rule of 2022-10-07: not sold to China"
     h100.export_control_note_zh = "受 2022-10-07 美国出口管制规则限制：不对中国销售"
     h100.bus_interface = "PCIe 5.0 x16"
@@ -136,20 +118,29 @@ def _english(text: str, names: set[str]) -> list[str]:
 
 def test_every_page_in_chinese_has_no_english_ui(zh_page, live_server, settings):
     world = _zh_world()
-    names = {g.name for g in (world.baseline, world.h100, world.rtx4090, world.small, world.hostile)}
-    names |= {"Lambda", "Other Cloud", world.hostile_provider.name}
+    names = {
+        g.name
+        for g in (
+            world.gpus["baseline"],
+            world.gpus["h100"],
+            world.gpus["rtx4090"],
+            world.gpus["small"],
+            world.gpus["hostile"],
+        )
+    }
+    names |= {"Lambda", "Other Cloud", world.providers["hostile-cloud"].name}
     pages = {
         "rankings": ("/", 2),
         "rankings-all": ("/?show=all&use_case=inference-8bit", 2),
         "tiers": ("/tiers/", 1),
         "gpus": ("/gpus/", 0),
-        "gpu": (f"/gpus/{world.h100.slug}/", 2),
-        "compare": (f"/compare/?gpus={world.h100.slug},{world.rtx4090.slug}", 1),
+        "gpu": (f"/gpus/{world.gpus['h100'].slug}/", 2),
+        "compare": (f"/compare/?gpus={world.gpus['h100'].slug},{world.gpus['rtx4090'].slug}", 1),
         "compare-empty": ("/compare/", 0),
         "rankings-llm-serving": ("/?use_case=llm-serving&show=all", 2),
         "rankings-llm-chat": ("/?use_case=llm-chat&show=all", 2),
         "tiers-llm": ("/tiers/?use_case=llm-serving", 1),
-        "gpu-llm": (f"/gpus/{world.rtx4090.slug}/", 1),
+        "gpu-llm": (f"/gpus/{world.gpus['rtx4090'].slug}/", 1),
         "llm-model": ("/llm-model/", 0),
         "architectures": ("/architectures/", 1),
         "providers": ("/providers/", 0),
@@ -204,7 +195,7 @@ def test_chinese_dates_title_and_table_layout(zh_page, live_server):
     ticks = zh_page.eval_on_selector_all("#chart-timeline .xtick text", "els => els.map(e => e.textContent)")
     assert ticks and all(not any(c.isascii() and c.isalpha() for c in t) for t in ticks), ticks
     # the price history of one GPU: dates as days, not times of day
-    zh_page.goto(live_server.url + f"/gpus/{world.baseline.slug}/")
+    zh_page.goto(live_server.url + f"/gpus/{world.gpus['baseline'].slug}/")
     zh_page.wait_for_function("document.querySelectorAll('#chart-history .main-svg').length >= 1")
     ticks = zh_page.eval_on_selector_all("#chart-history .xtick text", "els => els.map(e => e.textContent)")
     assert ticks and all(":" not in t for t in ticks), ticks

@@ -9,15 +9,15 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dashboard.open_data import TABLES
-from tests.dashboard_world import build_world
-from tests.factories_dashboard import BenchmarkResultFactory
+from tests.factories import BenchmarkResultFactory
+from tests.world import DASHBOARD_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
 
 def test_dump_writes_every_table_as_csv_and_json(tmp_path):
-    world = build_world()
-    BenchmarkResultFactory(gpu=world.h100, trust="flagged", value=999.0)
+    world = world_build(rows=DASHBOARD_WORLD)
+    BenchmarkResultFactory(gpu=world.gpus["h100"], trust="flagged", value=999.0)
     out = tmp_path / "open"
     call_command("dump_open_data", str(out))
     for name, table in TABLES.items():
@@ -40,7 +40,7 @@ def test_dump_writes_every_table_as_csv_and_json(tmp_path):
 
 
 def test_dump_is_repeatable_and_refuses_a_file_as_directory(tmp_path):
-    build_world(with_history=False)
+    world_build(rows=DASHBOARD_WORLD, price_days=())
     call_command("dump_open_data", str(tmp_path))
     first = (tmp_path / "offers.csv").read_text()
     call_command("dump_open_data", str(tmp_path))

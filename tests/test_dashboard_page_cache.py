@@ -14,9 +14,8 @@ from django.urls import reverse
 
 from benchmarks_app.services.aggregates import aggregates_rebuild
 from gpuatlas.data_version import data_version_bump
-from tests.dashboard_world import HOSTILE_GPU, HOSTILE_PROVIDER, build_world, cheap_offer_import
-from tests.factories import GpuAliasFactory, OfferFactory, UserFactory
-from tests.factories_dashboard import BenchmarkResultFactory
+from tests.factories import BenchmarkResultFactory, GpuAliasFactory, OfferFactory, UserFactory, cheap_offer_import
+from tests.world import DASHBOARD_WORLD, HOSTILE_GPU, HOSTILE_PROVIDER, world_build
 
 # Bumps of the data version run when the writer's transaction commits.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("versioned_cache")]
@@ -26,7 +25,7 @@ def _urls(world) -> list[str]:  # type: ignore[no-untyped-def]
     return [
         reverse("dashboard:rankings"),
         reverse("dashboard:tiers"),
-        reverse("catalog:gpu-detail", args=[world.rtx4090.slug]),
+        reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug]),
     ]
 
 
@@ -44,7 +43,7 @@ def _uncached(client: Client, url: str, settings) -> str:  # type: ignore[no-unt
 
 
 def test_warm_pages_are_served_from_the_cache_without_queries(client):
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     for url in _urls(world):
         first = _html(client.get(url))
         with CaptureQueriesContext(connection) as queries:
@@ -54,13 +53,13 @@ def test_warm_pages_are_served_from_the_cache_without_queries(client):
 
 
 def test_a_price_import_shows_on_the_next_request(client, tmp_path, settings):
-    world = build_world()
-    GpuAliasFactory(gpu=world.rtx4090, alias="RTX4090")
+    world = world_build(rows=DASHBOARD_WORLD)
+    GpuAliasFactory(gpu=world.gpus["rtx4090"], alias="RTX4090")
     before = {url: _html(client.get(url)) for url in _urls(world)}
 
     # A write that bypasses the services does not bump the version: the cached bodies stay.
     # (This is what makes the next assertions a test of the bump, not of an empty cache.)
-    OfferFactory(gpu=world.rtx4090, provider=world.provider, instance_type="sneaky.1x")
+    OfferFactory(gpu=world.gpus["rtx4090"], provider=world.providers["lambda"], instance_type="sneaky.1x")
     assert {url: _html(client.get(url)) for url in _urls(world)} == before
 
     cheap_offer_import(tmp_path)
@@ -70,14 +69,16 @@ def test_a_price_import_shows_on_the_next_request(client, tmp_path, settings):
         assert after == _uncached(client, url, settings), url
     # The default price is the typical one over providers; the cheap listing shows as the cheapest.
     assert "0.07" in _html(client.get(reverse("dashboard:rankings") + "?price=cheapest"))
-    assert "cheap.1x" in _html(client.get(reverse("catalog:gpu-detail", args=[world.rtx4090.slug])))
+    assert "cheap.1x" in _html(client.get(reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug])))
 
 
 def test_new_results_show_on_the_next_request(client, settings):
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     before = {url: _html(client.get(url)) for url in _urls(world)}
     for i in range(6):
-        BenchmarkResultFactory(gpu=world.rtx4090, workload__slug="resnet50", value=130.0 + i, submitter_key=f"new-{i}")
+        BenchmarkResultFactory(
+            gpu=world.gpus["rtx4090"], workload__slug="resnet50", value=130.0 + i, submitter_key=f"new-{i}"
+        )
     aggregates_rebuild()  # through aggregates_write, the writer of every ingest verdict
     for url in _urls(world):
         after = _html(client.get(url))
@@ -86,7 +87,7 @@ def test_new_results_show_on_the_next_request(client, settings):
 
 
 def test_nothing_of_one_visitor_reaches_another(client):
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     alice = Client()
     alice.force_login(UserFactory(username="alice-the-curator"))
     for url in _urls(world):
@@ -99,7 +100,7 @@ def test_nothing_of_one_visitor_reaches_another(client):
 
 
 def test_each_language_has_its_own_body(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     url = reverse("dashboard:rankings")
     assert "Which GPU gives the most for the money?" in _html(client.get(url, HTTP_ACCEPT_LANGUAGE="en"))
     chinese = _html(client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans"))
@@ -108,18 +109,18 @@ def test_each_language_has_its_own_body(client):
 
 
 def test_cached_bodies_keep_user_supplied_names_escaped(client):
-    world = build_world()
-    urls = [*_urls(world), reverse("catalog:gpu-detail", args=[world.hostile.slug])]
+    world = world_build(rows=DASHBOARD_WORLD)
+    urls = [*_urls(world), reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug])]
     for url in urls:
         for _ in range(2):  # rendered, then from the cache
             html = client.get(url).content.decode()
             assert HOSTILE_GPU not in html and HOSTILE_PROVIDER not in html
-    html = client.get(reverse("catalog:gpu-detail", args=[world.hostile.slug])).content.decode()
+    html = client.get(reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug])).content.decode()
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt; Card" in html
 
 
 def test_query_parameters_are_part_of_the_key(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     url = reverse("dashboard:rankings")
     default = _html(client.get(url, {"show": "all"}))
     datacenter = _html(client.get(url, {"segment": "datacenter", "show": "all"}))
@@ -131,26 +132,26 @@ def test_query_parameters_are_part_of_the_key(client):
 
 
 def test_an_unknown_gpu_is_a_404_cold_and_warm(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     for _ in range(2):
         assert client.get(reverse("catalog:gpu-detail", args=["no-such-gpu"])).status_code == 404
 
 
 def test_a_catalogue_edit_shows_on_the_gpu_page(client):
-    world = build_world()
-    url = reverse("catalog:gpu-detail", args=[world.rtx4090.slug])
+    world = world_build(rows=DASHBOARD_WORLD)
+    url = reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug])
     assert "RTX 4090" in _html(client.get(url))
-    world.rtx4090.name = "RTX 4090 (renamed by a curator)"
-    world.rtx4090.save()
+    world.gpus["rtx4090"].name = "RTX 4090 (renamed by a curator)"
+    world.gpus["rtx4090"].save()
     assert "renamed by a curator" not in _html(client.get(url))  # cached: the GPU too, not just the body
     with transaction.atomic():  # what every catalogue writer does (the admin: BumpsDataVersion)
-        world.rtx4090.save()
+        world.gpus["rtx4090"].save()
         data_version_bump()
     assert "RTX 4090 (renamed by a curator)" in _html(client.get(url))
 
 
 def test_an_anonymous_header_is_reused_with_this_visitors_path_and_token(client, settings):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     url = reverse("dashboard:rankings")
     assert client.get(url + "?segment=datacenter").templates  # renders header and body once
     hostile = url + '?segment=datacenter&utm="><b>x</b>'
@@ -163,7 +164,7 @@ def test_an_anonymous_header_is_reused_with_this_visitors_path_and_token(client,
 
 
 def test_the_token_in_a_reused_header_is_accepted(settings):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     visitor = Client(enforce_csrf_checks=True)
     url = reverse("dashboard:rankings")
     Client().get(url)  # another visitor's request renders the shared header

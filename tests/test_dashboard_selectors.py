@@ -14,9 +14,17 @@ from catalog.services.prices.currency import ecb_rate
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
-from tests.dashboard_world import build_world
-from tests.factories import ArchitectureFactory, GpuFactory, OfferFactory, TensorPeakFactory
-from tests.factories_dashboard import ExchangeRateFactory, PurchasePriceFactory, ResultAggregateFactory, WorkloadFactory
+from tests.factories import (
+    ArchitectureFactory,
+    ExchangeRateFactory,
+    GpuFactory,
+    OfferFactory,
+    PurchasePriceFactory,
+    ResultAggregateFactory,
+    TensorPeakFactory,
+    WorkloadFactory,
+)
+from tests.world import DASHBOARD_WORLD, world_build
 
 
 def test_params_defaults_and_round_trip():
@@ -52,7 +60,7 @@ def test_params_reject_bad_values_naming_the_field(query, field):
 
 @pytest.mark.django_db
 def test_rankings_measured_estimated_prices_and_tiers():
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     ranking = rankings_compute(params=RankingParams(show="all", price="cheapest"))
     rows = {r.gpu_slug: r for r in ranking.rows}
     assert ranking.baseline_measured
@@ -79,7 +87,7 @@ def test_rankings_measured_estimated_prices_and_tiers():
 
 @pytest.mark.django_db
 def test_price_modes_filters_and_currency():
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     rows = lambda **kw: {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all", **kw)).rows}  # noqa: E731
     # typical (default; "median" is its former name): the higher middle of the providers' cheapest, 2.0 and 3.0
     assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(3.0)
@@ -103,11 +111,11 @@ def test_price_modes_filters_and_currency():
 
 @pytest.mark.django_db
 def test_buy_mode_uses_purchase_prices_then_launch_price():
-    world = build_world()
-    PurchasePriceFactory(gpu=world.baseline, price="10000")
-    PurchasePriceFactory(gpu=world.rtx4090, condition="used", price="1000")
+    world = world_build(rows=DASHBOARD_WORLD)
+    PurchasePriceFactory(gpu=world.gpus["baseline"], price="10000")
+    PurchasePriceFactory(gpu=world.gpus["rtx4090"], condition="used", price="1000")
     ExchangeRateFactory(currency="CNY", usd_per_unit="0.125")
-    PurchasePriceFactory(gpu=world.small, condition="used", price="800", currency="CNY")
+    PurchasePriceFactory(gpu=world.gpus["small"], condition="used", price="800", currency="CNY")
     new = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy")).rows}
     assert new["a100-sxm4-80-gb"].price == pytest.approx(10000) and new[
         "a100-sxm4-80-gb"
@@ -117,14 +125,14 @@ def test_buy_mode_uses_purchase_prices_then_launch_price():
         r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy", condition="used", show="all")).rows
     }
     assert used["rtx-4090"].price == pytest.approx(1000)
-    observed_on = PurchasePrice.objects.get(gpu=world.small).observed_on
+    observed_on = PurchasePrice.objects.get(gpu=world.gpus["small"]).observed_on
     assert used["rtx-3060"].price == pytest.approx(800 * float(ecb_rate("CNY", observed_on).usd_per_unit))
     assert used["a100-sxm4-80-gb"].price is None
 
 
 @pytest.mark.django_db
 def test_unknown_baseline_and_unmeasured_baseline():
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     with pytest.raises(RankingParamError) as error:
         rankings_compute(params=RankingParams(baseline="no-such-gpu"))
     assert error.value.field == "baseline"
@@ -137,7 +145,7 @@ def test_unknown_baseline_and_unmeasured_baseline():
 
 @pytest.mark.django_db
 def test_tiers_compute_groups_rows():
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     tiers = tiers_compute(params=RankingParams(price="cheapest"))
     assert [r.gpu_slug for r in tiers.tiers["S"]] == ["rtx-4090"]
     assert {r.gpu_slug for r in tiers.tiers["B"]} == {"h100-sxm5-80-gb", "a100-sxm4-80-gb"}
@@ -147,7 +155,7 @@ def test_tiers_compute_groups_rows():
 
 @pytest.mark.django_db
 def test_query_count_does_not_grow_with_data(django_assert_max_num_queries):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     workload = WorkloadFactory(slug="resnet50", category="training")
     for i in range(30):
         gpu = GpuFactory(name=f"Extra {i}", slug=f"extra-{i}")
@@ -180,14 +188,18 @@ def _volta_card(name="V100 16 GB", slug="v100-16", memory=16.0):
 def test_gpus_that_cannot_do_the_use_case_are_hidden_with_a_count():
     """The issue's V100 16 GB ranked #1 for training: 16 GB and no BF16. Now hidden by default,
     counted, and listed with its reasons on request; ranks count only the GPUs shown."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     v100 = _volta_card()
     resnet = Workload.objects.get(slug="resnet50")
     ResultAggregateFactory(gpu=v100, workload=resnet, median=40.0)
     ranking = rankings_compute(params=RankingParams())
     shown = {r.gpu_slug for r in ranking.rows}
-    assert v100.slug not in shown and world.small.slug not in shown
-    assert {r.gpu_slug for r in ranking.ineligible_rows} == {v100.slug, world.small.slug, world.hostile.slug}
+    assert v100.slug not in shown and world.gpus["small"].slug not in shown
+    assert {r.gpu_slug for r in ranking.ineligible_rows} == {
+        v100.slug,
+        world.gpus["small"].slug,
+        world.gpus["hostile"].slug,
+    }
     assert ranking.hidden_ineligible == 3
     assert all(r.eligible for r in ranking.rows) and [r.rank for r in ranking.rows] == [1, 2, 3]
     everything = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
@@ -205,11 +217,11 @@ def test_gpus_that_cannot_do_the_use_case_are_hidden_with_a_count():
 
 @pytest.mark.django_db
 def test_8bit_inference_needs_int8_or_fp8_tensor_cores():
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     v100 = _volta_card(memory=32.0)
     # measured at INT8 (DP4A on the vector units runs, slowly): a figure, yet no INT8 tensor cores
     infer = WorkloadFactory(slug="transformer-infer", category="inference")
-    for gpu, median in ((world.baseline, 1000.0), (v100, 300.0)):
+    for gpu, median in ((world.gpus["baseline"], 1000.0), (v100, 300.0)):
         ResultAggregateFactory(gpu=gpu, workload=infer, precision="int8", median=median)
     ranking = rankings_compute(params=RankingParams(use_case="inference-8bit"))
     hidden = {r.gpu_slug: r.ineligible_reasons for r in ranking.ineligible_rows}
@@ -231,30 +243,30 @@ def _two_more_measured() -> None:
 def test_estimate_is_fitted_on_every_measured_gpu_and_carries_its_error():
     """With five measured GPUs the estimate is checked; its error is on every estimated row, and
     a filter that hides measured GPUs does not change anybody's estimate."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     _two_more_measured()
     ranking = rankings_compute(params=RankingParams(show="all"))
     assert ranking.estimate.checked and ranking.estimate.checked_on == 5
     rows = {r.gpu_slug: r for r in ranking.rows}
-    small = rows[world.small.slug]
+    small = rows[world.gpus["small"].slug]
     assert small.perf_basis == "estimated" and small.estimate_error_pct == ranking.estimate.typical_error * 100
     assert rows["a100-sxm4-80-gb"].estimate_error_pct == ranking.estimate.typical_error * 100  # its estimate too
     consumer = rankings_compute(params=RankingParams(show="all", segment="consumer"))
     assert consumer.estimate == ranking.estimate
-    assert {r.gpu_slug: r.perf for r in consumer.rows}[world.small.slug] == pytest.approx(small.perf)
+    assert {r.gpu_slug: r.perf for r in consumer.rows}[world.gpus["small"].slug] == pytest.approx(small.perf)
 
 
 @pytest.mark.django_db
 def test_estimate_error_is_one_field_in_percent_in_the_api_and_csv(client):
     """The API and CSV carried ``estimate_error`` (a fraction) beside ``estimate_error_pct`` (a
     percentage, LLM use cases only): one field, in percent, for every use case."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     _two_more_measured()
     typical = rankings_compute(params=RankingParams(show="all")).estimate.typical_error * 100
     api = client.get("/api/v1/rankings/", {"show": "all"}).json()
     rows = {r["gpu"]: r for r in api["results"]}
-    assert "estimate_error" not in rows[world.small.slug]
-    assert rows[world.small.slug]["estimate_error_pct"] == pytest.approx(typical) and typical > 1
+    assert "estimate_error" not in rows[world.gpus["small"].slug]
+    assert rows[world.gpus["small"].slug]["estimate_error_pct"] == pytest.approx(typical) and typical > 1
     response = client.get("/", {"show": "all", "format": "csv"})
     csv = b"".join(response.streaming_content).decode().splitlines()
     header = csv[0].split(",")
@@ -264,9 +276,9 @@ def test_estimate_error_is_one_field_in_percent_in_the_api_and_csv(client):
 @pytest.mark.django_db
 def test_a_gpu_measured_only_on_a_newer_suite_is_measured_via_a_bridge():
     """Lambda's 2025 suite: B200 never ran the suite the A100 baseline ran; H100 ran both."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     new_suite = WorkloadFactory(slug="resnet50", version="2.0", category="training")
-    ResultAggregateFactory(gpu=world.h100, workload=new_suite, median=1000.0)
+    ResultAggregateFactory(gpu=world.gpus["h100"], workload=new_suite, median=1000.0)
     b200 = GpuFactory(name="B200", slug="b200", memory_gib=180.0, memory_bandwidth_gbs=8000.0)
     TensorPeakFactory(gpu=b200, precision="bf16", dense_tflops=2250.0)
     ResultAggregateFactory(gpu=b200, workload=new_suite, median=1600.0)

@@ -15,16 +15,17 @@ from django.utils.http import urlencode
 from catalog.selectors_prices import gpu_rent_prices
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
-from tests.dashboard_world import HOSTILE_GPU, HOSTILE_PROVIDER, build_world
 from tests.factories import (
     GpuAliasFactory,
     GpuFactory,
     OfferFactory,
     PriceObservationFactory,
     ProviderFactory,
+    ResultAggregateFactory,
     TensorPeakFactory,
+    WorkloadFactory,
 )
-from tests.factories_dashboard import ResultAggregateFactory, WorkloadFactory
+from tests.world import DASHBOARD_WORLD, HOSTILE_GPU, HOSTILE_PROVIDER, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +42,7 @@ def _figure(html: str, figure_id: str) -> dict:
 
 
 def test_rankings_page_shows_ranked_rows_and_figures(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:rankings"))
     assert response.status_code == 200
     html = response.content.decode()
@@ -62,14 +63,14 @@ def test_rankings_page_shows_ranked_rows_and_figures(client):
 
 
 def test_rankings_filters_change_the_figure(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     html = client.get(reverse("dashboard:rankings"), {"segment": "datacenter"}).content.decode()
     names = {n for trace in _figure(html, "fig-bar")["data"] for n in trace["y"]}
     assert names == {"A100 SXM4 80 GB", "H100 SXM5 80 GB"}
 
 
 def test_rankings_bad_filter_is_a_400_naming_the_field(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:rankings"), {"min_vram": "-4"})
     assert response.status_code == 400
     assert "min_vram" in response.content.decode()
@@ -77,20 +78,24 @@ def test_rankings_bad_filter_is_a_400_naming_the_field(client):
 
 
 def test_rankings_precision_left_over_from_another_use_case_is_dropped(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:rankings"), {"use_case": "inference-8bit", "precision": "32bit"})
     assert response.status_code == 200
+    html = response.content.decode()
+    # The 8-bit ranking, as if the precision had not been given: its one precision chosen, its rows listed.
+    assert '<select name="precision" data-autosubmit><option value="8bit" selected>' in html
+    assert "H100 SXM5 80 GB" in html and "A100 SXM4 80 GB" in html
 
 
 def test_rankings_csv_follows_filters(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     rows = _csv(client.get(reverse("dashboard:rankings"), {"format": "csv", "min_vram": "30"}))
     assert {r["gpu_slug"] for r in rows} == {"a100-sxm4-80-gb", "h100-sxm5-80-gb"}
     assert {r["perf_basis"] for r in rows} == {"measured"}
 
 
 def test_csv_neutralises_formulas(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     GpuFactory(name="=HYPERLINK(1)", slug="formula-gpu")
     TensorPeakFactory(gpu=GpuFactory(slug="formula-gpu"), precision="bf16", dense_tflops=10.0)
     rows = _csv(client.get(reverse("dashboard:rankings"), {"format": "csv"}))
@@ -98,7 +103,7 @@ def test_csv_neutralises_formulas(client):
 
 
 def test_tiers_page(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:tiers"))
     html = response.content.decode()
     assert response.status_code == 200
@@ -110,8 +115,8 @@ def test_tiers_page(client):
 
 
 def test_gpu_page_has_offers_history_results_and_tiers(client):
-    world = build_world()
-    response = client.get(reverse("catalog:gpu-detail", args=[world.baseline.slug]))
+    world = world_build(rows=DASHBOARD_WORLD)
+    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["baseline"].slug]))
     html = response.content.decode()
     assert response.status_code == 200
     assert "gpu_8x_a100" in html and "Other Cloud" in html
@@ -130,20 +135,20 @@ def test_gpu_page_has_offers_history_results_and_tiers(client):
     # observed 10 days apart: steps broken across the gaps, not a line claiming the days between
     assert history["data"][0]["y"] == [pytest.approx(2.2), None, pytest.approx(2.2), None, pytest.approx(2.0)]
     assert "Specifications" in html  # the catalogue's part is kept
-    rows = _csv(client.get(reverse("catalog:gpu-detail", args=[world.baseline.slug]), {"format": "csv"}))
+    rows = _csv(client.get(reverse("catalog:gpu-detail", args=[world.gpus["baseline"].slug]), {"format": "csv"}))
     assert sorted(float(r["price_per_gpu_hour"]) for r in rows) == [1.0, 2.0, 3.0]
 
 
 def test_gpu_page_efficiency_against_peak(client):
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     matmul = WorkloadFactory(slug="matmul", category="micro", unit="TFLOPS")
-    ResultAggregateFactory(gpu=world.h100, workload=matmul, precision="bf16", median=750.0)
-    html = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug])).content.decode()
+    ResultAggregateFactory(gpu=world.gpus["h100"], workload=matmul, precision="bf16", median=750.0)
+    html = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).content.decode()
     assert "75 %" in html
 
 
 def test_compare_page(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     url = reverse("dashboard:compare")
     assert client.get(url).status_code == 200
     response = client.get(url, {"gpus": "h100-sxm5-80-gb,a100-sxm4-80-gb"})
@@ -166,8 +171,8 @@ def test_compare_page(client):
 
 def test_compare_picker_takes_names_as_people_type_them(client):
     """The old form wanted slugs typed by hand, and its own example `rtx-4090` was "Unknown GPU"."""
-    world = build_world()
-    GpuAliasFactory(gpu=world.rtx4090, alias="GeForce RTX 4090")
+    world = world_build(rows=DASHBOARD_WORLD)
+    GpuAliasFactory(gpu=world.gpus["rtx4090"], alias="GeForce RTX 4090")
     url = reverse("dashboard:compare")
     page = client.get(url).content.decode()
     assert '<datalist id="gpu-names">' in page and '<option value="RTX 4090">' in page
@@ -183,7 +188,7 @@ def test_compare_picker_takes_names_as_people_type_them(client):
 def test_compare_uses_the_rankings_figures_and_n(client):
     """RTX 4090 was 0.38x H100 on the compare page and 0.32x in the rankings; H100's n was 749 and
     210: the comparison recomputed with H100 as the baseline. Now both read the same ranking."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:compare"), {"gpus": "h100-sxm5-80-gb,rtx-4090"})
     h100, rtx = response.context["columns"]
     ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
@@ -195,18 +200,20 @@ def test_compare_uses_the_rankings_figures_and_n(client):
     html = response.content.decode()
     for label in ("BF16", "INT8", "Interconnect", "Cheapest offer", "Performance per USD/GPU-hour"):
         assert label in html
-    assert world.h100.name in html and "How to read this" in html
+    assert world.gpus["h100"].name in html and "How to read this" in html
 
 
 def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
     """Both pages read prices through an older selector: the median of every current offer (not
     the providers' cheapest, as the rankings) and no provider, date or age beside the figure."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     extra = ProviderFactory(slug="third-cloud", name="Third Cloud")
     for instance, price in (("h100.a", "2.00"), ("h100.b", "9.00"), ("h100.c", "9.50")):
-        OfferFactory(provider=extra, gpu=world.h100, instance_type=instance, current_price_per_hour=Decimal(price))
-    typical = gpu_rent_prices(gpu_ids=[world.h100.id], rule="typical")[world.h100.id]
-    cheapest = gpu_rent_prices(gpu_ids=[world.h100.id], rule="cheapest")[world.h100.id]
+        OfferFactory(
+            provider=extra, gpu=world.gpus["h100"], instance_type=instance, current_price_per_hour=Decimal(price)
+        )
+    typical = gpu_rent_prices(gpu_ids=[world.gpus["h100"].id], rule="typical")[world.gpus["h100"].id]
+    cheapest = gpu_rent_prices(gpu_ids=[world.gpus["h100"].id], rule="cheapest")[world.gpus["h100"].id]
     assert (typical.price_usd, cheapest.price_usd) == (Decimal("5.00"), Decimal("2.00"))  # offers' median: 7.00
     response = client.get(reverse("dashboard:compare"), {"gpus": "h100-sxm5-80-gb,rtx-4090"})
     h100 = response.context["columns"][0]
@@ -225,20 +232,20 @@ def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
 def test_gpu_page_compares_an_llm_figure_only_with_the_same_configuration(client):
     """The RTX 4090 page showed its llama.cpp 8B prompt rate as 13.8x the baseline's: it was set
     against the baseline's row of another model, the most-submitted one of the same workload."""
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     pp = WorkloadFactory(slug="llamacpp-pp", category="inference", unit="tokens/s")
-    ResultAggregateFactory(gpu=world.baseline, workload=pp, median=800.0, comparison_key="70b", n=5)
-    ResultAggregateFactory(gpu=world.baseline, workload=pp, median=6000.0, comparison_key="8b")
-    ResultAggregateFactory(gpu=world.rtx4090, workload=pp, median=9000.0, comparison_key="8b")
-    ResultAggregateFactory(gpu=world.rtx4090, workload=pp, median=700.0, comparison_key="13b")
-    page = client.get(reverse("catalog:gpu-detail", args=[world.rtx4090.slug])).context["page"]
+    ResultAggregateFactory(gpu=world.gpus["baseline"], workload=pp, median=800.0, comparison_key="70b", n=5)
+    ResultAggregateFactory(gpu=world.gpus["baseline"], workload=pp, median=6000.0, comparison_key="8b")
+    ResultAggregateFactory(gpu=world.gpus["rtx4090"], workload=pp, median=9000.0, comparison_key="8b")
+    ResultAggregateFactory(gpu=world.gpus["rtx4090"], workload=pp, median=700.0, comparison_key="13b")
+    page = client.get(reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug])).context["page"]
     relative = {a.median: a.relative for a in page.aggregates if a.workload == pp.name}
     assert relative == {9000.0: pytest.approx(1.5), 700.0: None}
     assert {a.category for a in page.aggregates if a.workload == pp.name} == {"Inference"}
 
 
 def test_architectures_page(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     response = client.get(reverse("dashboard:architectures"))
     html = response.content.decode()
     assert response.status_code == 200
@@ -249,7 +256,7 @@ def test_architectures_page(client):
 
 
 def test_open_data_page_and_table_download(client):
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     assert client.get(reverse("dashboard:open-data")).status_code == 200
     gpus = _csv(client.get(reverse("dashboard:open-data"), {"table": "gpus"}))
     assert {"a100-sxm4-80-gb", "hostile-card"} <= {r["slug"] for r in gpus}
@@ -257,12 +264,12 @@ def test_open_data_page_and_table_download(client):
 
 
 def test_hostile_names_are_escaped_in_html_and_figures(client):
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     for url in (
         reverse("dashboard:rankings") + "?segment=consumer&show=all",
         reverse("dashboard:tiers") + "?use_case=inference-16bit",
-        reverse("catalog:gpu-detail", args=[world.hostile.slug]),
-        reverse("dashboard:compare") + f"?gpus={world.hostile.slug},rtx-4090",
+        reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug]),
+        reverse("dashboard:compare") + f"?gpus={world.gpus['hostile'].slug},rtx-4090",
     ):
         html = client.get(url).content.decode()
         assert "<script>window.__pwned" not in html, url
@@ -274,7 +281,7 @@ def test_hostile_names_are_escaped_in_html_and_figures(client):
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt; Card" in labels
     hover = [c[0] for t in bar["data"] for c in t["customdata"]]
     assert HOSTILE_GPU not in hover
-    page = client.get(reverse("catalog:gpu-detail", args=[world.hostile.slug])).content.decode()
+    page = client.get(reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug])).content.decode()
     assert "&lt;img src=x onerror=window.__pwned=2&gt; Cloud" in page
     history = _figure(page, "fig-history")
     assert any(t["name"].startswith("&lt;img") for t in history["data"])
@@ -293,43 +300,53 @@ def _bulk(extra: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("url", "limit"),
+    ("url", "limit", "shows"),
     [
-        (lambda w: reverse("dashboard:rankings") + "?currency=CNY", 12),
-        (lambda w: reverse("dashboard:rankings") + "?mode=buy", 12),
-        (lambda w: reverse("dashboard:tiers"), 12),
+        (lambda w: reverse("dashboard:rankings") + "?currency=CNY", 12, ("H100 SXM5 80 GB", "CNY")),
+        (lambda w: reverse("dashboard:rankings") + "?mode=buy", 12, ("H100 SXM5 80 GB", "RTX 4090")),
+        (lambda w: reverse("dashboard:tiers"), 12, ("H100 SXM5 80 GB", "RTX 4090")),
         # The GPU page and the comparison compute every use case: the two LLM ones add the
         # fitted model's data check (3 queries) and their measured rows (1) each; the GPU page
         # also reads the GPU's LLM figures and the configurations reported not to fit (2); the
         # comparison reads the typical and the cheapest price through gpu_rent_prices (3 each).
-        (lambda w: reverse("catalog:gpu-detail", args=[w.baseline.slug]), 64),
-        (lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090", 58),
-        (lambda w: reverse("dashboard:architectures"), 3),
-        (lambda w: reverse("dashboard:open-data"), 1),
+        (
+            lambda w: reverse("catalog:gpu-detail", args=[w.gpus["baseline"].slug]),
+            64,
+            ("A100 SXM4 80 GB", "gpu_8x_a100"),
+        ),
+        (
+            lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090",
+            58,
+            ("A100 SXM4 80 GB", "H100 SXM5 80 GB", "RTX 4090"),
+        ),
+        (lambda w: reverse("dashboard:architectures"), 3, ("Ampere", "Hopper")),
+        (lambda w: reverse("dashboard:open-data"), 1, ("<h1>Open data</h1>",)),
     ],
 )
 @pytest.mark.parametrize("extra", [0, 25])
-def test_query_count_is_bounded(client, django_assert_max_num_queries, url, limit, extra):
-    world = build_world()
+def test_query_count_is_bounded(client, django_assert_max_num_queries, url, limit, shows, extra):
+    world = world_build(rows=DASHBOARD_WORLD)
     _bulk(extra)
     with django_assert_max_num_queries(limit):
         response = client.get(url(world))
     assert response.status_code == 200
+    html = response.content.decode()
+    assert all(text in html for text in shows), [text for text in shows if text not in html]
 
 
 def test_gpu_page_separates_pcie_from_memory_and_names_workloads(client):
     """The H100 page listed "memory 55.1 GB/s vs 3350 = 2%": a PCIe transfer against HBM bandwidth.
     Charts and tables named workloads by slug (`bert_large_squad`)."""
-    world = build_world()
-    world.h100.bus_interface = "PCIe 5.0 x16"
-    world.h100.memory_bandwidth_gbs = 3350.0
-    world.h100.save()
+    world = world_build(rows=DASHBOARD_WORLD)
+    world.gpus["h100"].bus_interface = "PCIe 5.0 x16"
+    world.gpus["h100"].memory_bandwidth_gbs = 3350.0
+    world.gpus["h100"].save()
     for slug, unit, median in (("pcie-d2h", "GB/s", 55.1), ("membw-copy", "GB/s", 3028.9), ("matmul", "TFLOPS", 680.0)):
         workload = WorkloadFactory(slug=slug, category="micro", unit=unit)
         ResultAggregateFactory(
-            gpu=world.h100, workload=workload, precision="bf16" if slug == "matmul" else "fp32", median=median
+            gpu=world.gpus["h100"], workload=workload, precision="bf16" if slug == "matmul" else "fp32", median=median
         )
-    response = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug]))
+    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
     pcie = next(e for e in response.context["page"].efficiency if e.kind == "host link")
     assert pcie.peak == pytest.approx(63.0, abs=0.1) and pcie.efficiency == pytest.approx(55.1 / 63.0, rel=1e-3)
     memory = next(e for e in response.context["page"].efficiency if e.kind == "memory")

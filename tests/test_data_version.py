@@ -158,12 +158,13 @@ def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     from benchmarks_app.services.peers import live_peers
     from benchmarks_app.services.snapshot import catalog_snapshot_clear
     from benchmarks_app.tasks import ingest_submission
-    from tests.factories_ingest import body, ingest_world, submission_document
+    from tests.factories import body, submission_document
+    from tests.world import INGEST_WORLD, world_build
 
     catalog_snapshot_clear()
     live_peers.clear()
     monkeypatch.setattr(intake_module, "submission_enqueue", lambda **_: True)  # ingested below, one by one
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     user = get_user_model().objects.create(username="debounce")
     stored = [submission_intake(body=body(submission_document()), submitter=user).submission for _ in range(3)]
     start = data_version()

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from benchmarks_app.services.aggregates import aggregates_rebuild, aggregates_refresh_pairs
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
-from tests.dashboard_world import build_world
-from tests.factories_dashboard import BenchmarkResultFactory
+from tests.factories import BenchmarkResultFactory
+from tests.world import DASHBOARD_WORLD, world_build
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("versioned_cache")]
 
@@ -52,7 +52,7 @@ def _count_queries(queries: CaptureQueriesContext) -> list[str]:
 
 
 def test_counts_are_the_plain_distinct_count_and_cached():
-    build_world()
+    world_build(rows=DASHBOARD_WORLD)
     aggregates_rebuild()
     assert _counts() == _plain() and _plain()
     with CaptureQueriesContext(connection) as queries:
@@ -61,12 +61,12 @@ def test_counts_are_the_plain_distinct_count_and_cached():
 
 
 def test_new_results_recount_only_their_gpu():
-    world = build_world()
+    world = world_build(rows=DASHBOARD_WORLD)
     aggregates_rebuild()
     before = _counts()
     added = [
         BenchmarkResultFactory(
-            gpu=world.rtx4090,
+            gpu=world.gpus["rtx4090"],
             workload__slug="resnet50",
             value=131.0 + index,
             submitter_key=f"fresh-{index}",
@@ -82,9 +82,9 @@ def test_new_results_recount_only_their_gpu():
     recounts = _count_queries(queries)
     assert len(recounts) == 1
     recounted = re.search(r'"gpu_id" IN \(([^)]*)\)', recounts[0])
-    assert recounted is not None and recounted.group(1) == str(world.rtx4090.pk)  # that GPU alone
+    assert recounted is not None and recounted.group(1) == str(world.gpus["rtx4090"].pk)  # that GPU alone
     assert after == _plain()
-    assert after[world.rtx4090.pk] == before[world.rtx4090.pk] + 3
-    assert {g: c for g, c in after.items() if g != world.rtx4090.pk} == {
-        g: c for g, c in before.items() if g != world.rtx4090.pk
+    assert after[world.gpus["rtx4090"].pk] == before[world.gpus["rtx4090"].pk] + 3
+    assert {g: c for g, c in after.items() if g != world.gpus["rtx4090"].pk} == {
+        g: c for g, c in before.items() if g != world.gpus["rtx4090"].pk
     }

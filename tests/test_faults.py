@@ -26,22 +26,20 @@ from django.db import connection
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.ingest import TERMINAL
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
-from tests.factories_ingest import ingest_world
 from tests.redis_server import PrivateRedis, needs_redis_server
 from tests.reliability_support import celery_worker, helper
+from tests.world import INGEST_WORLD
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.celery_worker, needs_redis_server]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.postgres,
+    pytest.mark.celery_worker,
+    needs_redis_server,
+]
+WORLD = INGEST_WORLD
 
 DECIDED = (SubmissionStatus.ACCEPTED, SubmissionStatus.FLAGGED, SubmissionStatus.REJECTED)
-
-
-@pytest.fixture
-def world(transactional_db):
-    catalog_snapshot_clear()
-    live_peers.clear()
-    return ingest_world()
 
 
 @pytest.fixture

@@ -17,12 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
-from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from catalog.models import Gpu, PriceSnapshot
 from dashboard.selectors.llm_figures import gpu_link_for, llm_model_state
 from dashboard.selectors.llm_rows import llm_rows
@@ -44,9 +41,17 @@ from llm_estimate.comm import GpuLink, tensor_parallel_step_seconds
 from llm_estimate.constants import constants_default
 from llm_estimate.coverage import Coverage
 from llm_estimate.shapes import MODEL_SHAPES, model_size_class
-from tests.factories import GpuFactory, OfferFactory, ProviderFactory, TensorPeakFactory
-from tests.factories_dashboard import PurchasePriceFactory
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import (
+    GpuFactory,
+    OfferFactory,
+    ProviderFactory,
+    PurchasePriceFactory,
+    TensorPeakFactory,
+    document_ingest,
+    make_result,
+    submission_document,
+)
+from tests.world import INGEST_WORLD, world_build
 
 URL = "/api/v1/fit/"
 H100_LIKE = LlmGpu(memory_gib=80.0, bandwidth_gbs=3350.0, tensor_tflops={"bf16": 989.4, "fp16": 989.4})
@@ -238,12 +243,6 @@ def test_one_stream_on_more_gpus_is_no_faster_and_costs_more(client) -> None:  #
     assert "more GPUs add memory, not speed" in html
 
 
-def _ingest(document: dict[str, Any]) -> None:
-    user = get_user_model().objects.get_or_create(username="submitter")[0]
-    submission = submission_intake(body=body(document), submitter=user).submission
-    submission_ingest(submission_id=submission.pk)
-
-
 def _host(count: int) -> dict[str, Any]:
     return {
         "gpu_count": count, "devices": list(range(count)), "ranks": count, "gpus": [], "interconnect": "nvlink",
@@ -269,13 +268,15 @@ def _ddp(median: float, count: int, efficiency: float | None) -> dict[str, Any]:
 
 @pytest.mark.django_db
 def test_training_uses_the_ddp_scaling_the_client_measured_and_the_assumption_elsewhere(client) -> None:  # type: ignore[no-untyped-def]
-    world = ingest_world()
-    OfferFactory(gpu=world.h100, current_price_per_hour=Decimal("2.50"))
+    world = world_build(rows=INGEST_WORLD)
+    OfferFactory(gpu=world.gpus["h100"], current_price_per_hour=Decimal("2.50"))
     # Two host runs through the real intake and ingest, as the client submits them (multigpu._scaling_add).
-    _ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_560_000.0, 2, 0.8)], host=_host(2)))
-    _ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_688_000.0, 2, 0.84)], host=_host(2)))
+    document_ingest(submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_560_000.0, 2, 0.8)], host=_host(2)))
+    document_ingest(
+        submission_document(results=[_ddp(1_600_000.0, 1, None), _ddp(2_688_000.0, 2, 0.84)], host=_host(2))
+    )
     response = client.get(URL, {"model": "llama-3-8b", "mode": "lora", "tokens": "1e9"})
-    plan = plans_by_slug(response.json())[world.h100.slug]
+    plan = plans_by_slug(response.json())[world.gpus["h100"].slug]
     counts = {c["count"]: c for c in plan["counts"]}
     one = plan["gpu"]["throughput_per_s"]
     assert counts[1]["scaling"] == "single" and counts[1]["throughput_per_s"] == pytest.approx(one)

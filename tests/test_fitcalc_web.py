@@ -43,12 +43,14 @@ from fitcalc.throughput import (
     model_flops_per_token,
     throughput_resolve,
 )
-from tests.factories import GpuFactory, OfferFactory, TensorPeakFactory
-from tests.factories_dashboard import (
+from tests.factories import (
     BenchmarkResultFactory,
     ExchangeRateFactory,
+    GpuFactory,
+    OfferFactory,
     PurchasePriceFactory,
     ResultAggregateFactory,
+    TensorPeakFactory,
     WorkloadFactory,
 )
 

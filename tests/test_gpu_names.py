@@ -16,7 +16,6 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 
-from accounts.services import api_token_create
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from benchmarks_app.services.workloads import workload_seed
@@ -24,8 +23,7 @@ from catalog.matching import GpuMatcher
 from catalog.matching.corpus import corpus_evaluate, corpus_read
 from catalog.models import UnmatchedGpuName
 from catalog.services.catalog_import import catalog_import
-from tests.factories import UserFactory
-from tests.factories_ingest import bandwidth_result, body, make_result, submission_document
+from tests.factories import UserFactory, bandwidth_result, body, make_result, submission_document, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -137,17 +135,10 @@ def test_match_gpu_corpus_prints_the_pass_rate(real_catalogue):
 
 
 @pytest.fixture
-def api(real_catalogue):  # type: ignore[no-untyped-def]
+def api(real_catalogue, eager_tasks):  # type: ignore[no-untyped-def]
     """A client with a token; the ingest task runs in-process even where a broker is configured."""
-    from gpuatlas.celery import app
-
-    user = UserFactory(username="runner")
-    _, key = api_token_create(user=user, name="bench")
     catalog_snapshot_clear()
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield Client(HTTP_AUTHORIZATION=f"Token {key}")
-    app.conf.task_always_eager = eager
+    return token_client(UserFactory(username="runner"))
 
 
 def submit(api: Client, captured, *, name: str, memory_mib: int) -> dict:  # type: ignore[no-untyped-def]

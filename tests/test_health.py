@@ -61,9 +61,13 @@ def test_readyz_unavailable_when_database_refuses(client, settings, monkeypatch)
 
 def test_migration_graph_is_loaded_once_then_only_pinged(client, settings, monkeypatch):
     settings.CELERY_BROKER_URL = ""
-    assert client.get("/readyz").status_code == 200
+    first = client.get("/readyz")
+    assert first.status_code == 200
+    assert first.json()["status"] == "ok" and first.json()["problems"] == {}
     monkeypatch.setattr(MigrationExecutor, "__init__", lambda *a, **k: pytest.fail("graph reloaded"))
-    assert client.get("/readyz").status_code == 200
+    again = client.get("/readyz")
+    assert again.status_code == 200
+    assert again.json()["status"] == "ok" and again.json()["problems"] == {}
 
 
 @needs_redis_server
@@ -104,8 +108,10 @@ def test_probes_answer_plain_http_by_node_ip_in_production(client, settings):
     settings.CELERY_BROKER_URL = ""
     settings.ALLOWED_HOSTS = ["example.org"]
     settings.SECURE_SSL_REDIRECT = True
-    assert client.get("/healthz", HTTP_HOST="10.0.3.7:8000").status_code == 200
-    assert client.get("/readyz", HTTP_HOST="10.0.3.7:8000").status_code == 200
+    live = client.get("/healthz", HTTP_HOST="10.0.3.7:8000")
+    assert live.status_code == 200 and live.json() == {"status": "ok"}
+    ready = client.get("/readyz", HTTP_HOST="10.0.3.7:8000")
+    assert ready.status_code == 200 and ready.json()["status"] == "ok"
     # Everything else still gets the production treatment.
     assert client.get("/api/v1/gpus/", HTTP_HOST="10.0.3.7:8000").status_code == 400
     assert client.get("/api/v1/gpus/", HTTP_HOST="example.org").status_code == 301

@@ -20,23 +20,23 @@ import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.utils import timezone
 
-from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
 from benchmarks_app.services.ingest import TERMINAL, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from benchmarks_app.tasks import submissions_enqueue
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import UserFactory, body, make_result, submission_document, token_client
+from tests.world import INGEST_WORLD
 
 pytestmark = [
+    pytest.mark.django_db(transaction=True),
     pytest.mark.postgres,
     pytest.mark.celery_worker,
     pytest.mark.slow,
 ]
+WORLD = INGEST_WORLD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,13 +104,6 @@ def workers(transactional_db, tmp_path):
         worker.stop()
 
 
-@pytest.fixture
-def world(transactional_db):
-    catalog_snapshot_clear()
-    live_peers.clear()
-    return ingest_world()
-
-
 def wait_until(predicate, *, timeout: float, sweep: bool = False) -> bool:
     deadline = time.monotonic() + timeout
     next_sweep = time.monotonic() + 3
@@ -128,10 +121,8 @@ def wait_until(predicate, *, timeout: float, sweep: bool = False) -> bool:
 
 def test_post_to_accepted_through_redis_and_a_worker(world, workers):
     workers()
-    user = get_user_model().objects.create(username="worker-test")
-    _, key = api_token_create(user=user, name="t")
     document = submission_document()
-    response = Client(HTTP_AUTHORIZATION=f"Token {key}").post(
+    response = token_client(UserFactory(username="worker-test")).post(
         "/api/v1/submissions/", data=body(document), content_type="application/json"
     )
     assert response.status_code == 201
@@ -139,7 +130,7 @@ def test_post_to_accepted_through_redis_and_a_worker(world, workers):
     assert wait_until(lambda: RawSubmission.objects.get(pk=submission.pk).status in TERMINAL, timeout=60)
     submission.refresh_from_db()
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
-    assert (submission.attempts, submission.gpu_id) == (1, world.h100.pk)
+    assert (submission.attempts, submission.gpu_id) == (1, world.gpus["h100"].pk)
     assert BenchmarkResult.objects.filter(submission=submission).count() == 2
 
 
@@ -169,7 +160,7 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
     store(batch // 5)
     assert wait_until(lambda: done() >= batch // 5, timeout=60), "the first worker never got going"
     holder = psycopg.connect(_test_database_url())  # not autocommit: the lock lasts until the rollback
-    holder.execute("SELECT id FROM catalog_gpu WHERE id = %s FOR NO KEY UPDATE", [world.h100.pk])
+    holder.execute("SELECT id FROM catalog_gpu WHERE id = %s FOR NO KEY UPDATE", [world.gpus["h100"].pk])
     store(batch - batch // 5)
     try:
         stuck = lambda: RawSubmission.objects.filter(  # noqa: E731

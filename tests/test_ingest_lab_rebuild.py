@@ -17,33 +17,15 @@ from benchmarks_app.models import (
     TrustLabel,
     Workload,
 )
-from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.lab_import import BUNDLED_DIR, lambda_import_directory, parse_v1_name, parse_v2_name
 from benchmarks_app.services.moderation import submissions_approve, submissions_reject
-from benchmarks_app.services.peers import live_peers
 from benchmarks_app.services.rebuild import results_rebuild
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from catalog.models import GpuAlias
-from tests.factories import GpuFactory
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import GpuFactory, document_ingest, make_result, submission_document
+from tests.world import INGEST_WORLD, world_build
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches_and_eager_tasks():
-    """Empty per-process caches; tasks run in-process even in the pass that has a Redis broker."""
-    from gpuatlas.celery import app
-
-    catalog_snapshot_clear()
-    live_peers.clear()
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = eager
-    catalog_snapshot_clear()
-    live_peers.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_tasks")]
 
 
 def test_lambda_names_parse_into_gpu_count_and_memory():
@@ -125,8 +107,8 @@ def _aggregate_state():
 
 
 def test_rebuild_reproduces_results_aggregates_and_verdicts():
-    world = ingest_world()
-    GpuAlias.objects.create(gpu=world.h100, alias="H100 80GB SXM5", normalised="h10080gbsxm5")
+    world = world_build(rows=INGEST_WORLD)
+    GpuAlias.objects.create(gpu=world.gpus["h100"], alias="H100 80GB SXM5", normalised="h10080gbsxm5")
     catalog_snapshot_clear()
     users = [get_user_model().objects.create(username=f"u{i}") for i in range(3)]
     moderator = get_user_model().objects.create(username="mod", is_staff=True)
@@ -136,15 +118,9 @@ def test_rebuild_reproduces_results_aggregates_and_verdicts():
         document = submission_document(
             results=[make_result(median=median), make_result(precision="fp16", median=650.0)]
         )
-        submission = submission_intake(body=body(document), submitter=users[index % 3]).submission
-        submission_ingest(submission_id=submission.pk)
-        ids.append(submission.pk)
-    spread = submission_intake(
-        body=body(submission_document(results=[make_result(median=650.0, spread=0.4)])), submitter=users[0]
-    ).submission
-    submission_ingest(submission_id=spread.pk)
-    held = submission_intake(body=body(submission_document(name_smi="Mystery GPU")), submitter=users[1]).submission
-    submission_ingest(submission_id=held.pk)
+        ids.append(document_ingest(document, submitter=users[index % 3]).pk)
+    spread = document_ingest(submission_document(results=[make_result(median=650.0, spread=0.4)]), submitter=users[0])
+    document_ingest(submission_document(name_smi="Mystery GPU"), submitter=users[1])
     submissions_approve(submission_ids=[spread.pk], moderator=moderator)
     submissions_reject(submission_ids=[ids[1]], moderator=moderator)
     lambda_import_directory(path=BUNDLED_DIR)
@@ -165,7 +141,7 @@ def test_rebuild_reproduces_results_aggregates_and_verdicts():
 
 
 def test_rebuild_results_command_prints_a_summary():
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     out = io.StringIO()
     call_command("rebuild_results", "--no-lab", stdout=out)
     assert "submissions re-derived: 0" in out.getvalue()
@@ -182,15 +158,11 @@ def staff_client():
 
 
 def test_moderation_queue_lists_flagged_and_held_and_approves(staff_client):
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     user = get_user_model().objects.create(username="s")
-    flagged = submission_intake(
-        body=body(submission_document(results=[make_result(spread=0.4)])), submitter=user
-    ).submission
-    held = submission_intake(body=body(submission_document(name_smi="<b>Odd GPU</b>")), submitter=user).submission
-    accepted = submission_intake(body=body(submission_document()), submitter=user).submission
-    for submission in (flagged, held, accepted):
-        submission_ingest(submission_id=submission.pk)
+    flagged = document_ingest(submission_document(results=[make_result(spread=0.4)]), submitter=user)
+    held = document_ingest(submission_document(name_smi="<b>Odd GPU</b>"), submitter=user)
+    accepted = document_ingest(submission_document(), submitter=user)
     page = staff_client.get("/admin/benchmarks_app/rawsubmission/?queue=needs").content.decode()
     assert str(flagged.run_uuid) in page and str(held.run_uuid) in page and str(accepted.run_uuid) not in page
     assert "<b>Odd GPU</b>" not in page and "&lt;b&gt;Odd GPU&lt;/b&gt;" in page
@@ -205,21 +177,19 @@ def test_moderation_queue_lists_flagged_and_held_and_approves(staff_client):
 
 
 def test_admin_maps_an_unknown_gpu_name_and_reingests(staff_client, django_capture_on_commit_callbacks):
-    world = ingest_world()
+    world = world_build(rows=INGEST_WORLD)
     user = get_user_model().objects.create(username="s")
-    held = submission_intake(body=body(submission_document(name_smi="NVIDIA Zixiao C100")), submitter=user).submission
-    submission_ingest(submission_id=held.pk)
-    held.refresh_from_db()
+    held = document_ingest(submission_document(name_smi="NVIDIA Zixiao C100"), submitter=user)
     assert held.status == SubmissionStatus.ON_HOLD
     form = staff_client.get("/admin/benchmarks_app/rawsubmission/map-gpu/?name=NVIDIA+Zixiao+C100")
     assert form.status_code == 200 and "NVIDIA Zixiao C100" in form.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(
-            "/admin/benchmarks_app/rawsubmission/map-gpu/", {"name": "NVIDIA Zixiao C100", "gpu": world.h100.pk}
+            "/admin/benchmarks_app/rawsubmission/map-gpu/", {"name": "NVIDIA Zixiao C100", "gpu": world.gpus["h100"].pk}
         )
     assert response.status_code == 302
     held.refresh_from_db()
-    assert (held.status, held.gpu_id) == (SubmissionStatus.ACCEPTED, world.h100.pk)
+    assert (held.status, held.gpu_id) == (SubmissionStatus.ACCEPTED, world.gpus["h100"].pk)
     assert GpuAlias.objects.get(alias="NVIDIA Zixiao C100").origin == GpuAlias.Origin.CURATOR
 
 

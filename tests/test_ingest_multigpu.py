@@ -6,44 +6,31 @@ import json
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, SubmissionStatus, TrustLabel
 from benchmarks_app.services.errors import SubmissionInvalid
-from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
-from tests.factories_ingest import (
+from tests.factories import (
     body,
     ddp_result,
+    document_ingest,
     host_block,
-    ingest_world,
     make_result,
     per_gpu_entries,
     submission_document,
 )
+from tests.world import INGEST_WORLD
 
 pytestmark = pytest.mark.django_db
+WORLD = INGEST_WORLD
 
 REAL_LLM_RUN = Path(__file__).resolve().parent / "fixtures" / "bench" / "h100_run_llm.json"
 
 
-@pytest.fixture
-def world():
-    return ingest_world()
-
-
-def _ingest(document):
-    user = get_user_model().objects.get_or_create(username="submitter")[0]
-    submission = submission_intake(body=body(document), submitter=user).submission
-    submission_ingest(submission_id=submission.pk)
-    submission.refresh_from_db()
-    return submission
-
-
 def test_the_real_h100_llm_run_is_stored_with_its_params_and_the_failed_fp8_check_flagged(world):
     document = json.loads(REAL_LLM_RUN.read_text())
-    submission = _ingest(document)
-    assert submission.gpu_id == world.h100.pk
+    submission = document_ingest(document)
+    assert submission.gpu_id == world.gpus["h100"].pk
     # fp8 decode at batch 1 missed its consistency tolerance (0.1004 > 0.1): kept, flagged.
     assert submission.status == SubmissionStatus.FLAGGED
     rows = {
@@ -65,7 +52,7 @@ def test_the_real_h100_llm_run_is_stored_with_its_params_and_the_failed_fp8_chec
 
 def test_a_host_submission_stores_gpu_count_per_gpu_figures_and_the_interconnect(world):
     one, two = ddp_result(1_600_000.0, 1, "none"), ddp_result(3_100_000.0, 2, "nvlink")
-    submission = _ingest(submission_document(results=[one, two], host=host_block(2)))
+    submission = document_ingest(submission_document(results=[one, two], host=host_block(2)))
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
     stored = {r.gpu_count: r for r in BenchmarkResult.objects.all()}
     assert set(stored) == {1, 2}
@@ -83,7 +70,7 @@ def test_allreduce_bus_bandwidth_is_not_judged_against_memory_bandwidth(world):
         workload="allreduce-busbw", precision="fp32", unit="GB/s", median=330.0, params=params, gpu_count=2
     )
     result["per_gpu"] = per_gpu_entries(result["median"] * 2, 2)
-    submission = _ingest(submission_document(results=[result], host=host_block(2)))
+    submission = document_ingest(submission_document(results=[result], host=host_block(2)))
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
     assert BenchmarkResult.objects.get().trust == TrustLabel.COMMUNITY
 

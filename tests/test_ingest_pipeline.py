@@ -20,55 +20,30 @@ from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.ingest import submission_ingest, submissions_claim, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.moderation import gpu_name_map, submissions_approve, submissions_reject
-from benchmarks_app.services.peers import PeerCache, live_peers
+from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.report import report_read
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from benchmarks_app.tasks import ingest_submission, submissions_enqueue
 from catalog.models import GpuAlias, UnmatchedGpuName
-from gpuatlas.celery import app
-from tests.factories import GpuFactory, UserFactory
-from tests.factories_ingest import (
-    H100_BANDWIDTH,
-    H100_BF16_PEAK,
+from tests.factories import (
+    GpuFactory,
+    UserFactory,
     bandwidth_result,
     body,
-    ingest_world,
+    document_ingest,
     make_result,
     submission_document,
 )
+from tests.world import H100_BANDWIDTH, H100_BF16_PEAK, INGEST_WORLD
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches_and_eager_tasks():
-    """Empty per-process caches; tasks run in-process even in the pass that has a Redis broker."""
-    catalog_snapshot_clear()
-    live_peers.clear()
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = eager
-    catalog_snapshot_clear()
-    live_peers.clear()
-
-
-@pytest.fixture
-def world():
-    return ingest_world()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_tasks")]
+WORLD = INGEST_WORLD
 
 
 def store(document, user=None) -> RawSubmission:
     """Intake without running the queued task (on_commit callbacks do not fire in these tests)."""
     user = user or get_user_model().objects.get_or_create(username="submitter")[0]
     return submission_intake(body=body(document), submitter=user).submission
-
-
-def ingest(document, user=None) -> RawSubmission:
-    submission = store(document, user)
-    submission_ingest(submission_id=submission.pk)
-    submission.refresh_from_db()
-    return submission
 
 
 # ---------------------------------------------------------------- matching
@@ -85,18 +60,20 @@ def ingest(document, user=None) -> RawSubmission:
 )
 def test_gpu_is_matched_by_the_reported_names(world, smi, torch_name, mib, slug):
     results = [make_result(median=200.0)]
-    submission = ingest(submission_document(name_smi=smi, name_torch=torch_name, memory_total_mib=mib, results=results))
+    submission = document_ingest(
+        submission_document(name_smi=smi, name_torch=torch_name, memory_total_mib=mib, results=results)
+    )
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
     assert submission.gpu.slug == slug
 
 
 def test_reported_memory_tells_variants_apart(world):
     """A bare family name is resolved by memory: 94 GiB is the NVL, not the 80 GiB SXM."""
-    GpuAlias.objects.create(gpu=world.h100, alias="NVIDIA H100", normalised="nvidiah100")
+    GpuAlias.objects.create(gpu=world.gpus["h100"], alias="NVIDIA H100", normalised="nvidiah100")
     catalog_snapshot_clear()
     results = [make_result(median=200.0)]
-    nvl = ingest(submission_document(name_smi="NVIDIA H100", memory_total_mib=95830, results=results))
-    sxm = ingest(submission_document(name_smi="NVIDIA H100", memory_total_mib=81559, results=results))
+    nvl = document_ingest(submission_document(name_smi="NVIDIA H100", memory_total_mib=95830, results=results))
+    sxm = document_ingest(submission_document(name_smi="NVIDIA H100", memory_total_mib=81559, results=results))
     assert (nvl.gpu.slug, sxm.gpu.slug) == ("h100-nvl", "h100-sxm5-80-gb")
 
 
@@ -104,7 +81,7 @@ def test_unknown_gpu_is_held_then_mapped_and_ingested(world, django_capture_on_c
     document = submission_document(
         name_smi="NVIDIA GH200 480GB", name_torch="NVIDIA GH200 480GB", memory_total_mib=97871
     )
-    held = ingest(document)
+    held = document_ingest(document)
     assert held.status == SubmissionStatus.ON_HOLD
     assert held.reasons[0]["field"] == "$.environment.gpu.name_nvidia_smi"
     assert "unknown GPU" in held.reasons[0]["reason"]
@@ -126,7 +103,7 @@ def test_unknown_gpu_is_held_then_mapped_and_ingested(world, django_capture_on_c
 
 
 def test_result_above_the_peak_is_rejected_with_the_reason(world):
-    submission = ingest(submission_document(results=[make_result(median=H100_BF16_PEAK * 1.2)]))
+    submission = document_ingest(submission_document(results=[make_result(median=H100_BF16_PEAK * 1.2)]))
     assert submission.status == SubmissionStatus.REJECTED
     reason = next(r for r in submission.reasons if r["verdict"] == "rejected")
     assert reason["field"] == "$.results[0].median"
@@ -136,12 +113,15 @@ def test_result_above_the_peak_is_rejected_with_the_reason(world):
 
 
 def test_within_tolerance_of_the_peak_is_accepted(world):
-    submission = ingest(submission_document(results=[make_result(median=H100_BF16_PEAK * 1.04)]))
+    submission = document_ingest(submission_document(results=[make_result(median=H100_BF16_PEAK * 1.04)]))
     assert submission.status == SubmissionStatus.ACCEPTED
+    assert submission.reasons == []
+    stored = BenchmarkResult.objects.get(submission=submission)
+    assert stored.value == pytest.approx(H100_BF16_PEAK * 1.04) and stored.trust == TrustLabel.COMMUNITY
 
 
 def test_bandwidth_above_memory_bandwidth_is_rejected(world):
-    submission = ingest(submission_document(results=[bandwidth_result(median=H100_BANDWIDTH * 1.5)]))
+    submission = document_ingest(submission_document(results=[bandwidth_result(median=H100_BANDWIDTH * 1.5)]))
     assert submission.status == SubmissionStatus.REJECTED
     assert "memory bandwidth" in submission.reasons[0]["reason"]
 
@@ -161,7 +141,7 @@ def test_ten_times_the_peak_is_refused_at_intake(world):
     ],
 )
 def test_far_below_peak_or_wide_spread_is_flagged_and_not_aggregated(world, result, reason):
-    submission = ingest(submission_document(results=[result, bandwidth_result()]))
+    submission = document_ingest(submission_document(results=[result, bandwidth_result()]))
     assert submission.status == SubmissionStatus.FLAGGED
     assert any(reason in r["reason"] for r in submission.reasons if r["verdict"] == "flagged")
     trusts = dict(BenchmarkResult.objects.values_list("workload__slug", "trust"))
@@ -174,14 +154,17 @@ def test_far_below_peak_or_wide_spread_is_flagged_and_not_aggregated(world, resu
 
 def test_outlier_against_five_accepted_results_is_flagged(world):
     for value in (690.0, 700.0, 705.0, 710.0):
-        assert ingest(submission_document(results=[make_result(median=value)])).status == SubmissionStatus.ACCEPTED
+        assert (
+            document_ingest(submission_document(results=[make_result(median=value)])).status
+            == SubmissionStatus.ACCEPTED
+        )
     # Four peers: too few to call anything an outlier.
-    assert ingest(submission_document(results=[make_result(median=350.0)])).status == SubmissionStatus.ACCEPTED
+    assert document_ingest(submission_document(results=[make_result(median=350.0)])).status == SubmissionStatus.ACCEPTED
     # The 350 joined the accepted peers; with five peers, 300 is far outside (MAD-based z < -3.5).
-    low = ingest(submission_document(results=[make_result(median=300.0)]))
+    low = document_ingest(submission_document(results=[make_result(median=300.0)]))
     assert low.status == SubmissionStatus.FLAGGED
     assert "outlier against 5 accepted results" in low.reasons[-1]["reason"]
-    normal = ingest(submission_document(results=[make_result(median=702.0)]))
+    normal = document_ingest(submission_document(results=[make_result(median=702.0)]))
     assert normal.status == SubmissionStatus.ACCEPTED
 
 
@@ -189,8 +172,8 @@ def test_aggregates_hold_median_quartiles_and_distinct_submitters(world):
     alice, bob = (get_user_model().objects.create(username=name) for name in ("alice", "bob"))
     values = [600.0, 640.0, 650.0, 660.0, 700.0]
     for index, value in enumerate(values):
-        ingest(submission_document(results=[make_result(median=value)]), user=alice if index < 3 else bob)
-    flagged = ingest(submission_document(results=[make_result(median=650.0, spread=0.4)]))
+        document_ingest(submission_document(results=[make_result(median=value)]), submitter=alice if index < 3 else bob)
+    flagged = document_ingest(submission_document(results=[make_result(median=650.0, spread=0.4)]))
     assert flagged.status == SubmissionStatus.FLAGGED
     medians = [r.value for r in BenchmarkResult.objects.filter(trust=TrustLabel.COMMUNITY)]
     aggregate = ResultAggregate.objects.get()
@@ -249,7 +232,7 @@ def test_database_error_rolls_back_and_the_task_retries(world):
         calls.append(1)
         if len(calls) == 1:
             BenchmarkResult.objects.create(
-                gpu=world.h100, workload_id=1, precision="bf16", comparison_key="x", comparison_label="x",
+                gpu=world.gpus["h100"], workload_id=1, precision="bf16", comparison_key="x", comparison_label="x",
                 value=1.0, trust="community", measured_at=timezone.now(),
             )  # fmt: skip
             raise OperationalError("server closed the connection unexpectedly")
@@ -323,7 +306,7 @@ def test_a_task_claims_waiting_submissions_in_one_batch(world):
 
 def test_approving_a_flagged_submission_counts_its_results(world):
     moderator = UserFactory(username="curator", is_staff=True)
-    flagged = ingest(submission_document(results=[make_result(median=650.0, spread=0.4)]))
+    flagged = document_ingest(submission_document(results=[make_result(median=650.0, spread=0.4)]))
     assert flagged.status == SubmissionStatus.FLAGGED and not ResultAggregate.objects.exists()
     summary = submissions_approve(submission_ids=[flagged.pk], moderator=moderator)
     assert summary.changed == [str(flagged.run_uuid)]
@@ -335,10 +318,10 @@ def test_approving_a_flagged_submission_counts_its_results(world):
 
 def test_rejecting_removes_results_from_the_aggregates(world):
     moderator = UserFactory(username="curator", is_staff=True)
-    keep = ingest(submission_document(results=[make_result(median=700.0)]))
-    drop = ingest(submission_document(results=[make_result(median=600.0)]))
+    keep = document_ingest(submission_document(results=[make_result(median=700.0)]))
+    drop = document_ingest(submission_document(results=[make_result(median=600.0)]))
     assert ResultAggregate.objects.get().n == 2
-    held = ingest(submission_document(name_smi="Mystery GPU", name_torch="Mystery GPU"))
+    held = document_ingest(submission_document(name_smi="Mystery GPU", name_torch="Mystery GPU"))
     submissions_reject(submission_ids=[drop.pk, held.pk], moderator=moderator)
     aggregate = ResultAggregate.objects.get()
     assert (aggregate.n, aggregate.median) == (1, pytest.approx(700.0))
@@ -349,7 +332,7 @@ def test_rejecting_removes_results_from_the_aggregates(world):
 
 
 def test_approve_skips_what_is_not_flagged(world):
-    held = ingest(submission_document(name_smi="Mystery GPU", name_torch="Mystery GPU"))
+    held = document_ingest(submission_document(name_smi="Mystery GPU", name_torch="Mystery GPU"))
     summary = submissions_approve(submission_ids=[held.pk], moderator=UserFactory(is_staff=True))
     assert summary.changed == [] and "map its GPU name first" in summary.skipped[str(held.run_uuid)]
 
@@ -410,7 +393,7 @@ def test_the_intake_stores_the_row_it_hands_back(world):
 def test_peer_sets_load_without_sorting_the_results(world):
     # The model's default order (newest first) would make the database sort every trusted
     # result of the pair, hundreds of thousands for a busy GPU, for an order nobody uses.
-    ingest(submission_document())
+    document_ingest(submission_document())
     result = BenchmarkResult.objects.order_by("pk")[0]
     with CaptureQueriesContext(connection) as queries:
         found = PeerCache(validate=False).load(gpu_id=result.gpu_id, comparison_keys=[result.comparison_key])

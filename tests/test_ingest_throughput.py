@@ -14,8 +14,7 @@ from benchmarks_app.services.aggregates import is_outlier, modified_z_score, sum
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerCache, PeerSet
-from tests.factories import GpuFactory
-from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
+from tests.factories import BenchmarkResultFactory, GpuFactory, WorkloadFactory
 
 
 def test_a_peer_set_holds_sorted_values_submitters_and_lab_results():

@@ -19,7 +19,7 @@ from benchmarks_app.services.llamacpp_import import (
     xiongjiedai_rows,
 )
 from benchmarks_app.services.markdown_tables import markdown_tables
-from tests.factories_llm import llm_catalogue_build
+from tests.world import LLM_WORLD, world_build
 
 CURRENT = BUNDLED_DIR / "xiongjiedai-aa72e0ec" / "README.md"
 LLAMA123 = BUNDLED_DIR / "xiongjiedai-eafac9d2" / "README.md"
@@ -64,7 +64,7 @@ def test_xiongjiedai_tables_parse_into_one_row_per_cell():
 
 @pytest.mark.django_db
 def test_xiongjiedai_import_keeps_counts_oom_apple_and_sections_apart():
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     summary = xiongjiedai_import()
     assert summary.rows_read == 2216
     assert any("800 cells repeated" in note and "0 of them differ" in note for note in summary.notes)
@@ -110,7 +110,7 @@ def test_geerling_rows_split_host_gpu_and_backend():
 
 @pytest.mark.django_db
 def test_geerling_import_backends_apart_gb10_partial_offload_and_cpu_rows():
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     summary = geerling_import()
     assert summary.rows_read == 102 and not summary.unmatched
     vulkan, native = (
@@ -131,7 +131,7 @@ def test_geerling_import_backends_apart_gb10_partial_offload_and_cpu_rows():
 
 @pytest.mark.django_db
 def test_command_imports_both_and_lists_unmatched(capsys):
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     call_command("import_llamacpp")
     out = capsys.readouterr().out
     assert "UNMATCHED 'A100 80GB'" in out and "geerlingguy/ai-benchmarks" in out

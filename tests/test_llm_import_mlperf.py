@@ -20,7 +20,7 @@ from benchmarks_app.services.mlperf_import import (
     round_label,
     weights_precision,
 )
-from tests.factories_llm import llm_catalogue_build
+from tests.world import LLM_WORLD, world_build
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlperf"
 V61 = BUNDLED_DIR / "inference_results_v6.1" / "summary.csv"
@@ -59,7 +59,7 @@ def test_round_labels_and_name_candidates():
 
 @pytest.mark.django_db
 def test_v61_csv_every_row_accounted_for_per_accelerator_units_and_idempotent():
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     summary = mlperf_import_file(path=V61, published=dt.date(2026, 11, 25))
     assert summary.rows_read == 492
     kept = LabImportRow.objects.filter(dataset="mlperf-inference-v6.1")
@@ -107,7 +107,7 @@ def test_v61_csv_every_row_accounted_for_per_accelerator_units_and_idempotent():
 
 @pytest.mark.django_db
 def test_the_json_shape_of_v51_and_v41_reads_without_code_changes(tmp_path):
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     summary = mlperf_import_file(path=V51_EXCERPT, published=dt.date(2025, 9, 9))
     assert summary.rows_read == 11
     h200 = BenchmarkResult.objects.get(
@@ -157,7 +157,7 @@ def _write_json(path: Path, rows: list[dict[str, object]]) -> Path:
 
 @pytest.mark.django_db
 def test_bad_tables_are_refused_with_the_column_or_unit_named(tmp_path):
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     rows = json.loads(V51_EXCERPT.read_text(encoding="utf-8"))
     missing = [{k: v for k, v in row.items() if k != "Performance_Units"} for row in rows]
     with pytest.raises(LabTableError, match="missing column.*units"):
@@ -176,7 +176,7 @@ def test_bad_tables_are_refused_with_the_column_or_unit_named(tmp_path):
 
 @pytest.mark.django_db
 def test_command_needs_a_date_for_files_that_are_not_bundled(tmp_path, capsys):
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     with pytest.raises(CommandError, match="--published"):
         call_command("import_mlperf", str(V51_EXCERPT))
     call_command("import_mlperf", str(V51_EXCERPT), "--published", "2025-09-09")
@@ -191,7 +191,7 @@ def test_the_full_rebuild_keeps_imported_lab_tables_and_their_aggregates():
     from benchmarks_app.models import ResultAggregate
     from benchmarks_app.services.rebuild import results_rebuild
 
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     mlperf_import_file(path=V51_EXCERPT, published=dt.date(2025, 9, 9))
     before = sorted(BenchmarkResult.objects.values_list("gpu_id", "comparison_key", "value"))
     aggregates = ResultAggregate.objects.count()

@@ -17,7 +17,7 @@ from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from tests.factories import OfferFactory, ProviderFactory
-from tests.factories_llm import llm_catalogue_build
+from tests.world import LLM_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).parent / "fixtures" / "mlperf"
@@ -26,7 +26,7 @@ PRICES = {"h200-sxm-141-gb": "3.00", "h100-sxm5-80-gb": "2.00", "b200": "5.00", 
 
 @pytest.fixture
 def llm_world():  # type: ignore[no-untyped-def]
-    llm_catalogue_build()
+    world_build(rows=LLM_WORLD)
     mlperf_import_file(path=FIXTURES / "summary_results_v5.1_excerpt.json", published=dt.date(2025, 9, 9))
     geerling_import()
     provider = ProviderFactory(slug="cloud")
@@ -141,8 +141,7 @@ def test_command_prints_the_leave_one_gpu_out_error(llm_world, capsys):
 def test_client_llm_decode_results_feed_both_use_cases(llm_world):
     """The benchmark client's llm-decode workload (params as gpuatlas-bench writes them) on an H100."""
     from benchmarks_app.models import TrustLabel
-    from tests.factories import UserFactory
-    from tests.factories_dashboard import BenchmarkResultFactory, WorkloadFactory
+    from tests.factories import BenchmarkResultFactory, UserFactory, WorkloadFactory
 
     workload = WorkloadFactory(slug="llm-decode", version="1.0", unit="tokens/s", category="inference")
     h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")

@@ -20,9 +20,10 @@ from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.peers import live_peers
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import body, make_result, submission_document
 from tests.redis_server import PrivateRedis, free_port, needs_redis_server
 from tests.reliability_support import celery_worker, gunicorn_server, helper
+from tests.world import INGEST_WORLD, world_build
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.celery_worker, needs_redis_server]
 
@@ -102,7 +103,7 @@ def reader(port: int, stop: float, tally: Tally) -> None:
 def test_50_submitters_for_60_seconds_lose_and_duplicate_nothing(transactional_db, tmp_path):
     catalog_snapshot_clear()
     live_peers.clear()
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     users = get_user_model().objects.bulk_create(
         [get_user_model()(username=f"load-{index}") for index in range(SUBMITTERS)]
     )

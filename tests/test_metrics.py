@@ -38,8 +38,10 @@ def metrics_settings(settings):
 def test_metrics_do_not_exist_until_configured(client, settings):
     settings.METRICS_TOKEN = ""
     settings.METRICS_ALLOWED_NETWORKS = []
-    assert client.get("/metrics").status_code == 404
-    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer anything").status_code == 404
+    for headers in ({}, {"HTTP_AUTHORIZATION": "Bearer anything"}):
+        response = client.get("/metrics", **headers)
+        assert response.status_code == 404
+        assert response.content == b"Not found.\n"
 
 
 @pytest.mark.parametrize(
@@ -70,16 +72,22 @@ def test_metrics_served_to_allowed_networks_only_by_peer_address(client, metrics
 
     metrics_settings.METRICS_TOKEN = ""
     metrics_settings.METRICS_ALLOWED_NETWORKS = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("::1/128")]
-    assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
-    assert client.get("/metrics", REMOTE_ADDR="::1").status_code == 200
-    assert client.get("/metrics", REMOTE_ADDR="192.0.2.1").status_code == 403
+    for peer in ("10.1.2.3", "::1"):
+        served = client.get("/metrics", REMOTE_ADDR=peer)
+        assert served.status_code == 200, peer
+        assert b"django_http_requests_latency_seconds_by_view_method" in served.content, peer
     # A forwarded header is the client's word, not the peer's address.
-    assert client.get("/metrics", REMOTE_ADDR="192.0.2.1", HTTP_X_FORWARDED_FOR="10.0.0.1").status_code == 403
+    for headers in ({}, {"HTTP_X_FORWARDED_FOR": "10.0.0.1"}):
+        refused = client.get("/metrics", REMOTE_ADDR="192.0.2.1", **headers)
+        assert refused.status_code == 403
+        assert refused.content == b"Forbidden: metrics are for the monitoring system only.\n"
 
 
 def test_metrics_endpoint_refuses_writes(client, metrics_settings):
     response = client.post("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD"
+    assert b"gpuatlas" not in response.content
 
 
 def test_request_latency_is_recorded_per_view(client, metrics_settings):

@@ -12,25 +12,23 @@ import json
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from benchmarks_app.models import SubmissionStatus
-from benchmarks_app.services.ingest import submission_ingest
-from benchmarks_app.services.intake import submission_intake
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import scaling_measured_by_gpu
-from tests.factories_ingest import (
+from tests.factories import (
+    UserFactory,
     allreduce_result,
-    body,
     ddp_result,
+    document_ingest,
     host_block,
-    ingest_world,
     submission_document,
 )
+from tests.world import INGEST_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -41,26 +39,19 @@ A100_RUNS = ((1_000_000.0, 1_900_000.0), (1_000_000.0, 1_900_000.0), (1_000_000.
 GIB, MIB = 1 << 30, 64 << 20
 
 
-def _ingest(document, *, user: str):
-    submitter = get_user_model().objects.get_or_create(username=user)[0]
-    submission = submission_intake(body=body(document), submitter=submitter).submission
-    submission_ingest(submission_id=submission.pk)
-    submission.refresh_from_db()
-    assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
-    return submission
-
-
 def _host_run(name, one, two, *, user, interconnect="nvlink", extra=(), memory_mib=81559):
     results = [ddp_result(one, 1), ddp_result(two, 2, interconnect), *extra]
     document = submission_document(
         results=results, host=host_block(2, interconnect), name_smi=name, name_torch=name, memory_total_mib=memory_mib
     )
-    return _ingest(document, user=user)
+    submission = document_ingest(document, submitter=UserFactory(username=user))
+    assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
+    return submission
 
 
 @pytest.fixture
 def world():
-    world = ingest_world()
+    world = world_build(rows=INGEST_WORLD)
     for i, (one, two) in enumerate(H100_RUNS):
         extra = [allreduce_result(250.0, 2, MIB), allreduce_result(330.0, 2, GIB)] if i == 0 else []
         _host_run(H100_NAME, one, two, user=f"h100-owner-{i}", extra=extra)
@@ -77,12 +68,12 @@ def test_a_2_gpu_result_never_enters_the_1_gpu_ratio(world):
     """Both GPUs have 1- and 2-GPU DDP aggregates; the relative figure compares the 1-GPU ones only
     (before: the 2-GPU group was a second ratio, 3.0/1.9, in the geometric mean)."""
     rows = {row.gpu_slug: row for row in _training().rows}
-    h100 = rows[world.h100.slug]
+    h100 = rows[world.gpus["h100"].slug]
     assert h100.perf_basis == "measured"
     assert h100.groups == 1
     assert h100.perf == pytest.approx(1_600_000.0 / 1_000_000.0)
     assert h100.n == 3  # the three 1-GPU results, not the 2-GPU ones
-    assert rows[world.a100_80.slug].perf == pytest.approx(1.0)
+    assert rows[world.gpus["a100_80"].slug].perf == pytest.approx(1.0)
 
 
 def test_a_pcie_run_is_not_compared_with_an_nvlink_run(client, world):
@@ -91,10 +82,10 @@ def test_a_pcie_run_is_not_compared_with_an_nvlink_run(client, world):
     with the baseline's NVLink aggregate, its group's only one)."""
     for i in range(3):
         _host_run(H100_NAME, 1_600_000.0, 2_400_000.0, user=f"pcie-{i}", interconnect="pcie")
-    h100 = next(row for row in _training().rows if row.gpu_slug == world.h100.slug)
+    h100 = next(row for row in _training().rows if row.gpu_slug == world.gpus["h100"].slug)
     assert h100.groups == 1 and h100.n == 6
     assert h100.perf == pytest.approx(1.6)
-    lines = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug])).context["page"].aggregates
+    lines = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).context["page"].aggregates
     relative = {
         re.search(r"interconnect=(\w+)", line.label).group(1): line.relative  # type: ignore[union-attr]
         for line in lines
@@ -106,15 +97,15 @@ def test_a_pcie_run_is_not_compared_with_an_nvlink_run(client, world):
 
 def test_ranking_rows_carry_the_measured_scaling_at_the_largest_count(world):
     rows = {row.gpu_slug: row for row in _training().rows}
-    h100 = rows[world.h100.slug]
+    h100 = rows[world.gpus["h100"].slug]
     assert h100.scaling_gpu_count == 2
     assert h100.scaling_efficiency == pytest.approx(0.95)
     assert (h100.scaling_n, h100.scaling_distinct_submitters, h100.scaling_interconnect) == (3, 3, "nvlink")
     assert h100.scaling_tokens_per_s_per_gpu == pytest.approx(1_500_000.0)
     assert h100.scaling_one_gpu_tokens_per_s == pytest.approx(1_600_000.0)
-    assert rows[world.a100_80.slug].scaling_efficiency == pytest.approx(0.95)
+    assert rows[world.gpus["a100_80"].slug].scaling_efficiency == pytest.approx(0.95)
     fine_tuning = rankings_compute(params=RankingParams(use_case="fine-tuning", show="all"))
-    assert next(r for r in fine_tuning.rows if r.gpu_slug == world.h100.slug).scaling_gpu_count == 2
+    assert next(r for r in fine_tuning.rows if r.gpu_slug == world.gpus["h100"].slug).scaling_gpu_count == 2
     inference = rankings_compute(params=RankingParams(use_case="inference-16bit", show="all"))
     assert all(r.scaling_efficiency is None and r.scaling_n == 0 for r in inference.rows)
 
@@ -122,12 +113,12 @@ def test_ranking_rows_carry_the_measured_scaling_at_the_largest_count(world):
 def test_fewer_than_three_runs_are_shown_on_the_gpu_page_but_not_ranked(world):
     for i in range(2):
         _host_run("NVIDIA H100 NVL", 1_400_000.0, 2_660_000.0, user=f"nvl-{i}", memory_mib=95830)
-    nvl = next(r for r in _training().rows if r.gpu_slug == world.h100_nvl.slug)
+    nvl = next(r for r in _training().rows if r.gpu_slug == world.gpus["h100_nvl"].slug)
     assert nvl.scaling_efficiency is None and nvl.scaling_n == 0
-    measured = scaling_measured_by_gpu(gpu_ids=[world.h100_nvl.pk, world.h100.pk])
-    assert measured[world.h100_nvl.pk][2].efficiency == pytest.approx(0.95)
-    assert measured[world.h100_nvl.pk][2].n == 2 and not measured[world.h100_nvl.pk][2].ranked
-    assert measured[world.h100.pk][2].ranked
+    measured = scaling_measured_by_gpu(gpu_ids=[world.gpus["h100_nvl"].pk, world.gpus["h100"].pk])
+    assert measured[world.gpus["h100_nvl"].pk][2].efficiency == pytest.approx(0.95)
+    assert measured[world.gpus["h100_nvl"].pk][2].n == 2 and not measured[world.gpus["h100_nvl"].pk][2].ranked
+    assert measured[world.gpus["h100"].pk][2].ranked
 
 
 def test_rankings_page_shows_the_scaling_line(client, world):
@@ -139,7 +130,7 @@ def test_rankings_page_shows_the_scaling_line(client, world):
 
 
 def test_gpu_page_shows_per_gpu_throughput_efficiency_n_and_the_host(client, world):
-    response = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug]))
+    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
     section = response.context["page"].multi_gpu
     one, two = section.training
     assert (one.gpu_count, one.n, one.efficiency) == (1, 3, None)
@@ -162,7 +153,7 @@ def test_gpu_page_shows_per_gpu_throughput_efficiency_n_and_the_host(client, wor
 
 
 def test_gpu_page_shows_all_reduce_by_message_size_and_not_against_memory_bandwidth(client, world):
-    response = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug]))
+    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
     page = response.context["page"]
     lines = page.multi_gpu.allreduce
     assert [(line.gpu_count, line.size_label, line.n) for line in lines] == [(2, "64 MiB", 1), (2, "1 GiB", 1)]
@@ -176,7 +167,7 @@ def test_gpu_page_shows_all_reduce_by_message_size_and_not_against_memory_bandwi
 
 def test_gpu_page_in_chinese(client, world):
     client.cookies["django_language"] = "zh-hans"
-    html = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug])).content.decode()
+    html = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).content.decode()
     for text in ("多 GPU：扩展与 all-reduce", "扩展效率", "3 次运行的中位数，93–97 %", "总线带宽"):
         assert text in html, text
     for english in ("Scaling efficiency", "median of 3 runs", "Newest run", "Hosts", "Message per GPU", "peer access"):
@@ -184,11 +175,12 @@ def test_gpu_page_in_chinese(client, world):
 
 
 def test_a_gpu_measured_on_one_gpu_only_says_so(client):
-    world = ingest_world()
+    world = world_build(rows=INGEST_WORLD)
     document = submission_document(results=[ddp_result(1_577_840.0, 1)], host=host_block(1, "none"))
     document["host"]["link_matrix"] = None
-    _ingest(document, user="one-gpu")
-    response = client.get(reverse("catalog:gpu-detail", args=[world.h100.slug]))
+    submission = document_ingest(document, submitter=UserFactory(username="one-gpu"))
+    assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
+    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
     section = response.context["page"].multi_gpu
     assert not section.measured_on_several and [line.gpu_count for line in section.training] == [1]
     html = response.content.decode()
@@ -196,8 +188,8 @@ def test_a_gpu_measured_on_one_gpu_only_says_so(client):
 
 
 def test_api_multi_gpu_endpoint_serves_the_page_figures(client, world):
-    body = client.get(f"/api/v1/gpus/{world.h100.slug}/multi-gpu/").json()
-    assert body["gpu"] == world.h100.slug and body["measured_on_several_gpus"] is True
+    body = client.get(f"/api/v1/gpus/{world.gpus['h100'].slug}/multi-gpu/").json()
+    assert body["gpu"] == world.gpus["h100"].slug and body["measured_on_several_gpus"] is True
     two = next(line for line in body["training"] if line["gpu_count"] == 2)
     assert two["scaling_efficiency"] == pytest.approx(0.95)
     assert (two["efficiency_n"], two["interconnect"]) == (3, "nvlink")
@@ -223,7 +215,7 @@ def test_api_multi_gpu_endpoint_serves_the_page_figures(client, world):
 
 def test_api_ranking_rows_carry_the_scaling_fields(client, world):
     rows = {row["gpu"]: row for row in client.get("/api/v1/rankings/?show=all").json()["results"]}
-    h100 = rows[world.h100.slug]
+    h100 = rows[world.gpus["h100"].slug]
     assert h100["scaling_gpu_count"] == 2 and h100["scaling_efficiency"] == pytest.approx(0.95)
     assert (h100["scaling_n"], h100["scaling_interconnect"]) == (3, "nvlink")
     assert h100["perf"] == pytest.approx(1.6)
@@ -239,7 +231,7 @@ def test_multi_gpu_reads_are_one_query_each_whatever_the_runs(client, world):
 
     def multi_gpu_queries():
         with CaptureQueriesContext(connection) as page:
-            assert client.get(reverse("catalog:gpu-detail", args=[world.h100.slug])).status_code == 200
+            assert client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).status_code == 200
         with CaptureQueriesContext(connection) as ranking:
             _training()
         mine = [

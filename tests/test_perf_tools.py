@@ -79,9 +79,9 @@ def test_the_ingest_benchmark_sends_runs_the_server_accepts(db):
     from benchmarks_app.services.derive import submission_judge
     from benchmarks_app.services.snapshot import catalog_snapshot, catalog_snapshot_clear
     from perf.bench_ingest import make_document
-    from tests.factories_ingest import ingest_world
+    from tests.world import INGEST_WORLD, world_build
 
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     catalog_snapshot_clear()
     rng = random.Random(7)
     for _ in range(8):

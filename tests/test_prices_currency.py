@@ -20,7 +20,7 @@ from catalog.services.prices import (
     price_import_file,
 )
 from catalog.services.prices.currency import ecb_rate
-from tests.factories_prices import catalogue_build
+from tests.world import PRICE_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +71,7 @@ def test_rate_validation():
 
 
 def test_curated_cny_prices_per_gpu_with_per_gpu_cpu_and_ram(tmp_path):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     path = curated(
         tmp_path,
         "testcloud,Test Cloud,RTX 4090 x2,Region A,RTX4090,24,2,16,120,2.50,gpu,,CNY,2026-02-02,https://example.org/prices\n",
@@ -79,7 +79,7 @@ def test_curated_cny_prices_per_gpu_with_per_gpu_cpu_and_ram(tmp_path):
     summary = price_import_file(path=path)
     assert summary.ok and summary.rejected == [] and summary.format == "curated-csv"
     offer = Offer.objects.get()
-    assert offer.gpu_id == catalogue.rtx4090.id
+    assert offer.gpu_id == catalogue.gpus["rtx4090"].id
     assert (offer.vcpus, offer.ram_gib, offer.vcpus_per_gpu, offer.ram_gib_per_gpu) == (32, 240, 16, 120)
     # Listed per GPU: the instance costs 2 x 2.50 CNY; per GPU 2.50 CNY at the ECB rate of 2026-02-02.
     assert offer.current_price_per_hour == Decimal("5.00") and offer.current_currency == "CNY"
@@ -93,7 +93,7 @@ def test_curated_cny_prices_per_gpu_with_per_gpu_cpu_and_ram(tmp_path):
 
 
 def test_curated_rows_without_a_rate_are_rejected_not_converted_with_a_guess(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = curated(
         tmp_path,
         "testcloud,,RTX 4090 x1,,RTX4090,24,1,16,120,2.50,gpu,,TWD,2026-02-01,https://example.org/prices\n"
@@ -107,7 +107,7 @@ def test_curated_rows_without_a_rate_are_rejected_not_converted_with_a_guess(tmp
 
 
 def test_curated_format_errors_name_the_column(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = curated(
         tmp_path,
         "testcloud,,a,,RTX4090,24,1,,,1.0,gpu,,RM,2026-02-01,https://example.org\n"
@@ -125,13 +125,13 @@ def test_curated_format_errors_name_the_column(tmp_path):
 
 
 def test_cny_display_shows_the_rate_and_its_date(monkeypatch):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     from tests.factories import OfferFactory
 
-    OfferFactory(gpu=catalogue.h100_sxm, current_price_per_hour=Decimal("2.00"))
+    OfferFactory(gpu=catalogue.gpus["h100_sxm"], current_price_per_hour=Decimal("2.00"))
     rate = ecb_rate("CNY", dt.date.today())
     money = display_money(currency="CNY")
-    rows, _total = gpu_offers(gpu=catalogue.h100_sxm, money=money)
+    rows, _total = gpu_offers(gpu=catalogue.gpus["h100_sxm"], money=money)
     assert money.currency == "CNY" and money.rate_date == rate.date and money.missing is False
     shown_rate = display_rate(currency="CNY")["units_per_usd"]
     assert shown_rate == (1 / rate.usd_per_unit).quantize(Decimal("0.0001"))
@@ -140,6 +140,6 @@ def test_cny_display_shows_the_rate_and_its_date(monkeypatch):
     # A currency without any rate is said to have none, never converted with a guess: USD is shown.
     monkeypatch.setattr(currency, "ecb_rate", lambda currency, on: None)
     money = display_money(currency="CNY")
-    rows, _total = gpu_offers(gpu=catalogue.h100_sxm, money=money)
+    rows, _total = gpu_offers(gpu=catalogue.gpus["h100_sxm"], money=money)
     assert money.missing is True and money.currency == "USD" and money.usd_per_unit is None
     assert rows[0].price_per_gpu_hour == 2.00

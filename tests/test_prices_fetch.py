@@ -20,7 +20,7 @@ from catalog.models import Offer, PriceFetch, PriceSnapshot
 from catalog.selectors_prices import gpu_rent_prices, price_status
 from catalog.services.prices import BUNDLED_PRICES_DIR
 from catalog.services.prices.fetch import prices_fetch
-from tests.factories_prices import catalogue_build
+from tests.world import PRICE_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,7 @@ def reorder_columns(body: bytes) -> bytes:
 
 
 def test_fetch_imports_dates_by_fetch_time_and_a_second_fetch_is_not_modified(fetch_settings, httpserver):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     serve_with_etag(httpserver, "/catalogs/v8/lambda/vms.csv", LAMBDA, '"lambda-v1"')
     [first] = prices_fetch(clouds=["lambda"])
     assert first.status == PriceFetch.Status.CHANGED and first.http_status == 200 and first.etag == '"lambda-v1"'
@@ -85,7 +85,7 @@ def test_fetch_imports_dates_by_fetch_time_and_a_second_fetch_is_not_modified(fe
 
 
 def test_failures_are_isolated_and_recorded(fetch_settings, httpserver):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     httpserver.expect_request("/catalogs/v8/verda/vms.csv").respond_with_data(VERDA)
     httpserver.expect_request("/catalogs/v8/gone/vms.csv").respond_with_data("not found", status=404)
     truncated = LAMBDA[: len(LAMBDA) // 2]
@@ -109,7 +109,7 @@ def test_failures_are_isolated_and_recorded(fetch_settings, httpserver):
 
 
 def test_a_changed_column_order_imports_the_same_offers(fetch_settings, httpserver, tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     httpserver.expect_request("/catalogs/v8/verda/vms.csv").respond_with_data(reorder_columns(VERDA))
     [fetch] = prices_fetch(clouds=["verda"])
     assert fetch.status == PriceFetch.Status.CHANGED, fetch.error
@@ -121,7 +121,7 @@ def test_a_changed_column_order_imports_the_same_offers(fetch_settings, httpserv
 
 
 def test_a_server_error_is_retried_with_backoff(fetch_settings, httpserver):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     httpserver.expect_ordered_request("/catalogs/v8/verda/vms.csv").respond_with_data("busy", status=503)
     httpserver.expect_ordered_request("/catalogs/v8/verda/vms.csv").respond_with_data(VERDA)
     [fetch] = prices_fetch(clouds=["verda"])
@@ -138,7 +138,7 @@ def test_command_reports_and_fails_on_a_failed_fetch(fetch_settings, httpserver,
 
 
 def test_providers_page_lists_the_last_fetch(fetch_settings, httpserver, client):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     httpserver.expect_request("/catalogs/v8/verda/vms.csv").respond_with_data(VERDA)
     prices_fetch(clouds=["verda"])
     body = client.get("/providers/").content.decode()

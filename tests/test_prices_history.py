@@ -11,7 +11,8 @@ from django.db import IntegrityError
 
 from catalog.models import ImportRun, Offer, PriceObservation
 from catalog.services.prices import price_import_file
-from tests.factories_prices import catalogue_build, write_catalogue_file
+from tests.factories import write_catalogue_file
+from tests.world import PRICE_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +32,7 @@ def row(instance="gpu_1x_h100_pcie", price="2.49", region="us-east-1", spot="", 
 
 
 def test_reimporting_the_same_file_adds_nothing(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = lambda_file(tmp_path, [row(), row(instance="gpu_2x_h100_pcie", price="4.98", count="2")])
     first = price_import_file(path=path, observed_at=T1)
     assert (first.offers_created, first.observations_added) == (2, 2)
@@ -46,7 +47,7 @@ def test_reimporting_the_same_file_adds_nothing(tmp_path):
 
 
 def test_a_changed_price_adds_one_observation_and_current_mirrors_it(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     price_import_file(path=lambda_file(tmp_path, [row(price="2.49")]), observed_at=T1)
     summary = price_import_file(path=lambda_file(tmp_path, [row(price="2.29")]), observed_at=T2)
     assert (summary.observations_added, summary.offers_updated, summary.offers_created) == (1, 1, 0)
@@ -62,7 +63,7 @@ def test_a_changed_price_adds_one_observation_and_current_mirrors_it(tmp_path):
 
 
 def test_an_older_snapshot_never_overwrites_the_current_price_and_history_keeps_both(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     price_import_file(path=lambda_file(tmp_path, [row(price="2.29")]), observed_at=T2)
     summary = price_import_file(path=lambda_file(tmp_path, [row(price="2.49")]), observed_at=T1)
     offer = Offer.objects.get()
@@ -75,7 +76,7 @@ def test_an_older_snapshot_never_overwrites_the_current_price_and_history_keeps_
 
 
 def test_an_offer_absent_from_a_newer_snapshot_is_kept_unavailable_then_returns(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     price_import_file(path=lambda_file(tmp_path, [row(), row(region="us-west-1")]), observed_at=T1)
     summary = price_import_file(path=lambda_file(tmp_path, [row()]), observed_at=T2)
     assert summary.offers_marked_unavailable == 1
@@ -89,7 +90,7 @@ def test_an_offer_absent_from_a_newer_snapshot_is_kept_unavailable_then_returns(
 
 
 def test_another_providers_offers_are_not_marked_unavailable(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     price_import_file(path=lambda_file(tmp_path, [row()]), observed_at=T1)
     other = write_catalogue_file(tmp_path, "nebius", HEADER + row(instance="gpu-h100-sxm", region="eu-north1"))
     price_import_file(path=other, observed_at=T2)
@@ -97,7 +98,7 @@ def test_another_providers_offers_are_not_marked_unavailable(tmp_path):
 
 
 def test_malformed_rows_are_reported_with_line_numbers_and_skipped(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     rows = [
         row(instance="ok_1"),
         row(instance="bad_text", price="abc"),
@@ -123,7 +124,7 @@ def test_malformed_rows_are_reported_with_line_numbers_and_skipped(tmp_path):
 
 
 def test_same_offer_twice_with_different_prices_is_rejected(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     summary = price_import_file(path=lambda_file(tmp_path, [row(price="2.49"), row(price="2.99")]), observed_at=T1)
     assert [(r.line, r.reason) for r in summary.rejected] == [(3, "same offer as line 2 with a different price")]
     assert Offer.objects.get().current_price_per_hour == Decimal("2.49")
@@ -138,7 +139,7 @@ def test_a_file_without_required_columns_fails_cleanly(tmp_path):
 
 
 def test_a_database_error_mid_file_leaves_nothing_half_written(tmp_path, monkeypatch):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
 
     def explode(*args, **kwargs):
         raise IntegrityError("simulated failure while writing observations")
@@ -152,7 +153,7 @@ def test_a_database_error_mid_file_leaves_nothing_half_written(tmp_path, monkeyp
 
 
 def test_tracker_best_deal_leaving_and_returning(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
 
     def snapshot(stamp, deals):
         return {

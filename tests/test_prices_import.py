@@ -10,7 +10,7 @@ import pytest
 
 from catalog.models import ImportRun, Offer, PriceObservation, PriceSnapshot
 from catalog.services.prices import BUNDLED_PRICES_DIR, format_detect, price_import_file, prices_import_directory
-from tests.factories_prices import catalogue_build
+from tests.world import PRICE_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +64,7 @@ def test_every_skypilot_file_imports_without_error(relative):
 
 
 def test_lambda_summary_counts_and_per_gpu_price():
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     summary = price_import_file(path=SKYPILOT / "v8/lambda/vms.csv", observed_at=WHEN)
     # 408 rows: 34 CPU-only instances skipped, 374 GPU offers without spot prices.
     assert summary.rows_read == 408
@@ -73,7 +73,7 @@ def test_lambda_summary_counts_and_per_gpu_price():
     eight = Offer.objects.get(provider__slug="lambda", instance_type="gpu_8x_h100_sxm5", region="us-east-1")
     assert eight.gpu_count == 8
     assert eight.current_price_per_gpu_hour_usd == eight.current_price_per_hour / 8
-    assert eight.gpu_id == catalogue.h100_sxm.id
+    assert eight.gpu_id == catalogue.gpus["h100_sxm"].id
     assert eight.vcpus_per_gpu == eight.vcpus / 8
 
 
@@ -131,15 +131,15 @@ def test_gpu_info_variants_parse(tmp_path):
 
 
 def test_memory_in_gb_and_memory_totals_snap_to_the_catalogue():
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     price_import_file(path=SKYPILOT / "v8/shadeform/vms.csv", observed_at=WHEN)
     price_import_file(path=SKYPILOT / "v8/vast/vms.csv", observed_at=WHEN)
     # shadeform writes 80 (GB) in SizeInMiB: read as 80 GiB, matched to the 80 GB A100.
     crusoe = Offer.objects.get(provider__slug="shadeform", instance_type="crusoe_A100-80G-sxm4x8")
-    assert crusoe.gpu_memory_gib_raw == 80 and crusoe.gpu_id == catalogue.a100_sxm_80.id
+    assert crusoe.gpu_memory_gib_raw == 80 and crusoe.gpu_id == catalogue.gpus["a100_sxm_80"].id
     # vast gives the total over both GPUs (287542 MiB): per GPU 140.4 GiB snaps to the 141 GB H200.
     two = Offer.objects.filter(provider__slug="vast", instance_type="2x-H200-32-65536").first()
-    assert two.gpu_id == catalogue.h200.id
+    assert two.gpu_id == catalogue.gpus["h200"].id
     assert two.gpu_memory_gib_raw == pytest.approx(140.4, abs=0.1)
 
 
@@ -164,13 +164,13 @@ def test_fsdl_table_imports_on_demand_and_spot_per_gpu():
 
 
 def test_tracker_history_imports_best_deals_as_observations_over_time():
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     path = BUNDLED_PRICES_DIR / "tugot17-gpu-price-tracker/H100_80GB_PCIe.jsonl"
     assert format_detect(path=path) == "tugot17"
     summary = price_import_file(path=path)
     assert summary.ok and summary.rows_read == 29 and summary.rejected == []
     offers = Offer.objects.filter(source="tugot17-gpu-price-tracker/H100_80GB_PCIe.jsonl")
-    assert {o.gpu_id for o in offers} == {catalogue.h100_pcie.id}
+    assert {o.gpu_id for o in offers} == {catalogue.gpus["h100_pcie"].id}
     # One offer per configuration's best deal: its GPU count and whole-instance price as stated.
     assert all(o.instance_type.startswith("tracker best deal: H100_80GB PCIe ") for o in offers)
     assert all(o.gpu_count == float(o.instance_type.rsplit(" ", 1)[1].rstrip("x")) for o in offers)

@@ -10,8 +10,8 @@ from django.core.management import call_command
 from catalog.models import GpuAlias, Offer, UnmatchedGpuName
 from catalog.services.prices import price_import_file, unmatched_gpu_name_resolve
 from catalog.services.prices.linking import bare_model_name
-from tests.factories import UserFactory
-from tests.factories_prices import catalogue_build, write_catalogue_file
+from tests.factories import UserFactory, write_catalogue_file
+from tests.world import PRICE_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def info(name, mib, count=1):
 
 
 def test_h100_pcie_and_sxm_are_told_apart_by_instance_type(tmp_path):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(
         tmp_path,
         "lambda",
@@ -35,14 +35,14 @@ def test_h100_pcie_and_sxm_are_told_apart_by_instance_type(tmp_path):
     )
     price_import_file(path=path, observed_at=WHEN)
     gpus = dict(Offer.objects.values_list("instance_type", "gpu_id"))
-    assert gpus["gpu_1x_h100_pcie"] == catalogue.h100_pcie.id
-    assert gpus["gpu_8x_h100_sxm5"] == catalogue.h100_sxm.id
+    assert gpus["gpu_1x_h100_pcie"] == catalogue.gpus["h100_pcie"].id
+    assert gpus["gpu_8x_h100_sxm5"] == catalogue.gpus["h100_sxm"].id
     # No variant word, 93.6 GiB reported: snaps to the 94 GB NVL within 7%.
-    assert gpus["gpu_1x_h100_nvl"] == catalogue.h100_nvl.id
+    assert gpus["gpu_1x_h100_nvl"] == catalogue.gpus["h100_nvl"].id
 
 
 def test_memory_snap_picks_the_a100_size(tmp_path):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(
         tmp_path,
         "cudo",
@@ -53,14 +53,14 @@ def test_memory_snap_picks_the_a100_size(tmp_path):
     )
     price_import_file(path=path, observed_at=WHEN)
     gpus = dict(Offer.objects.values_list("instance_type", "gpu_id"))
-    assert gpus["a100-40"] == catalogue.a100_sxm_40.id  # no 40 GB sibling of another form factor here
+    assert gpus["a100-40"] == catalogue.gpus["a100_sxm_40"].id  # no 40 GB sibling of another form factor here
     # "A100" with 80 GiB and no SXM/PCIe word: the SXM4 80 GB or the PCIe 80 GB; kept as the
     # alias target's form factor but marked ambiguous (out of rankings until a curator maps it).
     ambiguous = Offer.objects.get(instance_type="a100-80")
-    assert ambiguous.gpu_id == catalogue.a100_sxm_80.id and ambiguous.variant_ambiguous
+    assert ambiguous.gpu_id == catalogue.gpus["a100_sxm_80"].id and ambiguous.variant_ambiguous
     assert ambiguous.extra["variant_candidates"] == ["a100-pcie-80-gb", "a100-sxm4-80-gb"]
     # No alias for "A100-80G-PCIe": retried as the bare model with the PCIe hint and 80 GiB.
-    assert gpus["a100-80-pcie"] == catalogue.a100_pcie_80.id
+    assert gpus["a100-80-pcie"] == catalogue.gpus["a100_pcie_80"].id
 
 
 def test_bare_model_retry_never_strips_a_meaningful_suffix():
@@ -74,7 +74,7 @@ def test_bare_model_retry_never_strips_a_meaningful_suffix():
 
 
 def test_unmatched_names_are_recorded_kept_and_listed(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(
         tmp_path,
         "vast",
@@ -99,7 +99,7 @@ def test_unmatched_names_are_recorded_kept_and_listed(tmp_path):
 
 
 def test_command_lists_unmatched_names(tmp_path, capsys):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(tmp_path, "vast", HEADER + f"1x-B300,B300,1,16,64,{info('B300', 274400)},4.00,EU,\n")
     call_command("import_prices", str(path), "--observed-at", "2026-01-01")
     out = capsys.readouterr().out
@@ -107,18 +107,18 @@ def test_command_lists_unmatched_names(tmp_path, capsys):
 
 
 def test_mapping_an_unmatched_name_creates_the_alias_and_relinks_offers(tmp_path):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     body = HEADER + f"1x-RTX5090,RTX5090,1,16,64,{info('RTX5090', 32607)},0.45,EU,\n"
     path = write_catalogue_file(tmp_path, "vast", body)
     price_import_file(path=path, observed_at=WHEN)
     unmatched = UnmatchedGpuName.objects.get()
-    relinked = unmatched_gpu_name_resolve(unmatched=unmatched, gpu=catalogue.rtx4090)
+    relinked = unmatched_gpu_name_resolve(unmatched=unmatched, gpu=catalogue.gpus["rtx4090"])
     assert relinked == 1
-    assert Offer.objects.get().gpu_id == catalogue.rtx4090.id
+    assert Offer.objects.get().gpu_id == catalogue.gpus["rtx4090"].id
     alias = GpuAlias.objects.get(normalised="rtx5090")
-    assert alias.gpu_id == catalogue.rtx4090.id and alias.origin == GpuAlias.Origin.CURATOR
+    assert alias.gpu_id == catalogue.gpus["rtx4090"].id and alias.origin == GpuAlias.Origin.CURATOR
     unmatched.refresh_from_db()
-    assert unmatched.resolved_to_id == catalogue.rtx4090.id
+    assert unmatched.resolved_to_id == catalogue.gpus["rtx4090"].id
     # The next import matches through the alias.
     later = price_import_file(path=path, observed_at=WHEN + dt.timedelta(days=1))
     assert later.unmatched == {}
@@ -126,7 +126,7 @@ def test_mapping_an_unmatched_name_creates_the_alias_and_relinks_offers(tmp_path
 
 @pytest.mark.urls("tests.urls_prices_admin")
 def test_admin_action_maps_names_and_relinks_offers(client, tmp_path):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(
         tmp_path,
         "vast",
@@ -140,15 +140,21 @@ def test_admin_action_maps_names_and_relinks_offers(client, tmp_path):
     confirm = client.post(url, {"action": "map_to_gpu", "_selected_action": [unmatched.pk]})
     assert confirm.status_code == 200 and b"Map and relink" in confirm.content
     done = client.post(
-        url, {"action": "map_to_gpu", "_selected_action": [unmatched.pk], "apply": "1", "gpu": catalogue.h100_sxm.pk}
+        url,
+        {
+            "action": "map_to_gpu",
+            "_selected_action": [unmatched.pk],
+            "apply": "1",
+            "gpu": catalogue.gpus["h100_sxm"].pk,
+        },
     )
     assert done.status_code == 302
-    assert Offer.objects.get().gpu_id == catalogue.h100_sxm.id
-    assert GpuAlias.objects.filter(alias="Tencent Zixiao C100", gpu=catalogue.h100_sxm).exists()
+    assert Offer.objects.get().gpu_id == catalogue.gpus["h100_sxm"].id
+    assert GpuAlias.objects.filter(alias="Tencent Zixiao C100", gpu=catalogue.gpus["h100_sxm"]).exists()
 
 
 def test_vast_folded_names_come_from_the_instance_type_and_memory_mismatch_is_flagged(tmp_path):
-    catalogue = catalogue_build()
+    catalogue = world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(
         tmp_path,
         "vast",
@@ -162,6 +168,6 @@ def test_vast_folded_names_come_from_the_instance_type_and_memory_mismatch_is_fl
     assert ti.gpu_name_raw == "RTX 4060 Ti" and ti.gpu_id is None and ti.extra["accelerator_name"] == "RTX4060"
     assert summary.unmatched == {"RTX 4060 Ti": 1}
     modded = Offer.objects.get(instance_type="1x-RTX_4090-32-65536")
-    assert modded.gpu_id == catalogue.rtx4090.id
+    assert modded.gpu_id == catalogue.gpus["rtx4090"].id
     assert modded.extra["memory_mismatch"] == "reported 47.99 GiB per GPU, catalogue 24 GiB"
     assert "RTX 4090" in summary.memory_mismatches

@@ -12,7 +12,8 @@ from django.db import OperationalError
 from catalog import tasks
 from catalog.models import ImportRun, Offer
 from catalog.services.prices import price_import_file
-from tests.factories_prices import catalogue_build, write_catalogue_file
+from tests.factories import write_catalogue_file
+from tests.world import PRICE_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +22,7 @@ GOOD = HEADER + "gpu_1x_h100_pcie,H100,1,26,225,2.49,us-east-1,,\n"
 
 
 def test_import_task_returns_the_summary(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(tmp_path, "lambda", GOOD)
     result = tasks.price_import_file_task.apply(args=[str(path)]).get()
     assert result["offers_created"] == 1 and result["error"] == ""
@@ -29,7 +30,7 @@ def test_import_task_returns_the_summary(tmp_path):
 
 
 def test_transient_database_errors_are_retried(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(tmp_path, "lambda", GOOD)
     calls = {"n": 0}
 
@@ -46,7 +47,7 @@ def test_transient_database_errors_are_retried(tmp_path):
 
 
 def test_one_providers_failure_does_not_stop_the_others(tmp_path):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     write_catalogue_file(tmp_path, "lambda", GOOD)
     write_catalogue_file(tmp_path, "nebius", "InstanceType,Price\nbroken,1\n")
     write_catalogue_file(tmp_path, "runpod", GOOD)
@@ -70,7 +71,7 @@ def test_directory_task_defaults_to_the_configured_folder(tmp_path, settings):
 
 
 def test_command_prints_summary_and_rejections(tmp_path, capsys):
-    catalogue_build()
+    world_build(rows=PRICE_WORLD)
     path = write_catalogue_file(tmp_path, "lambda", GOOD + "bad,H100,1,26,225,abc,us-east-1,,\n")
     call_command("import_prices", str(path), "--observed-at", "2026-01-01T00:00:00Z")
     out = capsys.readouterr().out

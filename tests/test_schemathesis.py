@@ -23,7 +23,7 @@ from accounts.services import api_token_create
 from api.serializers_fit import CROSS_FIELD_PARAMETERS as FIT_CROSS_FIELD_PARAMETERS
 from dashboard.ranking.use_cases import PRECISION_FAMILIES, USE_CASES
 from tests.factories import UserFactory
-from tests.factories_api import build_api_world
+from tests.world import API_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ UNTHROTTLED = {"anon": "1000000/min", "user": "1000000/min", "submissions": "100
 @pytest.fixture(params=["anonymous", "staff"])
 def api_schema(request, db, settings, wsgi_keeps_test_connection):  # type: ignore[no-untyped-def]
     """The schema, with data behind it; the "staff" run sends a staff user's API token."""
-    build_api_world()
+    world_build(rows=API_WORLD)
     HEADERS.clear()
     if request.param == "staff":
         staff = UserFactory(username="curator", is_staff=True)

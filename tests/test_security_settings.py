@@ -28,6 +28,7 @@ from accounts.services import api_token_create
 from benchmarks_app.models import RawSubmission
 from gpuatlas.security import ContentSecurityPolicyMiddleware, csp_header_value, csp_policy_merge
 from tests.factories import UserFactory
+from tests.world import DASHBOARD_WORLD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,12 +108,8 @@ def directives(header: str) -> dict[str, list[str]]:
     return parsed
 
 
-@pytest.fixture
-def world(db):  # type: ignore[no-untyped-def]
-    """A catalogue with prices and results, so that the chart pages render their charts."""
-    from tests.dashboard_world import build_world
-
-    return build_world()
+# A catalogue with prices and results, so that the chart pages render their charts.
+WORLD = DASHBOARD_WORLD
 
 
 @pytest.mark.parametrize("path", ["/", "/fit/", "/submit/", "/gpus/", "/accounts/login/", "/api/v1/gpus/"])

@@ -9,38 +9,14 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 
-from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate
-from benchmarks_app.services.peers import live_peers
-from benchmarks_app.services.snapshot import catalog_snapshot_clear
-from tests.factories import UserFactory
-from tests.factories_ingest import H100_BF16_PEAK, body, make_result, submission_document, with_change
+from tests.factories import UserFactory, body, make_result, submission_document, token_client, with_change
+from tests.world import H100_BF16_PEAK, INGEST_WORLD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_tasks")]
+WORLD = INGEST_WORLD
 
 URL = "/api/v1/submissions/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches_and_eager_tasks():
-    """Empty per-process caches; tasks run in-process even in the pass that has a Redis broker."""
-    from gpuatlas.celery import app
-
-    catalog_snapshot_clear()
-    live_peers.clear()
-    eager = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = eager
-    catalog_snapshot_clear()
-    live_peers.clear()
-
-
-@pytest.fixture
-def world():
-    from tests.factories_ingest import ingest_world
-
-    return ingest_world()
 
 
 @pytest.fixture
@@ -50,8 +26,7 @@ def user():
 
 @pytest.fixture
 def api(user) -> Client:
-    _, key = api_token_create(user=user, name="bench")
-    return Client(HTTP_AUTHORIZATION=f"Token {key}")
+    return token_client(user)
 
 
 def post(api: Client, payload: bytes | str, **extra):
@@ -71,7 +46,7 @@ def test_post_goes_from_received_to_accepted(api, world, django_capture_on_commi
     assert {r["workload"] for r in status["results"]} == {"matmul", "membw-copy"}
     stored = RawSubmission.objects.get()
     assert stored.payload == body(document).decode()
-    assert ResultAggregate.objects.filter(gpu=world.h100).count() == 2
+    assert ResultAggregate.objects.filter(gpu=world.gpus["h100"]).count() == 2
     assert response["Location"] == f"{URL}{document['run_uuid']}/"
 
 
@@ -94,8 +69,7 @@ def test_same_run_uuid_with_another_payload_or_user_is_a_conflict(api, world):
     response = post(api, body(changed))
     assert response.status_code == 409
     assert "$.run_uuid" in response.json()["errors"]
-    _, other_key = api_token_create(user=UserFactory(username="mallory"), name="x")
-    stolen = Client(HTTP_AUTHORIZATION=f"Token {other_key}").post(
+    stolen = token_client(UserFactory(username="mallory")).post(
         URL, data=body(document), content_type="application/json"
     )
     assert stolen.status_code == 409

@@ -21,8 +21,8 @@ from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from benchmarks_app.services.workload_rules import result_params_errors, workload_rules_parse
 from benchmarks_app.services.workloads import client_workloads_path, workload_seed
-from tests.factories import UserFactory
-from tests.factories_ingest import body, ingest_world, make_result, submission_document
+from tests.factories import UserFactory, body, make_result, submission_document
+from tests.world import INGEST_WORLD, world_build
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "bench"
 EXAMPLE = (
@@ -47,7 +47,7 @@ def test_every_client_workload_declares_valid_rules(entry):
 @pytest.mark.parametrize("path", [*sorted(FIXTURES.glob("*.json")), EXAMPLE], ids=lambda p: p.name)
 def test_the_clients_real_runs_pass_the_rules(path):
     """Runs measured by the client on an H100 (and the client's example) are stored and accepted."""
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     catalog_snapshot_clear()
     outcome = submission_intake(body=path.read_bytes(), submitter=UserFactory())
     assert outcome.created
@@ -121,7 +121,7 @@ def test_seeding_refuses_a_client_workload_without_rules(tmp_path):
 def test_each_workload_version_keeps_its_own_rules(tmp_path):
     """A new version of a workload brings its own rules; runs of the old version are still judged by
     the old version's (stored with its row), today and in every rebuild."""
-    ingest_world()
+    world_build(rows=INGEST_WORLD)
     entries = copy.deepcopy(_client_entries())
     matmul = next(e for e in entries if e["id"] == "matmul")
     matmul["version"] = "2.0"
