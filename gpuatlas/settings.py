@@ -54,7 +54,7 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "gpuatlas.logging.RequestIdMiddleware",
     "gpuatlas.health.ProbeMiddleware",
-    "gpuatlas.metrics.MetricsEndpointMiddleware",
+    "gpuatlas.prometheus.MetricsEndpointMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "gpuatlas.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -326,7 +326,7 @@ LOGGING = {
     },
 }
 
-# Prometheus /metrics (gpuatlas/metrics.py): served only with the bearer token or to the listed
+# Prometheus /metrics (gpuatlas/prometheus.py): served only with the bearer token or to the listed
 # addresses/networks; with neither set the endpoint does not exist.
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 if METRICS_TOKEN and len(METRICS_TOKEN) < 16:

@@ -31,7 +31,7 @@ KNOWN_FUNCTION_IMPORTS = {
     ("catalog.admin", "catalog.admin_prices"),
     ("catalog.admin", "catalog.services.prices"),
     # Prometheus collectors are imported from settings time (gpuatlas/__init__ -> celery): the reading half.
-    ("gpuatlas.metrics", "benchmarks_app.models"),
+    ("gpuatlas.prometheus", "benchmarks_app.models"),
     ("gpuatlas.health", "gpuatlas.celery"),
 }
 
