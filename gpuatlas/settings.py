@@ -124,13 +124,11 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # plotly.js is served from the plotly package's own copy: no CDN, and always the
 # version the Python figures were built for.
 STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent / "package_data")]
+# One storage whatever DEBUG says: `collectstatic` always writes the manifest that production
+# pages need, and with DEBUG on the storage serves the unhashed names without one.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    },
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
 # Uploads and request bodies: benchmark submissions are small JSON documents.

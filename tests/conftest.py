@@ -62,6 +62,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="GPUATLAS_BROWSER_TESTS=0"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _static_files_without_collectstatic():
+    """Tests run with DEBUG off, as production does, but nothing runs ``collectstatic`` for them:
+    pages name the static files by their source names (tests/test_health.py covers the manifest)."""
+    from django.test import override_settings
+
+    plain = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    with override_settings(STORAGES=plain):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _clear_process_caches():
     """The ingest caches the catalogue and peers per process; tests must not see each other's."""
