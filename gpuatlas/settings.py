@@ -211,7 +211,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 CACHE_URL = env_str("CACHE_URL")
 CACHES = {
     "default": (
-        {"BACKEND": "gpuatlas.cache.RedisCache", "LOCATION": CACHE_URL}
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
     )
