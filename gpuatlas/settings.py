@@ -166,6 +166,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},
+    # The warm-up of the busiest pages after a bump: seconds of rendering, kept off the ingest queue.
+    "dashboard.tasks.*": {"queue": "imports"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
@@ -242,13 +244,13 @@ INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
 INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
 # An ingest task claims its submission and up to this many - 1 others waiting, oldest first.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
-# Cached pages are keyed by a data version that writers bump; the live ingest bumps it at most
-# once per this many seconds (and once more when nothing is left waiting), so that a stream of
-# submissions does not keep every cached page cold. New results show within this period.
+# Cached pages and API lists are keyed by a data version that writers bump
+# (gpuatlas/data_version.py). They live this long (0: off; off by default with the per-process
+# local-memory cache, which a worker's bump cannot reach): a bump replaces them, not time.
+DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CACHE_URL else 0, minimum=0)
+# The live ingest bumps the version at most once per this many seconds (and once more when
+# nothing is left waiting), so that a stream of submissions does not keep every page cold.
 DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
-# After a bump, the first reader of a cached page is answered with the previous version too, and
-# a thread of its process recomputes the page: no visitor waits a second for a cold render.
-DATA_VERSION_REFRESH_IN_BACKGROUND = env_bool("DATA_VERSION_REFRESH_IN_BACKGROUND", True)
 SPECTACULAR_SETTINGS = {
     "TITLE": _("GPU Atlas API"),
     "DESCRIPTION": _(

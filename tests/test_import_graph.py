@@ -24,7 +24,6 @@ PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcal
 # helpers who own these modules remove them (and their entries) when they restructure them.
 KNOWN_FUNCTION_IMPORTS = {
     # dashboard imports catalog's views' helpers: the pages' half of issue 20.
-    ("catalog.views.gpus", "dashboard.fragments"),
     ("catalog.views.gpus", "dashboard.selectors_pages"),
     ("catalog.views.gpus", "dashboard.csv_export"),
     # The price mapping admin: the prices' area.

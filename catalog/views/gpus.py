@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
@@ -12,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog.forms import GpuFilterForm
 from catalog.models import Architecture, Gpu, Vendor
 from catalog.selectors import gpu_catalogue, gpu_for_page
+from dashboard.fragments import gpu_page_body, page_response
 
 
 def gpu_list_view(request: HttpRequest) -> HttpResponse:
@@ -63,7 +62,6 @@ CATALOGUE_COLUMNS = (
 def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
     # The specs part is the catalogue's; the dashboard adds offers, price history, results and
     # tiers through its own selector and template (dashboard/gpu_detail.html extends this one).
-    from dashboard.fragments import gpu_page_body, page_response
     from dashboard.selectors_pages import gpu_offers, money_for
 
     gpu = gpu_for_page(slug=slug)
@@ -109,14 +107,7 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
         ]
         return csv_response(filename=f"offers-{gpu.slug}.csv", header=header, rows=rows)
 
-    def specs() -> dict[str, Any]:
-        return {
-            "citations": {c.field: c for c in gpu.citations.all()},
-            "tensor_peaks": list(gpu.tensor_peaks.all()),
-            "aliases": list(gpu.aliases.values_list("alias", flat=True)),
-        }
-
     # The body is the same for every visitor: rendered once per data version, language and
     # currency (dashboard/fragments.py); the header around it is rendered per request.
-    body = gpu_page_body(gpu=gpu, currency=currency, specs=specs)
+    body = gpu_page_body(gpu=gpu, currency=currency)
     return page_response(request, template="dashboard/gpu_detail.html", body=body, context={"gpu": gpu})

@@ -1,0 +1,36 @@
+"""Celery tasks of the dashboard (queue "imports", settings.CELERY_TASK_ROUTES).
+
+After each data-version bump the busiest pages are rendered again here, off the request path.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
+from django.dispatch import receiver
+
+from dashboard.fragments import pages_warm
+from gpuatlas.data_version import data_version_bumped
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="dashboard.tasks.pages_warm_task", ignore_result=True, soft_time_limit=540, time_limit=600)
+def pages_warm_task() -> int:
+    return pages_warm()
+
+
+@receiver(data_version_bumped, dispatch_uid="dashboard.pages_warm")
+def pages_warm_enqueue(**_: Any) -> None:
+    """Warm the busiest pages after a bump. Not with the per-process local-memory cache: a
+    worker's renders would stay in the worker."""
+    if isinstance(caches["default"], LocMemCache):
+        return
+    try:
+        pages_warm_task.delay()
+    except Exception:  # the writer's commit stands; its pages are rendered by their next visitors
+        logger.warning("the pages could not be queued for warming after a data version bump", exc_info=True)
