@@ -30,6 +30,7 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors import gpu_for_page
+from catalog.selectors_prices import price_status
 from dashboard import figures, metrics
 from dashboard.selectors import (
     CURRENCIES,
@@ -240,20 +241,23 @@ WARM_GPU_PAGES = 20
 
 def pages_warm() -> int:
     """Render the busiest cached pages for the current data version, in every language: the
-    default rankings and tier list of each use case and the pages of the most measured GPUs
-    (what a bump would otherwise make their next visitors wait for). Returns pages rendered or
-    found cached."""
+    default rankings and tier list of each use case, the pages of the most measured GPUs and the
+    footer's price status (what a bump would otherwise make their next visitors wait for).
+    Returns pages rendered or found cached."""
     params = [ranking_params_from_query({"use_case": slug}) for slug in metrics.USE_CASES]
     busiest = ResultAggregate.objects.values("gpu__slug").annotate(results=Sum("n")).order_by("-results", "gpu__slug")
-    gpus = [gpu for row in busiest[:WARM_GPU_PAGES] if (gpu := gpu_for_page(slug=row["gpu__slug"])) is not None]
+    slugs = [row["gpu__slug"] for row in busiest[:WARM_GPU_PAGES]]
     pages = 0
     for language, _name in settings.LANGUAGES:
-        with translation.override(language):
+        with translation.override(language):  # the language is part of every key
+            price_status()
             for ranking_params in params:
                 rankings_body(params=ranking_params)
                 tiers_body(params=ranking_params)
                 pages += 2
-            for gpu in gpus:
-                gpu_page_body(gpu=gpu, currency="USD")
-                pages += 1
+            for slug in slugs:
+                gpu = gpu_for_page(slug=slug)
+                if gpu is not None:
+                    gpu_page_body(gpu=gpu, currency="USD")
+                    pages += 1
     return pages

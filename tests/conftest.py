@@ -113,10 +113,8 @@ def _clear_cache():
 def _no_data_version_cache(settings):
     """Factories write without the services' data-version bump, so versioned caching is off by
     default on both CI passes (it is on with Redis otherwise); tests of caching turn it on with
-    ``override_settings(DATA_VERSION_CACHE_SECONDS=...)``. Recomputation in the background is
-    off too, so that the next read after a write shows it; its own tests turn it on."""
+    ``override_settings(DATA_VERSION_CACHE_SECONDS=...)`` or ``versioned_cache``."""
     settings.DATA_VERSION_CACHE_SECONDS = 0
-    settings.DATA_VERSION_REFRESH_IN_BACKGROUND = False
 
 
 @pytest.fixture
