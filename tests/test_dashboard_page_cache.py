@@ -201,6 +201,7 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
 
     queued: list[int] = []
     monkeypatch.setattr(tasks.pages_warm_task, "delay", lambda: queued.append(1))
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     data_version_bump()
     assert queued == []  # not with local memory: a worker's renders would stay in the worker
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}  # a shared cache
