@@ -8,7 +8,8 @@ catalogue. Instead of deleting every cached variant when one of them changes, th
 
 The bump runs when the writer's transaction commits (``transaction.on_commit``), so a reader
 that sees the new version also sees the new data. After a bump, ``data_version_bumped`` is sent:
-the dashboard warms its busiest pages in a task, so that readers do not wait for them.
+the dashboard warms its busiest pages in a task, so that readers do not wait for them (and
+again just after midnight, when the day in the key turns).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.dispatch import Signal
+from django.utils import timezone
 from django.utils.translation import get_language
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,13 +98,15 @@ def data_version_cache_seconds() -> int:
 
 
 def data_version_cached(name: str, identity: object, compute: Callable[[], T]) -> T:
-    """``compute()``, cached under (name, identity, language, data version); computed every time
-    while caching is off. ``identity`` is anything whose ``repr`` names the inputs."""
+    """``compute()``, cached under (name, identity, language, data version, day); computed every
+    time while caching is off. ``identity`` is anything whose ``repr`` names the inputs. The
+    day (UTC) is in the key because pages say how many days old a price is."""
     seconds = data_version_cache_seconds()
     if seconds <= 0:
         return compute()
     digest = hashlib.sha256(repr(identity).encode()).hexdigest()[:32]
-    key = f"gpuatlas:v{data_version()}:{name}:{get_language() or ''}:{digest}"
+    day = timezone.now().date().isoformat()
+    key = f"gpuatlas:v{data_version()}:{day}:{name}:{get_language() or ''}:{digest}"
     return cache.get_or_set(key, compute, seconds)  # type: ignore[return-value]
 
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import plotly
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
@@ -204,6 +205,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
         "task": "catalog.tasks.prices_fetch_task",
         "schedule": timedelta(hours=PRICE_FETCH_EVERY_HOURS),
     },
+    # Cached pages are keyed by the day too (gpuatlas/data_version.py): render the busiest ones anew.
+    "pages-warm": {"task": "dashboard.tasks.pages_warm_task", "schedule": crontab(minute=1, hour=0)},
     "submissions-sweep": {
         "task": "benchmarks_app.tasks.sweep_stuck_submissions",
         "schedule": timedelta(minutes=env_int("SUBMISSION_SWEEP_EVERY_MINUTES", 1, minimum=1)),

@@ -39,6 +39,20 @@ def test_cached_until_the_version_changes() -> None:
     assert calls == [3, 4, 3]
 
 
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+def test_a_new_day_is_a_new_entry(monkeypatch) -> None:
+    import datetime as dt
+
+    from django.utils import timezone
+
+    assert square(x=3) == 9 and square(x=3) == 9
+    tomorrow = timezone.now() + dt.timedelta(days=1)
+    monkeypatch.setattr(timezone, "now", lambda: tomorrow)  # pages say how many days old a price is
+    assert square(x=3) == 9
+    assert calls == [3, 3]
+
+
 @override_settings(DATA_VERSION_CACHE_SECONDS=0)
 def test_zero_seconds_turns_caching_off() -> None:
     square(x=2)
