@@ -209,3 +209,11 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
         data_version_bump()
         assert queued == []  # not before the data is committed
     assert queued == [1]
+
+
+def test_beat_warms_the_pages_when_the_day_in_their_keys_turns(settings):
+    from gpuatlas.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["pages-warm"]
+    assert entry["task"] == "dashboard.tasks.pages_warm_task" and entry["task"] in app.tasks
+    assert (entry["schedule"].hour, entry["schedule"].minute) == ({0}, {1})
