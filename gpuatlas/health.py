@@ -28,6 +28,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
+from gpuatlas.celery import app
 from gpuatlas.db_router import PRIMARY, REPLICA
 
 logger = logging.getLogger(__name__)
@@ -92,8 +93,6 @@ def _check_broker() -> str | None:
         if url.startswith(("redis://", "rediss://")):
             _ping_redis(url)
         else:
-            from gpuatlas.celery import app
-
             with app.connection_for_write() as conn:
                 conn.ensure_connection(max_retries=1, timeout=CHECK_TIMEOUT_S)
     except Exception as exc:

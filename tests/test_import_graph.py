@@ -31,7 +31,6 @@ KNOWN_FUNCTION_IMPORTS = {
     ("catalog.admin", "catalog.services.prices"),
     # Prometheus collectors are imported from settings time (gpuatlas/__init__ -> celery): the reading half.
     ("gpuatlas.prometheus", "benchmarks_app.models"),
-    ("gpuatlas.health", "gpuatlas.celery"),
 }
 
 
