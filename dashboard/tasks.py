@@ -9,8 +9,8 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from django.core.cache import caches
-from django.core.cache.backends.locmem import LocMemCache
+from django.conf import settings
+from django.core.cache import cache
 from django.dispatch import receiver
 
 from dashboard.fragments import pages_warm
@@ -18,19 +18,25 @@ from gpuatlas.data_version import data_version_bumped
 
 logger = logging.getLogger(__name__)
 
+# Set while a warm-up waits in the queue: bumps meanwhile need no other one (it renders the
+# version current when it runs), so a stream of bumps keeps at most one run waiting.
+WARM_QUEUED_KEY = "gpuatlas:pages-warm:queued"
+
 
 @shared_task(name="dashboard.tasks.pages_warm_task", ignore_result=True, soft_time_limit=540, time_limit=600)
 def pages_warm_task() -> int:
+    cache.delete(WARM_QUEUED_KEY)
     return pages_warm()
 
 
 @receiver(data_version_bumped, dispatch_uid="dashboard.pages_warm")
 def pages_warm_enqueue(**_: Any) -> None:
-    """Warm the busiest pages after a bump. Not with the per-process local-memory cache: a
-    worker's renders would stay in the worker."""
-    if isinstance(caches["default"], LocMemCache):
+    """Warm the busiest pages after a bump. Not without a shared cache (CACHE_URL): a worker's
+    renders would stay in the worker's local memory."""
+    if not settings.CACHE_URL or not cache.add(WARM_QUEUED_KEY, 1, timeout=600):
         return
     try:
         pages_warm_task.delay()
     except Exception:  # the writer's commit stands; its pages are rendered by their next visitors
+        cache.delete(WARM_QUEUED_KEY)
         logger.warning("the pages could not be queued for warming after a data version bump", exc_info=True)

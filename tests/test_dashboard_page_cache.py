@@ -201,14 +201,20 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
 
     queued: list[int] = []
     monkeypatch.setattr(tasks.pages_warm_task, "delay", lambda: queued.append(1))
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    settings.CACHE_URL = ""  # local memory
     data_version_bump()
-    assert queued == []  # not with local memory: a worker's renders would stay in the worker
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}  # a shared cache
+    assert queued == []  # a worker's renders would stay in the worker
+    settings.CACHE_URL = "redis://cache.example:6379/0"  # a shared cache (not contacted: CACHES stays)
     with transaction.atomic():
         data_version_bump()
         assert queued == []  # not before the data is committed
     assert queued == [1]
+    data_version_bump()
+    data_version_bump()
+    assert queued == [1]  # one warm-up waits: it renders the version current when it runs
+    tasks.pages_warm_task.apply()
+    data_version_bump()
+    assert queued == [1, 1]  # once it ran, the next bump queues another
 
 
 def test_beat_warms_the_pages_when_the_day_in_their_keys_turns(settings):
