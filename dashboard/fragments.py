@@ -5,41 +5,41 @@ rendering hundreds of table rows, not into SQL. The bodies depend only on the pa
 parameters, the active language and the data, so each is rendered to HTML once and cached under
 ``data_versioned`` (the key holds the parameters, the language and the data version; writers
 bump the version when they commit, so a price import or an ingest verdict shows on the next
-request).
+request). ``pages_warm`` renders the busiest ones after a bump.
 
 The bodies are rendered without a request: no context processor runs, so nothing of the user
-(name, CSRF token, messages) can end up in a shared entry; the page around them (header,
-language form) is rendered per request by the views.
+(name, CSRF token, messages) can end up in a shared entry; ``page_response`` renders the page
+around them (header, language form, footer) per request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.contrib.messages import get_messages
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
-from django.middleware.csrf import get_token
+from django.shortcuts import render
 from django.template.loader import render_to_string
-from django.utils.html import conditional_escape
+from django.utils import translation
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from benchmarks_app.models import ResultAggregate
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
+from catalog.selectors import gpu_for_page
 from catalog.selectors_prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
 from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
-from dashboard.selectors.ranking_params import CURRENCIES, RankingParams
+from dashboard.selectors.ranking_params import CURRENCIES, RankingParams, ranking_params_from_query
 from dashboard.selectors.ranking_rows import Ranking
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
-from gpuatlas.data_version import data_version, data_version_cache_seconds, data_versioned
+from gpuatlas.data_version import data_versioned
 
 # A base template that outputs nothing but the content block: with it, a page template renders
 # its body alone. The page templates take the base from ``base_template`` (default base.html)
@@ -47,96 +47,18 @@ from gpuatlas.data_version import data_version, data_version_cache_seconds, data
 BODY_ONLY = "dashboard/_body_only.html"
 
 
-def body_render(*, template: str, context: dict[str, Any]) -> bytes:
+def body_render(*, template: str, context: dict[str, Any]) -> str:
     """The content block of a page template, rendered without a request (so without anything
-    user-specific), as UTF-8: the template escaped what it inserted, and the page is sent as
-    bytes, so a cached body is neither decoded nor re-encoded per request."""
-    return render_to_string(template, {**context, "base_template": BODY_ONLY}).encode()
-
-
-# Stands for the body while the page around it renders: no escaped value can contain it.
-_BODY_MARKER = "<!--gpuatlas:page-body-->"
+    user-specific); the template escaped what it inserted."""
+    return render_to_string(template, {**context, "base_template": BODY_ONLY})
 
 
 def page_response(
-    request: HttpRequest, *, template: str, body: bytes, context: dict[str, Any] | None = None
+    request: HttpRequest, *, template: str, body: str, context: dict[str, Any] | None = None
 ) -> HttpResponse:
-    """The page around a cached body: header and footer rendered for this request (they hold
-    the user, the CSRF token and the language form), the body spliced in as bytes. A body of
-    a few hundred kilobytes (600 table rows, a price history) then costs a copy, not a decode,
-    a template join and an encode. For an anonymous visitor with no messages the header and
-    footer come from ``_chrome_for_anonymous``."""
-    chrome = _chrome_for_anonymous(request, template=template, context=context or {})
-    head, tail = chrome or _chrome_render(request, template=template, context=context or {})
-    return HttpResponse([head.encode(), body, tail.encode()])
-
-
-def _chrome_render(request: HttpRequest, *, template: str, context: dict[str, Any]) -> tuple[str, str]:
-    page = render_to_string(template, {**context, "body": mark_safe(_BODY_MARKER)}, request=request)  # noqa: S308 - our constant
-    head, marker, tail = page.partition(_BODY_MARKER)
-    if not marker:
-        raise ValueError(f"{template} does not show its body")
-    return head, tail
-
-
-# What differs between two anonymous visitors of one page: the language form's CSRF token and
-# its "next" field (the path). Both are written by the templates in these exact forms.
-_CSRF_INPUT = '<input type="hidden" name="csrfmiddlewaretoken" value="'
-_NEXT_INPUT = '<input name="next" type="hidden" value="'
-_CSRF_SLOT = "\x00csrf\x00"
-_NEXT_SLOT = "\x00next\x00"
-_ANONYMOUS_CHROME: dict[tuple[Any, ...], tuple[str, str]] = {}
-_ANONYMOUS_CHROME_MAX = 512
-
-
-def _chrome_for_anonymous(request: HttpRequest, *, template: str, context: dict[str, Any]) -> tuple[str, str] | None:
-    """Header and footer for an anonymous visitor with no messages, rendered once per process.
-
-    Rendering them (a dozen URL reversals and translations, the language list) was two thirds
-    of a warm page's CPU. Everything in them but the CSRF token and the path is the same for
-    every anonymous visitor of a template in one language, with the same context (the GPU
-    page's title), currency and data version: they are rendered with a slot for those two
-    and filled per request. Anyone signed in, or with a message waiting, gets a full render
-    (None), and so does everyone while versioned caching is off (development, most tests):
-    the data version in the key is what makes an admin's rename of a GPU show in its title.
-    """
-    if data_version_cache_seconds() <= 0 or request.user.is_authenticated or get_messages(request):
-        return None
-    key = (
-        template,
-        get_language(),
-        request.GET.get("currency", "").upper(),
-        tuple(sorted((name, getattr(value, "pk", value)) for name, value in context.items())),
-        data_version(),
-        price_status().cache_key,  # the footer says "live" or "as of DATE", which turns with the calendar
-    )
-    cached = _ANONYMOUS_CHROME.get(key)
-    if cached is None:
-        head, tail = _chrome_render(request, template=template, context=context)
-        slotted = _chrome_slots(head, request)
-        if slotted is None:  # the template changed its form: render per request
-            return head, tail
-        if len(_ANONYMOUS_CHROME) >= _ANONYMOUS_CHROME_MAX:
-            _ANONYMOUS_CHROME.clear()
-        _ANONYMOUS_CHROME[key] = cached = (slotted, tail)
-        return head, tail
-    head, tail = cached
-    # get_token() as {% csrf_token %} calls it: a fresh mask, and the cookie set if needed.
-    path = str(conditional_escape(request.get_full_path()))
-    return head.replace(_CSRF_SLOT, get_token(request), 1).replace(_NEXT_SLOT, path, 1), tail
-
-
-def _chrome_slots(head: str, request: HttpRequest) -> str | None:
-    """``head`` with the CSRF token and the path replaced by slots; None if either is missing."""
-    before, found, after = head.partition(_CSRF_INPUT)
-    token, quote, rest = after.partition('"')
-    if not found or not quote or not token:
-        return None
-    head = f"{before}{_CSRF_INPUT}{_CSRF_SLOT}{quote}{rest}"
-    rendered = f'{_NEXT_INPUT}{conditional_escape(request.get_full_path())}"'
-    if head.count(rendered) != 1:
-        return None
-    return head.replace(rendered, f'{_NEXT_INPUT}{_NEXT_SLOT}"')
+    """The page around a cached body: the template rendered for this request (header and footer
+    hold the user, the CSRF token and the language form) with the body inserted as it is."""
+    return render(request, template, {**(context or {}), "body": mark_safe(body)})  # noqa: S308 - our own escaped HTML
 
 
 def filter_options() -> dict[str, Any]:
@@ -201,7 +123,7 @@ def _switch_hrefs(params: RankingParams) -> dict[str, str]:
 
 
 @data_versioned("page:rankings")  # perf: figures and 600 rows cost ~0.5 s to build and render
-def rankings_body(*, params: RankingParams) -> bytes:
+def rankings_body(*, params: RankingParams) -> str:
     """The rankings page body for valid parameters; RankingParamError for an unknown baseline."""
     ranking = rankings_compute(params=params)
     labels = _labels(ranking)
@@ -263,7 +185,7 @@ def _tier_bounds() -> dict[str, str]:
 
 
 @data_versioned("page:tiers")  # perf
-def tiers_body(*, params: RankingParams) -> bytes:
+def tiers_body(*, params: RankingParams) -> str:
     """The tier list page body for valid parameters; RankingParamError for an unknown baseline."""
     tier_list = tiers_compute(params=params)
     tabs = [(uc, "?" + urlencode(params.with_changes(use_case=uc.slug).to_query())) for uc in USE_CASES.values()]
@@ -295,10 +217,43 @@ def tiers_body(*, params: RankingParams) -> bytes:
     return body_render(template="dashboard/tiers.html", context=context)
 
 
-@data_versioned("page:gpu", key=lambda gpu, currency, specs: (gpu.pk, currency))  # perf: offers, figures
-def gpu_page_body(*, gpu: Gpu, currency: str, specs: Callable[[], dict[str, Any]]) -> bytes:
-    """The GPU page body: the catalogue's specification part, whose context ``specs()`` returns
-    (called only when the body is not cached), and what the dashboard adds (standings, offers,
-    price history, results)."""
-    context = {**specs(), "gpu": gpu, "page": gpu_page_compute(gpu=gpu, currency=currency)}
+@data_versioned("page:gpu", key=lambda gpu, currency: (gpu.pk, currency))  # perf: offers, figures
+def gpu_page_body(*, gpu: Gpu, currency: str) -> str:
+    """The GPU page body: the catalogue's specification part (citations, tensor peaks, aliases)
+    and what the dashboard adds (standings, offers, price history, results)."""
+    context = {
+        "gpu": gpu,
+        "citations": {c.field: c for c in gpu.citations.all()},
+        "tensor_peaks": list(gpu.tensor_peaks.all()),
+        "aliases": list(gpu.aliases.values_list("alias", flat=True)),
+        "page": gpu_page_compute(gpu=gpu, currency=currency),
+    }
     return body_render(template="dashboard/gpu_detail.html", context=context)
+
+
+# The GPU pages warmed after a bump: those with the most results behind them.
+WARM_GPU_PAGES = 20
+
+
+def pages_warm() -> int:
+    """Render the busiest cached pages for the current data version, in every language: the
+    default rankings and tier list of each use case, the pages of the most measured GPUs and the
+    footer's price status (what a bump would otherwise make their next visitors wait for).
+    Returns pages rendered or found cached."""
+    params = [ranking_params_from_query({"use_case": slug}) for slug in USE_CASES]
+    busiest = ResultAggregate.objects.values("gpu__slug").annotate(results=Sum("n")).order_by("-results", "gpu__slug")
+    slugs = [row["gpu__slug"] for row in busiest[:WARM_GPU_PAGES]]
+    pages = 0
+    for language, _name in settings.LANGUAGES:
+        with translation.override(language):  # the language is part of every key
+            price_status()
+            for ranking_params in params:
+                rankings_body(params=ranking_params)
+                tiers_body(params=ranking_params)
+                pages += 2
+            for slug in slugs:
+                gpu = gpu_for_page(slug=slug)
+                if gpu is not None:
+                    gpu_page_body(gpu=gpu, currency="USD")
+                    pages += 1
+    return pages

@@ -4,8 +4,6 @@ catalogue's template), and its offers as CSV."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
 from catalog.selectors import gpu_for_page
@@ -56,14 +54,7 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
         ]
         return csv_response(filename=f"offers-{gpu.slug}.csv", header=header, rows=rows)
 
-    def specs() -> dict[str, Any]:
-        return {
-            "citations": {c.field: c for c in gpu.citations.all()},
-            "tensor_peaks": list(gpu.tensor_peaks.all()),
-            "aliases": list(gpu.aliases.values_list("alias", flat=True)),
-        }
-
     # The body is the same for every visitor: rendered once per data version, language and
     # currency (dashboard/fragments.py); the header around it is rendered per request.
-    body = gpu_page_body(gpu=gpu, currency=currency, specs=specs)
+    body = gpu_page_body(gpu=gpu, currency=currency)
     return page_response(request, template="dashboard/gpu_detail.html", body=body, context={"gpu": gpu})

@@ -18,7 +18,7 @@ from celery import signals
 from django.conf import settings
 from prometheus_client import multiprocess
 
-from gpuatlas import metrics
+from gpuatlas import prometheus
 from gpuatlas.db_router import primary_pin_enter, primary_pin_exit
 from gpuatlas.logging import log_context_enter, log_context_exit, request_id_get
 
@@ -47,7 +47,7 @@ def task_ids(*, task_name: str, args: tuple | list | None, kwargs: dict | None) 
 @signals.before_task_publish.connect
 def _on_publish(sender: str | None = None, headers: dict | None = None, **_: Any) -> None:
     if sender:
-        metrics.celery_tasks_published.labels(task=sender).inc()
+        prometheus.celery_tasks_published.labels(task=sender).inc()
     request_id = request_id_get()
     if headers is not None and request_id and REQUEST_ID_HEADER not in headers:
         headers[REQUEST_ID_HEADER] = request_id
@@ -82,9 +82,9 @@ def _on_postrun(task_id: str | None = None, task: Any = None, state: str | None 
     started, tokens, pin = _running.pop(task_id, (None, None, None))
     duration = time.perf_counter() - started if started is not None else None
     state = state or "UNKNOWN"
-    metrics.celery_tasks_finished.labels(task=task.name, state=state).inc()
+    prometheus.celery_tasks_finished.labels(task=task.name, state=state).inc()
     if duration is not None:
-        metrics.celery_task_duration.labels(task=task.name).observe(duration)
+        prometheus.celery_task_duration.labels(task=task.name).observe(duration)
     logger.info(
         "task finished %s: %s",
         task.name,
@@ -124,7 +124,7 @@ def _on_retry(request: Any = None, reason: Any = None, **_: Any) -> None:
 def _on_worker_ready(**_: Any) -> None:
     # A worker on its own host has no web process whose /metrics would include its task samples.
     if settings.METRICS_WORKER_PORT:
-        metrics.worker_metrics_serve(addr=settings.METRICS_WORKER_ADDR, port=settings.METRICS_WORKER_PORT)
+        prometheus.worker_metrics_serve(addr=settings.METRICS_WORKER_ADDR, port=settings.METRICS_WORKER_PORT)
 
 
 @signals.worker_process_shutdown.connect

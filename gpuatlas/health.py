@@ -3,7 +3,9 @@
 ``/healthz``: the process is alive and serving (no dependencies checked, so a database outage
 does not make an orchestrator restart every web process).
 ``/readyz``: this process can do useful work: the database answers with every migration applied,
-the Celery broker answers, and (when configured) the cache and the read replica answer. A load
+the Celery broker answers, (when configured) the cache and the read replica answer, and with DEBUG
+off the static files manifest written by ``collectstatic`` is there (every page names its static
+files through it, so without it every page is a 500). A load
 balancer should stop routing to a node while it answers 503. Every check is bounded by a short
 timeout so a dead dependency makes the probe fail fast instead of hanging.
 
@@ -20,11 +22,13 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
+from gpuatlas.celery import app
 from gpuatlas.db_router import PRIMARY, REPLICA
 
 logger = logging.getLogger(__name__)
@@ -89,8 +93,6 @@ def _check_broker() -> str | None:
         if url.startswith(("redis://", "rediss://")):
             _ping_redis(url)
         else:
-            from gpuatlas.celery import app
-
             with app.connection_for_write() as conn:
                 conn.ensure_connection(max_retries=1, timeout=CHECK_TIMEOUT_S)
     except Exception as exc:
@@ -109,17 +111,27 @@ def _check_cache() -> str | None:
     return None
 
 
+def _check_static_manifest() -> str | None:
+    if settings.DEBUG or not isinstance(staticfiles_storage, ManifestFilesMixin):
+        return None  # with DEBUG on the storage serves unhashed names
+    # Read when this process created the storage: a manifest written later does not help it.
+    if not staticfiles_storage.hashed_files:
+        return f"no static files manifest in {settings.STATIC_ROOT}: run `manage.py collectstatic`"
+    return None
+
+
 CHECKS: tuple[tuple[str, Callable[[], str | None]], ...] = (
     ("database", _check_database),
     ("replica", _check_replica),
     ("broker", _check_broker),
     ("cache", _check_cache),
+    ("static", _check_static_manifest),
 )
 
 
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
-    """Ready when the database answers with every migration applied and the broker (and cache) answer."""
+    """Ready when the database (migrated), broker and cache answer and the static files are collected."""
     problems: dict[str, str] = {}
     timings: dict[str, float] = {}
     for name, check in CHECKS:

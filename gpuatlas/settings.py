@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import plotly
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
@@ -54,7 +55,7 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "gpuatlas.logging.RequestIdMiddleware",
     "gpuatlas.health.ProbeMiddleware",
-    "gpuatlas.metrics.MetricsEndpointMiddleware",
+    "gpuatlas.prometheus.MetricsEndpointMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "gpuatlas.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -124,13 +125,11 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # plotly.js is served from the plotly package's own copy: no CDN, and always the
 # version the Python figures were built for.
 STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", Path(plotly.__file__).parent / "package_data")]
+# One storage whatever DEBUG says: `collectstatic` always writes the manifest that production
+# pages need, and with DEBUG on the storage serves the unhashed names without one.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
-    },
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
 # Uploads and request bodies: benchmark submissions are small JSON documents.
@@ -168,6 +167,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},
+    # The warm-up of the busiest pages after a bump: seconds of rendering, kept off the ingest queue.
+    "dashboard.tasks.*": {"queue": "imports"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
@@ -204,6 +205,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
         "task": "catalog.tasks.prices_fetch_task",
         "schedule": timedelta(hours=PRICE_FETCH_EVERY_HOURS),
     },
+    # Cached pages are keyed by the day too (gpuatlas/data_version.py): render the busiest ones anew.
+    "pages-warm": {"task": "dashboard.tasks.pages_warm_task", "schedule": crontab(minute=1, hour=0)},
     "submissions-sweep": {
         "task": "benchmarks_app.tasks.sweep_stuck_submissions",
         "schedule": timedelta(minutes=env_int("SUBMISSION_SWEEP_EVERY_MINUTES", 1, minimum=1)),
@@ -213,7 +216,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 CACHE_URL = env_str("CACHE_URL")
 CACHES = {
     "default": (
-        {"BACKEND": "gpuatlas.cache.RedisCache", "LOCATION": CACHE_URL}
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
     )
@@ -244,13 +247,13 @@ INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
 INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
 # An ingest task claims its submission and up to this many - 1 others waiting, oldest first.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
-# Cached pages are keyed by a data version that writers bump; the live ingest bumps it at most
-# once per this many seconds (and once more when nothing is left waiting), so that a stream of
-# submissions does not keep every cached page cold. New results show within this period.
+# Cached pages and API lists are keyed by a data version that writers bump
+# (gpuatlas/data_version.py). They live this long (0: off; off by default with the per-process
+# local-memory cache, which a worker's bump cannot reach): a bump replaces them, not time.
+DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CACHE_URL else 0, minimum=0)
+# The live ingest bumps the version at most once per this many seconds (and once more when
+# nothing is left waiting), so that a stream of submissions does not keep every page cold.
 DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
-# After a bump, the first reader of a cached page is answered with the previous version too, and
-# a thread of its process recomputes the page: no visitor waits a second for a cold render.
-DATA_VERSION_REFRESH_IN_BACKGROUND = env_bool("DATA_VERSION_REFRESH_IN_BACKGROUND", True)
 SPECTACULAR_SETTINGS = {
     "TITLE": _("GPU Atlas API"),
     "DESCRIPTION": _(
@@ -326,7 +329,7 @@ LOGGING = {
     },
 }
 
-# Prometheus /metrics (gpuatlas/metrics.py): served only with the bearer token or to the listed
+# Prometheus /metrics (gpuatlas/prometheus.py): served only with the bearer token or to the listed
 # addresses/networks; with neither set the endpoint does not exist.
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 if METRICS_TOKEN and len(METRICS_TOKEN) < 16:

@@ -236,38 +236,32 @@ def query_counts(urls: list[str]) -> None:
     """SQL queries per request, in-process: with an empty cache, with a warm one, and after a
     data-version bump (what every import or ingest batch does: the pages are recomputed, while
     what is cached per GPU, such as distinct-submitter counts, stays). "after a bump" is what
-    the recomputation costs, made by the reader; "reader, background" is what the reader pays
-    when a thread recomputes (DATA_VERSION_REFRESH_IN_BACKGROUND, the default)."""
+    the recomputation costs a reader who comes before the warm-up task."""
     from django.core.cache import cache
     from django.db import connection
-    from django.test import Client, override_settings
+    from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from gpuatlas.data_version import data_version_bump, data_version_refresh_wait
+    from gpuatlas.data_version import data_version_bump
 
     client = Client(HTTP_ACCEPT_LANGUAGE="en", HTTP_HOST="127.0.0.1")
     print("\nSQL queries per request (in-process, django.test.utils.CaptureQueriesContext):")
     for url in urls:
         cache.clear()
         counts, times = [], []
-        for attempt in range(4):
-            if attempt >= 2:
+        for attempt in range(3):
+            if attempt == 2:
                 data_version_bump()  # outside a transaction: at once
-            with (
-                override_settings(DATA_VERSION_REFRESH_IN_BACKGROUND=attempt == 3),
-                CaptureQueriesContext(connection) as queries,
-            ):
+            with CaptureQueriesContext(connection) as queries:
                 started = time.perf_counter()
                 response = client.get(url)
                 times.append((time.perf_counter() - started) * 1000)
             if response.status_code != 200:
                 raise SystemExit(f"{url} answered {response.status_code}: {response.content[:300]!r}")
             counts.append(len(queries))
-            data_version_refresh_wait()
         print(
             f"  {url:24s} cold {counts[0]:3d} queries ({times[0]:6.0f} ms)   warm {counts[1]:3d} "
-            f"({times[1]:5.1f} ms)   after a bump {counts[2]:3d} ({times[2]:6.0f} ms)   "
-            f"reader, background {counts[3]:3d} ({times[3]:5.1f} ms)",
+            f"({times[1]:5.1f} ms)   after a bump {counts[2]:3d} ({times[2]:6.0f} ms)",
             flush=True,
         )
 

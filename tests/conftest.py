@@ -66,6 +66,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="GPUATLAS_BROWSER_TESTS=0"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _static_files_without_collectstatic():
+    """Tests run with DEBUG off, as production does, but nothing runs ``collectstatic`` for them:
+    pages name the static files by their source names (tests/test_health.py covers the manifest)."""
+    from django.test import override_settings
+
+    plain = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    with override_settings(STORAGES=plain):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _clear_process_caches():
     """The ingest caches the catalogue and peers per process; tests must not see each other's."""
@@ -106,10 +117,8 @@ def _clear_cache():
 def _no_data_version_cache(settings):
     """Factories write without the services' data-version bump, so versioned caching is off by
     default on both CI passes (it is on with Redis otherwise); tests of caching turn it on with
-    ``override_settings(DATA_VERSION_CACHE_SECONDS=...)``. Recomputation in the background is
-    off too, so that the next read after a write shows it; its own tests turn it on."""
+    ``override_settings(DATA_VERSION_CACHE_SECONDS=...)`` or ``versioned_cache``."""
     settings.DATA_VERSION_CACHE_SECONDS = 0
-    settings.DATA_VERSION_REFRESH_IN_BACKGROUND = False
 
 
 @pytest.fixture

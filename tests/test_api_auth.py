@@ -184,8 +184,6 @@ def test_submissions_have_a_stricter_burst_limit(client, world):  # type: ignore
 
 
 def test_a_refused_scope_records_nothing_while_the_others_still_count(client, world):  # type: ignore[no-untyped-def]
-    # One cache read and one write for all scopes: a POST refused by the burst scope must not
-    # spend the user's allowance twice, and the user's allowance keeps counting the reads.
     auth = token_for(UserFactory(username="submitter3"))
     with override_settings(REST_FRAMEWORK=_rates(user="4/min", submissions="1/min")):
         cache.clear()
@@ -208,67 +206,32 @@ def test_retry_after_is_the_longest_wait_among_the_refusing_scopes(client, world
     assert 60 < int(refused["Retry-After"]) <= 3600
 
 
-def _post_request(user):  # type: ignore[no-untyped-def]
-    from types import SimpleNamespace
-
-    return SimpleNamespace(user=user, method="POST", META={"REMOTE_ADDR": "127.0.0.1"})
-
-
-def test_throttle_waits_are_drfs_sliding_log_on_whichever_cache_runs(world, monkeypatch):
-    # Local memory in the SQLite pass, the Lua script on Redis in the PostgreSQL/Redis pass.
-    from django.core.cache import caches
+def test_the_window_slides(client, world, monkeypatch):  # type: ignore[no-untyped-def]
+    # DRF's sliding log: a request leaves the window a minute after it was made.
     from rest_framework import throttling
-
-    from api.throttling import SubmissionThrottles
-    from gpuatlas.cache import RedisCache
 
     clock = [1_000_000.0]
     monkeypatch.setattr(throttling.SimpleRateThrottle, "timer", staticmethod(lambda: clock[0]))
-    request = _post_request(UserFactory(username="clocked"))
-    with override_settings(REST_FRAMEWORK=_rates(user="3/min", submissions="2/min")):
+    auth = token_for(UserFactory(username="clocked"))
+    statuses = []
+    with override_settings(REST_FRAMEWORK=_rates(user="2/min")):
         cache.clear()
-        if isinstance(caches["default"], RedisCache):
-            # A history pickled by the get_many/set_many path under the same name (an older
-            # release) neither breaks the script nor counts.
-            cache.set(f"throttle_submissions_{request.user.pk}", [clock[0]] * 5, 60)
-        answers = []
-        for moment in (0.0, 10.0, 20.0, 30.0, 61.0, 62.0, 71.0):
+        for moment in (0.0, 10.0, 20.0, 61.0, 62.0, 71.0):
             clock[0] = 1_000_000.0 + moment
-            group = SubmissionThrottles()
-            answers.append((group.allow_request(request, None), group.wait()))
-    backend = caches["default"]
-    if isinstance(backend, RedisCache):  # the script keeps one sorted set of times per scope
-        client = backend._cache.get_client()
-        burst_key = backend.make_key(f"log:throttle_submissions_{request.user.pk}")
-        assert client.type(burst_key) == b"zset"
-        assert [score - 1_000_000.0 for _member, score in client.zrange(burst_key, 0, -1, withscores=True)] == [
-            61.0,
-            71.0,
-        ]
-        assert 0 < client.ttl(burst_key) <= 60
-    # 0 and 10 pass. At 20 the burst scope (2/min) refuses until 0 leaves its minute, 40 s, and
-    # the user scope (3/min) counts the request: 0, 10, 20. At 30 both refuse (30 s) and neither
-    # counts it. At 61 only 10 (burst) and 10, 20 (user) are left in the windows: it passes. At
-    # 62 both are full again until 10 leaves them at 70 (8 s). At 71 it passes.
-    assert answers == [
-        (True, None),
-        (True, None),
-        (False, pytest.approx(40.0)),
-        (False, pytest.approx(30.0)),
-        (True, None),
-        (False, pytest.approx(8.0)),
-        (True, None),
-    ]
+            response = client.get("/api/v1/ping/", HTTP_AUTHORIZATION=auth)
+            statuses.append((response.status_code, response.get("Retry-After")))
+    # 0 and 10 pass; at 20 the window is full until 0 leaves it (at 60: 40 s); at 61 0 has left;
+    # at 62 10 and 61 fill it until 70; at 71 10 has left.
+    assert [status for status, _wait in statuses] == [200, 200, 429, 200, 429, 200]
+    assert [int(wait) for status, wait in statuses if status == 429] == [40, 8]
 
 
-def test_throttles_let_requests_through_when_redis_is_down(world, caplog):
-    from api.throttling import SubmissionThrottles
-
-    dead = {"default": {"BACKEND": "gpuatlas.cache.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}}
-    with override_settings(CACHES=dead, REST_FRAMEWORK=_rates(submissions="1/min")):
-        group = SubmissionThrottles()
-        allowed = [group.allow_request(_post_request(UserFactory(username="offline")), None) for _ in range(3)]
-    assert allowed == [True, True, True]
+def test_throttles_let_requests_through_when_redis_is_down(client, world, caplog):  # type: ignore[no-untyped-def]
+    dead = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}}
+    auth = token_for(UserFactory(username="offline"))
+    with override_settings(CACHES=dead, REST_FRAMEWORK=_rates(user="1/min", submissions="1/min")):
+        statuses = [client.get("/api/v1/ping/", HTTP_AUTHORIZATION=auth).status_code for _ in range(3)]
+    assert statuses == [200, 200, 200]
     assert "throttle check failed in Redis" in caplog.text
 
 

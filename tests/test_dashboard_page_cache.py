@@ -13,6 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from benchmarks_app.services.aggregates import aggregates_rebuild
+from dashboard import tasks
+from dashboard.tasks import pages_warm_task
 from gpuatlas.data_version import data_version_bump
 from tests.factories import BenchmarkResultFactory, GpuAliasFactory, OfferFactory, UserFactory, cheap_offer_import
 from tests.world import DASHBOARD_WORLD, HOSTILE_GPU, HOSTILE_PROVIDER, world_build
@@ -150,24 +152,22 @@ def test_a_catalogue_edit_shows_on_the_gpu_page(client):
     assert "RTX 4090 (renamed by a curator)" in _html(client.get(url))
 
 
-def test_an_anonymous_header_is_reused_with_this_visitors_path_and_token(client, settings):
+def test_the_page_around_a_cached_body_carries_this_visitors_path_escaped(client, settings):
     world_build(rows=DASHBOARD_WORLD)
     url = reverse("dashboard:rankings")
-    assert client.get(url + "?segment=datacenter").templates  # renders header and body once
+    client.get(url + "?segment=datacenter")  # caches the body
     hostile = url + '?segment=datacenter&utm="><b>x</b>'
-    reused = client.get(hostile)
-    assert reused.templates == []  # the body cached, and the header reused: nothing rendered
-    html = reused.content.decode()
+    html = client.get(hostile).content.decode()
     assert '<input name="next" type="hidden" value="/?segment=datacenter&amp;utm=%22%3E%3Cb%3Ex%3C/b%3E">' in html
     assert "<b>x</b>" not in html
     assert _html(client.get(hostile)) == _uncached(client, hostile, settings)
 
 
-def test_the_token_in_a_reused_header_is_accepted(settings):
+def test_the_token_in_a_page_with_a_cached_body_is_accepted(settings):
     world_build(rows=DASHBOARD_WORLD)
     visitor = Client(enforce_csrf_checks=True)
     url = reverse("dashboard:rankings")
-    Client().get(url)  # another visitor's request renders the shared header
+    Client().get(url)  # another visitor's request caches the body
     html = visitor.get(url).content.decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
     assert token is not None
@@ -176,3 +176,49 @@ def test_the_token_in_a_reused_header_is_accepted(settings):
     )
     assert response.status_code == 302
     assert "哪款 GPU 最物有所值？" in visitor.get(url).content.decode()
+
+
+def test_after_a_bump_the_warm_up_task_renders_the_busiest_pages(client):
+    world = world_build(rows=DASHBOARD_WORLD)
+    urls = [
+        reverse("dashboard:rankings"),
+        reverse("dashboard:rankings") + "?use_case=inference-8bit",
+        reverse("dashboard:tiers"),
+        reverse("dashboard:tiers") + "?use_case=inference-8bit",
+        reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug]),  # measured: among the busiest
+    ]
+    data_version_bump()  # outside a transaction: at once
+    assert pages_warm_task.apply().get() > len(urls)
+    for language in ("en", "zh-hans"):
+        for url in urls:
+            with CaptureQueriesContext(connection) as queries:
+                response = client.get(url, HTTP_ACCEPT_LANGUAGE=language)
+            assert response.status_code == 200
+            assert len(queries) == 0, (url, language, [q["sql"] for q in queries])
+
+
+def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
+    queued: list[int] = []
+    monkeypatch.setattr(tasks.pages_warm_task, "delay", lambda: queued.append(1))
+    settings.CACHE_URL = ""  # local memory
+    data_version_bump()
+    assert queued == []  # a worker's renders would stay in the worker
+    settings.CACHE_URL = "redis://cache.example:6379/0"  # a shared cache (not contacted: CACHES stays)
+    with transaction.atomic():
+        data_version_bump()
+        assert queued == []  # not before the data is committed
+    assert queued == [1]
+    data_version_bump()
+    data_version_bump()
+    assert queued == [1]  # one warm-up waits: it renders the version current when it runs
+    tasks.pages_warm_task.apply()
+    data_version_bump()
+    assert queued == [1, 1]  # once it ran, the next bump queues another
+
+
+def test_beat_warms_the_pages_when_the_day_in_their_keys_turns(settings):
+    from gpuatlas.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["pages-warm"]
+    assert entry["task"] == "dashboard.tasks.pages_warm_task" and entry["task"] in app.tasks
+    assert (entry["schedule"].hour, entry["schedule"].minute) == ({0}, {1})

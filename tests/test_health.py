@@ -115,3 +115,62 @@ def test_probes_answer_plain_http_by_node_ip_in_production(client, settings):
     # Everything else still gets the production treatment.
     assert client.get("/api/v1/gpus/", HTTP_HOST="10.0.3.7:8000").status_code == 400
     assert client.get("/api/v1/gpus/", HTTP_HOST="example.org").status_code == 301
+
+
+MANIFEST_STORAGE = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+
+def test_one_static_storage_whatever_debug_says():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    # The settings module as each environment loads it (the suite swaps in a plain storage).
+    script = (
+        "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE']='gpuatlas.settings'; django.setup(); "
+        "from django.conf import settings; print(json.dumps(settings.STORAGES))"
+    )
+    loaded = []
+    for debug in ("0", "1"):
+        env = {"PATH": os.environ.get("PATH", ""), "DEBUG": debug, "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": "a"}
+        result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        loaded.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert loaded == [MANIFEST_STORAGE, MANIFEST_STORAGE]
+
+
+def test_readyz_fails_loudly_without_the_static_manifest(client, settings, tmp_path):
+    settings.CELERY_BROKER_URL = ""
+    settings.STORAGES = MANIFEST_STORAGE
+    settings.STATIC_ROOT = tmp_path  # collectstatic never ran here
+    settings.DEBUG = False
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    problem = response.json()["problems"]["static"]
+    assert "no static files manifest" in problem and "collectstatic" in problem and str(tmp_path) in problem
+
+    settings.DEBUG = True  # development: unhashed names, no manifest needed
+    assert client.get("/readyz").status_code == 200
+
+
+def test_with_the_manifest_pages_name_hashed_files_and_readyz_is_ok(client, settings, tmp_path):
+    import json
+
+    from django.templatetags.static import static
+
+    settings.CELERY_BROKER_URL = ""
+    (tmp_path / "staticfiles.json").write_text(
+        json.dumps({"version": "1.1", "paths": {"favicon.svg": "favicon.0123abcd.svg"}})
+    )
+    settings.STORAGES = MANIFEST_STORAGE
+    settings.STATIC_ROOT = tmp_path
+    settings.DEBUG = False
+    assert static("favicon.svg") == "/static/favicon.0123abcd.svg"
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    settings.DEBUG = True  # the same storage in development: the file's own name
+    assert static("favicon.svg") == "/static/favicon.svg"

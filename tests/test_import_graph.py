@@ -20,13 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcalc", "gpuatlas", "llm_estimate")
 
-# Function-level imports of project modules outside this branch's area, each with its reason; the
-# helpers who own these modules remove them (and their entries) when they restructure them.
-KNOWN_FUNCTION_IMPORTS = {
-    # Prometheus collectors are imported from settings time (gpuatlas/__init__ -> celery): the reading half.
-    ("gpuatlas.metrics", "benchmarks_app.models"),
-    ("gpuatlas.health", "gpuatlas.celery"),
-}
+# Function-level imports of project modules allowed, each with its reason: none.
+KNOWN_FUNCTION_IMPORTS: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def test_worker_exporter_serves_task_samples_behind_the_same_guard(metrics_setti
     import urllib.error
     import urllib.request
 
-    from gpuatlas.metrics import celery_tasks_finished, worker_metrics_serve
+    from gpuatlas.prometheus import celery_tasks_finished, worker_metrics_serve
 
     celery_tasks_finished.labels(task="benchmarks_app.tests_exporter", state="SUCCESS").inc()
     server = worker_metrics_serve(addr="127.0.0.1", port=0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import threading
 
-from gpuatlas.cache import RedisCache
 from perf.loadgen import post_request, requests_read, requests_write, run
 
 
@@ -43,33 +42,6 @@ def test_the_load_generator_sends_each_request_once_and_counts_statuses():
     assert report["statuses"] == {201: 8, 401: 4}
     assert sorted(_Echo.seen) == sorted(b'{"i": %d}' % i for i in range(12))
     assert len(report["latencies"]) == 12 and report["ended"] >= report["started"]
-
-
-def test_the_redis_cache_reuses_one_client_per_pool():
-    backend = RedisCache("redis://127.0.0.1:1/0", {})  # no connection is made until a command runs
-    client = backend._cache.get_client(write=True)
-    assert backend._cache.get_client(write=False) is client
-    assert backend._cache.get_client("any-key", write=True) is client
-
-
-def test_set_many_stores_each_value_with_its_expiry():
-    import os
-
-    import pytest
-
-    url = os.environ.get("CACHE_URL", "")
-    if not url.startswith("redis://"):
-        pytest.skip("needs Redis: runs in the PostgreSQL/Redis CI pass")
-    backend = RedisCache(url, {"KEY_PREFIX": "test-set-many"})
-    backend.set_many({"a": [1.5, 2.5], "b": {"x": "y"}}, timeout=30)
-    assert backend.get_many(["a", "b"]) == {"a": [1.5, 2.5], "b": {"x": "y"}}
-    raw = backend._cache.get_client(write=True)
-    assert 0 < raw.ttl(backend.make_and_validate_key("a")) <= 30
-    backend.set_many({"c": 1}, timeout=None)
-    assert raw.ttl(backend.make_and_validate_key("c")) == -1  # no expiry
-    backend.set_many({"a": 3, "c": 4}, timeout=0)  # Django's meaning: expire at once
-    assert backend.get_many(["a", "b", "c"]) == {"b": {"x": "y"}}
-    backend.delete_many(["a", "b", "c"])
 
 
 def test_the_ingest_benchmark_sends_runs_the_server_accepts(db):

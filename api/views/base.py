@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import filters as drf_filters
@@ -24,7 +21,7 @@ from api.filters import ApiFilterBackend, StrictOrderingFilter, StrictSearchFilt
 from api.renderers import OrjsonRenderer
 from api.serializers import ErrorSerializer, PingSerializer
 from api.throttling import DEFAULT_THROTTLES
-from gpuatlas.data_version import data_version_cache_key, data_version_cache_seconds, stale_watch
+from gpuatlas.data_version import data_version_cache_seconds, data_version_cached
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="An invalid parameter; `errors` names it.")
 ERROR_404 = OpenApiResponse(ErrorSerializer, description="Not found, or an invalid cursor.")
@@ -86,37 +83,38 @@ class ApiMixin:
             raise ValidationError({name[:100]: [message] for name in unknown})
 
 
+class _NotStored(Exception):
+    """A response that is sent but not cached (anything but a 200 DRF response)."""
+
+    def __init__(self, response: HttpResponse) -> None:
+        self.response = response
+
+
 def response_cached(view: APIView, request: Request, produce: Callable[[], Response]) -> HttpResponse:
     """The response of a public, user-independent GET, cached as the bytes sent.
 
-    The key holds the view, the full URL (scheme, host, path and query string: pagination
-    links repeat them), the negotiated media type (an ``indent`` parameter changes the
-    bytes), the language and the data version, so new data means new keys and nothing stale
-    is served. A hit skips parameter checks, queries, serializers and rendering; only a 200
-    is stored, so a bad parameter is refused on every request. Authentication and throttles
-    have run before the handler. Lifetime: DATA_VERSION_CACHE_SECONDS (off without a shared cache).
+    Cached with ``data_version_cached`` under the view, the full URL (scheme, host, path and
+    query string: pagination links repeat them) and the negotiated media type (an ``indent``
+    parameter changes the bytes); the language and the data version are in the key too. A hit
+    skips parameter checks, queries, serializers and rendering; only a 200 is stored, so a bad
+    parameter is refused on every request. Authentication and throttles have run before the handler.
     """
-    seconds = data_version_cache_seconds()
-    if seconds <= 0:
-        return produce()
-    identity = repr((request.build_absolute_uri(), request.accepted_media_type))
-    key = data_version_cache_key(
-        "api-body", type(view).__name__, get_language() or "", hashlib.sha256(identity.encode()).hexdigest()[:32]
-    )
-    stored = cache.get(key)
-    if stored is not None:
-        body, headers = stored
-        return _bytes_response(body, headers)
-    with stale_watch() as watch:
+    if data_version_cache_seconds() <= 0:
+        return produce()  # DRF renders it
+
+    def render() -> tuple[bytes, dict[str, str]]:
         response = produce()
-    if response.status_code != 200 or not isinstance(response, Response) or watch.stale:
-        # A response built while its data was being recomputed elsewhere (from the previous
-        # version's value) is sent but not stored under the current version.
-        return response
-    context = {"request": request, "response": response, "view": view}
-    body = OrjsonRenderer().render(response.data, request.accepted_media_type, context)
-    headers = {name: value for name, value in response.items() if name.lower() != "content-type"}
-    cache.set(key, (body, headers), seconds)
+        if response.status_code != 200 or not isinstance(response, Response):
+            raise _NotStored(response)
+        context = {"request": request, "response": response, "view": view}
+        body = OrjsonRenderer().render(response.data, request.accepted_media_type, context)
+        return body, {name: value for name, value in response.items() if name.lower() != "content-type"}
+
+    identity = (type(view).__name__, request.build_absolute_uri(), request.accepted_media_type)
+    try:
+        body, headers = data_version_cached("api-body", identity, render)
+    except _NotStored as refused:
+        return refused.response
     return _bytes_response(body, headers)
 
 

@@ -62,7 +62,6 @@ def distinct_submitters_by_gpu(
         # None: no trusted result in scope (the caller falls back); cached like a count.
         fresh: dict[int, int | None] = dict.fromkeys(missing) | {row["gpu_id"]: row["submitters"] for row in rows}
         counts.update(fresh)
-        if seconds > 0:
-            # Longer than the pages: an unchanged GPU keeps its count across many bumps.
-            cache.set_many({keys[gpu_id]: count for gpu_id, count in fresh.items()}, seconds * 6)
+        if seconds > 0:  # kept across bumps: an unchanged GPU keeps its fingerprint
+            cache.set_many({keys[gpu_id]: count for gpu_id, count in fresh.items()}, seconds)
     return {gpu_id: count for gpu_id, count in counts.items() if count is not None}

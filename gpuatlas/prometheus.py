@@ -29,7 +29,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import prometheus_client
+from django.apps import apps
 from django.conf import settings
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess
 from prometheus_client.core import GaugeMetricFamily
@@ -112,12 +114,12 @@ class SubmissionStatusCollector(Collector):
         self._cached: tuple[float, dict[str, int]] | None = None
 
     def _counts(self) -> dict[str, int]:
-        from django.db.models import Count
-
-        from benchmarks_app.models import RawSubmission, SubmissionStatus
-
-        counts = dict.fromkeys(SubmissionStatus.values, 0)
-        rows = RawSubmission.objects.order_by().values_list("status").annotate(n=Count("id"))
+        # Looked up by name at scrape time: this module is imported while the settings load
+        # (gpuatlas/__init__ -> celery), before the app registry can hand out models.
+        submissions = apps.get_model("benchmarks_app", "RawSubmission")
+        choices = submissions._meta.get_field("status").choices or ()
+        counts = dict.fromkeys((value for value, _label in choices), 0)
+        rows = submissions.objects.order_by().values_list("status").annotate(n=Count("id"))
         for status, n in rows:
             counts[status] = n
         return counts
