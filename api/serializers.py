@@ -80,9 +80,20 @@ class PurchasePriceSerializer(serializers.Serializer):
 
 
 class CurrentPriceSummarySerializer(serializers.Serializer):
-    offers = serializers.IntegerField(help_text="Current offers with a per-GPU price.")
+    """The prices the rankings use: current offers that name the GPU's form factor."""
+
+    offers = serializers.IntegerField(help_text="Current offers with a per-GPU price (on-demand and spot).")
+    providers = serializers.IntegerField(help_text="Providers with a current on-demand offer.")
+    typical_usd_per_gpu_hour = _nullable_float(
+        help_text="The median of the providers' cheapest on-demand offers (the rankings' default price)."
+    )
     on_demand_min_usd_per_gpu_hour = _nullable_float()
     spot_min_usd_per_gpu_hour = _nullable_float()
+    typical_observed_at = serializers.DateTimeField(allow_null=True, help_text="When the typical price was observed.")
+    typical_observed_date_estimated = serializers.BooleanField(
+        allow_null=True, help_text="True when the source gives no observation date and the copy date stands for it."
+    )
+    typical_provider = serializers.CharField(allow_null=True)
 
 
 class GpuDetailSerializer(GpuRowSerializer):

@@ -18,7 +18,6 @@ indexed query, however long the observation history grows. Only the history sele
 from __future__ import annotations
 
 import datetime as dt
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,8 +26,7 @@ from typing import Any
 
 import pandas as pd
 from django.conf import settings
-from django.db import connection
-from django.db.models import Aggregate, Count, DecimalField, Max, Min, Q, QuerySet
+from django.db.models import Max, Min, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -219,79 +217,6 @@ def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
     window = settings.PRICE_FRESHNESS_DAYS
     live = dated is not None and dated >= (now or timezone.now()) - dt.timedelta(days=window)
     return PriceStatus(newest=newest, newest_dated=dated, window_days=window, live=live)
-
-
-class Median(Aggregate):
-    """PostgreSQL's ordered-set median; other databases fall back to Python (see below)."""
-
-    function = "percentile_cont"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = DecimalField(max_digits=14, decimal_places=6)
-
-
-def _current_offers(*, spot: bool, provider: str | None = None, region: str | None = None) -> QuerySet[Offer]:
-    offers = Offer.objects.current().sku_level().filter(is_spot=spot)
-    if provider:
-        offers = offers.filter(provider__slug=provider)
-    if region:
-        offers = offers.filter(region=region)
-    return offers
-
-
-def cheapest_price_per_gpu(
-    *, spot: bool = False, provider: str | None = None, region: str | None = None
-) -> dict[int, Decimal]:
-    """{gpu_id: lowest current USD price per GPU-hour} over available, separable offers."""
-    rows = (
-        _current_offers(spot=spot, provider=provider, region=region)
-        .order_by()
-        .values("gpu_id")
-        .annotate(cheapest=Min("current_price_per_gpu_hour_usd"))
-        .values_list("gpu_id", "cheapest")
-    )
-    return dict(rows)
-
-
-def price_summary_per_gpu(
-    *, spot: bool = False, provider: str | None = None, region: str | None = None, gpu_ids: list[int] | None = None
-) -> dict[int, dict[str, Any]]:
-    """{gpu_id: {cheapest, median, offers, providers}} in USD per GPU-hour, current offers only."""
-    offers = _current_offers(spot=spot, provider=provider, region=region)
-    if gpu_ids is not None:
-        offers = offers.filter(gpu_id__in=gpu_ids)
-    grouped = offers.order_by().values("gpu_id")
-    if connection.vendor == "postgresql":
-        rows = grouped.annotate(
-            cheapest=Min("current_price_per_gpu_hour_usd"),
-            median=Median("current_price_per_gpu_hour_usd"),
-            offers=Count("id"),
-            providers=Count("provider_id", distinct=True),
-        )
-        return {
-            r["gpu_id"]: {
-                "cheapest": r["cheapest"],
-                "median": Decimal(str(r["median"])).quantize(Decimal("0.000001")) if r["median"] is not None else None,
-                "offers": r["offers"],
-                "providers": r["providers"],
-            }
-            for r in rows
-        }
-    prices: dict[int, list[Decimal]] = {}
-    providers: dict[int, set[int]] = {}
-    for gpu_id, price, provider_id in offers.values_list("gpu_id", "current_price_per_gpu_hour_usd", "provider_id"):
-        if price is None:  # excluded by current(); keeps the type checker honest
-            continue
-        prices.setdefault(gpu_id, []).append(price)
-        providers.setdefault(gpu_id, set()).add(provider_id)
-    return {
-        gpu_id: {
-            "cheapest": min(values),
-            "median": Decimal(str(statistics.median(values))).quantize(Decimal("0.000001")),
-            "offers": len(values),
-            "providers": len(providers[gpu_id]),
-        }
-        for gpu_id, values in prices.items()
-    }
 
 
 def exchange_rates() -> RateBook:

@@ -254,6 +254,8 @@ DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CAC
 # The live ingest bumps the version at most once per this many seconds (and once more when
 # nothing is left waiting), so that a stream of submissions does not keep every page cold.
 DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
+# The warm-up of the busiest pages after a bump starts at most once per this many seconds.
+PAGES_WARM_INTERVAL_S = env_int("PAGES_WARM_INTERVAL_S", 300, minimum=0)
 SPECTACULAR_SETTINGS = {
     "TITLE": _("GPU Atlas API"),
     "DESCRIPTION": _(

@@ -489,9 +489,12 @@ def backlog_drain(ids: list[int], intake_seconds: float) -> None:
         print(f"  warning: {count - done} backlog submissions had no verdict before the deadline")
 
 
-def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int) -> None:
+def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int, imports_pid: int) -> None:
     """The POST load and its ingest, ``--ingest-runs`` times; one line per figure over the runs."""
-    runs = [ingest_run(port, args, web_pid=web_pid, worker_pid=worker_pid) for _ in range(args.ingest_runs)]
+    runs = [
+        ingest_run(port, args, web_pid=web_pid, worker_pid=worker_pid, imports_pid=imports_pid)
+        for _ in range(args.ingest_runs)
+    ]
     print(f"\nIngest, {len(runs)} run(s) with the same server and worker:")
     for run in runs:
         print("  " + run["summary"])
@@ -529,7 +532,9 @@ def ingest(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int
         line(f"  so {cores} cores allow at most", [cores * 1000 / total for total in totals], "submissions/s", digits=0)
 
 
-def ingest_run(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int) -> dict[str, Any]:
+def ingest_run(
+    port: int, args: argparse.Namespace, *, web_pid: int, worker_pid: int, imports_pid: int
+) -> dict[str, Any]:
     """Concurrent POSTs for a bounded time against gunicorn, from a second process; one Celery worker ingests them.
 
     The bodies are built before the clock starts and replayed by ``perf.loadgen`` in its own
@@ -564,6 +569,7 @@ def ingest_run(port: int, args: argparse.Namespace, *, web_pid: int, worker_pid:
             "gunicorn workers": children(web_pid),
             "celery worker (main)": [worker_pid],
             "celery worker (pool)": children(worker_pid),
+            "celery imports worker (page warm-ups)": [imports_pid, *children(imports_pid)],
             "postgresql": processes_named("postgres"),
             "redis": processes_named("redis-server"),
         }
@@ -698,12 +704,19 @@ def main() -> None:
          "-b", f"127.0.0.1:{port}", "--timeout", "120", "--backlog", "2048"],
         env, LOG_DIR / "perf_gunicorn.log",
     )  # fmt: skip
-    worker_command = [
-        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", "ingest,imports", "-P", "prefork", "-c", "1",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING",
-    ]  # fmt: skip
+
+    # As deployed (deploy/stack.sh): one worker for the ingest queue, one for imports and the
+    # page warm-ups, which then take their share of the same cores.
+    def worker_command(queue: str) -> list[str]:
+        return [
+            sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", queue, "-n", f"{queue}@perf",
+            "-P", "prefork", "-c", "1", "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "--loglevel", "WARNING",
+        ]  # fmt: skip
+
     backlog = 0 if args.skip_ingest else args.backlog
-    worker = None if backlog else start(worker_command, env, LOG_DIR / "perf_celery.log")
+    imports_worker = start(worker_command("imports"), env, LOG_DIR / "perf_celery_imports.log")
+    worker = None if backlog else start(worker_command("ingest"), env, LOG_DIR / "perf_celery.log")
     try:
         wait_for_http(port)
         if not args.skip_pages:
@@ -712,11 +725,11 @@ def main() -> None:
             prices(max(1, min(args.runs, 3)))
         if backlog:
             ids, intake_seconds = backlog_store(backlog)
-            worker = start(worker_command, env, LOG_DIR / "perf_celery.log")
+            worker = start(worker_command("ingest"), env, LOG_DIR / "perf_celery.log")
             backlog_drain(ids, intake_seconds)
         if not args.skip_ingest:
             assert worker is not None  # started above, before or after the backlog
-            ingest(port, args, web_pid=web.pid, worker_pid=worker.pid)
+            ingest(port, args, web_pid=web.pid, worker_pid=worker.pid, imports_pid=imports_worker.pid)
         print("\nPeak memory (VmHWM, /proc/<pid>/status)")
         web_workers = children(web.pid)
         for pid in web_workers:
@@ -734,6 +747,7 @@ def main() -> None:
         stop(web)
         if worker is not None:
             stop(worker)
+        stop(imports_worker)
         connection.close()
 
 

@@ -100,10 +100,15 @@ def test_gpu_detail(client, world):  # type: ignore[no-untyped-def]
     assert all(p["source"] and p["as_of"] for p in gpu["tensor_peaks"])
     assert gpu["aliases"] == ["NVIDIA H100 80GB HBM3"]
     assert gpu["purchase_prices"][0]["price"] == 30000.0
-    # Current offers of the H100: 8x on-demand at 23.92/8 per GPU, and a spot one at 1.99.
-    assert gpu["current_prices"] == {
-        "offers": 2, "on_demand_min_usd_per_gpu_hour": 2.99, "spot_min_usd_per_gpu_hour": 1.99,
+    # Current offers of the H100: 8x on-demand at 23.92/8 per GPU, and a spot one at 1.99; the
+    # typical price is the rankings' price, with its provider and date.
+    prices = gpu["current_prices"]
+    assert {k: prices[k] for k in ("offers", "providers", "typical_usd_per_gpu_hour")} == {
+        "offers": 2, "providers": 1, "typical_usd_per_gpu_hour": 2.99,
     }  # fmt: skip
+    assert (prices["on_demand_min_usd_per_gpu_hour"], prices["spot_min_usd_per_gpu_hour"]) == (2.99, 1.99)
+    assert prices["typical_provider"] and prices["typical_observed_at"]
+    assert prices["typical_observed_date_estimated"] in (True, False)
     v100 = get(client, "/api/v1/gpus/v100-sxm2-16gb/")
     assert {"precision": "bf16", "supported": False, "dense_tflops": None}.items() <= v100["tensor_peaks"][0].items()
 

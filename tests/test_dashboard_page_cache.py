@@ -15,6 +15,7 @@ from django.urls import reverse
 from benchmarks_app.services.aggregates import aggregates_rebuild
 from dashboard import tasks
 from dashboard.tasks import pages_warm_task
+from gpuatlas.celery import app
 from gpuatlas.data_version import data_version_bump
 from tests.factories import BenchmarkResultFactory, GpuAliasFactory, OfferFactory, UserFactory, cheap_offer_import
 from tests.world import DASHBOARD_WORLD, HOSTILE_GPU, HOSTILE_PROVIDER, world_build
@@ -198,27 +199,33 @@ def test_after_a_bump_the_warm_up_task_renders_the_busiest_pages(client):
 
 
 def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
-    queued: list[int] = []
-    monkeypatch.setattr(tasks.pages_warm_task, "delay", lambda: queued.append(1))
+    queued: list[float] = []
+    monkeypatch.setattr(tasks.pages_warm_task, "apply_async", lambda countdown: queued.append(countdown))
     settings.CACHE_URL = ""  # local memory
     data_version_bump()
     assert queued == []  # a worker's renders would stay in the worker
     settings.CACHE_URL = "redis://cache.example:6379/0"  # a shared cache (not contacted: CACHES stays)
+    settings.PAGES_WARM_INTERVAL_S = 300
     with transaction.atomic():
         data_version_bump()
         assert queued == []  # not before the data is committed
-    assert queued == [1]
+    assert queued == [0.0]  # no warm-up ran yet: at once
     data_version_bump()
     data_version_bump()
-    assert queued == [1]  # one warm-up waits: it renders the version current when it runs
+    assert len(queued) == 1  # one warm-up waits: it renders the version current when it runs
     tasks.pages_warm_task.apply()
     data_version_bump()
-    assert queued == [1, 1]  # once it ran, the next bump queues another
+    # Once it ran, the next bump queues another, started an interval after the last one.
+    assert len(queued) == 2 and 295 < queued[1] <= 300
+
+
+def test_warm_ups_start_at_most_once_per_interval():
+    assert tasks.pages_warm_delay_seconds(started=None, now=1000.0, interval=300) == 0
+    assert tasks.pages_warm_delay_seconds(started=900.0, now=1000.0, interval=300) == 200
+    assert tasks.pages_warm_delay_seconds(started=500.0, now=1000.0, interval=300) == 0
 
 
 def test_beat_warms_the_pages_when_the_day_in_their_keys_turns(settings):
-    from gpuatlas.celery import app
-
     entry = settings.CELERY_BEAT_SCHEDULE["pages-warm"]
     assert entry["task"] == "dashboard.tasks.pages_warm_task" and entry["task"] in app.tasks
     assert (entry["schedule"].hour, entry["schedule"].minute) == ({0}, {1})

@@ -13,11 +13,10 @@ from django.utils import timezone
 from catalog.selectors_prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
-    cheapest_price_per_gpu,
     display_money,
     gpu_offers,
     gpu_price_history,
-    price_summary_per_gpu,
+    gpu_rent_prices,
 )
 from catalog.selectors_providers import price_freshness, providers_with_stats
 from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, ProviderFactory
@@ -46,23 +45,30 @@ def market():
     return h100, l4
 
 
-def test_cheapest_and_median_use_only_current_separable_offers(market):
+def _prices(**kwargs):  # type: ignore[no-untyped-def]
+    return {gpu_id: price.price_usd for gpu_id, price in gpu_rent_prices(**kwargs).items()}
+
+
+def test_cheapest_and_typical_use_only_current_separable_offers(market):
     h100, l4 = market
-    assert cheapest_price_per_gpu() == {h100.id: Decimal("2.00"), l4.id: Decimal("0.80")}
-    assert cheapest_price_per_gpu(spot=True) == {h100.id: Decimal("1.20")}
-    assert cheapest_price_per_gpu(provider="lambda") == {h100.id: Decimal("2.49"), l4.id: Decimal("0.80")}
-    assert cheapest_price_per_gpu(region="eu-west-1") == {h100.id: Decimal("2.00")}
-    summary = price_summary_per_gpu()
-    assert summary[h100.id] == {"cheapest": Decimal("2.00"), "median": Decimal("2.49"), "offers": 3, "providers": 2}
-    assert price_summary_per_gpu(gpu_ids=[l4.id]).keys() == {l4.id}
+    assert _prices(rule="cheapest") == {h100.id: Decimal("2.00"), l4.id: Decimal("0.80")}
+    assert _prices(rule="spot") == {h100.id: Decimal("1.20")}
+    assert _prices(rule="cheapest", provider="lambda") == {h100.id: Decimal("2.49"), l4.id: Decimal("0.80")}
+    assert _prices(rule="cheapest", region="eu-west-1") == {h100.id: Decimal("2.00")}
+    # Typical: the median (upper) of each provider's cheapest offer: RunPod 2.00, Lambda 2.49.
+    h100_price = gpu_rent_prices()[h100.id]
+    assert (h100_price.price_usd, h100_price.minimum_usd, h100_price.maximum_usd) == (
+        Decimal("2.49"), Decimal("2.00"), Decimal("2.49"),
+    )  # fmt: skip
+    assert (h100_price.offers, h100_price.providers, h100_price.provenance.provider) == (3, 2, "Lambda")
+    assert gpu_rent_prices(gpu_ids=[l4.id]).keys() == {l4.id}
 
 
-def test_cheapest_is_one_query(market):
+def test_the_price_read_is_a_fixed_number_of_queries_without_the_history(market):
     with CaptureQueriesContext(connection) as queries:
-        cheapest_price_per_gpu()
-    assert len(queries) == 1
-    sql = queries[0]["sql"].lower()
-    assert "catalog_priceobservation" not in sql and "min(" in sql
+        gpu_rent_prices()
+    assert len(queries) <= 3
+    assert all("catalog_priceobservation" not in q["sql"].lower() for q in queries)
 
 
 def test_gpu_offers_rows_for_the_table(market):

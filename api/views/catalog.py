@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.db.models import Count, F, Min, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework.exceptions import NotFound
@@ -16,9 +16,10 @@ from api.filters import GpuFilterSet
 from api.pagination import StrictLimitOffsetPagination
 from api.serializers import ArchitectureSerializer, GpuDetailSerializer, GpuRowSerializer, ProviderSerializer
 from api.views.base import ERROR_404, ERROR_429, READ_ERRORS, ApiMixin, CachedListMixin, ValuesListView
-from catalog.models import Architecture, Gpu, Offer, Provider, SpecCitation, TensorPeak
+from catalog.models import Architecture, Gpu, Provider, SpecCitation, TensorPeak
 from catalog.models.gpus import GpuAlias
 from catalog.models.prices import PurchasePrice
+from catalog.selectors_prices import gpu_rent_prices
 
 GPU_FIELDS = {
     "slug": "slug",
@@ -108,15 +109,18 @@ class GpuDetailView(ApiMixin, APIView):
             .order_by("condition", "-observed_on")
             .values("condition", "price", "currency", "observed_on", "source")
         )
-        data["current_prices"] = (
-            Offer.objects.current()
-            .filter(gpu_id=gpu_id)
-            .aggregate(
-                offers=Count("id"),
-                on_demand_min_usd_per_gpu_hour=Min("current_price_per_gpu_hour_usd", filter=Q(is_spot=False)),
-                spot_min_usd_per_gpu_hour=Min("current_price_per_gpu_hour_usd", filter=Q(is_spot=True)),
-            )
-        )
+        on_demand = gpu_rent_prices(gpu_ids=[gpu_id]).get(gpu_id)
+        spot = gpu_rent_prices(gpu_ids=[gpu_id], rule="spot").get(gpu_id)
+        data["current_prices"] = {
+            "offers": (on_demand.offers if on_demand else 0) + (spot.offers if spot else 0),
+            "providers": on_demand.providers if on_demand else 0,
+            "typical_usd_per_gpu_hour": on_demand.typical_usd if on_demand else None,
+            "on_demand_min_usd_per_gpu_hour": on_demand.minimum_usd if on_demand else None,
+            "spot_min_usd_per_gpu_hour": spot.minimum_usd if spot else None,
+            "typical_observed_at": on_demand.provenance.observed_at if on_demand else None,
+            "typical_observed_date_estimated": on_demand.provenance.date_is_estimate if on_demand else None,
+            "typical_provider": on_demand.provenance.provider if on_demand else None,
+        }
         return Response(data)
 
 
