@@ -166,19 +166,16 @@ def timed(label: str, fn, repeat: int = 15) -> float:
 
 
 def bench_cheapest(total: int) -> None:
-    from catalog.selectors_prices import cheapest_price_per_gpu, price_summary_per_gpu
+    from catalog.selectors_prices import gpu_rent_prices
 
     generate_observations(total=total, gpus=200, offers=max(total // 50, 1))
-    answer = cheapest_price_per_gpu()
-    print(f"cheapest price per GPU: {len(answer)} GPUs answered")
-    median = timed(
-        "cheapest on-demand price per GPU, every GPU (selector over Offer.current_*)",
-        cheapest_price_per_gpu,
-    )
+    answer = gpu_rent_prices()
+    print(f"typical price per GPU: {len(answer)} GPUs answered")
+    median = timed("typical on-demand price per GPU, every GPU (gpu_rent_prices over Offer.current_*)", gpu_rent_prices)
     print(f"  target < 100 ms: {'met' if median < 100 else 'NOT met'}")
-    timed("cheapest + median + counts per GPU (price_summary_per_gpu)", price_summary_per_gpu)
+    timed("cheapest price per GPU, every GPU", lambda: gpu_rent_prices(rule="cheapest"))
     one = next(iter(answer))
-    timed("cheapest + median for one GPU (the GPU page)", lambda: price_summary_per_gpu(gpu_ids=[one]))
+    timed("typical price of one GPU (the GPU page)", lambda: gpu_rent_prices(gpu_ids=[one]))
 
     def from_history() -> list:
         with connection.cursor() as cursor:
