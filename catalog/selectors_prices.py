@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 from django.conf import settings
-from django.db.models import Max, Min, Q
-from django.db.models.functions import TruncDate
+from django.db.models import Count, F, Max, Min, Q, Window
+from django.db.models.functions import RowNumber, TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -90,7 +90,7 @@ def gpu_rent_prices(
     region: str = "",
     now: dt.datetime | None = None,
 ) -> dict[int, GpuRentPrice]:
-    """{gpu_id: GpuRentPrice} from current, SKU-level offers (three queries whatever the data).
+    """{gpu_id: GpuRentPrice} from current, SKU-level offers (two queries whatever the data).
 
     Current: in its provider's newest snapshot of its feed, that snapshot within
     PRICE_FRESHNESS_DAYS of the newest price data (``Offer.objects.current()``). SKU-level: the
@@ -108,29 +108,31 @@ def gpu_rent_prices(
         offers = offers.filter(provider__slug=provider)
     if region:
         offers = offers.filter(region__icontains=region)
+    # Each provider's cheapest offer of each GPU (ties: the most recently seen, then the offer id),
+    # picked by the database: a row per (GPU, provider), not one per offer.
+    cheapest_of_provider = offers.annotate(
+        provider_rank=Window(
+            RowNumber(),
+            partition_by=[F("gpu_id"), F("provider_id")],
+            order_by=[F("current_price_per_gpu_hour_usd").asc(), F("last_seen").desc(), F("id").asc()],
+        ),
+        gpu_offers=Window(Count("id"), partition_by=[F("gpu_id")]),
+    ).filter(provider_rank=1)
     columns = [
         "id", "gpu_id", "provider_id", "provider__name", "provider__slug", "instance_type", "region",
-        "gpu_count", "is_spot", "source", "last_seen", "current_price_per_gpu_hour_usd",
+        "gpu_count", "is_spot", "source", "last_seen", "current_price_per_gpu_hour_usd", "gpu_offers",
     ]  # fmt: skip
-    frame = pd.DataFrame.from_records(list(offers.order_by().values_list(*columns)), columns=columns)
-    if frame.empty:
+    cheapest = pd.DataFrame.from_records(list(cheapest_of_provider.order_by().values_list(*columns)), columns=columns)
+    if cheapest.empty:
         return {}
     snapshots = {
         (feed, provider_id, at): (basis, note)
         for feed, provider_id, at, basis, note in PriceSnapshot.objects.filter(
-            observed_at__gte=frame["last_seen"].min()
+            observed_at__gte=cheapest["last_seen"].min()
         ).values_list("feed", "provider_id", "observed_at", "date_basis", "date_note")
     }
     now = now or timezone.now()
-    # Each provider's cheapest offer of each GPU (ties: the most recently seen, then the offer id).
-    frame = frame.sort_values(
-        ["gpu_id", "provider_id", "current_price_per_gpu_hour_usd", "last_seen", "id"],
-        ascending=[True, True, True, False, True],
-    )
-    offer_counts = frame.groupby("gpu_id")["id"].count()
-    cheapest = frame.drop_duplicates(["gpu_id", "provider_id"]).sort_values(
-        ["gpu_id", "current_price_per_gpu_hour_usd", "provider__slug"]
-    )
+    cheapest = cheapest.sort_values(["gpu_id", "current_price_per_gpu_hour_usd", "provider__slug"])
     result: dict[int, GpuRentPrice] = {}
     for gpu_id, group in cheapest.groupby("gpu_id", sort=False):
         prices = list(group["current_price_per_gpu_hour_usd"])
@@ -162,7 +164,7 @@ def gpu_rent_prices(
             typical_usd=prices[typical_index],
             maximum_usd=prices[-1],
             providers=len(prices),
-            offers=int(offer_counts[gpu_id]),
+            offers=int(chosen["gpu_offers"]),
             provenance=provenance,
         )
     return result

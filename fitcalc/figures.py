@@ -14,16 +14,8 @@ from typing import Any
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
-from dashboard.figures.style import ESTIMATED_COLOUR, FRONTIER_COLOUR, MEASURED_COLOUR, esc
+from dashboard.figures.style import ESTIMATED_COLOUR, FRONTIER_COLOUR, LAYOUT_BASE, MEASURED_COLOUR, esc
 from fitcalc.plan import GpuPlan
-
-_LAYOUT = {
-    "template": "plotly_white",
-    "margin": {"l": 10, "r": 20, "t": 78, "b": 10},
-    "font": {"family": 'system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", sans-serif', "size": 13},
-    "hoverlabel": {"align": "left"},
-    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
-}
 
 
 @dataclass(frozen=True)
@@ -109,7 +101,7 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
             hoverinfo="skip",
         )
     fig.update_layout(
-        **_LAYOUT,
+        **LAYOUT_BASE,
         height=460,
         title={
             "text": esc(_("Cost against time to finish")),
