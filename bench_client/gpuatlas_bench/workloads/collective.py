@@ -374,6 +374,9 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
                 line = f"  {case.label}: skipped ({entry['skipped']['reason']})"
             if not spec.quiet:
                 print(line, file=sys.stderr, flush=True)
+        # Every rank done before any tears its connections down: gloo aborts a process whose
+        # peer closes while it still waits on it (seen under a loaded CI machine).
+        group.barrier()
     finally:
         if rank == 0:
             text = json.dumps(outcome, allow_nan=False)
