@@ -19,6 +19,11 @@ from typing import Any
 from . import CLIENT_NAME, __version__
 from .schema import SchemaUnavailable, submission_validate
 from .submit import SubmitError, submission_post, submissions_endpoint
+from .workloads.common import CPU_TINY_SIZES, GPU_SIZES, ServePlan
+
+SERVE_CONTEXTS = tuple(GPU_SIZES.llm["serve_contexts"])
+MAX_SERVE_CONCURRENCY = 1024
+LLM_PHASES = ("prefill", "decode", "serve")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_UNREACHABLE = 0, 1, 2, 3, 4, 5
 
@@ -162,6 +167,8 @@ def command_run(args: argparse.Namespace) -> int:
         raise CliError(f"unknown precision {', '.join(unknown)}; choose from {', '.join(MATMUL_PRECISIONS)}")
     if args.soak_seconds is not None and args.soak_seconds <= 0:
         raise CliError("--soak-seconds must be positive")
+    if not 1 <= args.serve_max_concurrency <= MAX_SERVE_CONCURRENCY:
+        raise CliError(f"--serve-max-concurrency must be from 1 to {MAX_SERVE_CONCURRENCY}")
     if args.submit:
         _credentials(args)  # fail before an hour of measuring, not after
 
@@ -179,6 +186,13 @@ def command_run(args: argparse.Namespace) -> int:
         devices = [None]
     else:
         raise CliError(_no_cuda_message(torch), EXIT_NO_GPU)
+    contexts = SERVE_CONTEXTS if devices != [None] else CPU_TINY_SIZES.llm["serve_contexts"]
+    unknown_contexts = sorted(set(args.serve_contexts or ()) - set(contexts))
+    if unknown_contexts:
+        raise CliError(
+            f"--serve-contexts {', '.join(map(str, unknown_contexts))}: the serving sweep measures "
+            f"{' and '.join(map(str, contexts))} tokens of context"
+        )
 
     from .runner import DEFAULT_SOAK_SECONDS, Progress
 
@@ -188,6 +202,11 @@ def command_run(args: argparse.Namespace) -> int:
         precisions=tuple(precisions),
         run_mode=mode,
         soak_seconds=args.soak_seconds or DEFAULT_SOAK_SECONDS,
+        serve=ServePlan(
+            contexts=tuple(args.serve_contexts) if args.serve_contexts else None,
+            max_concurrency=args.serve_max_concurrency,
+            phases=tuple(args.llm_phases or LLM_PHASES),
+        ),
     )
     progress = Progress(quiet=args.quiet)
     code = EXIT_OK
@@ -365,6 +384,27 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--quick", action="store_true", help="shorter caps on repetition (same sizes)")
     length.add_argument("--sustained", action="store_true", help="thermal soak, then burst and sustained figures")
     run.add_argument("--soak-seconds", type=float, help=f"soak length for --sustained (default {120:g})")
+    run.add_argument(
+        "--llm-phases",
+        nargs="+",
+        choices=LLM_PHASES,
+        help="llm-decode: which phases to run (default: all; serve is the serving sweep)",
+    )
+    run.add_argument(
+        "--serve-contexts",
+        nargs="+",
+        type=int,
+        metavar="TOKENS",
+        help=f"llm-decode serving sweep: contexts to measure (default: {' '.join(map(str, SERVE_CONTEXTS))})",
+    )
+    run.add_argument(
+        "--serve-max-concurrency",
+        type=int,
+        default=MAX_SERVE_CONCURRENCY,
+        metavar="N",
+        help=f"llm-decode serving sweep: stop doubling concurrency past N (default {MAX_SERVE_CONCURRENCY}; "
+        "it stops anyway where the KV cache is full)",
+    )
     run.add_argument("--out", required=True, help="result file; with --all-devices '-gpuN' is added (or use {device})")
     run.add_argument("--submit", action="store_true", help="submit the result after writing it")
     run.add_argument("--allow-cpu", action="store_true", help=argparse.SUPPRESS)

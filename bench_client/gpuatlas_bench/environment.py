@@ -98,6 +98,10 @@ class Telemetry:
     def sample(self) -> dict[str, float | None]:
         return {"sm_mhz": None, "mem_mhz": None, "power_draw_w": None, "temperature_c": None}
 
+    def energy_mj(self) -> float | None:
+        """The GPU's energy counter since the driver loaded, in mJ; None where it cannot be read."""
+        return None
+
     def close(self) -> None:
         return None
 
@@ -141,6 +145,9 @@ class NvmlTelemetry(Telemetry):
             "power_draw_w": power_mw / 1000.0 if power_mw is not None else None,
             "temperature_c": _number(self._call("nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU)),
         }
+
+    def energy_mj(self) -> float | None:
+        return _number(self._call("nvmlDeviceGetTotalEnergyConsumption", self._handle))
 
     def close(self) -> None:
         self._call("nvmlShutdown")

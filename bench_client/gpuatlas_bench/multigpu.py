@@ -20,6 +20,7 @@ from .timing import TimingPolicy
 from .topology import Topology, topology_probe
 from .workloads import workloads_load
 from .workloads.collective import COLLECTIVE_PRECISION, COLLECTIVE_WORKLOADS, CollectiveSpec, collective_worker
+from .workloads.common import ServePlan
 
 CPU_WORLD_SIZES = (1, 2)  # --allow-cpu: the same code over gloo, as CI runs it
 _NCCL_ENV_LIMIT = 32
@@ -76,6 +77,7 @@ def collective_run(
     seed: int,
     line: Any,
     quiet: bool = False,
+    serve: ServePlan | None = None,
 ) -> CollectiveOutcome:
     """Run the collective workloads at every group size; ``devices`` None: CPU processes (gloo)."""
     outcome = CollectiveOutcome(backend="gloo" if devices is None else "nccl")
@@ -102,6 +104,7 @@ def collective_run(
                 store_path=str(Path(folder) / f"store-{world}"),
                 out_path=str(Path(folder) / f"outcome-{world}.json"),
                 quiet=quiet,
+                serve=serve or ServePlan(),
             )
             line(
                 f"multi-GPU: {world} process{'es' if world > 1 else ''} ({outcome.backend}), interconnect {interconnect}"

@@ -18,7 +18,8 @@ from .records import result_record, shown
 from .timing import TimingPolicy, measure
 from .workloads import cases_build, workload_code_sha256, workloads_load
 from .workloads.collective import COLLECTIVE_PRECISION, COLLECTIVE_WORKLOADS
-from .workloads.common import CPU_TINY_SIZES, GPU_SIZES, Case, Context, Unsupported
+from .workloads.common import CPU_TINY_SIZES, GPU_SIZES, Case, Context, ServePlan, Unsupported
+from .workloads.serve import SHARED_MODEL
 
 POLICIES = {
     "standard": TimingPolicy(),
@@ -61,6 +62,7 @@ class RunOptions:
     precisions: tuple[str, ...]
     run_mode: str  # quick | standard | sustained
     soak_seconds: float = DEFAULT_SOAK_SECONDS
+    serve: ServePlan = ServePlan()
 
 
 def _run_case(
@@ -194,6 +196,8 @@ def device_run(
         seed=SEED,
         compute_capability=capability,  # type: ignore[arg-type]
         l2_bytes=info.l2_cache_bytes,
+        serve=options.serve,
+        energy_mj=telemetry.energy_mj,
     )
     progress.line(
         f"{CLIENT_NAME} {__version__}: {info.name} (device {info.index}), torch {torch.__version__}, "
@@ -216,6 +220,7 @@ def device_run(
                 skipped.append(skip)
             if error is not None:
                 errors.append(f"{case.label}: {error}")
+        ctx.forget(SHARED_MODEL)  # the serving sweep's model, before the next pass or the multi-GPU processes
 
     cases = cases_build(ctx, workloads=options.workloads, precisions=options.precisions)
     run_pass("burst", cases)
@@ -303,6 +308,7 @@ def _collective_pass(
             seed=SEED,
             line=progress.line,
             quiet=progress.quiet,
+            serve=options.serve,
         )
         results += outcome.results
         skipped += outcome.skipped

@@ -26,11 +26,11 @@ GIB = 2**30
 
 
 def _by_configuration(payload):
-    """llm-decode results by (precision, phase, batch)."""
+    """llm-decode prefill and decode results by (precision, phase, batch)."""
     return {
         (r["precision"], r["params"]["phase"], r["params"]["batch"]): r
         for r in payload["results"]
-        if r["workload"] == "llm-decode"
+        if r["workload"] == "llm-decode" and r["params"]["phase"] != "serve"
     }
 
 
@@ -45,11 +45,26 @@ def test_llama3_8b_shape_has_the_published_parameter_count():
 
 def test_cpu_run_measures_both_phases_at_both_batches_in_both_precisions(tmp_path, capsys):
     out = tmp_path / "llm.json"
-    code = main(["run", "--allow-cpu", "--quick", "--quiet", "--workloads", "llm-decode", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--allow-cpu",
+            "--quick",
+            "--quiet",
+            "--workloads",
+            "llm-decode",
+            "--llm-phases",
+            "prefill",
+            "decode",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     payload = json.loads(out.read_text())
     assert submission_validate(payload, require_schema=True) == []
     measured = _by_configuration(payload)
+    assert len(measured) == len(payload["results"])  # no serving points asked for
     assert set(measured) == {(p, phase, b) for p in ("bf16", "fp8") for phase in ("prefill", "decode") for b in (1, 3)}
     decode = measured[("bf16", "decode", 3)]
     assert decode["params"] == {
@@ -79,8 +94,8 @@ def test_decode_steps_reproduce_a_prefill_over_the_same_tokens():
 @pytest.mark.parametrize("fault", ["rope position", "own key not attended", "wrong head group"])
 def test_the_consistency_check_catches_cache_and_attention_bugs(monkeypatch, fault):
     if fault == "rope position":
-        rope = llm.Decoder.rope
-        monkeypatch.setattr(llm.Decoder, "rope", lambda self, x, start, n: rope(self, x, start - (n == 1), n))
+        tables = llm.Decoder.step_tables
+        monkeypatch.setattr(llm.Decoder, "step_tables", lambda self, position: tables(self, position - 1))
     else:
         sdpa = torch.nn.functional.scaled_dot_product_attention
 

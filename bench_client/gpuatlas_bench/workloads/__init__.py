@@ -14,6 +14,7 @@ from .llm import LLM_PRECISIONS, llm_cases
 from .matmul import MATMUL_PRECISIONS, matmul_cases, stress_cases
 from .membw import membw_cases
 from .pcie import pcie_cases
+from .serve import serve_cases
 from .transformer import transformer_cases
 
 # Run order: the seed 003 stress test first (where users start), then the micro-benchmarks, then models.
@@ -53,7 +54,7 @@ def cases_build(ctx: Context, *, workloads: tuple[str, ...], precisions: tuple[s
         elif workload.startswith("pcie-"):
             cases += pcie_cases(ctx, (workload,))
         elif workload == "llm-decode":
-            cases += llm_cases(ctx, precisions)
+            cases += llm_cases(ctx, precisions) + serve_cases(ctx, precisions)
         else:
             cases += transformer_cases(ctx, (workload,))
     return cases

@@ -25,13 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..environment import Telemetry, device_describe, telemetry_open
 from ..records import result_record, shown
 from ..timing import TimingPolicy, measure
-from .common import CPU_TINY_SIZES, GPU_SIZES, Case, Context, Prepared, Unsupported, correctness_record
+from .common import CPU_TINY_SIZES, GPU_SIZES, Case, Context, Prepared, ServePlan, Unsupported, correctness_record
+from .serve import SHARED_MODEL, tp_cases
 from .transformer import _block, forward_flops_per_token, step_finite, training_step
 
-COLLECTIVE_WORKLOADS = ("allreduce-busbw", "transformer-train-ddp")
-COLLECTIVE_PRECISION = {"allreduce-busbw": "fp32", "transformer-train-ddp": "bf16"}
+COLLECTIVE_WORKLOADS = ("allreduce-busbw", "transformer-train-ddp", "llm-decode-tp")
+COLLECTIVE_PRECISION = {"allreduce-busbw": "fp32", "transformer-train-ddp": "bf16", "llm-decode-tp": "bf16"}
 _SIZES = {profile.name: profile for profile in (GPU_SIZES, CPU_TINY_SIZES)}
 _SAMPLE = 1 << 20  # elements of each end of the all-reduce buffer compared in float64
 # The harness's own wait limit for a collective: a rank that died must not leave the others hanging.
@@ -53,6 +55,7 @@ class CollectiveSpec:
     store_path: str
     out_path: str
     quiet: bool = False
+    serve: ServePlan = ServePlan()
 
 
 @dataclass
@@ -221,6 +224,8 @@ def collective_cases(ctx: Context, group: Rank, workloads: tuple[str, ...], inte
         params = {**ctx.sizes.transformer, "interconnect": interconnect}
         label = f"transformer train DDP x{group.world}"
         cases.append(Case("transformer-train-ddp", "bf16", params, lambda c: _ddp_prepared(c, group), label))
+    if "llm-decode-tp" in workloads:
+        cases += tp_cases(ctx, group, interconnect)
     return cases
 
 
@@ -268,15 +273,22 @@ def _run_case(ctx: Context, group: Rank, case: Case, spec: CollectiveSpec, meta:
     skipped = {"workload": case.workload, "precision": case.precision, "params": dict(case.params), "mode": "burst"}
     if reason is not None or prepared is None:
         return {"skipped": {**skipped, "reason": (reason or "set-up failed")[:500]}}
-    reduce = "max" if case.workload == "transformer-train-ddp" else "mean"
+    # A data-parallel or tensor-parallel step is done when the slowest rank is.
+    reduce = "mean" if case.workload == "allreduce-busbw" else "max"
     timer = CollectiveTimer(ctx.timer, group, reduce=reduce)
-    measurement = measure(prepared.fn, work=prepared.work, timer=timer, policy=ctx.policy, clock=group.clock)
-    ctx.synchronize()
-    correctness = prepared.check() if prepared.check else None
-    if correctness is not None:
-        passed_everywhere = all(group.gather(1.0 if correctness["passed"] else 0.0))
-        correctness = {**correctness, "passed": bool(passed_everywhere)}
-    figures = prepared.extra(statistics.median(measurement.window)) if prepared.extra else {}  # noqa: S610 - not Django
+    try:
+        measurement = measure(
+            prepared.fn, work=prepared.work, timer=timer, policy=prepared.policy or ctx.policy, clock=group.clock
+        )
+        ctx.synchronize()
+        correctness = prepared.check() if prepared.check else None
+        if correctness is not None:
+            passed_everywhere = all(group.gather(1.0 if correctness["passed"] else 0.0))
+            correctness = {**correctness, "passed": bool(passed_everywhere)}
+        figures = prepared.extra(statistics.median(measurement.window)) if prepared.extra else {}  # noqa: S610 - not Django
+    finally:
+        if prepared.teardown is not None:
+            prepared.teardown()
     if group.world == 1 and case.workload == "allreduce-busbw":
         algbw = statistics.median(measurement.window)
         checked = "summed correctly" if correctness and correctness["passed"] else "FAILED its sum check"
@@ -337,6 +349,10 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         capability = (props.major, props.minor)
+    telemetry = Telemetry()
+    if device.type == "cuda":
+        info = device_describe(torch, index=device.index)
+        telemetry = telemetry_open(torch_index=device.index, uuid=info.uuid, pci_bus_id=info.pci_bus_id)
     ctx = Context(
         torch=torch,
         device=device,
@@ -346,6 +362,8 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
         seed=spec.seed,
         compute_capability=capability,
         l2_bytes=None,
+        serve=spec.serve,
+        energy_mj=telemetry.energy_mj,
     )
     outcome: dict[str, Any] = {"results": [], "skipped": [], "errors": [], "backend": backend}
     if backend == "nccl":
@@ -374,6 +392,7 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
                 line = f"  {case.label}: skipped ({entry['skipped']['reason']})"
             if not spec.quiet:
                 print(line, file=sys.stderr, flush=True)
+        ctx.forget(SHARED_MODEL)
         # Every rank done before any tears its connections down: gloo aborts a process whose
         # peer closes while it still waits on it (seen under a loaded CI machine).
         group.barrier()
@@ -383,6 +402,7 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
             temporary = Path(spec.out_path + ".tmp")
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, spec.out_path)
+        telemetry.close()
         dist.destroy_process_group()
 
 

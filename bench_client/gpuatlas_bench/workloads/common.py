@@ -31,6 +31,7 @@ class SizeProfile:
     transformer: dict[str, int]
     correctness_slice: int
     llm: dict[str, Any]
+    llm_tp: dict[str, Any]
     allreduce_bytes: tuple[int, ...]
 
 
@@ -57,6 +58,21 @@ GPU_SIZES = SizeProfile(
         "prompt_len": 512,
         "generated_tokens": 128,
         "batches": (1, 128),
+        # The serving sweep: tokens of context already cached when the timed steps run (a chat turn
+        # and a long document), and seconds of steps around which the energy counter is read.
+        "serve_contexts": (1024, 4096),
+        "serve_energy_window_s": 0.5,
+    },
+    # Llama 3 70B (Meta's config.json for Meta-Llama-3-70B): the tensor-parallel sweep's model.
+    llm_tp={
+        "model": "llama3-70b",
+        "n_layers": 80,
+        "d_model": 8192,
+        "n_heads": 64,
+        "n_kv_heads": 8,
+        "d_ff": 28672,
+        "vocab": 128256,
+        "rope_theta": 500000.0,
     },
     # nccl-tests' usual sweep points: latency-bound, middle, and bandwidth-bound (1 GiB).
     allreduce_bytes=(1 * MiB, 8 * MiB, 64 * MiB, 1 * GiB),
@@ -84,9 +100,42 @@ CPU_TINY_SIZES = SizeProfile(
         "prompt_len": 8,
         "generated_tokens": 4,
         "batches": (1, 3),
+        "serve_contexts": (16, 64),
+        "serve_energy_window_s": 0.002,
+        # No GPU memory to run out of on the CPU: the sweep stops where this much would be full.
+        "serve_cpu_memory_bytes": 370_000,
+    },
+    llm_tp={
+        "model": "tiny-test-tp",
+        "n_layers": 2,
+        "d_model": 64,
+        "n_heads": 4,
+        "n_kv_heads": 2,
+        "d_ff": 128,
+        "vocab": 256,
+        "rope_theta": 10000.0,
+        "serve_cpu_memory_bytes": 370_000,
     },
     allreduce_bytes=(4096, 65536),
 )
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    """Which serving points to measure (``run --serve-contexts / --serve-max-concurrency``).
+
+    ``contexts`` None: the size profile's (1,024 and 4,096 tokens on a GPU). Concurrency doubles from
+    1 until the KV cache no longer fits beside the weights, or past ``max_concurrency``.
+    """
+
+    contexts: tuple[int, ...] | None = None
+    max_concurrency: int = 1024
+    # llm-decode's phases to run (``run --llm-phases``): prefill, decode (the 128-token graph), serve.
+    phases: tuple[str, ...] = ("prefill", "decode", "serve")
+
+
+def _no_energy() -> float | None:
+    return None
 
 
 class CudaEventTimer:
@@ -121,6 +170,9 @@ class Context:
     compute_capability: tuple[int, int] | None
     l2_bytes: int | None
     cache: dict[str, Any] = field(default_factory=dict)
+    serve: ServePlan = field(default_factory=ServePlan)
+    # The GPU's total energy counter in mJ (NVML), None where there is none.
+    energy_mj: Callable[[], float | None] = _no_energy
 
     @property
     def timer(self) -> Timer:
@@ -143,6 +195,11 @@ class Context:
             return None
         free, _total = self.torch.cuda.mem_get_info(self.device)
         return int(free)
+
+    def forget(self, key: str) -> None:
+        """Drop what cases shared under ``key`` (the serving sweep's model), then give the memory back."""
+        self.cache.pop(key, None)
+        self.release()
 
     def release(self) -> None:
         """Hand cached blocks back so that the next case starts from the same free memory."""

@@ -92,10 +92,28 @@ class Fp8Linear:
     input_inverse: Any  # float32, 0-dim: 1 / input_scale
 
 
+@dataclass(frozen=True)
+class TensorParallel:
+    """This rank's place in a tensor-parallel group, and the group's collectives (None: one GPU)."""
+
+    rank: int = 0
+    size: int = 1
+    all_reduce: Any = None  # in place, sum over the group
+    all_gather: Any = None  # [batch, n] on each rank -> [size, batch, n]
+
+
 class Decoder:
     """The model as plain tensors: per layer a fused QKV, the output projection, fused gate/up and down."""
 
-    def __init__(self, ctx: Context, shape: Shape, precision: str, *, max_len: int) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        shape: Shape,
+        precision: str,
+        *,
+        max_len: int,
+        tp: TensorParallel | None = None,
+    ) -> None:
         torch = ctx.torch
         self.torch = torch
         self.shape = shape
@@ -103,49 +121,73 @@ class Decoder:
         self.device = ctx.device
         self.dtype = torch.bfloat16
         self.calibrating = False
-        generator = ctx.generator(61)
+        self.tp = tp or TensorParallel()
+        size = self.tp.size
+        if shape.n_kv_heads % size or shape.d_ff % size or shape.vocab % size:
+            raise Unsupported(f"{shape.name} does not split over {size} GPUs ({shape.n_kv_heads} key/value heads)")
+        # This rank's share (Megatron): query and key/value heads, the MLP's inner width, the vocabulary.
+        self.q_heads = shape.n_heads // size
+        self.kv_heads = shape.n_kv_heads // size
+        self.d_ff = shape.d_ff // size
+        self.vocab = shape.vocab // size
+        # Each rank draws its own share of the matrices; what every rank holds whole (embedding,
+        # norms) comes from one generator seeded alike on all.
+        generator = ctx.generator(61 + 1000 * self.tp.rank)
+        shared = ctx.generator(60)
 
         # N(0, 1/fan_in) keeps activations and attention scores of order one through every layer, as
         # trained weights do (values never change the speed of these kernels, zeros aside).
-        def weight(rows: int, cols: int) -> Any:
+        def weight(rows: int, cols: int, *, fan_in: int | None = None) -> Any:
             w = torch.randn(rows, cols, generator=generator, device=ctx.device, dtype=self.dtype)
-            return w.mul_(cols**-0.5)
+            return w.mul_((fan_in or cols) ** -0.5)
 
         def norm() -> Any:
-            return (
-                torch.randn(shape.d_model, generator=generator, device=ctx.device, dtype=self.dtype).mul_(0.1).add_(1)
-            )
+            return torch.randn(shape.d_model, generator=shared, device=ctx.device, dtype=self.dtype).mul_(0.1).add_(1)
 
         d = shape.d_model
-        self.embedding = torch.randn(shape.vocab, d, generator=generator, device=ctx.device, dtype=self.dtype)
+        hd = shape.head_dim
+        # Every rank holds the whole embedding (one row per token is read); the output head is split
+        # by vocabulary and its logits gathered.
+        self.embedding = torch.randn(shape.vocab, d, generator=shared, device=ctx.device, dtype=self.dtype)
         self.layers = []
         for _ in range(shape.n_layers):
             self.layers.append(
                 {
                     "attn_norm": norm(),
-                    "qkv": self._linear_weight(weight(d + 2 * shape.kv_dim, d)),
-                    "out": self._linear_weight(weight(d, d)),
+                    # Column-parallel: this rank's query, key and value heads.
+                    "qkv": self._linear_weight(weight((self.q_heads + 2 * self.kv_heads) * hd, d)),
+                    # Row-parallel: this rank's heads in, a partial sum out (all-reduced).
+                    "out": self._linear_weight(weight(d, self.q_heads * hd, fan_in=d)),
                     "mlp_norm": norm(),
-                    "gate_up": self._linear_weight(weight(2 * shape.d_ff, d)),
-                    "down": self._linear_weight(weight(d, shape.d_ff)),
+                    "gate_up": self._linear_weight(weight(2 * self.d_ff, d)),
+                    "down": self._linear_weight(weight(d, self.d_ff, fan_in=shape.d_ff)),
                 }
             )
         self.final_norm = norm()
-        self.head = weight(shape.vocab, d)  # bf16 in both precisions, as fp8 servers keep it
+        self.head = weight(self.vocab, d)  # bf16 in both precisions, as fp8 servers keep it
         # Rotary tables for every position, computed once: a decode step slices them (no kernel).
-        inv_freq = 1.0 / (
-            shape.rope_theta ** (torch.arange(0, shape.head_dim, 2, device=ctx.device).float() / shape.head_dim)
-        )
+        inv_freq = 1.0 / (shape.rope_theta ** (torch.arange(0, hd, 2, device=ctx.device).float() / hd))
         angles = torch.arange(max_len, device=ctx.device).float()[:, None] * inv_freq[None, :]
         self.cos = torch.cat((angles.cos(), angles.cos()), dim=-1).to(self.dtype)
         self.sin = torch.cat((angles.sin(), angles.sin()), dim=-1).to(self.dtype)
+        # The decode step rotates the query, key and value heads of its QKV output in one pass:
+        # rotated = x * cos + swap_halves(x) * signed_sin, with cos 1 and sin 0 for the value heads,
+        # so the keys and values leave it side by side and go into the cache in one copy.
+        heads = self.q_heads + 2 * self.kv_heads
+        rotary = torch.zeros(heads, dtype=torch.bool, device=ctx.device)
+        rotary[: self.q_heads + self.kv_heads] = True
+        signed_sin = torch.cat((-angles.sin(), angles.sin()), dim=-1)
+        mask = rotary[None, :, None]
+        self.step_cos = torch.where(mask, self.cos.float()[:, None, :], 1.0).to(self.dtype)
+        self.step_sin = torch.where(mask, signed_sin[:, None, :], 0.0).to(self.dtype)
 
     def _linear_weight(self, w: Any) -> Any:
         if self.precision != "fp8":
             return w
         torch = self.torch
         scale = (w.abs().amax().float() / _E4M3_MAX).clamp_min(1e-12)
-        quantised = (w.float() / scale).clamp(-_E4M3_MAX, _E4M3_MAX).to(torch.float8_e4m3fn)
+        # In place on one float32 copy: a 70B layer's gate/up is 1.9 GB of it.
+        quantised = w.float().div_(scale).clamp_(-_E4M3_MAX, _E4M3_MAX).to(torch.float8_e4m3fn)
         zero = torch.zeros((), dtype=torch.float32, device=w.device)
         return Fp8Linear(weight=quantised, weight_scale=scale, input_scale=zero, input_inverse=zero.clone())
 
@@ -163,6 +205,18 @@ class Decoder:
         self.calibrating = True
         try:
             self.prefill(tokens, cache)
+        finally:
+            self.calibrating = False
+
+    def calibrate_decode(self, ctx: Context, steps: int = 8) -> None:
+        """fp8: set the static input scales from ``steps`` plain decode steps of one sequence."""
+        torch = self.torch
+        cache = KvCache(ctx, self.shape, batch=1, max_len=steps, kv_heads=self.kv_heads)
+        token = torch.randint(0, self.shape.vocab, (1,), generator=ctx.generator(65), device=ctx.device)
+        self.calibrating = True
+        try:
+            for position in range(steps):
+                token = torch.argmax(self.reference_step(token, position, cache), dim=-1)
         finally:
             self.calibrating = False
 
@@ -202,12 +256,18 @@ class Decoder:
         return x + self.linear(self.torch.nn.functional.silu(gate) * up, layer["down"])
 
     def logits(self, x: Any) -> Any:
-        return self.torch.nn.functional.linear(self.rms_norm(x, self.final_norm), self.head)
+        local = self.torch.nn.functional.linear(self.rms_norm(x, self.final_norm), self.head)
+        if self.tp.all_gather is None:
+            return local
+        parts = self.tp.all_gather(local)  # [size, batch, vocab / size]
+        return parts.permute(1, 0, 2).reshape(x.shape[0], self.shape.vocab)
 
     def prefill(self, tokens: Any, cache: KvCache) -> Any:
         """Run the prompt tokens [batch, prompt] through the model, fill the cache; logits of the last position."""
         torch = self.torch
         shape = self.shape
+        if self.tp.size != 1:
+            raise Unsupported("prefill is measured on one GPU")
         batch, length = tokens.shape
         group = shape.n_heads // shape.n_kv_heads
         x = self.embedding[tokens]
@@ -226,53 +286,122 @@ class Decoder:
             x = self._mlp(x, layer)
         return self.logits(x[:, -1])
 
-    def decode_step(self, token: Any, position: int, cache: KvCache) -> Any:
-        """One new token per sequence (token [batch]) at ``position``; attends to cache[: position + 1]."""
+    def reference_step(self, token: Any, position: int, cache: KvCache) -> Any:
+        """One decode step written plainly (eager; checks ``step``): token [batch] at ``position``."""
         torch = self.torch
         shape = self.shape
         batch = token.shape[0]
-        group = shape.n_heads // shape.n_kv_heads
+        hd = shape.head_dim
+        group = self.q_heads // self.kv_heads
         x = self.embedding[token]
         for index, layer in enumerate(self.layers):
             qkv = self.linear(self.rms_norm(x, layer["attn_norm"]), layer["qkv"])
-            q, k, v = qkv.split((shape.d_model, shape.kv_dim, shape.kv_dim), dim=-1)
-            q = self.rope(q.view(batch, shape.n_heads, 1, shape.head_dim), position, 1)
-            k = self.rope(k.view(batch, shape.n_kv_heads, 1, shape.head_dim), position, 1)
+            q, k, v = qkv.split((self.q_heads * hd, self.kv_heads * hd, self.kv_heads * hd), dim=-1)
+            q = self.rope(q.view(batch, self.q_heads, 1, hd), position, 1)
+            k = self.rope(k.view(batch, self.kv_heads, 1, hd), position, 1)
             keys, values = cache.keys[index], cache.values[index]
             keys[:batch, :, position : position + 1] = k
-            values[:batch, :, position : position + 1] = v.view(batch, shape.n_kv_heads, 1, shape.head_dim)
+            values[:batch, :, position : position + 1] = v.view(batch, self.kv_heads, 1, hd)
             # Grouped-query attention of one position: the query heads that share a KV head become
             # that head's "query rows", so the cache is read once, never repeated.
             attended = torch.nn.functional.scaled_dot_product_attention(
-                q.view(batch, shape.n_kv_heads, group, shape.head_dim),
+                q.view(batch, self.kv_heads, group, hd),
                 keys[:batch, :, : position + 1],
                 values[:batch, :, : position + 1],
             )
-            x = x + self.linear(attended.reshape(batch, shape.d_model), layer["out"])
-            x = self._mlp(x, layer)
+            x = x + self._reduced(self.linear(attended.reshape(batch, self.q_heads * hd), layer["out"]))
+            gate, up = self.linear(self.rms_norm(x, layer["mlp_norm"]), layer["gate_up"]).chunk(2, dim=-1)
+            x = x + self._reduced(self.linear(torch.nn.functional.silu(gate) * up, layer["down"]))
+        return self.logits(x)
+
+    def _reduced(self, partial: Any) -> Any:
+        if self.tp.all_reduce is not None:
+            self.tp.all_reduce(partial)
+        return partial
+
+    def step_tables(self, position: int) -> tuple[Any, Any]:
+        """The rotary cos and signed sin of every QKV head at ``position`` (views: no kernel)."""
+        return self.step_cos[position], self.step_sin[position]
+
+    def _residual_linear(self, x: Any, a: Any, w: Any) -> Any:
+        """x + a @ w.T, summed over the group: rank 0 adds the residual, the all-reduce the partials."""
+        torch = self.torch
+        if self.tp.rank == 0 and not isinstance(w, Fp8Linear):
+            out = torch.addmm(x, a, w.t())  # the residual add in the matrix product's epilogue
+        else:
+            out = self.linear(a, w)
+            if self.tp.rank == 0:
+                out += x
+        if self.tp.all_reduce is not None:
+            self.tp.all_reduce(out)
+        return out
+
+    def step(self, token: Any, position: int, cache: KvCache) -> Any:
+        """One decode step as a server runs it: token [batch] at ``position``, attending to cache[: position + 1].
+
+        Per layer: RMSNorm, the QKV product, one rotary pass over all heads, one copy of the new key
+        and value into the cache, attention, the output product with the residual, RMSNorm, gate/up,
+        SiLU x up, the down product with the residual (and an all-reduce after each of the two row-
+        parallel products under tensor parallelism). Fewer, larger kernels than ``reference_step``.
+        """
+        torch = self.torch
+        functional = torch.nn.functional
+        hd = self.shape.head_dim
+        q_heads, kv_heads = self.q_heads, self.kv_heads
+        half = hd // 2
+        batch = token.shape[0]
+        cos, sin = self.step_tables(position)
+        x = self.embedding[token]
+        for index, layer in enumerate(self.layers):
+            heads = self.linear(self.rms_norm(x, layer["attn_norm"]), layer["qkv"]).view(batch, -1, hd)
+            swapped = torch.cat((heads[..., half:], heads[..., :half]), dim=-1)
+            rotated = torch.addcmul(heads * cos, swapped, sin)
+            store = cache.combined[index]
+            store[:batch, :, position] = rotated[:, q_heads:]
+            attended = functional.scaled_dot_product_attention(
+                rotated[:, :q_heads].view(batch, kv_heads, q_heads // kv_heads, hd),
+                store[:batch, :kv_heads, : position + 1],
+                store[:batch, kv_heads:, : position + 1],
+            )
+            x = self._residual_linear(x, attended.reshape(batch, q_heads * hd), layer["out"])
+            gate, up = self.linear(self.rms_norm(x, layer["mlp_norm"]), layer["gate_up"]).chunk(2, dim=-1)
+            x = self._residual_linear(x, functional.silu(gate).mul_(up), layer["down"])
         return self.logits(x)
 
 
 class KvCache:
-    """bf16 keys and values per layer, [batch, kv_heads, max_len, head_dim], poisoned with NaN."""
+    """bf16 keys and values per layer, side by side: [batch, 2 x kv_heads, max_len, head_dim].
 
-    def __init__(self, ctx: Context, shape: Shape, *, batch: int, max_len: int) -> None:
+    ``keys[i]`` and ``values[i]`` are views of the first and second half of the heads, so a decode
+    step writes a position's key and value in one copy. Poisoned with NaN unless ``generator`` is
+    given, which fills it with N(0, 1) entries: the context of a serving point, already cached.
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        shape: Shape,
+        *,
+        batch: int,
+        max_len: int,
+        kv_heads: int | None = None,
+        generator: Any = None,
+    ) -> None:
         torch = ctx.torch
-        self.keys = []
-        self.values = []
+        heads = kv_heads or shape.n_kv_heads
+        self.combined = []
         for _ in range(shape.n_layers):
-            for store in (self.keys, self.values):
-                store.append(
-                    torch.full(
-                        (batch, shape.n_kv_heads, max_len, shape.head_dim),
-                        float("nan"),
-                        device=ctx.device,
-                        dtype=torch.bfloat16,
-                    )
-                )
+            store = torch.empty((batch, 2 * heads, max_len, shape.head_dim), device=ctx.device, dtype=torch.bfloat16)
+            if generator is None:
+                store.fill_(float("nan"))
+            else:
+                store.normal_(generator=generator)
+            self.combined.append(store)
+        self.keys = [store[:, :heads] for store in self.combined]
+        self.values = [store[:, heads:] for store in self.combined]
 
     def poison(self) -> None:
-        for store in self.keys + self.values:
+        for store in self.combined:
             store.fill_(float("nan"))
 
 
@@ -378,11 +507,12 @@ def _prepared(ctx: Context, *, precision: str, phase: str, batch: int) -> Prepar
     return _decode_prepared(ctx, model, cache, prompt, generated=generated)
 
 
-def _graphed(ctx: Context, body: Any, warmup: Any) -> tuple[Any, Any]:
+def _graphed(ctx: Context, body: Any, warmup: Any, *, capture_error_mode: str = "global") -> tuple[Any, Any]:
     """(call, graph): on CUDA ``body`` captured once and replayed; on the CPU ``body`` itself.
 
     ``warmup`` runs first on a side stream, eagerly: it creates the cuBLAS handles and workspaces,
-    which a capture may not allocate.
+    which a capture may not allocate. ``capture_error_mode`` "thread_local" lets other threads (NCCL's
+    watchdog, which queries its events) go on during the capture.
     """
     if ctx.cpu_only:
         return body, None
@@ -396,7 +526,7 @@ def _graphed(ctx: Context, body: Any, warmup: Any) -> tuple[Any, Any]:
     ctx.synchronize()
     torch.cuda.empty_cache()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, capture_error_mode=capture_error_mode):
         body()
     ctx.synchronize()
     return graph.replay, graph
@@ -468,7 +598,7 @@ def _decode_prepared(ctx: Context, model: Decoder, cache: KvCache, prompt: Any, 
     def loop(steps: int = generated) -> None:
         token = first
         for step in range(steps):
-            logits = model.decode_step(token, prompt_len + step, cache)
+            logits = model.step(token, prompt_len + step, cache)
             if step == 0:
                 first_logits.copy_(logits)
             token = torch.argmax(logits, dim=-1)
@@ -503,6 +633,8 @@ def llm_cases(ctx: Context, precisions: tuple[str, ...]) -> list[Case]:
             continue
         for batch in sizes["batches"]:
             for phase in ("prefill", "decode"):
+                if phase not in ctx.serve.phases:
+                    continue
                 params: dict[str, Any] = {
                     "model": sizes["model"],
                     "phase": phase,
@@ -525,4 +657,13 @@ def _builder(precision: str, phase: str, batch: int):  # noqa: ANN202
     return build
 
 
-__all__ = ["LLM_PRECISIONS", "Decoder", "KvCache", "Shape", "llm_cases", "memory_needed", "shape_from"]
+__all__ = [
+    "LLM_PRECISIONS",
+    "Decoder",
+    "KvCache",
+    "Shape",
+    "TensorParallel",
+    "llm_cases",
+    "memory_needed",
+    "shape_from",
+]

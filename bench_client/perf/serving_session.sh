@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One GPU call on a 1- or 2-GPU host (H100 or H200): GPU info; the llm-decode serving sweep on device 0;
+# the hand-written batch-1 decode step and the client's ratio to it; on 2+ GPUs the tensor-parallel
+# 70B sweep at TP 1..N and allreduce-busbw + transformer-train-ddp over all devices (on one GPU: the
+# 70B fp8 TP1 sweep alone); every result validated; a short table last.
+#
+#   bash bench_client/perf/serving_session.sh            # from the repository root; results in $OUT
+#   SWEEP=short bash bench_client/perf/serving_session.sh   # 1,024-token context only, concurrency <= 64
+#
+# Outputs (7 files, all directly in $OUT): log.txt (everything printed), info.json (gpuatlas-bench
+# info --json), serve-gpu0.json (llm-decode: prefill/decode and the serving sweep), reference.json (the
+# hand-written step and the ratios), tp-host.json (llm-decode-tp), multigpu-host.json (all-reduce and
+# DDP; 2+ GPUs only), summary.txt (the final table).
+# Each stage runs under `timeout`, sized from what is left of BUDGET seconds (default 530), so a hang
+# in one stage loses that stage only. No network needed: it runs from the source tree.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/gpuatlas-serving}
+BUDGET=${BUDGET:-530}
+SWEEP=${SWEEP:-full}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.." || exit 2
+export PYTHONPATH="$PWD/bench_client${PYTHONPATH:+:$PYTHONPATH}"
+exec > >(tee -a "$OUT/log.txt") 2>&1
+B="python3 -m gpuatlas_bench"
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+stage() { echo; echo "== [$(elapsed) s] $*"; }
+# seconds a stage may take: at most $1, leaving $2 for the stages after it
+allow() { local left=$(( BUDGET - $(elapsed) - $2 )); [ "$left" -gt "$1" ] && left=$1; [ "$left" -lt 20 ] && left=20; echo "$left"; }
+
+# CPU_TEST=1: the same stages on the CPU at tiny sizes (gloo), to test this script without a GPU.
+CPU=(); [ "${CPU_TEST:-0}" = 1 ] && CPU=(--allow-cpu)
+if [ "$SWEEP" = short ]; then
+  SERVE=(--serve-contexts 1024 --serve-max-concurrency 64)
+  PHASES=(--llm-phases serve)
+else
+  SERVE=()
+  PHASES=()
+fi
+
+stage "GPUs"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
+nvidia-smi topo -m 2>/dev/null | head -20
+NGPU=${NGPU:-$(nvidia-smi --list-gpus 2>/dev/null | wc -l)}
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count())"
+$B info
+$B info --json >"$OUT/info.json" || echo "(no GPU information)"
+echo "sweep: $SWEEP; GPUs: $NGPU; env: NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST=$TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS=$NVSHMEM_DISABLE_NVLS"
+
+REST=150; [ "$NGPU" -ge 2 ] && REST=300
+stage "llm-decode on device 0: prefill, 128-token decode and the serving sweep (bf16, fp8; contexts; concurrency 1, 2, 4, ...)"
+timeout -k 10 "$(allow 300 "$REST")" $B run "${CPU[@]}" --device 0 --quick --workloads llm-decode "${PHASES[@]}" "${SERVE[@]}" --out "$OUT/serve-gpu0.json"
+echo "rc=$?"
+
+stage "hand-written batch-1 decode step (one CUDA graph per step) and the client's ratio to it"
+timeout -k 10 "$(allow 90 $(( REST - 60 )))" python3 bench_client/perf/decode_reference.py --client-json "$OUT/serve-gpu0.json" --out "$OUT/reference.json"
+echo "rc=$?"
+
+if [ "$NGPU" -ge 2 ]; then
+  stage "llm-decode-tp: Llama 3 70B, tensor parallel over 1, 2, ... $NGPU GPUs (NCCL)"
+  timeout -k 10 "$(allow 210 100)" $B run "${CPU[@]}" --all-devices --quick --workloads llm-decode-tp "${SERVE[@]}" --out "$OUT/tp.json"
+  echo "rc=$?"
+  [ -e "$OUT/tp.json" ] && mv "$OUT/tp.json" "$OUT/tp-host.json"  # the CPU test writes one file
+  stage "allreduce-busbw and transformer-train-ddp over all $NGPU GPUs"
+  timeout -k 10 "$(allow 150 10)" $B run "${CPU[@]}" --all-devices --workloads allreduce-busbw transformer-train-ddp --out "$OUT/multigpu.json"
+  echo "rc=$?"
+  [ -e "$OUT/multigpu.json" ] && mv "$OUT/multigpu.json" "$OUT/multigpu-host.json"
+else
+  stage "llm-decode-tp at TP1 on device 0: Llama 3 70B fp8 (bf16 does not fit one GPU)"
+  timeout -k 10 "$(allow 150 10)" $B run "${CPU[@]}" --device 0 --quick --workloads llm-decode-tp "${SERVE[@]}" --out "$OUT/tp-host.json"
+  echo "rc=$?"
+fi
+
+stage "validate"
+for file in "$OUT"/serve-gpu0.json "$OUT"/tp-host.json "$OUT"/multigpu-host.json; do
+  [ -e "$file" ] && $B validate "$file"
+done
+stage "done in $(elapsed) s"
+python3 bench_client/perf/serving_summary.py "$OUT" | tee "$OUT/summary.txt"
