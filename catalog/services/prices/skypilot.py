@@ -20,7 +20,16 @@ shared/data/SOURCES.md:
   host is not fixed (N1 and G2 machines take several shapes) or not listed are left out with
   the reason; host rows without their GPU row are kept without a per-GPU price;
 * rows with only a ``SpotPrice`` give a spot offer only; a row with both gives two offers;
-* float noise (``5.8854999999999995``) is rounded to the stored 6 decimal places.
+* float noise (``5.8854999999999995``) is rounded to the stored 6 decimal places;
+* GpuInfo keys are read whatever their case (DigitalOcean writes ``gpus``, ``memoryinfo``,
+  ``sizeinmib``);
+* a memory size in an instance type may be the whole instance's (DigitalOcean's
+  ``gpu-h100x8-640gb`` is 8 x 80 GB): the size divided by the GPU count is offered as a reading
+  too, and the linker takes the first reading a catalogue GPU of the model fits;
+* marketplace listings (vast) are separate machines: two listings of one instance type in one
+  region at different prices are two offers (`` · listing N``, numbered by price), not a conflict;
+* prices are USD except where a cloud's catalogue is documented to bill in another currency
+  (``CLOUD_CURRENCIES``).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from catalog.services.prices.common import (
     RowRejection,
     parse_decimal_price,
     parse_float,
+    provider_is_marketplace,
     provider_slug,
 )
 
@@ -67,6 +77,11 @@ GCP_GPU_HOSTS = {
     for count in ((16,) if family == "a2-megagpu" else (1, 2, 4, 8))
     if not (family in ("a3-megagpu", "a3-ultragpu", "a4-highgpu") and count != 8)
 }
+# Clouds whose catalogue prices are not USD. SkyPilot's Scaleway fetcher copies the
+# ``hourly_price`` of Scaleway's Instance API (sky/catalog/data_fetchers/fetch_scaleway.py), which
+# Scaleway documents in euros (https://www.scaleway.com/en/developers/api/instances/, "hourly_price:
+# estimated hourly price, in EUR"; https://www.scaleway.com/en/pricing/gpu/ lists the same figures in €).
+CLOUD_CURRENCIES = {"scaleway": "EUR"}
 # Clouds whose GpuInfo SizeInMiB is the total over the instance's GPUs (shared/data/SOURCES.md).
 MEMORY_IS_TOTAL = {"vast", "primeintellect"}
 # A memory size written right after a GPU model in a name: "V100_16GB", "A100-80GB", "H100 80G".
@@ -75,6 +90,9 @@ _GCP_HOST = re.compile(r"^(?P<family>[a-z]\d-[a-z]+)-(?P<count>\d+)g$")
 # vast folds GPU names into AcceleratorName (RTX_4060_Ti -> RTX4060, RTX_4070S_Ti -> RTX4070);
 # its instance type keeps the real one: "1x-RTX_4060_Ti-32-65536".
 _VAST_MODEL = re.compile(r"^\d+x-(?P<model>.+)-\d+-\d+$")
+_GPU_INFO_KEYS = {
+    k.lower(): k for k in ("Gpus", "Name", "Manufacturer", "Count", "MemoryInfo", "SizeInMiB", "TotalGpuMemoryInMiB")
+}
 _VERSIONED_PATH = re.compile(r"(?:^|/)(v\d+)/([^/]+)/[^/]+\.csv$")
 
 
@@ -112,6 +130,15 @@ def parse_gpu_info(text: str) -> dict[str, Any] | str | None:
             raise RowError("GpuInfo is neither JSON nor a Python dict") from None
     if not isinstance(value, dict):
         raise RowError("GpuInfo is not a dict")
+    return _keys_folded(value)
+
+
+def _keys_folded(value: Any) -> Any:
+    """GpuInfo with its keys in one spelling: ``gpus`` -> ``Gpus``, ``sizeinmib`` -> ``SizeInMiB``."""
+    if isinstance(value, dict):
+        return {_GPU_INFO_KEYS.get(str(k).lower(), k): _keys_folded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_keys_folded(v) for v in value]
     return value
 
 
@@ -186,7 +213,27 @@ def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
             parsed.skip(rows)
             continue
         parsed.rows.extend(rows)
+    if provider_is_marketplace(provider):
+        _number_listings(parsed.rows)
     return parsed
+
+
+def _number_listings(rows: list[OfferRow]) -> None:
+    """Listings of one instance type, region and zone at different prices are different machines.
+
+    Numbered by price (the cheapest keeps the plain name, the next is `` · listing 2``), so that
+    the numbering does not depend on the order of the rows.
+    """
+    prices: dict[tuple[str, str, str, str, bool], set[Decimal]] = {}
+    for row in rows:
+        if row.price_per_hour is not None:
+            prices.setdefault(row.identity, set()).add(row.price_per_hour)
+    for row in rows:
+        distinct = sorted(prices.get(row.identity, ()))
+        if len(distinct) > 1 and row.price_per_hour is not None:
+            position = distinct.index(row.price_per_hour)
+            if position:
+                row.instance_type = f"{row.instance_type} · listing {position + 1}"[:200]
 
 
 @dataclass
@@ -255,7 +302,10 @@ def _rows_for(
         gpu_info_name, memories, dropped = _gpu_facts(info, gpu_count, cloud=cloud, host_ram_gib=host_ram)
         if dropped:
             extra["memory_note"] = dropped
-        memories = tuple(dict.fromkeys((*memory_in_names(instance, accelerator, gpu_info_name), *memories)))
+        written = memory_in_names(instance, accelerator, gpu_info_name)
+        if gpu_count > 1:  # "gpu-h100x8-640gb": the size may be the whole instance's
+            written = tuple(m for size in written for m in (size, round(size / gpu_count, 2)))
+        memories = tuple(dict.fromkeys((*written, *memories)))
     if not instance:
         # TPU rows price the whole slice ("tpu-v6e-8"): no host VM to add.
         if cloud == "gcp" and not accelerator.lower().startswith("tpu-"):
@@ -296,6 +346,7 @@ def _rows_for(
         "ram_gib": ram,
         "price_separable": separable,
         "extra": extra,
+        "currency": CLOUD_CURRENCIES.get(cloud, "USD"),
     }
     rows = []
     for value, is_spot in ((price, False), (spot, True)):
