@@ -59,6 +59,13 @@ from catalog.services.prices.common import (
 FORMAT = "skypilot"
 UNAVAILABLE_PLACEHOLDER = Decimal("700")
 REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region")
+CPU_ONLY = "no accelerator (CPU-only instance)"
+HOST_WITH_GPU = "GCP host VM priced together with its GPU row"
+GCP_HOST_MISSING = (
+    "GCP GPU-only price left out: the host VM of its machine type is not listed for the same zone in this "
+    "import (SkyPilot prices the GPUs and the host VM as separate rows; an offer is both); import the file "
+    "with the host-VM rows in the same run"
+)
 # GCP machine families whose price is the host VM only; the GPU is billed as a separate row.
 # The GPU model and count follow from the machine type name (GCP's documented families).
 GCP_HOST_FAMILIES = {
@@ -183,8 +190,37 @@ def memory_in_names(*texts: str) -> tuple[float, ...]:
     return tuple(found)
 
 
-def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
-    """Parse one SkyPilot ``vms.csv`` into offer rows and rejected lines."""
+@dataclass(frozen=True)
+class GcpHostPool:
+    """The GCP host-VM rows of every GCP file of one import, by (machine type, region, zone), and
+    the hosts that a GPU-only row of one of those files is priced with."""
+
+    records: dict[tuple[str, str, str], dict[Any, Any]]
+    wanted: frozenset[tuple[str, str, str]]
+
+
+def gcp_host_pool(*, texts: list[str]) -> GcpHostPool:
+    """What the files of one import tell each other about GCP host VMs (whatever their order)."""
+    records: dict[tuple[str, str, str], dict[Any, Any]] = {}
+    wanted: set[tuple[str, str, str]] = set()
+    for text in texts:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not {"InstanceType", "AcceleratorName", "Region"} <= set(reader.fieldnames or []):
+            continue
+        rows = [(0, r) for r in reader]
+        for key, host in _gcp_hosts(rows).items():
+            records.setdefault(key, host.record)
+        wanted.update(_gcp_hosts_wanted(rows))
+    return GcpHostPool(records, frozenset(wanted))
+
+
+def parse_skypilot(*, path: Path, text: str | None = None, gcp_hosts: GcpHostPool | None = None) -> ParsedFile:
+    """Parse one SkyPilot ``vms.csv`` into offer rows and rejected lines.
+
+    ``gcp_hosts``: the host VMs of the GCP files of the same import (``gcp_host_pool``): GPU-only
+    rows whose host is not in this file are priced with another file's (this file's come first),
+    and a host row that another file's GPU rows are priced with is not an offer of its own.
+    """
     feed, cloud = skypilot_feed(path)
     provider = provider_slug(cloud)
     parsed = ParsedFile(format=FORMAT, feed=feed)
@@ -203,6 +239,11 @@ def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
         previous_end = reader.line_num
     parsed.rows_read = len(records)
     hosts = _gcp_hosts(records) if cloud == "gcp" else {}
+    if cloud == "gcp" and gcp_hosts is not None:
+        for key, record in gcp_hosts.records.items():
+            hosts.setdefault(key, _Host(0, record))
+        for key in gcp_hosts.wanted & hosts.keys():
+            hosts[key].used = True
     for line, record in records:
         try:
             rows = _rows_for(record, line=line, provider=provider, cloud=cloud, hosts=hosts)
@@ -253,6 +294,14 @@ def _gcp_hosts(records: list[tuple[int, dict[Any, Any]]]) -> dict[tuple[str, str
             key = (instance, (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
             hosts[key] = _Host(line, record)
     # A host whose GPU row is present is priced with it (the GPU row's offer): mark it used.
+    for key in _gcp_hosts_wanted(records) & hosts.keys():
+        hosts[key].used = True
+    return hosts
+
+
+def _gcp_hosts_wanted(records: list[tuple[int, dict[Any, Any]]]) -> set[tuple[str, str, str]]:
+    """The host VMs (machine type, region, zone) that the GPU-only rows are priced with."""
+    wanted = set()
     for _line, record in records:
         if (record.get("InstanceType") or "").strip() or not (record.get("AcceleratorName") or "").strip():
             continue
@@ -261,10 +310,11 @@ def _gcp_hosts(records: list[tuple[int, dict[Any, Any]]]) -> dict[tuple[str, str
         except ValueError:
             continue
         host_type = GCP_GPU_HOSTS.get((record["AcceleratorName"].strip(), count))
-        key = (host_type or "", (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
-        if key in hosts:
-            hosts[key].used = True
-    return hosts
+        if host_type:
+            wanted.add(
+                (host_type, (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
+            )
+    return wanted
 
 
 def _rows_for(
@@ -288,9 +338,9 @@ def _rows_for(
     if not accelerator:
         host = _GCP_HOST.match(instance) if cloud == "gcp" else None
         if host is None or host.group("family") not in GCP_HOST_FAMILIES:
-            return "no accelerator (CPU-only instance)"
+            return CPU_ONLY
         if hosts.get((instance, region, zone), _Host(0, {})).used:
-            return "GCP host VM priced together with its GPU row"
+            return HOST_WITH_GPU
         accelerator, memory = GCP_HOST_FAMILIES[host.group("family")]
         gpu_count = float(host.group("count"))
         gpu_info_name, memories = "", (memory,)  # type: tuple[str, tuple[float, ...]]
@@ -313,7 +363,10 @@ def _rows_for(
             if isinstance(combined, str):
                 return combined
             instance, price, spot, vcpus, ram, host_line = combined
-            extra["host_line"] = host_line
+            if host_line:
+                extra["host_line"] = host_line
+            else:
+                extra["host_from"] = "another GCP file of the same import"
         elif cloud == "gcp":
             instance = accelerator
         else:
@@ -374,7 +427,7 @@ def _gcp_with_host(
         return "GCP GPU-only price left out: the host VM is not fixed by the GPU (N1/G2 machines), no full price"
     host = hosts.get((host_type, region, zone))
     if host is None:
-        return "GCP GPU-only price left out: its host VM is not listed in the same zone"
+        return GCP_HOST_MISSING
     host_price = _price(host.record, "Price")
     host_spot = _price(host.record, "SpotPrice")
     total = price + host_price if price is not None and host_price is not None else None
