@@ -170,3 +170,47 @@ def test_marketplace_listings_at_different_prices_are_two_offers(real_catalogue,
             "2x-H200-32-65536": Decimal("5.040000"),
             "2x-H200-32-65536 · listing 2": Decimal("5.180000"),
         }
+
+
+@pytest.mark.parametrize(
+    ("provider", "instance", "slug"),
+    [
+        ("aws", "p5.48xlarge", "h100-sxm5-80-gb"),
+        ("aws", "p5e.48xlarge", "h200-sxm-141-gb"),
+        ("aws", "p5en.48xlarge", "h200-sxm-141-gb"),
+        ("aws", "p4de.24xlarge · 8x A100 (80 GB)", "a100-sxm4-80-gb"),  # FSDL's label
+        ("gcp", "a3-edgegpu-8g", "h100-sxm5-80-gb"),
+        ("gcp", "a2-megagpu-16g", "a100-sxm4-40-gb"),
+        ("azure", "Standard_ND96isr_H100_v5", "h100-sxm5-80-gb"),
+        ("azure", "Standard_ND96amsr_A100_v4", "a100-sxm4-80-gb"),
+        ("azure", "ND96amsr A100 v4", "a100-sxm4-80-gb"),  # FSDL's spelling
+        ("azure", "Standard_ND96asr_v4", "a100-sxm4-40-gb"),
+        ("azure", "Standard_NC24ads_A100_v4", "a100-pcie-80-gb"),
+        ("oci", "BM.GPU.H100.8", "h100-sxm5-80-gb"),
+        ("oci", "BM.GPU.A100-v2.8", "a100-sxm4-80-gb"),
+        ("runpod", "8x_A100-80GB-SXM_SECURE", "a100-sxm4-80-gb"),
+        ("runpod", "1x_A100-80GB_COMMUNITY", "a100-pcie-80-gb"),
+    ],
+)
+def test_family_patterns_cover_the_providers_instance_names(provider, instance, slug):
+    from catalog.services.prices.families import instance_family_for
+
+    found = instance_family_for(provider=provider, instance_type=instance, families=instance_families_load())
+    assert found is not None and found.gpu == slug
+
+
+@pytest.mark.parametrize(
+    ("provider", "instance"),
+    [
+        ("aws", "p4.24xlarge"),
+        ("aws", "g5g.xlarge"),
+        ("gcp", "n1-highmem-8"),
+        ("lambda", "gpu_8x_v100"),
+        ("vast", "p5.48xlarge"),
+    ],
+)
+def test_undocumented_instance_names_have_no_family(provider, instance):
+    from catalog.services.prices.families import instance_family_for
+
+    found = instance_family_for(provider=provider, instance_type=instance, families=instance_families_load())
+    assert found is None
