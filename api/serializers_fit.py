@@ -141,7 +141,7 @@ class FitPriceOriginSerializer(serializers.Serializer):
     instance_type = serializers.CharField(allow_blank=True)
     region = serializers.CharField(allow_blank=True)
     observed_at = serializers.DateTimeField(help_text="The newest snapshot that listed the offer at this price.")
-    age_days = _float()
+    age_days = _nullable_float(help_text="Days since the observation; null where the date is an estimate.")
     date_basis = serializers.CharField(help_text="How the date is known: source, published, fetched or estimate.")
     date_is_estimate = serializers.BooleanField()
     date_note = serializers.CharField(allow_blank=True)

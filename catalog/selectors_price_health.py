@@ -11,8 +11,10 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from catalog.models import Offer, PriceFetch, PriceSnapshot
+from catalog.models import ImportRun, Offer, PriceFetch, PriceSnapshot
 from catalog.selectors_prices import gpu_rent_prices, price_data_newest, price_status
+from catalog.services.prices.skypilot import CPU_ONLY, HOST_WITH_GPU
+from catalog.services.prices.writer import DUPLICATE, OLDER_PRICE
 
 # An on-demand offer below this share of its GPU's typical price is listed for a look.
 OUTLIER_SHARE = Decimal("0.5")
@@ -34,6 +36,33 @@ class StaleSource:
         return str(known.get(self.date_basis, self.date_basis))
 
 
+@dataclass(frozen=True)
+class PriceCoverage:
+    """How much of the current market can be ranked per GPU: current offers, and those whose
+    form factor is not stated (kept out of per-GPU rankings), with the largest groups of them."""
+
+    current: int
+    ambiguous: int
+    ambiguous_groups: list[dict[str, Any]]
+
+    @property
+    def ambiguous_share(self) -> float:
+        return self.ambiguous / self.current if self.current else 0.0
+
+
+def price_coverage(*, groups: int = 20) -> PriceCoverage:
+    """Current offers and the ambiguous ones among them (three queries)."""
+    current = Offer.objects.current()
+    largest = [
+        dict(group)
+        for group in current.ambiguous()
+        .values("provider__slug", "gpu_name_raw")
+        .annotate(offers=Count("id"))
+        .order_by("-offers", "provider__slug", "gpu_name_raw")[:groups]
+    ]
+    return PriceCoverage(current.count(), current.ambiguous().count(), largest)
+
+
 def price_fetches_latest() -> list[PriceFetch]:
     """The last fetch of each catalogue file, newest first (two queries)."""
     newest = PriceFetch.objects.values("source").annotate(last=Max("started_at")).values_list("source", "last")
@@ -44,6 +73,37 @@ def price_fetches_latest() -> list[PriceFetch]:
         if wanted.get(fetch.source) == fetch.started_at:
             seen.setdefault(fetch.source, fetch)
     return sorted(seen.values(), key=lambda f: f.started_at, reverse=True)
+
+
+# Skips that lose no price: rows without a GPU, exact duplicates, hosts priced with their GPUs, history.
+ROUTINE_SKIPS = frozenset({CPU_ONLY, HOST_WITH_GPU, DUPLICATE, OLDER_PRICE})
+
+
+@dataclass(frozen=True)
+class SkippedRows:
+    path: str
+    reason: str
+    rows: int
+    imported_at: dt.datetime | None
+
+
+def import_skips_latest() -> list[SkippedRows]:
+    """Rows the newest import of each file left out for a reason that loses a price (two queries)."""
+    newest = dict(
+        ImportRun.objects.filter(status=ImportRun.Status.DONE)
+        .values("path")
+        .annotate(last=Max("started_at"))
+        .values_list("path", "last")
+    )
+    found = []
+    runs = ImportRun.objects.filter(status=ImportRun.Status.DONE, started_at__in=set(newest.values()))
+    for run in runs.order_by("path"):
+        if newest.get(run.path) != run.started_at:
+            continue
+        for reason, count in sorted((run.summary or {}).get("skipped", {}).items()):
+            if reason not in ROUTINE_SKIPS:
+                found.append(SkippedRows(run.path, reason, int(count), run.finished_at))
+    return found
 
 
 def price_data_health(*, now: dt.datetime | None = None) -> dict[str, Any]:
@@ -106,4 +166,5 @@ def price_data_health(*, now: dt.datetime | None = None) -> dict[str, Any]:
         "outliers": outliers[:200],
         "outlier_share": OUTLIER_SHARE,
         "fetches": price_fetches_latest(),
+        "skipped": import_skips_latest(),
     }

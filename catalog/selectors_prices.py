@@ -36,8 +36,9 @@ from catalog.models import Gpu, Offer, PriceObservation, PriceSnapshot, Purchase
 from catalog.services.prices.currency import USD, NoExchangeRate, RateBook
 from gpuatlas.data_version import data_versioned
 
-# typical: the median of each provider's cheapest current on-demand offer (the higher middle
-# value for an even count); cheapest: the cheapest current on-demand offer; spot: the cheapest
+# typical: the median of each provider's cheapest current on-demand offer (for an even count, the
+# mean of the two middle ones: with two providers at 1.38 and 2.79 a buyer expects about 2.09,
+# not the dearer one); cheapest: the cheapest current on-demand offer; spot: the cheapest
 # current spot offer. "median" is the former name of "typical", still accepted.
 PRICE_RULES = ("typical", "cheapest", "spot")
 
@@ -54,7 +55,7 @@ class PriceProvenance:
     gpu_count: float
     is_spot: bool
     observed_at: dt.datetime  # the newest snapshot that listed the offer at this price
-    age_days: float
+    age_days: float | None  # None where the date is an estimate: an age would read as fresh
     date_basis: str  # PriceSnapshot.DateBasis: source | published | fetched | estimate
     date_is_estimate: bool
     date_note: str
@@ -69,11 +70,24 @@ class GpuRentPrice:
     rule: str
     price_usd: Decimal
     minimum_usd: Decimal  # cheapest provider (over the offers the rule reads: on-demand or spot)
-    typical_usd: Decimal  # median of the providers' cheapest offers (higher middle value)
+    typical_usd: Decimal  # median of the providers' cheapest offers (mean of the middle two)
     maximum_usd: Decimal  # the most expensive provider's cheapest offer
     providers: int
     offers: int
-    provenance: PriceProvenance
+    provenance: PriceProvenance  # for a mean of two middle offers: the cheaper of the two
+    typical_between: tuple[str, ...] = ()  # the two providers a typical price is the mean of
+
+    @property
+    def one_provider(self) -> bool:
+        return self.providers == 1
+
+
+def typical_of(prices: list[Decimal]) -> Decimal:
+    """The median of sorted prices; for an even count the mean of the two middle ones (6 places)."""
+    middle = len(prices) // 2
+    if len(prices) % 2:
+        return prices[middle]
+    return ((prices[middle - 1] + prices[middle]) / 2).quantize(Decimal("0.000001"))
 
 
 @data_versioned("price_data_newest")  # perf: read by every page's footer; changes only with an import
@@ -136,8 +150,13 @@ def gpu_rent_prices(
     result: dict[int, GpuRentPrice] = {}
     for gpu_id, group in cheapest.groupby("gpu_id", sort=False):
         prices = list(group["current_price_per_gpu_hour_usd"])
-        typical_index = len(prices) // 2  # statistics.median_high: a price some provider charges
+        typical = typical_of(prices)
+        # The offer a typical price is shown with: the middle one, or the cheaper of the middle two.
+        typical_index = (len(prices) - 1) // 2
         chosen = group.iloc[0] if rule in ("cheapest", "spot") else group.iloc[typical_index]
+        between: tuple[str, ...] = ()
+        if rule == "typical" and len(prices) % 2 == 0:
+            between = tuple(group.iloc[[typical_index, typical_index + 1]]["provider__name"])
         seen = pd.Timestamp(chosen["last_seen"]).to_pydatetime()
         provider_id = int(chosen["provider_id"])
         basis, note = snapshots.get((chosen["source"], provider_id, seen), (PriceSnapshot.DateBasis.ESTIMATE, ""))
@@ -150,7 +169,9 @@ def gpu_rent_prices(
             gpu_count=float(chosen["gpu_count"]),
             is_spot=bool(chosen["is_spot"]),
             observed_at=seen,
-            age_days=round((now - seen).total_seconds() / 86400, 1),
+            age_days=None
+            if basis == PriceSnapshot.DateBasis.ESTIMATE
+            else round((now - seen).total_seconds() / 86400, 1),
             date_basis=basis,
             date_is_estimate=basis == PriceSnapshot.DateBasis.ESTIMATE,
             date_note=note,
@@ -159,13 +180,14 @@ def gpu_rent_prices(
         result[int(gpu_id)] = GpuRentPrice(
             gpu_id=int(gpu_id),
             rule=rule,
-            price_usd=chosen["current_price_per_gpu_hour_usd"],
+            price_usd=typical if rule == "typical" else chosen["current_price_per_gpu_hour_usd"],
             minimum_usd=prices[0],
-            typical_usd=prices[typical_index],
+            typical_usd=typical,
             maximum_usd=prices[-1],
             providers=len(prices),
             offers=int(chosen["gpu_offers"]),
             provenance=provenance,
+            typical_between=between,
         )
     return result
 
@@ -205,6 +227,11 @@ class PriceStatus:
         return self.newest.date() if self.newest else None
 
     @property
+    def newest_is_estimate(self) -> bool:
+        """The newest prices come from a snapshot whose observation date is unknown (estimated)."""
+        return self.newest is not None and self.newest != self.newest_dated
+
+    @property
     def cache_key(self) -> str:
         return f"live:{self.live}:{self.as_of}"
 
@@ -212,8 +239,9 @@ class PriceStatus:
 def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
     """Live while price data with a known date lies within PRICE_FRESHNESS_DAYS of today.
 
-    A bundled snapshot dated by an estimate (the day its files were copied) is never "live":
-    pages say "prices as of" its date.
+    The one decision on freshness: the footer, /providers/, the health page and the rankings all
+    say what this says. A bundled snapshot dated by an estimate (the day its files were copied)
+    is never "live" and has no age: pages say "price date unknown, snapshot of" its date.
     """
     newest, dated = price_snapshot_newest()
     window = settings.PRICE_FRESHNESS_DAYS

@@ -1,5 +1,6 @@
 """Reads for the providers page (/providers/): each provider's offers, how many are priced or
-unmatched, its newest price data and last import; the freshness of the price data."""
+unmatched, its newest snapshot (with how its date is known) and last import. Whether the prices
+as a whole are fresh is ``catalog.selectors_prices.price_status``'s decision, not this module's."""
 
 from __future__ import annotations
 
@@ -8,23 +9,7 @@ from typing import Any
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from catalog.models import Gpu, ImportRun, PriceObservation, Provider
-
-
-def price_freshness(*, gpu: Gpu | int | None = None, provider: str | None = None) -> dict[str, Any]:
-    """Age of the newest price observation (over a GPU's or a provider's offers, or all)."""
-    observations = PriceObservation.objects.all()
-    if gpu is not None:
-        observations = observations.filter(offer__gpu_id=gpu if isinstance(gpu, int) else gpu.pk)
-    if provider:
-        observations = observations.filter(offer__provider__slug=provider)
-    newest = observations.aggregate(newest=Max("observed_at"))["newest"]
-    age = (timezone.now() - newest) if newest else None
-    return {
-        "newest_observation": newest,
-        "age": age,
-        "age_hours": round(age.total_seconds() / 3600, 1) if age else None,
-    }
+from catalog.models import ImportRun, PriceSnapshot, Provider
 
 
 def providers_with_stats() -> list[dict[str, Any]]:
@@ -53,6 +38,7 @@ def providers_with_stats() -> list[dict[str, Any]]:
         .annotate(last=Max("finished_at"))
         .values_list("provider_id", "last")
     )
+    estimated = _newest_snapshot_is_estimate()
     now = timezone.now()
     return [
         {
@@ -68,8 +54,32 @@ def providers_with_stats() -> list[dict[str, Any]]:
             "gpu_count": p.gpu_count,
             "newest_observation": p.newest,
             "last_seen": p.last_seen,
-            "age_days": round((now - p.last_seen).total_seconds() / 86400, 1) if p.last_seen else None,
+            # No age where the date is an estimate: "6 days old" would read as fresh.
+            "date_is_estimate": estimated.get(p.pk, False),
+            "age_days": (
+                round((now - p.last_seen).total_seconds() / 86400, 1)
+                if p.last_seen and not estimated.get(p.pk, False)
+                else None
+            ),
             "last_import": last_runs.get(p.pk),
         }
         for p in providers
     ]
+
+
+def _newest_snapshot_is_estimate() -> dict[int, bool]:
+    """provider id -> whether its newest snapshot's date is an estimate (two queries)."""
+    newest = dict(
+        PriceSnapshot.objects.order_by()
+        .values("provider_id")
+        .annotate(at=Max("observed_at"))
+        .values_list("provider_id", "at")
+    )
+    found: dict[int, bool] = {}
+    for provider_id, at, basis in PriceSnapshot.objects.filter(observed_at__in=set(newest.values())).values_list(
+        "provider_id", "observed_at", "date_basis"
+    ):
+        if newest.get(provider_id) == at:
+            # Of several feeds listing the provider at that time, a known date wins.
+            found[provider_id] = found.get(provider_id, True) and basis == PriceSnapshot.DateBasis.ESTIMATE
+    return found

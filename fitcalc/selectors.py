@@ -92,7 +92,7 @@ class PriceOrigin:
     instance_type: str
     region: str
     observed_at: dt.datetime
-    age_days: float
+    age_days: float | None  # None where the date is an estimate
     date_basis: str
     date_is_estimate: bool
     date_note: str

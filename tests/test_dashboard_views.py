@@ -214,19 +214,22 @@ def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
         )
     typical = gpu_rent_prices(gpu_ids=[world.gpus["h100"].id], rule="typical")[world.gpus["h100"].id]
     cheapest = gpu_rent_prices(gpu_ids=[world.gpus["h100"].id], rule="cheapest")[world.gpus["h100"].id]
-    assert (typical.price_usd, cheapest.price_usd) == (Decimal("5.00"), Decimal("2.00"))  # offers' median: 7.00
+    # The providers' cheapest: Third Cloud 2.00, Lambda 5.00: their mean (the offers' median: 7.00).
+    assert (typical.price_usd, cheapest.price_usd) == (Decimal("3.50"), Decimal("2.00"))
+    assert typical.typical_between == ("Third Cloud", "Lambda")
     response = client.get(reverse("dashboard:compare"), {"gpus": "h100-sxm5-80-gb,rtx-4090"})
     h100 = response.context["columns"][0]
-    assert (h100.typical_price, h100.cheapest_price) == (5.0, 2.0)
+    assert (h100.typical_price, h100.cheapest_price) == (3.5, 2.0)
     assert h100.typical_origin == typical.provenance and h100.cheapest_origin.provider == "Third Cloud"
     ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
     assert ranking["h100-sxm5-80-gb"].price == h100.typical_price
     html = response.content.decode()
-    assert "Lambda · " in html and "Third Cloud · " in html and "d old" in html
+    # The offers have no snapshot recording how their date is known: estimated, so no age.
+    assert "Third Cloud · price date unknown, snapshot of" in html and "d old" not in html
     catalogue = client.get(reverse("catalog:gpu-list"), {"query": "H100"})
     row = next(r for r in catalogue.context["page"] if r.gpu.slug == "h100-sxm5-80-gb")
-    assert row.price.price_usd == Decimal("5.00") and row.price.provenance.provider == "Lambda"
-    assert "Lambda · " in catalogue.content.decode()
+    assert row.price.price_usd == Decimal("3.50") and row.price.provenance.provider == "Third Cloud"
+    assert "mean of Third Cloud and Lambda · " in catalogue.content.decode()
 
 
 def test_gpu_page_compares_an_llm_figure_only_with_the_same_configuration(client):

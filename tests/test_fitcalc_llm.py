@@ -307,22 +307,27 @@ def test_every_price_carries_its_provider_observation_date_and_age(client) -> No
     query = {"model": "llama-3-8b", "mode": "lora", "tokens": "1e8"}
     body_typical = client.get(URL, query).json()
     price = plans_by_slug(body_typical)["card-48"]["gpu"]["price"]
-    # Typical of two providers: the higher middle one (Dated Feed, 0.90), its date known from the source.
-    assert (price["provider"], price["date_is_estimate"], price["age_days"]) == ("Dated Feed", False, 3.0)
-    assert body_typical["buy_vs_rent"][0]["price"]["provider"] == "Dated Feed"
+    # Typical of two providers: their mean (0.85), shown with the cheaper one's offer, whose date is
+    # an estimate: no age.
+    assert (price["provider"], price["date_is_estimate"], price["age_days"]) == ("Estimated Feed", True, None)
+    assert body_typical["buy_vs_rent"][0]["price"]["provider"] == "Estimated Feed"
     cheapest = client.get(URL, query | {"price": "cheapest"}).json()
     price = plans_by_slug(cheapest)["card-48"]["gpu"]["price"]
     assert (price["provider"], price["date_is_estimate"]) == ("Estimated Feed", True)
     assert body_typical["inputs"]["price"] == "typical" and cheapest["inputs"]["price"] == "cheapest"
 
     html = client.get("/fit/", query | {"price": "cheapest"}).content.decode()
-    origin = f"Estimated Feed {seen:%Y-%m-%d} (estimated date) · 3 d old 2 providers (0.80–0.90)"
+    origin = f"Estimated Feed price date unknown, snapshot of {seen:%Y-%m-%d} 2 providers (0.80–0.90)"
     fit_row = html.split('data-gpu="card-48"')[1].split("</tr>")[0]
     assert origin in _text(fit_row)
     buy_table = html[html.index('id="buy-rent-table"') :].split("</table>")[0]
     assert origin in _text(buy_table) and "against the cheapest on-demand rental" in html
     typical_html = _text(client.get("/fit/", query).content.decode())
-    assert f"Dated Feed {seen:%Y-%m-%d} · 3 d old" in typical_html and "against the typical on-demand" in typical_html
+    assert "against the typical on-demand" in typical_html and " d old" not in typical_html
+    # A known date keeps its age.
+    estimated.delete()
+    dated_html = _text(client.get("/fit/", query).content.decode())
+    assert f"Dated Feed {seen:%Y-%m-%d} · 3 d old" in dated_html
 
 
 @pytest.mark.django_db
@@ -449,12 +454,14 @@ def test_cheap_cards_no_longer_win_by_pretending_to_scale_and_every_price_is_dat
             assert best.configuration in ("pcie_host", "single"), plan.gpu.slug
             if best.configuration == "pcie_host":
                 assert "all-reduces over PCIe through host memory" in best.throughput_note, plan.gpu.slug
-    # Every price the API gives carries its provider, observation date and age.
+    # Every price the API gives carries its provider, observation date and age (none for an estimated date).
     body = client.get(URL, {"model": "llama-3-70b", "tokens": "1e8"}).json()
     priced = [plan for plan in body["plans"] if plan["gpu"]["price_per_gpu_hour"] is not None]
     assert len(priced) >= 20
     for plan in priced:
         price = plan["gpu"]["price"]
-        assert price["provider"] and price["observed_at"] and price["age_days"] >= 0, plan["gpu"]["slug"]
+        assert price["provider"] and price["observed_at"], plan["gpu"]["slug"]
         assert isinstance(price["date_is_estimate"], bool)
+        assert (price["age_days"] is None) == price["date_is_estimate"], plan["gpu"]["slug"]
+        assert price["age_days"] is None or price["age_days"] >= 0, plan["gpu"]["slug"]
     assert json.dumps(body)  # serialisable as the API answers it

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from catalog.models import Offer, PriceSnapshot
+from catalog.models import Offer, PriceSnapshot, Provider
 from catalog.selectors_prices import gpu_rent_prices, price_status
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParams
@@ -45,8 +45,16 @@ def test_typical_is_the_median_of_provider_minimums_and_one_listing_cannot_set_i
             OfferFactory(gpu=gpu, provider=provider, current_price_per_hour=Decimal(price))
     OfferFactory(gpu=gpu, provider=ProviderFactory(slug="e"), current_price_per_hour=Decimal("0.05"), is_spot=True)
     typical = gpu_rent_prices()[gpu.id]
-    # Providers' cheapest: 0.10, 1.90, 2.00, 2.40 -> the higher middle value, 2.00 (provider C).
-    assert (typical.price_usd, typical.provenance.provider_slug) == (Decimal("2.00"), "c")
+    # Providers' cheapest: 0.10, 1.90, 2.00, 2.40 -> the mean of the middle two, 1.95 (B and C);
+    # the 0.10 listing cannot set it, and the price is inside the providers' range, not its top.
+    assert (typical.price_usd, typical.provenance.provider_slug) == (Decimal("1.95"), "b")
+    assert typical.typical_between == ("B", "C")
+    ProviderFactory(slug="f", name="F")
+    OfferFactory(gpu=gpu, provider=Provider.objects.get(slug="f"), current_price_per_hour=Decimal("9.00"))
+    odd = gpu_rent_prices()[gpu.id]  # 0.10, 1.90, 2.00, 2.40, 9.00: the middle one, provider C
+    assert (odd.price_usd, odd.provenance.provider_slug, odd.typical_between) == (Decimal("2.00"), "c", ())
+    Offer.objects.filter(provider__slug="f").delete()
+    typical = gpu_rent_prices()[gpu.id]
     assert (typical.minimum_usd, typical.maximum_usd, typical.providers, typical.offers) == (
         Decimal("0.10"),
         Decimal("2.40"),
@@ -104,4 +112,6 @@ def test_demo_top_ten_rows_use_current_on_demand_sku_level_prices_with_provider_
             assert row.price_date_estimated == (snapshot.date_basis == PriceSnapshot.DateBasis.ESTIMATE)
         page = client.get("/", {"use_case": use_case}).content.decode()
         for row in top:
-            assert f"{row.price_provider} · {row.price_observed_at:%Y-%m-%d}" in page
+            date = f"{row.price_observed_at:%Y-%m-%d}"
+            shown = f"price date unknown, snapshot of {date}" if row.price_date_estimated else date
+            assert f"{row.price_provider} · {shown}" in page

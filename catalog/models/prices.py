@@ -243,7 +243,12 @@ class PriceFetch(models.Model):
 
 
 class PriceObservation(models.Model):
-    """One price seen for an offer at one time. Append-only: never updated or deleted."""
+    """A change point of an offer's price: the price and the first time it was seen after another.
+
+    Never updated. A point that an older snapshot imported later makes redundant (the same price
+    right before it) is removed, so that the history does not depend on the import order
+    (catalog.services.prices.writer).
+    """
 
     offer = models.ForeignKey(Offer, on_delete=models.CASCADE, related_name="observations")
     observed_at = models.DateTimeField()

@@ -8,7 +8,7 @@ from django.shortcuts import render
 
 from catalog.selectors_price_health import price_data_health, price_fetches_latest
 from catalog.selectors_prices import price_status
-from catalog.selectors_providers import price_freshness, providers_with_stats
+from catalog.selectors_providers import providers_with_stats
 
 
 def provider_list_view(request: HttpRequest) -> HttpResponse:
@@ -17,7 +17,6 @@ def provider_list_view(request: HttpRequest) -> HttpResponse:
         "catalog/provider_list.html",
         {
             "providers": providers_with_stats(),
-            "freshness": price_freshness(),
             "status": price_status(),
             "fetches": price_fetches_latest(),
         },

@@ -254,6 +254,7 @@ PROVIDER_SLUGS = {
     "latitudesh": "latitude",
     "crusoecloud": "crusoe",
     "massed-compute": "massedcompute",
+    "do": "digitalocean",
 }
 
 KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
@@ -279,7 +280,14 @@ KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
     "vultr": ("Vultr", Provider.Kind.CLOUD),
     "ovhcloud": ("OVHcloud", Provider.Kind.CLOUD),
     "exoscale": ("Exoscale", Provider.Kind.CLOUD),
+    "digitalocean": ("DigitalOcean", Provider.Kind.CLOUD),
+    "scaleway": ("Scaleway", Provider.Kind.CLOUD),
 }
+
+
+def provider_is_marketplace(slug: str) -> bool:
+    """Whether the provider's offers are individual hosts' listings (vast), each its own offer."""
+    return KNOWN_PROVIDERS.get(slug, ("", Provider.Kind.CLOUD))[1] == Provider.Kind.MARKETPLACE
 
 
 def provider_slug(name: str) -> str:

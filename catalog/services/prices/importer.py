@@ -33,7 +33,7 @@ from catalog.services.prices.detect import (
     format_detect,
 )
 from catalog.services.prices.fsdl import parse_fsdl
-from catalog.services.prices.skypilot import parse_skypilot
+from catalog.services.prices.skypilot import GcpHostPool, gcp_host_pool, parse_skypilot, skypilot_feed
 from catalog.services.prices.tugot17 import parse_tugot17
 from catalog.services.prices.writer import snapshot_write
 from gpuatlas.data_version import data_version_bump
@@ -113,12 +113,14 @@ def price_import_file(
     rates: RateBook | None = None,
     unknown_is_error: bool = True,
     source_name: str = "",
+    gcp_hosts: GcpHostPool | None = None,
 ) -> FileSummary:
     """Import one price file in one transaction and record it as an ImportRun.
 
     ``observed_at`` (with ``date_basis`` and ``date_note``) dates rows without a time of their
     own; by default ``snapshots.toml`` or the file's modification time does. ``source_name``
     stands for the path where the file's location is not its identity (a downloaded copy).
+    ``gcp_hosts``: GCP host-VM rows of the other files of the same import, for GPU-only rows.
 
     Malformed rows are rejected with their line numbers and the rest imports; a file that
     cannot be read at all is recorded as a failed run. ``OperationalError`` (database gone,
@@ -169,7 +171,11 @@ def price_import_file(
         elif detected == SKYPILOT_ACCELERATORS:
             _accelerator_names_check(text, summary, matcher or GpuMatcher.load())
         else:
-            parsed = PARSERS[detected](path=Path(source_name) if source_name else path, text=text)
+            source = Path(source_name) if source_name else path
+            if detected == "skypilot" and gcp_hosts is not None:
+                parsed = parse_skypilot(path=source, text=text, gcp_hosts=gcp_hosts)
+            else:
+                parsed = PARSERS[detected](path=source, text=text)
             summary.feed = parsed.feed
             if observed_at is not None:
                 when = SnapshotTime(observed_at, date_basis or PriceSnapshot.DateBasis.PUBLISHED, date_note)
@@ -248,6 +254,7 @@ def prices_import_directory(
     summaries = [price_import_file(path=p, root=path) for p in rate_files]
     matcher = GpuMatcher.load()
     rates = RateBook.load()
+    gcp_hosts = _gcp_hosts_of(files)
     for file in files:
         if file in rate_files:
             continue
@@ -261,11 +268,25 @@ def prices_import_directory(
                     matcher=matcher,
                     rates=rates,
                     observed_at=observed_at,
+                    gcp_hosts=gcp_hosts,
                 )
             )
         except OperationalError as exc:
             summaries.append(FileSummary(path=str(file), error=f"database error: {exc}"))
     return summaries
+
+
+def _gcp_hosts_of(files: list[Path]) -> GcpHostPool:
+    """The GCP host VMs of every GCP catalogue file of an import (whatever the order of the files)."""
+    texts = []
+    for file in files:
+        if file.suffix.lower() != ".csv" or skypilot_feed(file)[1] != "gcp":
+            continue
+        try:
+            texts.append(file.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError):
+            continue  # the file's own import reports it
+    return gcp_host_pool(texts=texts)
 
 
 def price_import_path(

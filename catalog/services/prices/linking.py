@@ -8,9 +8,14 @@ the row alone:
   first) picks the family members it fits within 7%;
 * a form-factor word in the row (GPU name, GpuInfo name, instance type, the tracker's socket:
   ``SXM4``, ``PCIe``, Cudo's ``pci``, ``NVL``, ``HGX``...) picks among those;
+* where the provider documents the instance family's GPU (``instance_families.toml``: AWS p5
+  is the H100 SXM, RunPod's ``A100-80GB`` the PCIe card...), that GPU, provided the row's
+  memory and form-factor words agree with it; a row that contradicts its rule is flagged;
 * when the row states no form factor and members of another form factor still fit, the offer
   is **ambiguous**: it keeps the matcher's pick for reference but stays out of per-GPU
-  rankings until a curator maps it (``OfferGpuMapping``, admin). Nothing is guessed silently.
+  rankings until a curator maps it (``OfferGpuMapping``, admin). Nothing is guessed silently;
+* a stated form factor whose card has another memory than the row reports (``H100_NVL`` with
+  80 GB: the NVL card has 94 GB) is a contradiction: flagged and ambiguous, never matched.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 from catalog.matching import GpuMatcher
 from catalog.models import Gpu, OfferGpuMapping
 from catalog.services.prices.common import OfferRow
+from catalog.services.prices.families import InstanceFamily, instance_families_load, instance_family_for
 
 MEMORY_FIT = 0.07  # reported memory within 7% of the catalogue's: the same card (80 GB vs 81920 MiB)
 
@@ -42,6 +48,13 @@ _FORM_FACTORS = (
     (re.compile(r"^(?:workstation|ws)$"), "Workstation"),
     (re.compile(r"^server$"), "Server"),
 )
+# RTX PRO cards name their edition by a suffix: RTXPRO6000S / RTX_PRO_6000_S / SE (Server Edition),
+# RTXPRO6000-WK / WS (Workstation Edition), Max-Q (the Max-Q Workstation Edition).
+_RTX_PRO_EDITION = re.compile(
+    r"RTX[\s_-]*PRO[\s_-]*\d{4}[\s_-]*(?:Blackwell[\s_-]*)?(?P<edition>SE|S|Server|WS|WK|Workstation|Max-?Q)(?![a-z])",
+    re.IGNORECASE,
+)
+_EDITIONS = {"se": "Server", "s": "Server", "server": "Server", "ws": "Workstation", "wk": "Workstation"}
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 # Memory types a row may name ("NVIDIA-H100-80GB-HBM3"): where a family's members differ in it
 # (H100 SXM5 HBM3, H100 PCIe HBM2e), the memory type states the member as a form-factor word does.
@@ -75,6 +88,9 @@ def memory_types_stated(text: str) -> set[str]:
 def form_factors_stated(text: str) -> set[str]:
     """The form factors a row's text names: ``{"PCIe"}`` for ``intel-ice-lake-a100-pci_1x2v4gb``."""
     found = set()
+    for edition in _RTX_PRO_EDITION.finditer(text):
+        word = edition.group("edition").lower()
+        found.add(_EDITIONS.get(word, "Workstation" if word == "workstation" else "Max-Q"))
     for word in _WORD_SPLIT.split(text.lower()):
         for pattern, variant in _FORM_FACTORS:
             if word and pattern.match(word):
@@ -110,6 +126,8 @@ class GpuLinker:
     facts: dict[int, GpuFact] = field(default_factory=dict)
     families: dict[str, list[int]] = field(default_factory=dict)
     mappings: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    by_slug: dict[str, int] = field(default_factory=dict)
+    instance_families: tuple[InstanceFamily, ...] = ()
     cache: dict[tuple[Any, ...], GpuLink] = field(default_factory=dict)
 
     @classmethod
@@ -125,12 +143,14 @@ class GpuLinker:
                 row["memory_type"] or "",
             )
             linker.facts[fact.id] = fact
+            linker.by_slug[fact.slug] = fact.id
             if fact.family:
                 linker.families.setdefault(fact.family, []).append(fact.id)
         for provider, instance, name, gpu_id in OfferGpuMapping.objects.values_list(
             "provider__slug", "instance_type", "gpu_name_raw", "gpu_id"
         ):
             linker.mappings[(provider, instance, name)] = gpu_id
+        linker.instance_families = instance_families_load()
         return linker
 
     def link(self, row: OfferRow) -> GpuLink:
@@ -138,10 +158,36 @@ class GpuLinker:
         if mapped is not None:
             memory = row.memory_candidates[0] if row.memory_candidates else None
             return GpuLink(mapped, memory, how="mapped by a curator")
-        key = (row.gpu_name_raw, row.other_gpu_names, row.hints, row.memory_candidates)
+        family = instance_family_for(
+            provider=row.provider, instance_type=row.instance_type, families=self.instance_families
+        )
+        key = (row.gpu_name_raw, row.other_gpu_names, row.hints, row.memory_candidates, family)
         if key not in self.cache:
-            self.cache[key] = self._link(row)
+            link = self._link(row)
+            self.cache[key] = self._documented(link, row, family) if family is not None else link
         return self.cache[key]
+
+    def _documented(self, link: GpuLink, row: OfferRow, family: InstanceFamily) -> GpuLink:
+        """The family's documented GPU, where the row agrees with it; else the row's own verdict, flagged."""
+        gpu_id = self.by_slug.get(family.gpu)
+        if gpu_id is None or link.gpu_id is None:
+            return link
+        fact, named = self.facts[gpu_id], self.facts[link.gpu_id]
+        if named.family != fact.family and link.gpu_id != gpu_id:
+            return link  # the row names another GPU model: the rule is not about this row
+        how = f"instance family documented by the provider ({family.source})"
+        stated = form_factors_stated(" ".join((row.gpu_name_raw, *row.other_gpu_names, row.hints)))
+        memory = link.memory_gib
+        problems = []
+        if memory is not None and not self.fits(gpu_id, memory):
+            problems.append(f"reported {memory:g} GiB per GPU, the documented {fact.slug} has {fact.memory_gib or 0:g}")
+        if stated and fact.variant not in stated:
+            problems.append(f"the row says {'/'.join(sorted(stated))}, the documented {fact.slug} is {fact.variant}")
+        if problems:
+            slugs = tuple(sorted({fact.slug, *(link.candidates or (named.slug,))}))
+            mismatch = "; ".join(problems)
+            return GpuLink(link.gpu_id, memory, mismatch, ambiguous=True, candidates=slugs, how=f"contradicts {how}")
+        return GpuLink(gpu_id, memory, link.memory_mismatch, how=how)
 
     def fits(self, gpu_id: int, memory: float | None) -> bool:
         known = self.facts[gpu_id].memory_gib
@@ -180,7 +226,20 @@ class GpuLinker:
         if len(stated) == 1:
             wanted = next(iter(stated))
             of_variant = [c for c in candidates if self.facts[c].variant == wanted]
-            if not of_variant:  # the stated form factor overrides a memory reading that fits another
+            if not of_variant and memory is not None:
+                # The stated form factor's card has other memory than the row reports (H100 NVL is
+                # 94 GB, the row says 80): the name and the memory disagree; flag, never pick one.
+                named = sorted(self.facts[s].slug for s in siblings if self.facts[s].variant == wanted)
+                if named:
+                    slugs = tuple(sorted({*named, *(self.facts[c].slug for c in candidates)}))
+                    mismatch = (
+                        f"the row says {wanted} ({', '.join(named)}) but reports {memory:g} GiB per GPU, "
+                        f"which fits {', '.join(self.facts[c].slug for c in candidates)}"
+                    )
+                    return GpuLink(
+                        base, memory, mismatch, ambiguous=True, candidates=slugs, how="name and memory disagree"
+                    )
+            if not of_variant:  # the stated form factor decides where the memory says nothing
                 of_variant = [s for s in siblings if self.facts[s].variant == wanted]
             if of_variant:
                 candidates, how = of_variant, f"name, form factor {wanted} stated"

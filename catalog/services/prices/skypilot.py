@@ -20,7 +20,16 @@ shared/data/SOURCES.md:
   host is not fixed (N1 and G2 machines take several shapes) or not listed are left out with
   the reason; host rows without their GPU row are kept without a per-GPU price;
 * rows with only a ``SpotPrice`` give a spot offer only; a row with both gives two offers;
-* float noise (``5.8854999999999995``) is rounded to the stored 6 decimal places.
+* float noise (``5.8854999999999995``) is rounded to the stored 6 decimal places;
+* GpuInfo keys are read whatever their case (DigitalOcean writes ``gpus``, ``memoryinfo``,
+  ``sizeinmib``);
+* a memory size in an instance type may be the whole instance's (DigitalOcean's
+  ``gpu-h100x8-640gb`` is 8 x 80 GB): the size divided by the GPU count is offered as a reading
+  too, and the linker takes the first reading a catalogue GPU of the model fits;
+* marketplace listings (vast) are separate machines: two listings of one instance type in one
+  region at different prices are two offers (`` · listing N``, numbered by price), not a conflict;
+* prices are USD except where a cloud's catalogue is documented to bill in another currency
+  (``CLOUD_CURRENCIES``).
 """
 
 from __future__ import annotations
@@ -43,12 +52,20 @@ from catalog.services.prices.common import (
     RowRejection,
     parse_decimal_price,
     parse_float,
+    provider_is_marketplace,
     provider_slug,
 )
 
 FORMAT = "skypilot"
 UNAVAILABLE_PLACEHOLDER = Decimal("700")
 REQUIRED_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region")
+CPU_ONLY = "no accelerator (CPU-only instance)"
+HOST_WITH_GPU = "GCP host VM priced together with its GPU row"
+GCP_HOST_MISSING = (
+    "GCP GPU-only price left out: the host VM of its machine type is not listed for the same zone in this "
+    "import (SkyPilot prices the GPUs and the host VM as separate rows; an offer is both); import the file "
+    "with the host-VM rows in the same run"
+)
 # GCP machine families whose price is the host VM only; the GPU is billed as a separate row.
 # The GPU model and count follow from the machine type name (GCP's documented families).
 GCP_HOST_FAMILIES = {
@@ -67,6 +84,11 @@ GCP_GPU_HOSTS = {
     for count in ((16,) if family == "a2-megagpu" else (1, 2, 4, 8))
     if not (family in ("a3-megagpu", "a3-ultragpu", "a4-highgpu") and count != 8)
 }
+# Clouds whose catalogue prices are not USD. SkyPilot's Scaleway fetcher copies the
+# ``hourly_price`` of Scaleway's Instance API (sky/catalog/data_fetchers/fetch_scaleway.py), which
+# Scaleway documents in euros (https://www.scaleway.com/en/developers/api/instances/, "hourly_price:
+# estimated hourly price, in EUR"; https://www.scaleway.com/en/pricing/gpu/ lists the same figures in €).
+CLOUD_CURRENCIES = {"scaleway": "EUR"}
 # Clouds whose GpuInfo SizeInMiB is the total over the instance's GPUs (shared/data/SOURCES.md).
 MEMORY_IS_TOTAL = {"vast", "primeintellect"}
 # A memory size written right after a GPU model in a name: "V100_16GB", "A100-80GB", "H100 80G".
@@ -75,6 +97,9 @@ _GCP_HOST = re.compile(r"^(?P<family>[a-z]\d-[a-z]+)-(?P<count>\d+)g$")
 # vast folds GPU names into AcceleratorName (RTX_4060_Ti -> RTX4060, RTX_4070S_Ti -> RTX4070);
 # its instance type keeps the real one: "1x-RTX_4060_Ti-32-65536".
 _VAST_MODEL = re.compile(r"^\d+x-(?P<model>.+)-\d+-\d+$")
+_GPU_INFO_KEYS = {
+    k.lower(): k for k in ("Gpus", "Name", "Manufacturer", "Count", "MemoryInfo", "SizeInMiB", "TotalGpuMemoryInMiB")
+}
 _VERSIONED_PATH = re.compile(r"(?:^|/)(v\d+)/([^/]+)/[^/]+\.csv$")
 
 
@@ -112,6 +137,15 @@ def parse_gpu_info(text: str) -> dict[str, Any] | str | None:
             raise RowError("GpuInfo is neither JSON nor a Python dict") from None
     if not isinstance(value, dict):
         raise RowError("GpuInfo is not a dict")
+    return _keys_folded(value)
+
+
+def _keys_folded(value: Any) -> Any:
+    """GpuInfo with its keys in one spelling: ``gpus`` -> ``Gpus``, ``sizeinmib`` -> ``SizeInMiB``."""
+    if isinstance(value, dict):
+        return {_GPU_INFO_KEYS.get(str(k).lower(), k): _keys_folded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_keys_folded(v) for v in value]
     return value
 
 
@@ -156,8 +190,37 @@ def memory_in_names(*texts: str) -> tuple[float, ...]:
     return tuple(found)
 
 
-def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
-    """Parse one SkyPilot ``vms.csv`` into offer rows and rejected lines."""
+@dataclass(frozen=True)
+class GcpHostPool:
+    """The GCP host-VM rows of every GCP file of one import, by (machine type, region, zone), and
+    the hosts that a GPU-only row of one of those files is priced with."""
+
+    records: dict[tuple[str, str, str], dict[Any, Any]]
+    wanted: frozenset[tuple[str, str, str]]
+
+
+def gcp_host_pool(*, texts: list[str]) -> GcpHostPool:
+    """What the files of one import tell each other about GCP host VMs (whatever their order)."""
+    records: dict[tuple[str, str, str], dict[Any, Any]] = {}
+    wanted: set[tuple[str, str, str]] = set()
+    for text in texts:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not {"InstanceType", "AcceleratorName", "Region"} <= set(reader.fieldnames or []):
+            continue
+        rows = [(0, r) for r in reader]
+        for key, host in _gcp_hosts(rows).items():
+            records.setdefault(key, host.record)
+        wanted.update(_gcp_hosts_wanted(rows))
+    return GcpHostPool(records, frozenset(wanted))
+
+
+def parse_skypilot(*, path: Path, text: str | None = None, gcp_hosts: GcpHostPool | None = None) -> ParsedFile:
+    """Parse one SkyPilot ``vms.csv`` into offer rows and rejected lines.
+
+    ``gcp_hosts``: the host VMs of the GCP files of the same import (``gcp_host_pool``): GPU-only
+    rows whose host is not in this file are priced with another file's (this file's come first),
+    and a host row that another file's GPU rows are priced with is not an offer of its own.
+    """
     feed, cloud = skypilot_feed(path)
     provider = provider_slug(cloud)
     parsed = ParsedFile(format=FORMAT, feed=feed)
@@ -176,6 +239,11 @@ def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
         previous_end = reader.line_num
     parsed.rows_read = len(records)
     hosts = _gcp_hosts(records) if cloud == "gcp" else {}
+    if cloud == "gcp" and gcp_hosts is not None:
+        for key, record in gcp_hosts.records.items():
+            hosts.setdefault(key, _Host(0, record))
+        for key in gcp_hosts.wanted & hosts.keys():
+            hosts[key].used = True
     for line, record in records:
         try:
             rows = _rows_for(record, line=line, provider=provider, cloud=cloud, hosts=hosts)
@@ -186,7 +254,27 @@ def parse_skypilot(*, path: Path, text: str | None = None) -> ParsedFile:
             parsed.skip(rows)
             continue
         parsed.rows.extend(rows)
+    if provider_is_marketplace(provider):
+        _number_listings(parsed.rows)
     return parsed
+
+
+def _number_listings(rows: list[OfferRow]) -> None:
+    """Listings of one instance type, region and zone at different prices are different machines.
+
+    Numbered by price (the cheapest keeps the plain name, the next is `` · listing 2``), so that
+    the numbering does not depend on the order of the rows.
+    """
+    prices: dict[tuple[str, str, str, str, bool], set[Decimal]] = {}
+    for row in rows:
+        if row.price_per_hour is not None:
+            prices.setdefault(row.identity, set()).add(row.price_per_hour)
+    for row in rows:
+        distinct = sorted(prices.get(row.identity, ()))
+        if len(distinct) > 1 and row.price_per_hour is not None:
+            position = distinct.index(row.price_per_hour)
+            if position:
+                row.instance_type = f"{row.instance_type} · listing {position + 1}"[:200]
 
 
 @dataclass
@@ -206,6 +294,14 @@ def _gcp_hosts(records: list[tuple[int, dict[Any, Any]]]) -> dict[tuple[str, str
             key = (instance, (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
             hosts[key] = _Host(line, record)
     # A host whose GPU row is present is priced with it (the GPU row's offer): mark it used.
+    for key in _gcp_hosts_wanted(records) & hosts.keys():
+        hosts[key].used = True
+    return hosts
+
+
+def _gcp_hosts_wanted(records: list[tuple[int, dict[Any, Any]]]) -> set[tuple[str, str, str]]:
+    """The host VMs (machine type, region, zone) that the GPU-only rows are priced with."""
+    wanted = set()
     for _line, record in records:
         if (record.get("InstanceType") or "").strip() or not (record.get("AcceleratorName") or "").strip():
             continue
@@ -214,10 +310,11 @@ def _gcp_hosts(records: list[tuple[int, dict[Any, Any]]]) -> dict[tuple[str, str
         except ValueError:
             continue
         host_type = GCP_GPU_HOSTS.get((record["AcceleratorName"].strip(), count))
-        key = (host_type or "", (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
-        if key in hosts:
-            hosts[key].used = True
-    return hosts
+        if host_type:
+            wanted.add(
+                (host_type, (record.get("Region") or "").strip(), (record.get("AvailabilityZone") or "").strip())
+            )
+    return wanted
 
 
 def _rows_for(
@@ -241,9 +338,9 @@ def _rows_for(
     if not accelerator:
         host = _GCP_HOST.match(instance) if cloud == "gcp" else None
         if host is None or host.group("family") not in GCP_HOST_FAMILIES:
-            return "no accelerator (CPU-only instance)"
+            return CPU_ONLY
         if hosts.get((instance, region, zone), _Host(0, {})).used:
-            return "GCP host VM priced together with its GPU row"
+            return HOST_WITH_GPU
         accelerator, memory = GCP_HOST_FAMILIES[host.group("family")]
         gpu_count = float(host.group("count"))
         gpu_info_name, memories = "", (memory,)  # type: tuple[str, tuple[float, ...]]
@@ -255,7 +352,10 @@ def _rows_for(
         gpu_info_name, memories, dropped = _gpu_facts(info, gpu_count, cloud=cloud, host_ram_gib=host_ram)
         if dropped:
             extra["memory_note"] = dropped
-        memories = tuple(dict.fromkeys((*memory_in_names(instance, accelerator, gpu_info_name), *memories)))
+        written = memory_in_names(instance, accelerator, gpu_info_name)
+        if gpu_count > 1:  # "gpu-h100x8-640gb": the size may be the whole instance's
+            written = tuple(m for size in written for m in (size, round(size / gpu_count, 2)))
+        memories = tuple(dict.fromkeys((*written, *memories)))
     if not instance:
         # TPU rows price the whole slice ("tpu-v6e-8"): no host VM to add.
         if cloud == "gcp" and not accelerator.lower().startswith("tpu-"):
@@ -263,7 +363,10 @@ def _rows_for(
             if isinstance(combined, str):
                 return combined
             instance, price, spot, vcpus, ram, host_line = combined
-            extra["host_line"] = host_line
+            if host_line:
+                extra["host_line"] = host_line
+            else:
+                extra["host_from"] = "another GCP file of the same import"
         elif cloud == "gcp":
             instance = accelerator
         else:
@@ -296,6 +399,7 @@ def _rows_for(
         "ram_gib": ram,
         "price_separable": separable,
         "extra": extra,
+        "currency": CLOUD_CURRENCIES.get(cloud, "USD"),
     }
     rows = []
     for value, is_spot in ((price, False), (spot, True)):
@@ -323,7 +427,7 @@ def _gcp_with_host(
         return "GCP GPU-only price left out: the host VM is not fixed by the GPU (N1/G2 machines), no full price"
     host = hosts.get((host_type, region, zone))
     if host is None:
-        return "GCP GPU-only price left out: its host VM is not listed in the same zone"
+        return GCP_HOST_MISSING
     host_price = _price(host.record, "Price")
     host_spot = _price(host.record, "SpotPrice")
     total = price + host_price if price is not None and host_price is not None else None

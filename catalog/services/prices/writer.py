@@ -2,8 +2,16 @@
 
 Order never matters: importing the same files in any order leaves the same current state.
 
-* An offer's current price is the price of its newest observation; an older snapshot never
-  replaces it (its price goes into the history if it differs from the one before it in time).
+* An offer's current price is the price of its newest sighting; an older snapshot never
+  replaces it. The history holds the change points: each price with the first time it was seen
+  after another price. An older snapshot imported later is put in its place in time: its price
+  goes in if it differs from the one before it, and a later change point with the same price is
+  then no longer a change (it is removed, and "current since" moves back to the older time). A
+  price older than the newest sighting but newer than the last change point is history, and the
+  current price is recorded again at the newest sighting, where it is known to hold. This gives
+  the same prices, dates and histories in either order where the snapshots of one offer
+  interleave once (a bundled file and a newer one); with more interleaved snapshots the
+  re-recorded current price carries the newest sighting's time, which is a bound, not the first.
 * ``last_seen`` is the newest snapshot that listed the offer, ``first_seen`` the oldest; the
   offer's details (GPU, counts, extra) come from the newest snapshot.
 * ``available`` means "in the newest snapshot of its feed": a newer snapshot without the offer
@@ -347,7 +355,23 @@ def _price_write(
     )
     newest = offer.current_observed_at
     same = offer.current_price_per_hour == row.price_per_hour and offer.current_currency == row.currency
-    if newest is None or (when > newest and not same):
+    current, current_usd = offer.current_price_per_hour, offer.current_price_per_gpu_hour_usd
+    if newest is not None and newest < when < offer.last_seen and not same and current and current_usd:
+        # Seen between the last change point and a newer sighting at the current price: history.
+        context.pending.older.append((offer, observation))
+        current_again = PriceObservation(
+            observed_at=offer.last_seen,
+            price_per_hour=current,
+            currency=offer.current_currency,
+            price_per_gpu_hour=per_gpu(current, offer.gpu_count),
+            price_per_gpu_hour_usd=current_usd,
+            import_run=context.import_run,
+        )
+        context.pending.older.append((offer, current_again))
+        offer.current_observed_at = offer.last_seen
+        context.pending.mark(offer)
+        context.summary.skipped[OLDER_PRICE] = context.summary.skipped.get(OLDER_PRICE, 0) + 1
+    elif newest is None or (when > newest and not same):
         context.pending.observations.append((offer, observation))
         offer.current_price_per_hour = row.price_per_hour
         offer.current_currency = row.currency
@@ -361,10 +385,13 @@ def _price_write(
         raise RowError(f"a different price for this offer at {when:%Y-%m-%d %H:%M} is already stored")
 
 
-def _older_observations_to_add(older: list[tuple[Offer, PriceObservation]]) -> list[tuple[Offer, PriceObservation]]:
-    """Older prices that differ from the history's price in effect at their time."""
+def _older_observations_to_add(
+    older: list[tuple[Offer, PriceObservation]], pending: _Pending
+) -> tuple[list[tuple[Offer, PriceObservation]], list[tuple[int, dt.datetime]]]:
+    """Older prices that differ from the history's price in effect at their time, and the later
+    change points (offer id, time) they make redundant (the same price right after them)."""
     if not older:
-        return []
+        return [], []
     history: dict[int, list[tuple[dt.datetime, Decimal, str]]] = {}
     ids = {offer.pk for offer, _ in older if offer.pk is not None}
     for offer_id, at, price, currency in (
@@ -373,30 +400,54 @@ def _older_observations_to_add(older: list[tuple[Offer, PriceObservation]]) -> l
         .values_list("offer_id", "observed_at", "price_per_hour", "currency")
     ):
         history.setdefault(offer_id, []).append((at, price, currency))
-    chosen = []
-    for offer, observation in older:
-        series = history.setdefault(offer.pk, []) if offer.pk is not None else []
+    for offer, observation in pending.observations:  # this file's newer change points
+        if offer.pk is not None:
+            history.setdefault(offer.pk, []).append(
+                (observation.observed_at, observation.price_per_hour, observation.currency)
+            )
+    chosen: list[tuple[Offer, PriceObservation]] = []
+    redundant: list[tuple[int, dt.datetime]] = []
+    for offer, observation in sorted(older, key=lambda pair: pair[1].observed_at):
+        if offer.pk is None:
+            continue
+        series = sorted(history.setdefault(offer.pk, []))
+        key = (observation.price_per_hour, observation.currency)
         if any(at == observation.observed_at for at, _, _ in series):
             continue
         before = [(at, price, currency) for at, price, currency in series if at < observation.observed_at]
-        if before and (before[-1][1], before[-1][2]) == (observation.price_per_hour, observation.currency):
+        after = [(at, price, currency) for at, price, currency in series if at > observation.observed_at]
+        if before and (before[-1][1], before[-1][2]) == key:
             continue
+        if after and (after[0][1], after[0][2]) == key:
+            # The later point is no longer a change: this older one replaces it.
+            series.remove(after[0])
+            redundant.append((offer.pk, after[0][0]))
+            chosen = [(o, obs) for o, obs in chosen if not (o.pk == offer.pk and obs.observed_at == after[0][0])]
+            if offer.current_observed_at == after[0][0]:
+                offer.current_observed_at = observation.observed_at
+                pending.mark(offer)
         series.append((observation.observed_at, observation.price_per_hour, observation.currency))
-        series.sort()
+        history[offer.pk] = sorted(series)
         chosen.append((offer, observation))
-    return chosen
+    return chosen, redundant
 
 
 def _flush(pending: _Pending, summary: FileSummary) -> None:
     Offer.objects.bulk_create(pending.offers_to_create, batch_size=1000)
+    older, redundant = _older_observations_to_add(pending.older, pending)
     created = {id(o) for o in pending.offers_to_create}
     dirty = [o for o in pending.dirty.values() if id(o) not in created]
     if dirty:
         Offer.objects.bulk_update(dirty, _OFFER_UPDATE_FIELDS, batch_size=500)
+    gone = {(offer_id, at) for offer_id, at in redundant}
     observations = []
-    for offer, observation in [*pending.observations, *_older_observations_to_add(pending.older)]:
+    for offer, observation in [*pending.observations, *older]:
+        if (offer.pk, observation.observed_at) in gone:
+            continue
         observation.offer_id = offer.pk
         observations.append(observation)
+    for offer_id, at in sorted(gone):
+        PriceObservation.objects.filter(offer_id=offer_id, observed_at=at).delete()
     PriceObservation.objects.bulk_create(observations, batch_size=1000)
     summary.observations_added += len(observations)
     summary.offers_updated += len(pending.changed)
