@@ -5,8 +5,11 @@ by the chosen rule (``catalog.selectors_prices.gpu_rent_prices``: typical, the m
 providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
 date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
 the rate of each GPU count by the calibrated model, measured figures first
-(``fitcalc.selectors_llm``); for training, one GPU's rate and the data-parallel scaling, measured
-where the client measured it. A fixed number of queries, whatever the number of GPUs.
+(``fitcalc.selectors_llm``); for training, one GPU's rate by one method for every GPU (its
+fine-tuning ranking figure made a rate by the anchor GPU's measured FLOP rate: fitcalc.throughput)
+and the rate of each count with its communication priced over the GPU's link, measured where the
+client measured it (fitcalc.parallel). GPUs that cannot run a training job's format natively (BF16,
+FP8) are left out, and a warning names them. A fixed number of queries, whatever the number of GPUs.
 ``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
 """
 
