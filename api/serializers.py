@@ -321,18 +321,20 @@ class RankingRowSerializer(serializers.Serializer):
     scaling_tokens_per_s_per_gpu = _nullable_float(help_text="Per-GPU training throughput at scaling_gpu_count.")
     scaling_one_gpu_tokens_per_s = _nullable_float(help_text="The 1-GPU figure of the same runs.")
     estimate_error_pct = _nullable_float(
-        help_text="Typical error of perf_estimated in percent (median leave-one-GPU-out miss of the spec estimate or "
-        "of the LLM model; for LLM estimates outside the measured range, the model's error there); null without an "
-        "estimate or when unknown."
+        help_text="Typical error of perf_estimated in percent (spec estimates: the median leave-one-GPU-out miss on "
+        "the measured GPUs of the same vendor and class, else of the same vendor; LLM estimates: the model's miss, "
+        "outside the measured range its error there); null without an estimate or when unknown (a spec estimate of "
+        "a vendor nobody measured: estimate_outside_range)."
     )
     estimate_outside_range = serializers.BooleanField(
-        help_text="LLM estimates: for a GPU class or configuration no calibration row contains."
+        help_text="Spec estimates: no GPU of this vendor is measured, so the error is unknown. LLM estimates: for a "
+        "GPU class or configuration no calibration row contains."
     )
     estimate_outside_reasons = serializers.ListField(
         child=serializers.ChoiceField(
             choices=[(r, r) for r in ("vendor", "architecture", "configuration", "precision")]
         ),
-        help_text="LLM estimates outside the measured range: what the calibration rows lack.",
+        help_text="Estimates outside the measured range: what the measured rows lack (spec estimates: vendor).",
     )
     llm_configuration = serializers.CharField(
         help_text="LLM use cases, estimates: single, layer (split across GPUs) or the link of a tensor-parallel split "

@@ -193,8 +193,10 @@ class FitCountPlanSerializer(serializers.Serializer):
     throughput_basis = _enum(list(BASES))
     scaling = _enum(
         list(SCALINGS),
-        help_text="How the count's rate was reached: one GPU; measured data-parallel scaling; the assumed 90% per "
-        "doubling; one stream split by layers (no speed-up); batched serving by the calibrated model.",
+        help_text="How the count's rate was reached: one GPU; training communication priced with the all-reduce "
+        "bandwidth measured on this GPU, count and link; priced from the link's datasheet figures (modelled); the "
+        "assumed 90% per doubling (link unknown); one stream split by layers (no speed-up); batched serving by the "
+        "calibrated model.",
     )
     throughput_note = serializers.CharField(allow_blank=True)
     typical_error = _nullable_float(help_text="Typical relative error of an estimate (0.2 = 20%); null if unknown.")
@@ -208,7 +210,8 @@ class FitCountPlanSerializer(serializers.Serializer):
     configuration = serializers.CharField(
         allow_blank=True,
         help_text="LLM inference: single, layer (split by layers), or the link of a tensor-parallel group "
-        "(fabric, pcie_p2p, pcie_host, unknown).",
+        "(fabric, pcie_p2p, pcie_host, unknown). Training: the split used, data (DDP), zero3 (fully sharded) or "
+        "tensor.",
     )
 
 

@@ -204,10 +204,21 @@ class ScalingLine:
     one_gpu_tokens_per_s: float | None  # median 1-GPU figure of the runs behind the efficiency
     ranked: bool  # counts in the rankings (see module doc)
     host: HostFacts  # of the newest run
+    tokens_per_step: int | None = None  # per GPU: params batch x seq_len (the shape is the line's)
+    parameters: int | None = None  # the trained block's parameters (extra.parameters of the newest run)
 
     @property
     def interconnect_label(self) -> str:
         return interconnect_label(self.interconnect)
+
+
+def _positive_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _tokens_per_step(params: Mapping[str, Any]) -> int | None:
+    batch, seq = _positive_int(params.get("batch")), _positive_int(params.get("seq_len"))
+    return batch * seq if batch and seq else None
 
 
 @dataclass(frozen=True)
@@ -295,6 +306,7 @@ def scaling_lines(results: Iterable[HostResult], *, min_results: int) -> list[Sc
         median_value = statistics.median(r.value for r in members)
         rank_min, rank_max = _ranks(members)
         lab = any(r.lab for r in members)
+        newest = _newest(members)
         lines.append(
             ScalingLine(
                 workload=DDP_WORKLOAD,
@@ -315,7 +327,9 @@ def scaling_lines(results: Iterable[HostResult], *, min_results: int) -> list[Sc
                 efficiency_max=max(effs) if effs else None,
                 one_gpu_tokens_per_s=_median([one for _r, (_e, one) in found]),
                 ranked=_ranked(n=len(effs) if count > 1 else len(members), lab=lab, min_results=min_results),
-                host=host_facts(_newest(members)),
+                host=host_facts(newest),
+                tokens_per_step=_tokens_per_step(newest.params),
+                parameters=_positive_int(newest.extra.get("parameters")),
             )
         )
     return sorted(lines, key=lambda x: (x.version, x.precision, x.gpu_count, _interconnect_rank(x.interconnect)))

@@ -19,7 +19,8 @@ Time and cost
 -------------
 The rate of n GPUs is the caller's figure for that count where it gives one
 (``GpuFacts.count_rates``: LLM inference from the calibrated model, whose one stream gains
-nothing from more GPUs; training with a measured data-parallel scaling efficiency). Otherwise
+nothing from more GPUs; training with its communication priced over the GPU's link, measured
+where the client measured it: fitcalc.parallel). Otherwise
 ``throughput_per_s`` is one GPU's rate (tokens or samples per second; measured, or the
 spec-sheet estimate flagged ``throughput_is_estimate``) and n GPUs run ``n x e^log2(n)`` times as
 fast, with ``e`` = :data:`SCALING_EFFICIENCY_PER_DOUBLING` = 0.9: each doubling of the GPU count
@@ -60,9 +61,11 @@ DAYS_PER_MONTH = 365.25 / 12
 DEFAULT_AMORTISATION_MONTHS = 36.0
 
 
-#: How the rate of n GPUs was reached: one GPU; a measured scaling efficiency; the assumed 90% per
-#: doubling; one stream split by layers (no speed-up); batched serving by the calibrated model.
-SCALINGS = ("single", "measured", "assumed", "layer-split", "tensor-parallel")
+#: How the rate of n GPUs was reached: one GPU; training communication priced with the all-reduce
+#: bandwidth measured on that GPU, count and link (fitcalc.parallel); priced from the link's datasheet
+#: figures ("modelled"); the assumed 90% per doubling (link unknown); one stream split by layers (no
+#: speed-up); batched serving by the calibrated model.
+SCALINGS = ("single", "measured", "modelled", "assumed", "layer-split", "tensor-parallel")
 
 
 @dataclass(frozen=True)

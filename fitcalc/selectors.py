@@ -5,8 +5,11 @@ by the chosen rule (``catalog.selectors_prices.gpu_rent_prices``: typical, the m
 providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
 date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
 the rate of each GPU count by the calibrated model, measured figures first
-(``fitcalc.selectors_llm``); for training, one GPU's rate and the data-parallel scaling, measured
-where the client measured it. A fixed number of queries, whatever the number of GPUs.
+(``fitcalc.selectors_llm``); for training, one GPU's rate by one method for every GPU (its
+fine-tuning ranking figure made a rate by the anchor GPU's measured FLOP rate: fitcalc.throughput)
+and the rate of each count with its communication priced over the GPU's link, measured where the
+client measured it (fitcalc.parallel). GPUs that cannot run a training job's format natively (BF16,
+FP8) are left out, and a warning names them. A fixed number of queries, whatever the number of GPUs.
 ``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -24,9 +28,15 @@ from django.utils.translation import gettext as _
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
-from dashboard.selectors.scaling import scaling_measured_by_gpu
+from dashboard.ranking.maths import pcie_peak_gbs
+from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams
+from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
 from fitcalc.forms import FitRequest
-from fitcalc.memory import TRAINING_MODES, MemoryBreakdown
+from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown
+from fitcalc.parallel import TrainingJob, link_figures, training_count_rates
 from fitcalc.plan import (
     DEFAULT_COUNTS,
     MAX_HOURS,
@@ -44,20 +54,24 @@ from fitcalc.selectors_llm import (
     llm_gpu,
     llm_job_context,
     llm_job_facts,
-    training_count_rates,
 )
 from fitcalc.throughput import (
     ACHIEVABLE_COMPUTE_FRACTION,
+    BLOCK_MEASUREMENT_PRECISIONS,
     LAMBDA_MODES,
     LAMBDA_WORKLOAD_FOR_PRESET,
+    RELATIVE_PRECISION_FAMILY,
     TRANSFORMER_INFER,
     TRANSFORMER_TRAIN,
     Basis,
     GpuMeasurements,
     GpuSpecs,
+    RelativeTraining,
     block_flops_per_token,
+    compute_peak_flops,
     throughput_resolve,
 )
+from llm_estimate.comm import gpu_link
 
 MIN_COMMUNITY_N = 3  # as dashboard.ranking.maths: an aggregate counts with a lab result or >= 3 community results
 
@@ -255,6 +269,82 @@ def _first_rate(rates: dict[int, CountRate], *, per_gpu: bool) -> CountRate | No
     return None
 
 
+#: The ranking whose figures set transformer training rates: transformer workloads only.
+TRAINING_USE_CASE = "fine-tuning"
+#: Formats a GPU must run natively to be offered for training in them.
+NATIVE_FORMATS = ("bf16", "fp8")
+
+
+def _relative_training(
+    *,
+    precision: str,
+    measured: dict[int, GpuMeasurements],
+    specs_by_id: dict[int, GpuSpecs],
+) -> dict[int, RelativeTraining]:
+    """gpu id -> its fine-tuning ranking figure with the anchor that makes it a rate
+    (fitcalc.throughput, item 2): the measured GPU whose transformer-train block was timed, the most
+    results first; without one, the measured GPU with the most results at a fraction of its peak."""
+    family = RELATIVE_PRECISION_FAMILY.get(precision)
+    if family is None:
+        return {}
+    try:
+        ranking = rankings_compute(params=RankingParams(use_case=TRAINING_USE_CASE, precision=family, show="all"))
+    except RankingParamError:  # no baseline GPU in the catalogue: no ranking to read
+        return {}
+    rows: dict[int, RankingRow] = {r.gpu_id: r for r in [*ranking.rows, *ranking.ineligible_rows] if r.perf}
+    measured_rows = [r for r in rows.values() if r.perf_basis == "measured"]
+    timed = [
+        r for r in measured_rows if precision in BLOCK_MEASUREMENT_PRECISIONS and measured.get(r.gpu_id, GpuMeasurements()).train_flops
+    ]  # fmt: skip
+    anchor_flops: float | None
+    if timed:
+        anchor = max(timed, key=lambda r: (r.n, r.gpu_slug))
+        anchor_flops, anchor_measured = measured[anchor.gpu_id].train_flops, True
+    else:
+        with_peak = [
+            r
+            for r in measured_rows
+            if r.gpu_id in specs_by_id and compute_peak_flops(specs_by_id[r.gpu_id], precision)[0]
+        ]
+        if not with_peak:
+            return {}
+        anchor = max(with_peak, key=lambda r: (r.n, r.gpu_slug))
+        peak = compute_peak_flops(specs_by_id[anchor.gpu_id], precision)[0]
+        anchor_flops, anchor_measured = ACHIEVABLE_COMPUTE_FRACTION * peak if peak else None, False
+    if not anchor_flops or not anchor.perf:
+        return {}
+    return {
+        gpu_id: RelativeTraining(
+            perf=row.perf,
+            measured=row.perf_basis == "measured",
+            typical_error=None if row.estimate_error_pct is None else row.estimate_error_pct / 100,
+            anchor_name=anchor.gpu_name,
+            anchor_perf=anchor.perf,
+            anchor_flops=anchor_flops,
+            anchor_measured=anchor_measured,
+        )
+        for gpu_id, row in rows.items()
+        if row.perf
+    }
+
+
+def _lacks_format(precision: str, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> bool:
+    """Whether the GPU is known not to run the job's format natively (dashboard.ranking.use_cases)."""
+    if precision not in NATIVE_FORMATS:
+        return False
+    architecture = (
+        ArchitectureSupport(
+            vendor_slug=row["vendor__slug"] or "",
+            tensor_core_generation=row["architecture__tensor_core_generation"],
+            bf16=bool(row["architecture__supports_bf16"]),
+            fp8=bool(row["architecture__supports_fp8"]),
+        )
+        if row["architecture__slug"]
+        else None
+    )
+    return precision_supported(precision, peaks=peaks, architecture=architecture) is False
+
+
 def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT_COUNTS) -> FitGpuFacts:
     """Every curated GPU with a memory size, as plain facts in the request's currency, in a fixed
     number of queries.
@@ -285,6 +375,9 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
             "bus_interface",
             "vendor__slug",
             "architecture__slug",
+            "architecture__tensor_core_generation",
+            "architecture__supports_bf16",
+            "architecture__supports_fp8",
         )  # fmt: skip
     )
     gpu_ids = [g["id"] for g in gpus]
@@ -311,7 +404,26 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
         if llm_inference
         else None
     )
-    scaling = scaling_measured_by_gpu(gpu_ids=gpu_ids) if training else {}
+    multi_gpu: dict[int, MultiGpuFigures] = multi_gpu_by_gpu(gpu_ids=gpu_ids) if training else {}
+    specs_by_id = {
+        g["id"]: GpuSpecs(
+            peaks=peaks.get(g["id"], {}), fp32_tflops=g["fp32_tflops"], bandwidth_gbs=g["memory_bandwidth_gbs"]
+        )
+        for g in gpus
+    }
+    relative = (
+        _relative_training(precision=breakdown.precision.value, measured=measured, specs_by_id=specs_by_id)
+        if training and model.kind in ("decoder", "encoder")
+        else {}
+    )
+    job = TrainingJob(
+        tokens_per_step=breakdown.batch * breakdown.context,
+        weight_bytes=breakdown.weights_gib * GIB,
+        gradient_bytes=breakdown.gradients_gib * GIB,
+        layers=model.layers,
+        hidden=model.hidden,
+        checkpointing=breakdown.activation_checkpointing,
+    )
 
     warnings: list[str] = []
     rate = display_rate(currency=currency, rates=rates)
@@ -331,11 +443,15 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
 
     facts: list[GpuFacts] = []
     details: dict[str, GpuDetail] = {}
+    lacking: list[str] = []
     for gpu in gpus:
         memory = _within(gpu["memory_gib"], low=0, high=_MAX_MEMORY_GIB)
         if memory is None:
             continue
         gpu_peaks = peaks.get(gpu["id"], {})
+        if training and _lacks_format(breakdown.precision.value, gpu, gpu_peaks):
+            lacking.append(gpu["name"])
+            continue
         measured_llm = None
         if llm is not None:
             job_facts = llm_job_facts(
@@ -353,18 +469,30 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
             note = first.note if first else next(iter(count_rates.values())).note
             typical_error = first.typical_error if first else None
         else:
-            specs = GpuSpecs(peaks=gpu_peaks, fp32_tflops=gpu["fp32_tflops"], bandwidth_gbs=gpu["memory_bandwidth_gbs"])
             throughput = throughput_resolve(
-                model=model, breakdown=breakdown, specs=specs, measured=measured.get(gpu["id"], GpuMeasurements())
+                model=model,
+                breakdown=breakdown,
+                specs=specs_by_id[gpu["id"]],
+                measured=measured.get(gpu["id"], GpuMeasurements()),
+                relative=relative.get(gpu["id"]),
             )
             unit, per_s, basis, note = throughput.unit, throughput.per_s, throughput.basis, throughput.note
             typical_error = throughput.typical_error
+            figures = multi_gpu.get(gpu["id"], MultiGpuFigures())
+            link = gpu_link(
+                interconnect_gbs=gpu["interconnect_gbs"],
+                pcie_gbs=pcie_peak_gbs(gpu["bus_interface"] or ""),
+                segment=gpu["segment"] or "",
+                variant=gpu["variant"] or "",
+            )
             count_rates = (
                 training_count_rates(
                     per_gpu=_within(per_s, low=0, high=_MAX_THROUGHPUT),
                     basis=basis,
                     counts=counts,
-                    measured=scaling.get(gpu["id"], {}),
+                    job=job,
+                    link=link_figures(link=link, allreduce=figures.allreduce, training=figures.training, counts=counts),
+                    fits_whole=breakdown.total_gib <= memory,
                     typical_error=typical_error,
                     note=note,
                 )
@@ -408,6 +536,15 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
             measured_source=measured_llm.source if measured_llm else "",
             measured_url=measured_llm.url if measured_llm else "",
             measured_n=measured_llm.n if measured_llm else None,
+        )
+    if lacking:
+        warnings.append(
+            _("Not offered: %(count)d GPUs that cannot train in %(format)s natively (%(names)s).")
+            % {
+                "count": len(lacking),
+                "format": PRECISION_NAMES.get(breakdown.precision.value, breakdown.precision.value.upper()),
+                "names": ", ".join(lacking),
+            }
         )
     return FitGpuFacts(
         gpus=facts, details=details, currency=currency, exchange_rate=exchange, warnings=warnings, llm=llm

@@ -1,5 +1,5 @@
-"""Reads for the fit calculator's multi-GPU figures: LLM inference per GPU count (the calibrated
-model, measured figures first) and training's measured data-parallel scaling.
+"""Reads for the fit calculator's LLM inference figures per GPU count (the calibrated model,
+measured figures first); training's multi-GPU rates are fitcalc.parallel's.
 
 LLM inference (``fitcalc.llm`` does the arithmetic):
 
@@ -10,10 +10,6 @@ LLM inference (``fitcalc.llm`` does the arithmetic):
   the job's size class and weight-format family; for one stream the figure the LLM chat ranking
   shows for that size class and family (llama.cpp, Ollama's eval rate, the benchmark client).
   Only presets that are members of a size class (``llm_estimate.shapes.SIZE_CLASSES``) have them.
-
-Training: the measured data-parallel scaling of the benchmark client's ``transformer-train-ddp``
-runs (``dashboard.selectors.scaling.scaling_measured_by_gpu``: throughput at N / (N x throughput
-at 1) of the same run, median over runs, per GPU model and count).
 """
 
 from __future__ import annotations
@@ -29,7 +25,6 @@ from django.utils.translation import gettext as _
 
 from dashboard.ranking.maths import pcie_peak_gbs
 from dashboard.ranking.use_cases import PRECISION_FAMILIES
-from dashboard.scaling import MeasuredScaling
 from dashboard.selectors.llm_figures import _reference_benchmark, llm_model_state
 from dashboard.selectors.llm_rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
 from fitcalc.llm import (
@@ -45,7 +40,7 @@ from fitcalc.llm import (
     llm_shape_of_measured,
 )
 from fitcalc.memory import MemoryBreakdown
-from fitcalc.plan import SCALING_EFFICIENCY_PER_DOUBLING, CountRate, scaling_speedup
+from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
 from llm_estimate.comm import gpu_link
 from llm_estimate.constants import LlmConstants
@@ -261,55 +256,3 @@ def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> Llm
         vendor=row.get("vendor__slug") or "",
         architecture=row.get("architecture__slug") or "",
     )
-
-
-# --- training: measured data-parallel scaling ------------------------------------------------
-
-
-def training_count_rates(
-    *,
-    per_gpu: float | None,
-    basis: str,
-    counts: tuple[int, ...],
-    measured: Mapping[int, MeasuredScaling],
-    typical_error: float | None = None,
-    note: str = "",
-) -> dict[int, CountRate]:
-    """Training on n GPUs: one GPU's rate x n x the measured scaling efficiency at n where the
-    client measured it on this GPU model, else x the assumed speed-up (fitcalc.plan)."""
-    out: dict[int, CountRate] = {}
-    for count in counts:
-        if per_gpu is None:
-            out[count] = CountRate(None, "none", "single" if count == 1 else "assumed")
-            continue
-        if count == 1:
-            out[count] = CountRate(per_gpu, basis, "single", note, typical_error)
-            continue
-        scaling = measured.get(count)
-        if scaling is not None:
-            scaling_note = _(
-                "data-parallel scaling measured on this GPU: %(efficiency).0f%% at %(count)d GPUs "
-                "(transformer-train-ddp, n = %(n)d%(link)s)"
-            ) % {
-                "efficiency": scaling.efficiency * 100,
-                "count": count,
-                "n": scaling.n,
-                "link": f", {scaling.interconnect_label}" if scaling.interconnect else "",
-            }
-            out[count] = CountRate(
-                per_gpu * count * scaling.efficiency,
-                basis,
-                "measured",
-                f"{note}; {scaling_note}" if note else scaling_note,
-                typical_error,
-            )
-            continue
-        speedup = scaling_speedup(count=count)
-        assumed = _(
-            "data-parallel scaling assumed: each doubling keeps %(kept).0f%% of the per-GPU speed "
-            "(%(speedup).2f× on %(count)d GPUs); not measured on this GPU"
-        ) % {"kept": SCALING_EFFICIENCY_PER_DOUBLING * 100, "speedup": speedup, "count": count}
-        out[count] = CountRate(
-            per_gpu * speedup, basis, "assumed", f"{note}; {assumed}" if note else assumed, typical_error
-        )
-    return out

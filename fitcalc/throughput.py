@@ -1,9 +1,8 @@
 """One GPU's throughput for a training or non-LLM fit-calculator job: pure functions on plain numbers.
 
 :func:`throughput_resolve` is ``(GPU facts, job) -> Throughput`` (rate, unit, basis, note, typical
-error): Lambda measurements, the client's transformer-block benchmark, or the spec sheet. Decoder
-inference (LLM serving and one stream) is not here: its rate depends on the GPU count, and
-``fitcalc.llm`` computes it with the calibrated model of ``llm_estimate``.
+error). Decoder inference (LLM serving and one stream) is not here: its rate depends on the GPU
+count, and ``fitcalc.llm`` computes it with the calibrated model of ``llm_estimate``.
 
 Throughput of one GPU (tokens/s for transformers, samples/s for image models)
 ------------------------------------------------------------------------------
@@ -14,21 +13,34 @@ In order of preference; ``throughput_basis`` says which one was used.
    for BF16/FP16, FP32 for FP32; single-GPU configurations). BERT's sequences/s become tokens/s
    as sequences/s x ``context`` (Lambda measured SQuAD fine-tuning at its own sequence length, so
    other contexts are approximate).
-2. ``measured-scaled``: the client's ``transformer-train`` / ``transformer-infer`` benchmark (one
-   GPT block in BF16, tokens/s). Its achieved FLOP rate is ``tokens/s x block FLOP per token``
-   (the client's formula: forward ``2 x (4 d^2 + 2 d d_ff) + 2 x seq x d``, x3 for training),
-   and the model runs at ``achieved FLOP rate / model FLOP per token``. Used for BF16/FP16 and for
-   INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
-3. ``estimated`` from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak / model
+2. Transformer training, one method for every GPU (:class:`RelativeTraining`): the GPU's figure in
+   the fine-tuning ranking (dashboard.selectors.rankings: measured relative to the baseline where
+   measured, else the rankings' spec estimate with its error), times the achieved FLOP rate of the
+   *anchor* (the measured GPU whose transformer-train block the client timed: tokens/s x block FLOP
+   per token), over the model's FLOP per token::
+
+       tokens/s = anchor FLOP/s x ranking figure / anchor's ranking figure / model FLOP per token
+
+   ``measured-scaled`` when the GPU's figure and the anchor's rate are both measured, else
+   ``estimated``. Without a timed block anywhere, the anchor's rate is
+   ``ACHIEVABLE_COMPUTE_FRACTION`` of its dense peak (``estimated``). So the ratio of two GPUs is
+   the ranking's ratio, whatever the model.
+3. ``measured-scaled`` without a ranking figure: the client's ``transformer-train`` /
+   ``transformer-infer`` block measured on this GPU (its achieved FLOP rate, as above). Used for
+   BF16/FP16 and for INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
+4. ``estimated`` from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak / model
    FLOP per token``. The peak is the TensorPeak of the compute precision: BF16 or FP16 as chosen;
    TF32 for FP32 (seed 000: PyTorch enables TF32 on Ampere by default), else the non-tensor FP32
    figure; BF16 (else FP16) for INT8/INT4 weights.
 
 Model FLOP per token (Kaplan et al. 2020, arXiv:2001.08361, Table 1): forward ``2 P + 2 L s
 d_attn`` (``d_attn`` = heads x head dim; the second term only when the shapes are known),
-training three times that (forward + backward), i.e. the familiar ``6 P`` plus attention.
-LoRA and QLoRA are counted as full training FLOP, an upper bound (frozen weights need no weight
-gradients).
+training three times that (forward + backward), i.e. the familiar ``6 P`` plus attention; four
+times with activation checkpointing, which runs every layer's forward again during the backward
+pass (Chen et al. 2016, arXiv:1604.06174; Korthikanti et al. 2022, arXiv:2205.05198, section 4:
+full recomputation costs one more forward). A measured rate of a run without checkpointing (Lambda)
+is scaled by 3/4 for a job with it. LoRA and QLoRA are counted as full training FLOP, an upper
+bound (frozen weights need no weight gradients).
 
 Image models (CNN, diffusion) have no spec-sheet estimate: their FLOP per sample depends on the
 input resolution, which the calculator does not take. They show fit and memory only, unless a
@@ -75,13 +87,24 @@ BLOCK_MEASUREMENT_PRECISIONS = frozenset(COMPUTE_PEAKS) - {"fp32", "fp8"}
 Basis = Literal["measured", "measured-scaled", "estimated", "none"]
 
 
-def model_flops_per_token(*, model: ModelSpec, context: int, training: bool) -> float:
-    """Kaplan et al.'s FLOP per token: forward ``2P + 2 L s d_attn``; training x3. ``P`` is the
-    parameters a token runs through: a mixture of experts' active ones."""
+def model_flops_per_token(*, model: ModelSpec, context: int, training: bool, checkpointing: bool = False) -> float:
+    """Kaplan et al.'s FLOP per token: forward ``2P + 2 L s d_attn``; training x3, x4 with activation
+    checkpointing (the forward runs again in the backward pass). ``P`` is the parameters a token runs
+    through: a mixture of experts' active ones."""
     forward = 2.0 * model.compute_params
     if model.layers and model.heads and model.head_dim:
         forward += 2.0 * model.layers * context * model.heads * model.head_dim
-    return forward * (3 if training else 1)
+    if not training:
+        return forward
+    return forward * (4 if checkpointing else 3)
+
+
+#: Passes of a training step without and with activation checkpointing (forward, backward = 2
+#: forwards, and the recomputed forward): a rate measured without it runs at 3/4 with it.
+CHECKPOINTING_SLOWDOWN = 3 / 4
+
+#: Compute precisions for which the fine-tuning ranking's figure stands (its 16-bit and 32-bit families).
+RELATIVE_PRECISION_FAMILY = {"bf16": "16bit", "fp16": "16bit", "fp32": "32bit"}
 
 
 def block_flops_per_token(*, params: Mapping[str, Any], training: bool) -> float | None:
@@ -115,6 +138,19 @@ class GpuMeasurements:
 
 
 @dataclass(frozen=True)
+class RelativeTraining:
+    """This GPU's figure in the fine-tuning ranking and the anchor that makes it a rate (module doc)."""
+
+    perf: float  # the GPU's ranking figure (relative to the ranking's baseline)
+    measured: bool  # else the rankings' spec estimate
+    typical_error: float | None  # of that estimate (0.1 = 10%); None: measured, or unknown
+    anchor_name: str
+    anchor_perf: float  # the anchor's ranking figure
+    anchor_flops: float  # the anchor's achieved FLOP/s in training
+    anchor_measured: bool  # its transformer-train block timed; else a fraction of its dense peak
+
+
+@dataclass(frozen=True)
 class Throughput:
     """A rate in ``unit``; ``basis`` measured / measured-scaled / estimated / none; ``typical_error``:
     the model's typical relative error (0.25 = 25%) where it has been measured, else None."""
@@ -130,7 +166,7 @@ class Throughput:
         return self.basis == "estimated"
 
 
-def _compute_peak_flops(specs: GpuSpecs, precision: str) -> tuple[float | None, str]:
+def compute_peak_flops(specs: GpuSpecs, precision: str) -> tuple[float | None, str]:
     """FLOP/s of the compute precision's dense peak and the peak's name; (None, why) if unknown."""
     for key in COMPUTE_PEAKS[precision]:
         if key == "fp32_nontensor":
@@ -154,11 +190,14 @@ def throughput_resolve(
     breakdown: MemoryBreakdown,
     specs: GpuSpecs,
     measured: GpuMeasurements,
+    relative: RelativeTraining | None = None,
 ) -> Throughput:
     """One GPU's rate for this job, per the module docstring (pure: plain data in)."""
     mode, precision = breakdown.mode, breakdown.precision.value
     context = breakdown.context
     training = mode in TRAINING_MODES
+    checkpointing = training and breakdown.activation_checkpointing
+    slowdown = CHECKPOINTING_SLOWDOWN if checkpointing else 1.0
     transformer = model.kind in ("decoder", "encoder")
     unit = "tokens/s" if transformer else "samples/s"
 
@@ -171,25 +210,19 @@ def throughput_resolve(
         if per_s:
             workload = LAMBDA_WORKLOAD_FOR_PRESET[model.slug]
             if transformer:
-                return Throughput(
-                    per_s * context,
-                    unit,
-                    "measured",
-                    _("Lambda %(workload)s %(precision)s: %(rate)s sequences/s × %(context)d tokens")
-                    % {
-                        "workload": workload,
-                        "precision": lambda_precision.upper(),
-                        "rate": f"{per_s:g}",
-                        "context": context,
-                    },
-                )
-            return Throughput(
-                per_s,
-                unit,
-                "measured",
-                _("Lambda %(workload)s %(precision)s: %(rate)s samples/s")
-                % {"workload": workload, "precision": lambda_precision.upper(), "rate": f"{per_s:g}"},
-            )
+                note = _("Lambda %(workload)s %(precision)s: %(rate)s sequences/s × %(context)d tokens") % {
+                    "workload": workload,
+                    "precision": lambda_precision.upper(),
+                    "rate": f"{per_s:g}",
+                    "context": context,
+                }
+                return Throughput(per_s * context * slowdown, unit, "measured", _with_recompute(note, checkpointing))
+            note = _("Lambda %(workload)s %(precision)s: %(rate)s samples/s") % {
+                "workload": workload,
+                "precision": lambda_precision.upper(),
+                "rate": f"{per_s:g}",
+            }
+            return Throughput(per_s * slowdown, unit, "measured", _with_recompute(note, checkpointing))
 
     if not transformer:
         return Throughput(
@@ -203,7 +236,11 @@ def throughput_resolve(
 
     if mode is Mode.INFERENCE and model.kind == "decoder":
         raise ValueError("decoder inference depends on the GPU count: fitcalc.llm computes it")
-    flops_per_token = model_flops_per_token(model=model, context=context, training=training)
+    flops_per_token = model_flops_per_token(
+        model=model, context=context, training=training, checkpointing=checkpointing
+    )
+    if training and relative is not None and precision in RELATIVE_PRECISION_FAMILY:
+        return _relative_rate(relative=relative, unit=unit, flops_per_token=flops_per_token)
     compute, basis, note = _compute_rate(
         specs=specs,
         measured_flops=measured.train_flops if training else measured.infer_flops,
@@ -214,6 +251,40 @@ def throughput_resolve(
     if compute is None:
         return Throughput(None, unit, "none", note)
     return Throughput(compute, unit, basis, note)
+
+
+def _with_recompute(note: str, checkpointing: bool) -> str:
+    if not checkpointing:
+        return note
+    return note + _("; × 3/4 for activation checkpointing (the forward pass runs again)")
+
+
+def _relative_rate(*, relative: RelativeTraining, unit: str, flops_per_token: float) -> Throughput:
+    """The fine-tuning ranking's figure made a rate through the anchor (module doc, item 2)."""
+    flops = relative.anchor_flops * relative.perf / relative.anchor_perf
+    measured = relative.measured and relative.anchor_measured
+    note = _(
+        "%(ratio).2f× the %(anchor)s in the fine-tuning ranking (%(basis)s); the %(anchor)s trains at "
+        "%(anchor_tflops).0f TFLOP/s (%(anchor_basis)s), so this GPU at %(tflops).0f TFLOP/s ÷ %(gflop).1f "
+        "GFLOP per token"
+    ) % {
+        "ratio": relative.perf / relative.anchor_perf,
+        "anchor": relative.anchor_name,
+        "basis": _("measured") if relative.measured else _("estimated from specs"),
+        "anchor_tflops": relative.anchor_flops / 1e12,
+        "anchor_basis": _("transformer-train block measured")
+        if relative.anchor_measured
+        else _("%(share).0f%% of its dense peak, not measured") % {"share": ACHIEVABLE_COMPUTE_FRACTION * 100},
+        "tflops": flops / 1e12,
+        "gflop": flops_per_token / 1e9,
+    }
+    return Throughput(
+        flops / flops_per_token,
+        unit,
+        "measured-scaled" if measured else "estimated",
+        note,
+        None if relative.measured else relative.typical_error,
+    )
 
 
 def _compute_rate(
@@ -227,7 +298,7 @@ def _compute_rate(
             "gflop": flops_per_token / 1e9,
         }
         return measured_flops / flops_per_token, "measured-scaled", note
-    peak, peak_name = _compute_peak_flops(specs, precision)
+    peak, peak_name = compute_peak_flops(specs, precision)
     if peak is None:
         return None, "none", peak_name
     note = _("%(share).0f%% of the %(peak)s dense peak (%(tflops)s TFLOPS) ÷ %(gflop).1f GFLOP per token") % {

@@ -338,12 +338,12 @@ def test_the_fit_page_speaks_chinese_in_its_throughput_notes_and_method(client) 
     pages = [
         client.get("/fit/", {"model": "llama-3-70b", "tokens": "1e8"}).content.decode(),
         client.get("/fit/", {"model": "llama-3-70b", "serving": "single", "tokens": "1e6"}).content.decode(),
-        # A billion tokens take over a day on one card: the plans use several, by the assumed scaling.
+        # A billion tokens take over a day on one card: the plans use several, communication priced by the link.
         client.get("/fit/", {"model": "llama-3-8b", "mode": "lora", "tokens": "1e9"}).content.decode(),
     ]
     titles = " ".join(" ".join(re.findall(r'title="([^"]*)"', page)) for page in pages)
     assert "由校准模型估算" in titles and "张量并行" in titles and "PCIe 经主机内存中转" in titles
-    assert "单路生成" in titles and "稠密峰值" in titles and "数据并行扩展效率为假设值" in titles
+    assert "单路生成" in titles and "稠密峰值" in titles and "数据并行（DDP）" in titles and "按规格表计算" in titles
     english = (
         "estimated by the calibrated model", "tensor-parallel group", "one stream", "dense peak", "data-parallel",
         "Throughput", "full load", "per GPU", "Rent per GPU-hour", "Measured figures", "d old", "Rental price",

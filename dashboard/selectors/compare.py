@@ -1,5 +1,6 @@
 """Reads for the comparison of two to four GPUs. Its prices come from the shared rent price
-selector (``gpu_rent_prices``); its performance from the rankings."""
+selector (``gpu_rent_prices``); its performance from the rankings; its multi-GPU figures from the
+GPU pages' reads (dashboard/selectors/scaling.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from catalog.models import Gpu, TensorPeak
 from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_rent_prices
 from dashboard.ranking.maths import per_price
 from dashboard.ranking.use_cases import USE_CASES
+from dashboard.scaling import AllreduceLine, MeasuredScaling
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
 
 COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 
@@ -42,6 +45,21 @@ class CompareColumn:
     cheapest_origin: PriceProvenance | None
     price_providers: int
     cells: dict[str, CompareCell] = field(default_factory=dict)
+    # Measured on hosts of several of these GPUs: data-parallel scaling by GPU count, and the all-reduce
+    # bus bandwidth at the largest message measured for each GPU count and interconnect.
+    scaling: list[MeasuredScaling] = field(default_factory=list)
+    allreduce: list[AllreduceLine] = field(default_factory=list)
+
+
+def largest_messages(figures: MultiGpuFigures) -> list[AllreduceLine]:
+    """The all-reduce line of the largest message per (version, GPU count, interconnect): the link's
+    bandwidth once latency no longer counts."""
+    best: dict[tuple[str, int, str], AllreduceLine] = {}
+    for line in figures.allreduce:
+        key = (line.version, line.gpu_count, line.interconnect)
+        if key not in best or line.bytes > best[key].bytes:
+            best[key] = line
+    return list(best.values())
 
 
 @dataclass
@@ -77,6 +95,11 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
         )
         for g in gpus
     ]
+    multi_gpu = multi_gpu_by_gpu(gpu_ids=ids)
+    for column in columns:
+        figures = multi_gpu.get(column.gpu.id, MultiGpuFigures())
+        column.scaling = list(figures.by_count.values())
+        column.allreduce = largest_messages(figures)
     baseline_name = ""
     for use_case in USE_CASES:
         ranking = rankings_compute(params=RankingParams(use_case=use_case, currency=currency, show="all"))

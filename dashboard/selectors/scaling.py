@@ -12,6 +12,10 @@ Stable interface (others build on it; change only by adding fields)
 ``gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures``
     Every line of one GPU (every count, interconnect and message size); one query.
 
+``multi_gpu_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, MultiGpuFigures]``
+    The same for several GPUs (the compare page, the fit calculator); GPUs without a multi-GPU
+    result are absent. One query.
+
 The arithmetic and the method are in dashboard/scaling.py.
 """
 
@@ -139,15 +143,23 @@ class MultiGpuFigures:
         return bool(self.training or self.allreduce)
 
 
-def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
-    """Every multi-GPU figure of one GPU (see dashboard/scaling.py for the method)."""
-    results = host_results(gpu_ids=[gpu_id]).get(gpu_id, [])
+def _figures(results: list[HostResult]) -> MultiGpuFigures:
     training = scaling_lines(results, min_results=MIN_COMMUNITY_N)
     return MultiGpuFigures(
         training=training,
         allreduce=allreduce_lines(results),
         by_count=scaling_by_count(training),
     )
+
+
+def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
+    """Every multi-GPU figure of one GPU (see dashboard/scaling.py for the method)."""
+    return _figures(host_results(gpu_ids=[gpu_id]).get(gpu_id, []))
+
+
+def multi_gpu_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, MultiGpuFigures]:
+    """gpu id -> every multi-GPU figure of that GPU, for the GPUs that have any (one query)."""
+    return {gpu_id: _figures(results) for gpu_id, results in host_results(gpu_ids=gpu_ids).items()}
 
 
 def scaling_measured_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, dict[int, MeasuredScaling]]:
