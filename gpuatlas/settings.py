@@ -196,6 +196,9 @@ PRICE_FETCH_MAX_BYTES = env_int("PRICE_FETCH_MAX_BYTES", 64 * 1024 * 1024, minim
 # Where the last downloaded copy of each file is kept (re-imported when a fetch says "not modified").
 PRICE_FETCH_DIR = env_str("PRICE_FETCH_DIR", str(BASE_DIR / "var" / "price-fetch"))
 PRICE_FETCH_EVERY_HOURS = env_int("PRICE_FETCH_EVERY_HOURS", 6, minimum=1)
+# The sweeper that takes back submissions a dead worker claimed or a lost message left waiting
+# (benchmarks_app.tasks.sweep_stuck_submissions) runs this often.
+SUBMISSION_SWEEP_EVERY_S = env_int("SUBMISSION_SWEEP_EVERY_S", 60, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "prices-reimport": {
         "task": "catalog.tasks.prices_import_directory_task",
@@ -209,7 +212,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "pages-warm": {"task": "dashboard.tasks.pages_warm_task", "schedule": crontab(minute=1, hour=0)},
     "submissions-sweep": {
         "task": "benchmarks_app.tasks.sweep_stuck_submissions",
-        "schedule": timedelta(minutes=env_int("SUBMISSION_SWEEP_EVERY_MINUTES", 1, minimum=1)),
+        "schedule": timedelta(seconds=SUBMISSION_SWEEP_EVERY_S),
     },
 }
 
