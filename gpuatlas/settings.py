@@ -15,6 +15,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from gpuatlas.cache import cache_settings
 from gpuatlas.env import env_bool, env_broker_url, env_database, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -217,9 +218,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 }
 
 CACHE_URL = env_str("CACHE_URL")
+# The cache is an optimisation, never a dependency: when Redis does not answer within the
+# timeouts, cache calls behave as misses and pages are computed from the database (gpuatlas/cache.py).
+CACHE_TIMEOUT_S = env_int("CACHE_TIMEOUT_S", 1, minimum=1)
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        cache_settings(CACHE_URL, timeout_s=CACHE_TIMEOUT_S)
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
     )
