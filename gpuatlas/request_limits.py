@@ -1,4 +1,5 @@
-"""Request bodies over the size limit: a 413 that says so, logged as a warning.
+"""Request bodies over the size limit: a 413 that says so, logged as a warning; query strings
+with a NUL byte on the site's pages (the admin's filters among them): a 400 that says so.
 
 Django refuses a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads it (the
 CSRF check reads every form POST) and then answers a bare 400 and logs ``RequestDataTooBig``
@@ -68,3 +69,29 @@ class RequestBodyLimitMiddleware:
         if isinstance(exception, RequestDataTooBig):
             return body_too_large_response(request, size=None)
         return None
+
+
+def query_with_nul_response(request: HttpRequest, *, name: str) -> HttpResponse:
+    """400 page: PostgreSQL cannot compare a string holding NUL, so no filter may receive one."""
+    shown = name.replace("\x00", "\\0")
+    reason = _("the query parameter “%(name)s” holds a NUL byte") % {"name": shown}
+    logger.warning("query with a NUL byte refused", extra={"path": request.path, "parameter": shown})
+    return render(request, "400.html", {"reason": reason}, status=400)
+
+
+class QueryNulMiddleware:
+    """400 for a page request whose query string holds a NUL byte (in a name or a value).
+
+    The API's filters name such a parameter in their own 400 (api/filters/base.py); pages and the
+    admin's changelist filters would pass it to the database, which refuses it (a 500).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "%00" in request.META.get("QUERY_STRING", "") and not request.path.startswith(API_PREFIX):
+            for name, values in request.GET.lists():
+                if "\x00" in name or any("\x00" in value for value in values):
+                    return query_with_nul_response(request, name=name)
+        return self.get_response(request)

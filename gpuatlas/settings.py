@@ -68,6 +68,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     # 413 for oversized bodies before the CSRF check reads them (gpuatlas/request_limits.py).
     "gpuatlas.request_limits.RequestBodyLimitMiddleware",
+    # 400 for a NUL byte in a page's query string (the admin's filters would hand it to PostgreSQL).
+    "gpuatlas.request_limits.QueryNulMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
@@ -229,6 +231,9 @@ CACHES = {
     )
 }
 
+# Reverse proxies in front of gunicorn that append the client's address to X-Forwarded-For
+# (docs/deployment.md). Anything more in the header was written by the client and is ignored.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -245,8 +250,23 @@ REST_FRAMEWORK = {
         "anon": env_str("THROTTLE_ANON", "600/min"),
         "user": env_str("THROTTLE_USER", "2000/min"),
         "submissions": env_str("THROTTLE_SUBMISSIONS", "120/min"),
+        # Form views (accounts/throttles.py): sign-in attempts per client address and per account
+        # (site and admin), sign-ups per address, API tokens created per address and per account.
+        "sign_in": env_str("THROTTLE_SIGN_IN", "10/min"),
+        "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "30/hour"),
+        "sign_up": env_str("THROTTLE_SIGN_UP", "10/hour"),
+        "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
     },
+    # How many proxies in front of the web processes append to X-Forwarded-For: the client address
+    # for throttles is the one the outermost trusted proxy saw. 0: X-Forwarded-For is ignored.
+    "NUM_PROXIES": TRUSTED_PROXIES,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON nesting is bounded before parsing (api/parsers.py): a deep body is a 400, not a 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
 }
 # Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.

@@ -69,13 +69,21 @@ class Process:
         self.log.close()
 
 
-def celery_worker(broker_url: str, log_path: Path, *, concurrency: int = 2) -> Process:
+def celery_worker(
+    broker_url: str, log_path: Path, *, concurrency: int = 2, queue: str = "ingest", **env: str
+) -> Process:
     args = [
-        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", "ingest", "-P", "prefork",
+        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", queue, "-P", "prefork",
         "-c", str(concurrency), "-n", f"rel-{uuid.uuid4().hex[:8]}@%h",
         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING",
     ]  # fmt: skip
-    return Process(args, app_env(broker_url), log_path)
+    return Process(args, app_env(broker_url, **env), log_path)
+
+
+def celery_beat(broker_url: str, log_path: Path, schedule: Path, **env: str) -> Process:
+    """Celery beat with the project's schedule (settings.CELERY_BEAT_SCHEDULE), as production runs it."""
+    args = [sys.executable, "-m", "celery", "-A", "gpuatlas", "beat", "--schedule", str(schedule), "--loglevel", "INFO"]
+    return Process(args, app_env(broker_url, **env), log_path)
 
 
 def gunicorn_server(broker_url: str, port: int, log_path: Path, **env: str) -> Process:
