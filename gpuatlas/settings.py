@@ -1,7 +1,7 @@
 """GPU Atlas settings: one module, configured from the environment.
 
-With nothing set it runs the embedded default (SQLite, tasks executed in-process, DEBUG on).
-Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS and DEBUG=0.
+With DEBUG=1 and nothing else set it runs the embedded default (SQLite, tasks executed in-process).
+DEBUG is off unless set. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS.
 """
 
 from __future__ import annotations
@@ -20,11 +20,20 @@ from gpuatlas.env import env_bool, env_broker_url, env_database, env_int, env_li
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless set: a deployment that forgets it does not serve tracebacks. Development sets DEBUG=1
+# (the Makefile and the test suite do).
+DEBUG = env_bool("DEBUG", False)
 _DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz"  # noqa: S105 - only used when DEBUG is on
 SECRET_KEY = env_str("SECRET_KEY") or (_DEV_SECRET if DEBUG else "")
 if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DEBUG is off (DEBUG is off unless set; DEBUG=1 is the development mode)."
+    )
+if not DEBUG and SECRET_KEY == _DEV_SECRET:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the development key committed to this repository: with DEBUG=0 set SECRET_KEY to "
+        "50+ random characters of your own."
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -166,7 +175,12 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Workers and beat outlive a broker outage: they retry the connection at start-up and after a
+# loss, without the default limit of 100 attempts (after which a worker exits). A worker that
+# exits all the same is restarted by compose (restart: unless-stopped) or deploy/stack.sh.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},

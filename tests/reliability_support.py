@@ -70,13 +70,16 @@ class Process:
 
 
 def celery_worker(
-    broker_url: str, log_path: Path, *, concurrency: int = 2, queue: str = "ingest", **env: str
+    broker_url: str, log_path: Path, *, concurrency: int = 2, queue: str = "ingest", heartbeat: bool = False, **env: str
 ) -> Process:
+    """A worker of ``queue``; ``heartbeat``: with worker heartbeats, as the compose file runs them."""
     args = [
         sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", queue, "-P", "prefork",
         "-c", str(concurrency), "-n", f"rel-{uuid.uuid4().hex[:8]}@%h",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING",
+        "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
     ]  # fmt: skip
+    if not heartbeat:
+        args.append("--without-heartbeat")
     return Process(args, app_env(broker_url, **env), log_path)
 
 

@@ -4,6 +4,11 @@ query strings, and a run UUID held by someone else answered without saying so.""
 from __future__ import annotations
 
 import json
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -15,6 +20,7 @@ from tests.world import INGEST_WORLD
 
 pytestmark = pytest.mark.django_db
 WORLD = INGEST_WORLD
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -78,3 +84,39 @@ def test_another_users_hidden_run_uuid_is_answered_as_any_taken_uuid(world):
     assert stolen.json() == own.json()
     assert "someone else" not in stolen.content.decode()
     assert RawSubmission.objects.filter(run_uuid=held.run_uuid).count() == 1
+
+
+# --------------------------------------------------------------------------- DEBUG and the secret key
+
+
+def _settings_debug(**env: str) -> subprocess.CompletedProcess[str]:
+    code = "import django; django.setup(); from django.conf import settings; print('DEBUG', settings.DEBUG)"
+    base = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "DJANGO_SETTINGS_MODULE": "gpuatlas.settings"}
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+
+
+def test_debug_is_off_unless_set():
+    result = _settings_debug(SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="example.org")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "DEBUG False" in result.stdout
+    assert "DEBUG True" in _settings_debug(DEBUG="1").stdout
+
+
+def test_start_up_without_a_secret_key_names_the_variable():
+    result = _settings_debug(ALLOWED_HOSTS="example.org")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_start_up_refuses_the_committed_development_key_with_debug_off():
+    from gpuatlas import settings as project_settings
+
+    result = _settings_debug(DEBUG="0", SECRET_KEY=project_settings._DEV_SECRET, ALLOWED_HOSTS="example.org")
+    assert result.returncode != 0
+    assert "SECRET_KEY is the development key committed to this repository" in result.stderr
+
+
+def test_the_image_sets_debug_off():
+    assert re.search(r"^\s+DEBUG=0 \\$", (ROOT / "Dockerfile").read_text(), re.MULTILINE)

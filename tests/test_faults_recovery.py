@@ -1,7 +1,11 @@
-"""The periodic sweeper, run by beat through the real Celery configuration, takes back what a
-killed worker held: a worker SIGKILLed mid-batch (its claims and its reserved messages gone
-with it) and every submission still reaches a final state within the sweep interval after the
-claim grace, without anyone calling the sweeper by hand.
+"""Recovery without a hand on the keyboard:
+
+- the periodic sweeper, run by beat through the real Celery configuration, takes back what a
+  killed worker held: a worker SIGKILLed mid-batch (its claims and its reserved messages gone
+  with it) and every submission still reaches a final state within the sweep interval after the
+  claim grace, without anyone calling the sweeper by hand;
+- an imports worker (heartbeats on, as in the compose file) under a Redis stopped for 20 s
+  reconnects by itself and runs the next task.
 
 PostgreSQL, a private redis-server (tests/redis_server.py), real Celery workers and beat.
 """
@@ -9,7 +13,9 @@ PostgreSQL, a private redis-server (tests/redis_server.py), real Celery workers 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -17,6 +23,7 @@ from django.contrib.auth import get_user_model
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.ingest import TERMINAL
+from gpuatlas.celery import app
 from tests.redis_server import PrivateRedis, needs_redis_server
 from tests.reliability_support import celery_beat, celery_worker, helper
 from tests.world import INGEST_WORLD
@@ -99,3 +106,49 @@ def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval
     assert counts["lost"] == counts["duplicated"] == counts["stuck"] == 0, counts
     assert derived == expected_derived, counts
     assert took < bound
+
+
+def _send_marker(broker_url: str, tmp_path: Path) -> str:
+    """Queue a task on "imports" whose only effect is a log line naming a unique directory."""
+    marker = str(tmp_path / f"no-such-directory-{uuid.uuid4().hex}")
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with app.connection_for_write(broker_url) as connection:
+                app.send_task("catalog.tasks.prices_import_directory_task", args=[marker], connection=connection)
+            return marker
+        except Exception:  # the broker is still coming back
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _wait_for_line(log: Path, text: str, *, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and text in log.read_text(errors="replace"):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+OUTAGE_S = 20
+
+
+def test_an_imports_worker_survives_a_20_s_redis_outage_and_works_afterwards(redis, tmp_path):
+    log = tmp_path / "imports.log"
+    worker = celery_worker(redis.url, log, queue="imports", concurrency=1, heartbeat=True)
+    try:
+        before = _send_marker(redis.url, tmp_path)
+        assert _wait_for_line(log, before, timeout=60), "the imports worker never ran a task"
+        redis.stop()
+        time.sleep(OUTAGE_S)
+        assert worker.alive(), "the worker exited while Redis was down:\n" + log.read_text(errors="replace")[-3000:]
+        redis.start()  # same port, empty
+        after = _send_marker(redis.url, tmp_path)
+        recovered = _wait_for_line(log, after, timeout=90)
+        text = log.read_text(errors="replace")
+        assert "Unrecoverable error" not in text, text[-3000:]
+        assert recovered and worker.alive(), "the worker did not run a task after the outage:\n" + text[-3000:]
+    finally:
+        worker.stop()
