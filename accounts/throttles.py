@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
@@ -40,7 +40,7 @@ class FormThrottle(SimpleRateThrottle):
     def get_rate(self) -> Any:
         # Read on every request (DRF copies the setting onto the class at import), so that
         # override_settings applies.
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope or "")
 
     def get_cache_key(self, request: Any, view: Any) -> str:
         digest = hashlib.sha256(self.ident.encode()).hexdigest()[:32]
@@ -86,16 +86,16 @@ def too_many_attempts(request: HttpRequest, *, wait_seconds: float) -> HttpRespo
 
 def throttle_posts(
     throttles: Callable[[HttpRequest], list[FormThrottle]],
-) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
     """Refuse a view's POSTs with the 429 page once any of ``throttles(request)`` is spent.
 
     Every throttle is checked (and so counts the attempt), as DRF does, and the longest wait is
     the one reported.
     """
 
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    def decorate(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @functools.wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             if request.method == "POST":
                 waits = [
                     throttle.wait() or 1.0

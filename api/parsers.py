@@ -7,6 +7,7 @@ gpuatlas.request_limits.RequestBodyLimitMiddleware (413).
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
@@ -44,17 +45,6 @@ class BoundedJSONParser(JSONParser):
         if json_depth_exceeds(body, limit=MAX_JSON_DEPTH):
             raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.")
         try:
-            return super().parse(_Replay(body), media_type, parser_context)
+            return super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError:  # not reached below the limit; a 400 all the same
             raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.") from None
-
-
-class _Replay:
-    """The body already read, as the stream DRF's parser reads from."""
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def read(self, *_: Any) -> bytes:
-        body, self.body = self.body, b""
-        return body

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.test import Client, override_settings
@@ -31,7 +32,7 @@ def post_json(client, url: str, body: object, **headers: str):  # type: ignore[n
 
 def curator(*codenames: str, username: str = "curator"):  # type: ignore[no-untyped-def]
     """A staff user with these permissions on raw submissions (the admin's: change by default)."""
-    user = UserFactory(username=username, is_staff=True)
+    user = get_user_model().objects.create(username=username, is_staff=True)
     for codename in codenames or ("change_rawsubmission",):
         user.user_permissions.add(Permission.objects.get(codename=codename))
     return user

@@ -116,7 +116,7 @@ def test_sign_ups_are_throttled_per_address(rates):
 
 def test_token_creation_is_throttled_per_account(rates):
     rates(token_create="3/hour")
-    user = UserFactory(username="maker")
+    user = get_user_model().objects.create(username="maker")
     statuses = []
     for i in range(5):
         client = Client(REMOTE_ADDR=f"192.0.2.{i}")

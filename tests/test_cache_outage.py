@@ -119,7 +119,7 @@ def test_a_redis_stopped_mid_run_leaves_every_page_answering_the_same(client, wo
         assert cached[path][1] == without[path][1] == again[path][1], path
 
 
-def _redis_keys(server) -> list[bytes]:  # type: ignore[no-untyped-def]
+def _redis_keys(server) -> list:  # type: ignore[no-untyped-def]
     import redis
 
     client = redis.Redis.from_url(server.url)

@@ -61,7 +61,7 @@ def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval
 
     processes = []
     try:
-        worker = celery_worker(redis.url, tmp_path / "worker.log", **FAST_SWEEP)
+        worker = celery_worker(redis.url, tmp_path / "worker.log", env=FAST_SWEEP)
         processes.append(worker)
         deadline = time.monotonic() + 120
         while final() < BATCH // 5 and time.monotonic() < deadline:
@@ -72,8 +72,8 @@ def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval
         in_flight = RawSubmission.objects.filter(pk__in=ids, status=SubmissionStatus.PROCESSING).count()
         assert at_kill < BATCH, "the batch finished before the kill: nothing was tested"
         beat_env = {**FAST_SWEEP, "LOG_LEVEL": "INFO"}  # beat logs each task it sends at INFO
-        processes.append(celery_beat(redis.url, tmp_path / "beat.log", tmp_path / "beat-schedule", **beat_env))
-        processes.append(celery_worker(redis.url, tmp_path / "worker2.log", **FAST_SWEEP))
+        processes.append(celery_beat(redis.url, tmp_path / "beat.log", tmp_path / "beat-schedule", env=beat_env))
+        processes.append(celery_worker(redis.url, tmp_path / "worker2.log", env=FAST_SWEEP))
         # Within the claim grace plus a sweep interval, plus the time to ingest what is left.
         bound = int(FAST_SWEEP["INGEST_CLAIM_GRACE_S"]) + int(FAST_SWEEP["SUBMISSION_SWEEP_EVERY_S"]) + 60
         while final() < len(ids) and time.monotonic() - killed_at < bound:

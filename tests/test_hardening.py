@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
 from api.parsers import MAX_JSON_DEPTH, json_depth_exceeds
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def superuser_client() -> Client:
     client = Client()
-    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    client.force_login(get_user_model().objects.create(username="root", is_staff=True, is_superuser=True))
     return client
 
 
