@@ -8,6 +8,11 @@ throttles let requests through (they fail open) until it is back. After a failur
 stops asking Redis for ``RETRY_AFTER_S`` seconds, so that a Redis that hangs costs one connect
 timeout per period, not one per cache call. The outage is logged once when it starts and once when
 Redis answers again; ``/readyz`` reports it (gpuatlas/health.py).
+
+A data-version bump (gpuatlas/data_version.py) written while Redis was down is lost, and a Redis
+that kept its data would then serve pages cached before that write. So the first process to see
+Redis answer again after an outage deletes the data version: the next reader starts a new one,
+and every entry cached before the outage is never read again.
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+from django.utils.functional import cached_property
 from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
 
 # How long a process serves without the cache after Redis failed, before it tries again.
 RETRY_AFTER_S = 5.0
+# The cache key of the data version (gpuatlas/data_version.py reads and bumps it).
+DATA_VERSION_KEY = "gpuatlas:data-version"
 
 _lock = threading.Lock()
 # Per Redis location (shared by the threads of this process, each of which has its own backend).
@@ -48,12 +56,15 @@ def _mark_down(location: str, exc: Exception) -> None:
         )
 
 
-def _mark_up(location: str) -> None:
-    if location in _down_until:
-        with _lock:
-            was_down = _down_until.pop(location, None) is not None
-        if was_down:
-            logger.warning("the cache answers again")
+def _mark_up(location: str) -> bool:
+    """Note that Redis answered; True for the one call that ends an outage in this process."""
+    if location not in _down_until:
+        return False
+    with _lock:
+        was_down = _down_until.pop(location, None) is not None
+    if was_down:
+        logger.warning("the cache answers again")
+    return was_down
 
 
 class DegradingRedisCacheClient(RedisCacheClient):
@@ -62,6 +73,8 @@ class DegradingRedisCacheClient(RedisCacheClient):
     def __init__(self, servers: list[str], **options: Any) -> None:
         super().__init__(servers, **options)
         self._location = ",".join(servers)
+        # Called once when Redis answers again after an outage (set by the backend).
+        self.on_recovery: Callable[[], None] | None = None
 
     def _guard(self, operation: Callable[[], Any], fallback: Any) -> Any:
         if cache_outage(self._location):
@@ -71,7 +84,8 @@ class DegradingRedisCacheClient(RedisCacheClient):
         except RedisError as exc:
             _mark_down(self._location, exc)
             return fallback
-        _mark_up(self._location)
+        if _mark_up(self._location) and self.on_recovery is not None:
+            self.on_recovery()
         return result
 
     def add(self, key: Any, value: Any, timeout: Any) -> bool:
@@ -129,3 +143,13 @@ class DegradingRedisCache(RedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = DegradingRedisCacheClient
+
+    @cached_property
+    def _cache(self) -> DegradingRedisCacheClient:
+        client = DegradingRedisCacheClient(self._servers, **self._options)
+        client.on_recovery = self._forget_data_version
+        return client
+
+    def _forget_data_version(self) -> None:
+        # Bumps made during the outage were lost: start a new version (module docstring).
+        self.delete(DATA_VERSION_KEY)
