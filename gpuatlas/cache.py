@@ -146,7 +146,7 @@ class DegradingRedisCache(RedisCache):
 
     @cached_property
     def _cache(self) -> DegradingRedisCacheClient:
-        client = DegradingRedisCacheClient(self._servers, **self._options)
+        client = DegradingRedisCacheClient(self._servers, **self._options)  # type: ignore[attr-defined]
         client.on_recovery = self._forget_data_version
         return client
 
