@@ -1,5 +1,5 @@
 """Request bodies over the size limit: a 413 that says so, logged as a warning; query strings
-with a NUL byte on the site's pages (the admin's filters among them): a 400 that says so.
+with a NUL byte in the admin (its changelist filters): a 400 that says so.
 
 Django refuses a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads it (the
 CSRF check reads every form POST) and then answers a bare 400 and logs ``RequestDataTooBig``
@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+ADMIN_PREFIX = "/admin/"
 
 
 def body_too_large_response(request: HttpRequest, *, size: int | None) -> HttpResponse:
@@ -80,17 +81,18 @@ def query_with_nul_response(request: HttpRequest, *, name: str) -> HttpResponse:
 
 
 class QueryNulMiddleware:
-    """400 for a page request whose query string holds a NUL byte (in a name or a value).
+    """400 for an admin request whose query string holds a NUL byte (in a name or a value).
 
-    The API's filters name such a parameter in their own 400 (api/filters/base.py); pages and the
-    admin's changelist filters would pass it to the database, which refuses it (a 500).
+    The admin's changelist filters and search would pass it to PostgreSQL, which refuses it (a
+    500). The API's filters and the site's forms name such a parameter in their own answer
+    (api/filters/base.py, the form errors), so they are left to do so.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if "%00" in request.META.get("QUERY_STRING", "") and not request.path.startswith(API_PREFIX):
+        if "%00" in request.META.get("QUERY_STRING", "") and request.path.startswith(ADMIN_PREFIX):
             for name, values in request.GET.lists():
                 if "\x00" in name or any("\x00" in value for value in values):
                     return query_with_nul_response(request, name=name)

@@ -77,7 +77,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     # 413 for oversized bodies before the CSRF check reads them (gpuatlas/request_limits.py).
     "gpuatlas.request_limits.RequestBodyLimitMiddleware",
-    # 400 for a NUL byte in a page's query string (the admin's filters would hand it to PostgreSQL).
+    # 400 for a NUL byte in an admin query string (its filters would hand it to PostgreSQL).
     "gpuatlas.request_limits.QueryNulMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
