@@ -7,6 +7,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DJANGO_SETTINGS_MODULE=gpuatlas.settings \
+    DEBUG=0 \
     PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus
 
 RUN groupadd --system gpuatlas && useradd --system --gid gpuatlas --home-dir /app --shell /usr/sbin/nologin gpuatlas

@@ -5,6 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The development mode for run, demo, test and lint (settings: DEBUG is off unless set).
+export DEBUG ?= 1
 
 .PHONY: run test venv demo lint check browser-deps stack clean
 

@@ -12,9 +12,11 @@ from django.views.decorators.http import require_POST
 
 from accounts.forms import SignupForm, TokenCreateForm
 from accounts.services import api_token_create, api_token_revoke
+from accounts.throttles import sign_up_throttles, throttle_posts, token_create_throttles
 
 
 @login_required
+@throttle_posts(token_create_throttles)
 def account_view(request: HttpRequest) -> HttpResponse:
     new_key = None
     form = TokenCreateForm(request.POST or None)
@@ -41,6 +43,7 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     return redirect("accounts:account")
 
 
+@throttle_posts(sign_up_throttles)
 def signup_view(request: HttpRequest) -> HttpResponse:
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():

@@ -37,7 +37,9 @@ def ingest_submission(submission_id: int) -> str | None:
     return submission_ingest(submission_id=submission_id)
 
 
-@shared_task(name="benchmarks_app.tasks.sweep_stuck_submissions", acks_late=True, time_limit=300)
+# Both limits set: Celery refuses to send a task whose soft limit (here or the global
+# CELERY_TASK_SOFT_TIME_LIMIT) exceeds its hard limit.
+@shared_task(name="benchmarks_app.tasks.sweep_stuck_submissions", acks_late=True, soft_time_limit=240, time_limit=300)
 def sweep_stuck_submissions() -> dict[str, int]:
     """Periodic: re-queue submissions stuck in received or in a dead worker's claim."""
     summary = submissions_sweep()

@@ -19,6 +19,7 @@
 #   STACK_WEB_WORKERS [2]  STACK_INGEST_CONCURRENCY [2]  STACK_IMPORTS_CONCURRENCY [1]
 #   STACK_LOAD_DEMO    1 to run `manage.py load_demo` after migrating [0]
 #   STACK_START_TIMEOUT seconds to wait for readiness [90]
+#   STACK_RESTART_DELAY seconds before a worker or beat that exited is started again [5]
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -113,6 +114,21 @@ launch() {  # launch NAME CMD...: in its own session (process group), logs and p
   log "started $name (pid $!)"
 }
 
+launch_supervised() {  # launch_supervised NAME CMD...: as launch, restarted whenever it exits
+  # What compose's `restart: unless-stopped` does for the containers: a worker that exits (a broker
+  # outage it did not survive, an out-of-memory kill) is started again after STACK_RESTART_DELAY
+  # seconds. `stop` signals the whole process group: the loop and the worker go together.
+  local name="$1"; shift
+  launch "$name" bash -c '
+    name="$1"; delay="$2"; shift 2
+    while true; do
+      "$@"
+      rc=$?
+      printf "[stack] %s exited with status %s: restarting in %s s\n" "$name" "$rc" "$delay"
+      sleep "$delay"
+    done' supervise "$name" "${STACK_RESTART_DELAY:-5}" "$@"
+}
+
 wait_ready() {
   local deadline=$(( $(date +%s) + ${STACK_START_TIMEOUT:-90} ))
   local url="http://127.0.0.1:$STACK_PORT/readyz"
@@ -156,11 +172,11 @@ start() {
   rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
   cd "$REPO"
   launch web "$VENV/bin/gunicorn" -c "$REPO/deploy/gunicorn.conf.py"
-  launch worker-ingest "$VENV/bin/celery" -A gpuatlas worker -Q ingest -n "ingest@$HOST_TAG" \
+  launch_supervised worker-ingest "$VENV/bin/celery" -A gpuatlas worker -Q ingest -n "ingest@$HOST_TAG" \
     --concurrency "${STACK_INGEST_CONCURRENCY:-2}" --without-gossip --without-mingle --loglevel INFO
-  launch worker-imports "$VENV/bin/celery" -A gpuatlas worker -Q imports -n "imports@$HOST_TAG" \
+  launch_supervised worker-imports "$VENV/bin/celery" -A gpuatlas worker -Q imports -n "imports@$HOST_TAG" \
     --concurrency "${STACK_IMPORTS_CONCURRENCY:-1}" --without-gossip --without-mingle --loglevel INFO
-  launch beat "$VENV/bin/celery" -A gpuatlas beat --schedule "$STACK_DIR/celerybeat-schedule" --loglevel INFO
+  launch_supervised beat "$VENV/bin/celery" -A gpuatlas beat --schedule "$STACK_DIR/celerybeat-schedule" --loglevel INFO
   wait_ready
   log "ready: http://127.0.0.1:$STACK_PORT/  (readyz, healthz; metrics: Authorization: Bearer \$(cat $STACK_DIR/metrics_token))"
   log "logs: $STACK_DIR/logs/  manage.py against this stack: source $STACK_DIR/env"

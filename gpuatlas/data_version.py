@@ -27,10 +27,13 @@ from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import get_language
 
+from gpuatlas.cache import DATA_VERSION_KEY
+
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-CACHE_KEY = "gpuatlas:data-version"
+# Deleted by the cache backend when Redis answers again after an outage (gpuatlas/cache.py).
+CACHE_KEY = DATA_VERSION_KEY
 # Sent (no arguments) once a bump is made, after the writer's commit.
 data_version_bumped = Signal()
 

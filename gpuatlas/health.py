@@ -3,10 +3,11 @@
 ``/healthz``: the process is alive and serving (no dependencies checked, so a database outage
 does not make an orchestrator restart every web process).
 ``/readyz``: this process can do useful work: the database answers with every migration applied,
-the Celery broker answers, (when configured) the cache and the read replica answer, and with DEBUG
+the Celery broker answers, (when configured) the read replica answers, and with DEBUG
 off the static files manifest written by ``collectstatic`` is there (every page names its static
 files through it, so without it every page is a 500). A load
-balancer should stop routing to a node while it answers 503. Every check is bounded by a short
+balancer should stop routing to a node while it answers 503. A cache that does not answer is
+reported as ``"status": "degraded"`` with a 200: pages are then served from the database. Every check is bounded by a short
 timeout so a dead dependency makes the probe fail fast instead of hanging.
 
 ``ProbeMiddleware`` answers both paths ahead of SSL redirection and host validation: load
@@ -127,25 +128,34 @@ CHECKS: tuple[tuple[str, Callable[[], str | None]], ...] = (
     ("cache", _check_cache),
     ("static", _check_static_manifest),
 )
+# Checks whose failure leaves the node serving, only slower: reported under "degraded" with a 200.
+# Every node shares the one cache, so a 503 for it would take the whole site out of the load
+# balancer while each node can still answer from the database (gpuatlas/cache.py).
+DEGRADED_ONLY = frozenset({"cache"})
 
 
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
     """Ready when the database (migrated), broker and cache answer and the static files are collected."""
     problems: dict[str, str] = {}
+    degraded: dict[str, str] = {}
     timings: dict[str, float] = {}
     for name, check in CHECKS:
         started = time.perf_counter()
         problem = check()
         timings[name] = round((time.perf_counter() - started) * 1000, 1)
         if problem:
-            problems[name] = problem
-    if problems:
+            (degraded if name in DEGRADED_ONLY else problems)[name] = problem
+    if problems or degraded:
         logger.warning(
-            "not ready: %s", "; ".join(f"{k}: {v}" for k, v in problems.items()), extra={"problems": problems}
+            "%s: %s",
+            "not ready" if problems else "degraded",
+            "; ".join(f"{k}: {v}" for k, v in (problems | degraded).items()),
+            extra={"problems": problems, "degraded": degraded},
         )
+    status = "unavailable" if problems else "degraded" if degraded else "ok"
     return JsonResponse(
-        {"status": "unavailable" if problems else "ok", "problems": problems, "checks_ms": timings},
+        {"status": status, "problems": problems, "degraded": degraded, "checks_ms": timings},
         status=503 if problems else 200,
     )
 

@@ -1,7 +1,7 @@
 """GPU Atlas settings: one module, configured from the environment.
 
-With nothing set it runs the embedded default (SQLite, tasks executed in-process, DEBUG on).
-Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS and DEBUG=0.
+With DEBUG=1 and nothing else set it runs the embedded default (SQLite, tasks executed in-process).
+DEBUG is off unless set. Production sets DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS.
 """
 
 from __future__ import annotations
@@ -15,15 +15,25 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from gpuatlas.cache import cache_settings
 from gpuatlas.env import env_bool, env_broker_url, env_database, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless set: a deployment that forgets it does not serve tracebacks. Development sets DEBUG=1
+# (the Makefile and the test suite do).
+DEBUG = env_bool("DEBUG", False)
 _DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz"  # noqa: S105 - only used when DEBUG is on
 SECRET_KEY = env_str("SECRET_KEY") or (_DEV_SECRET if DEBUG else "")
 if not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DEBUG is off (DEBUG is off unless set; DEBUG=1 is the development mode)."
+    )
+if not DEBUG and SECRET_KEY == _DEV_SECRET:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the development key committed to this repository: with DEBUG=0 set SECRET_KEY to "
+        "50+ random characters of your own."
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -67,6 +77,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     # 413 for oversized bodies before the CSRF check reads them (gpuatlas/request_limits.py).
     "gpuatlas.request_limits.RequestBodyLimitMiddleware",
+    # 400 for a NUL byte in an admin query string (its filters would hand it to PostgreSQL).
+    "gpuatlas.request_limits.QueryNulMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
@@ -163,7 +175,12 @@ CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Workers and beat outlive a broker outage: they retry the connection at start-up and after a
+# loss, without the default limit of 100 attempts (after which a worker exits). A worker that
+# exits all the same is restarted by compose (restart: unless-stopped) or deploy/stack.sh.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},
@@ -196,6 +213,9 @@ PRICE_FETCH_MAX_BYTES = env_int("PRICE_FETCH_MAX_BYTES", 64 * 1024 * 1024, minim
 # Where the last downloaded copy of each file is kept (re-imported when a fetch says "not modified").
 PRICE_FETCH_DIR = env_str("PRICE_FETCH_DIR", str(BASE_DIR / "var" / "price-fetch"))
 PRICE_FETCH_EVERY_HOURS = env_int("PRICE_FETCH_EVERY_HOURS", 6, minimum=1)
+# The sweeper that takes back submissions a dead worker claimed or a lost message left waiting
+# (benchmarks_app.tasks.sweep_stuck_submissions) runs this often.
+SUBMISSION_SWEEP_EVERY_S = env_int("SUBMISSION_SWEEP_EVERY_S", 60, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "prices-reimport": {
         "task": "catalog.tasks.prices_import_directory_task",
@@ -209,19 +229,25 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "pages-warm": {"task": "dashboard.tasks.pages_warm_task", "schedule": crontab(minute=1, hour=0)},
     "submissions-sweep": {
         "task": "benchmarks_app.tasks.sweep_stuck_submissions",
-        "schedule": timedelta(minutes=env_int("SUBMISSION_SWEEP_EVERY_MINUTES", 1, minimum=1)),
+        "schedule": timedelta(seconds=SUBMISSION_SWEEP_EVERY_S),
     },
 }
 
 CACHE_URL = env_str("CACHE_URL")
+# The cache is an optimisation, never a dependency: when Redis does not answer within the
+# timeouts, cache calls behave as misses and pages are computed from the database (gpuatlas/cache.py).
+CACHE_TIMEOUT_S = env_int("CACHE_TIMEOUT_S", 1, minimum=1)
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        cache_settings(CACHE_URL, timeout_s=CACHE_TIMEOUT_S)
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
     )
 }
 
+# Reverse proxies in front of gunicorn that append the client's address to X-Forwarded-For
+# (docs/deployment.md). Anything more in the header was written by the client and is ignored.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -238,8 +264,23 @@ REST_FRAMEWORK = {
         "anon": env_str("THROTTLE_ANON", "600/min"),
         "user": env_str("THROTTLE_USER", "2000/min"),
         "submissions": env_str("THROTTLE_SUBMISSIONS", "120/min"),
+        # Form views (accounts/throttles.py): sign-in attempts per client address and per account
+        # (site and admin), sign-ups per address, API tokens created per address and per account.
+        "sign_in": env_str("THROTTLE_SIGN_IN", "10/min"),
+        "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "30/hour"),
+        "sign_up": env_str("THROTTLE_SIGN_UP", "10/hour"),
+        "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
     },
+    # How many proxies in front of the web processes append to X-Forwarded-For: the client address
+    # for throttles is the one the outermost trusted proxy saw. 0: X-Forwarded-For is ignored.
+    "NUM_PROXIES": TRUSTED_PROXIES,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON nesting is bounded before parsing (api/parsers.py): a deep body is a 400, not a 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
 }
 # Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.

@@ -69,13 +69,30 @@ class Process:
         self.log.close()
 
 
-def celery_worker(broker_url: str, log_path: Path, *, concurrency: int = 2) -> Process:
+def celery_worker(
+    broker_url: str,
+    log_path: Path,
+    *,
+    concurrency: int = 2,
+    queue: str = "ingest",
+    heartbeat: bool = False,
+    env: dict[str, str] | None = None,
+) -> Process:
+    """A worker of ``queue``; ``heartbeat``: with worker heartbeats, as the compose file runs them."""
     args = [
-        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", "ingest", "-P", "prefork",
+        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", queue, "-P", "prefork",
         "-c", str(concurrency), "-n", f"rel-{uuid.uuid4().hex[:8]}@%h",
-        "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING",
+        "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
     ]  # fmt: skip
-    return Process(args, app_env(broker_url), log_path)
+    if not heartbeat:
+        args.append("--without-heartbeat")
+    return Process(args, app_env(broker_url, **(env or {})), log_path)
+
+
+def celery_beat(broker_url: str, log_path: Path, schedule: Path, *, env: dict[str, str] | None = None) -> Process:
+    """Celery beat with the project's schedule (settings.CELERY_BEAT_SCHEDULE), as production runs it."""
+    args = [sys.executable, "-m", "celery", "-A", "gpuatlas", "beat", "--schedule", str(schedule), "--loglevel", "INFO"]
+    return Process(args, app_env(broker_url, **(env or {})), log_path)
 
 
 def gunicorn_server(broker_url: str, port: int, log_path: Path, **env: str) -> Process:

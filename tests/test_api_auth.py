@@ -6,6 +6,8 @@ import json
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.cache import cache
 from django.test import Client, override_settings
 from django.utils import translation
@@ -26,6 +28,14 @@ def token_for(user) -> str:  # type: ignore[no-untyped-def]
 
 def post_json(client, url: str, body: object, **headers: str):  # type: ignore[no-untyped-def]
     return client.post(url, data=json.dumps(body), content_type="application/json", **headers)
+
+
+def curator(*codenames: str, username: str = "curator"):  # type: ignore[no-untyped-def]
+    """A staff user with these permissions on raw submissions (the admin's: change by default)."""
+    user = get_user_model().objects.create(username=username, is_staff=True)
+    for codename in codenames or ("change_rawsubmission",):
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return user
 
 
 APPROVE = "/api/v1/moderation/submissions/approve/"
@@ -68,6 +78,31 @@ def test_a_user_who_is_not_staff_cannot_moderate(client, world, method, url):  #
     assert world.submissions[0].status == SubmissionStatus.FLAGGED
 
 
+@pytest.mark.parametrize(("method", "url"), [("get", QUEUE), ("post", APPROVE), ("post", REJECT)])
+def test_staff_without_the_admins_permissions_cannot_moderate(client, world, method, url):  # type: ignore[no-untyped-def]
+    """The admin refuses a staff user with no permission on submissions (403): so does the API."""
+    auth = token_for(UserFactory(username="intern", is_staff=True))
+    if method == "get":
+        response = client.get(url, HTTP_AUTHORIZATION=auth)
+    else:
+        response = post_json(client, url, {"run_uuids": [str(world.submissions[0].run_uuid)]}, HTTP_AUTHORIZATION=auth)
+    assert response.status_code == 403
+    world.submissions[0].refresh_from_db()
+    assert world.submissions[0].status == SubmissionStatus.FLAGGED
+
+
+def test_the_view_permission_reads_the_queue_and_only_change_decides(client, world):  # type: ignore[no-untyped-def]
+    viewer = token_for(curator("view_rawsubmission", username="viewer"))
+    assert client.get(QUEUE, HTTP_AUTHORIZATION=viewer).status_code == 200
+    body = {"run_uuids": [str(world.submissions[0].run_uuid)]}
+    assert post_json(client, REJECT, body, HTTP_AUTHORIZATION=viewer).status_code == 403
+    changer = token_for(curator())
+    assert client.get(QUEUE, HTTP_AUTHORIZATION=changer).status_code == 200
+    assert post_json(client, REJECT, body, HTTP_AUTHORIZATION=changer).status_code == 200
+    world.submissions[0].refresh_from_db()
+    assert world.submissions[0].status == SubmissionStatus.REJECTED
+
+
 def test_anonymous_cannot_submit(client, world):  # type: ignore[no-untyped-def]
     stored = RawSubmission.objects.count()
     response = post_json(client, "/api/v1/submissions/", {})
@@ -78,7 +113,7 @@ def test_anonymous_cannot_submit(client, world):  # type: ignore[no-untyped-def]
 
 
 def test_staff_approves_a_flagged_submission(client, world):  # type: ignore[no-untyped-def]
-    auth = token_for(UserFactory(username="curator", is_staff=True))
+    auth = token_for(curator())
     flagged, on_hold, _ = world.submissions
     unknown = "00000000-0000-4000-8000-000000000000"
     before = ResultAggregate.objects.get(gpu=world.gpus["h100"], comparison_key=RESNET_KEY).n
@@ -99,7 +134,7 @@ def test_staff_approves_a_flagged_submission(client, world):  # type: ignore[no-
 
 
 def test_staff_rejects_and_the_results_leave_the_site(client, world):  # type: ignore[no-untyped-def]
-    auth = token_for(UserFactory(username="curator", is_staff=True))
+    auth = token_for(curator())
     flagged = world.submissions[0]
     response = post_json(client, REJECT, {"run_uuids": [str(flagged.run_uuid)]}, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 200
@@ -115,7 +150,7 @@ def test_staff_rejects_and_the_results_leave_the_site(client, world):  # type: i
     [{}, {"run_uuids": []}, {"run_uuids": ["not-a-uuid"]}, {"run_uuids": [False]}, {"run_uuids": "x"}, [1, 2]],
 )
 def test_bad_decision_bodies_are_400_naming_the_field(client, world, body):  # type: ignore[no-untyped-def]
-    auth = token_for(UserFactory(username="curator", is_staff=True))
+    auth = token_for(curator())
     response = post_json(client, APPROVE, body, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 400
     assert set(response.json()["errors"]) <= {"run_uuids", "non_field_errors"}
@@ -124,7 +159,7 @@ def test_bad_decision_bodies_are_400_naming_the_field(client, world, body):  # t
 
 
 def test_too_many_decisions_at_once_is_400(client, world):  # type: ignore[no-untyped-def]
-    auth = token_for(UserFactory(username="curator", is_staff=True))
+    auth = token_for(curator())
     body = {"run_uuids": [f"00000000-0000-4000-8000-{index:012d}" for index in range(501)]}
     response = post_json(client, APPROVE, body, HTTP_AUTHORIZATION=auth)
     assert response.status_code == 400
@@ -133,7 +168,7 @@ def test_too_many_decisions_at_once_is_400(client, world):  # type: ignore[no-un
 
 def test_a_staff_session_needs_csrf_to_moderate(world):  # type: ignore[no-untyped-def]
     client = Client(enforce_csrf_checks=True)
-    client.force_login(UserFactory(username="curator", is_staff=True))
+    client.force_login(curator())
     response = post_json(client, APPROVE, {"run_uuids": [str(world.submissions[0].run_uuid)]})
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]

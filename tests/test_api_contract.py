@@ -293,7 +293,7 @@ def test_rankings_and_tiers_shape(client, world):  # type: ignore[no-untyped-def
 
 
 def test_moderation_queue_shape(client, world):  # type: ignore[no-untyped-def]
-    client.force_login(UserFactory(username="curator", is_staff=True))
+    client.force_login(UserFactory(username="curator", is_staff=True, is_superuser=True))
     page = get(client, "/api/v1/moderation/submissions/")
     assert set(page) == CURSOR_PAGE
     assert [row["status"] for row in page["results"]] == ["flagged", "on_hold"]

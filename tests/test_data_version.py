@@ -86,7 +86,7 @@ def test_versioned_entries_live_a_day_with_redis_and_are_off_with_local_memory()
     )
     seconds = []
     for cache_url in ("redis://127.0.0.1:6379/0", ""):
-        env = {"PATH": os.environ.get("PATH", ""), "CACHE_URL": cache_url}
+        env = {"PATH": os.environ.get("PATH", ""), "CACHE_URL": cache_url, "DEBUG": "1"}
         result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         seconds.append(int(result.stdout.strip().splitlines()[-1]))

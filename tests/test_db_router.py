@@ -116,6 +116,7 @@ def test_replica_url_configures_alias_router_and_middleware(tmp_path):
     )
     env = {
         "PATH": "/usr/bin:/bin",
+        "DEBUG": "1",
         "DATABASE_URL": f"sqlite:///{primary}",
         "DATABASE_REPLICA_URL": f"sqlite:///{replica}",
     }

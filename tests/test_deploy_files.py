@@ -115,3 +115,14 @@ def test_compose_environment_passes_the_deploy_checks(compose, service):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_every_long_running_service_is_restarted_when_it_exits(compose):
+    for name in ("web", "worker-ingest", "worker-imports", "beat", "db", "redis"):
+        assert compose["services"][name].get("restart") in {"unless-stopped", "always"}, name
+
+
+def test_the_stack_script_restarts_its_workers_and_beat():
+    script = (ROOT / "deploy" / "stack.sh").read_text()
+    for name in ("worker-ingest", "worker-imports", "beat"):
+        assert re.search(rf"launch_supervised {name} ", script), name

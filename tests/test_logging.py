@@ -197,11 +197,11 @@ def test_production_logs_are_json_by_default_and_development_text():
     )
     assert prod.returncode == 0, prod.stderr
     assert prod.stdout.strip() == "json"
-    dev = _settings_in_subprocess({}, "settings.LOGGING['handlers']['console']['formatter']")
+    dev = _settings_in_subprocess({"DEBUG": "1"}, "settings.LOGGING['handlers']['console']['formatter']")
     assert dev.stdout.strip() == "text"
 
 
 def test_unknown_log_format_is_refused_with_the_variable_named():
-    result = _settings_in_subprocess({"LOG_FORMAT": "xml"}, "1")
+    result = _settings_in_subprocess({"LOG_FORMAT": "xml", "DEBUG": "1"}, "1")
     assert result.returncode != 0
     assert "LOG_FORMAT='xml' is not a log format" in result.stderr

@@ -156,7 +156,11 @@ def test_queue_depth_read_from_the_broker_and_broker_down_reported(client, metri
 def _settings_error(env: dict[str, str]) -> str:
     code = "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='gpuatlas.settings'; django.setup()"
     result = subprocess.run(
-        [sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin"} | env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code],
+        env={"PATH": "/usr/bin:/bin", "DEBUG": "1"} | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0
     return result.stderr

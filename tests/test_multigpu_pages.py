@@ -146,7 +146,9 @@ def test_gpu_page_shows_per_gpu_throughput_efficiency_n_and_the_host(client, wor
     html = response.content.decode()
     assert 'id="multi-gpu"' in html and 'id="chart-scaling"' in html
     assert "median of 3 runs, 93–97 %" in html
-    assert "NCCL_NVLS_ENABLE=0" in html and "topology from nvidia-smi (NV18)" in html
+    assert "topology from nvidia-smi (NV18)" in html
+    # A submitter's free text (NCCL variables) is not published on the page: nobody moderated it.
+    assert "NCCL_NVLS_ENABLE" not in html
     figure = json.loads(html.split('<script id="fig-scaling" type="application/json">')[1].split("</script>")[0])
     efficiency = [trace for trace in figure["data"] if trace.get("yaxis") == "y2"][0]
     assert efficiency["x"] == ["1", "2"] and efficiency["y"] == pytest.approx([100.0, 95.0])

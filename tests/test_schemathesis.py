@@ -51,7 +51,7 @@ def api_schema(request, db, settings, wsgi_keeps_test_connection):  # type: igno
     world_build(rows=API_WORLD)
     HEADERS.clear()
     if request.param == "staff":
-        staff = UserFactory(username="curator", is_staff=True)
+        staff = UserFactory(username="curator", is_staff=True, is_superuser=True)
         _, key = api_token_create(user=staff, name="schemathesis")
         HEADERS["Authorization"] = f"Token {key}"
     rest = dict(settings.REST_FRAMEWORK)

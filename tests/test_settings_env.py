@@ -72,7 +72,7 @@ def test_broker_url_must_be_redis_or_amqp():
 def test_manage_py_reports_a_malformed_database_url_without_a_traceback_of_ours():
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
-        env={"DATABASE_URL": "postgres://postgres@127.0.0.1:nope/gpuatlas", "PATH": "/usr/bin:/bin"},
+        env={"DATABASE_URL": "postgres://postgres@127.0.0.1:nope/gpuatlas", "PATH": "/usr/bin:/bin", "DEBUG": "1"},
         capture_output=True,
         text=True,
         timeout=60,

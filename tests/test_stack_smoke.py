@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import urllib.error
@@ -414,3 +415,16 @@ def _scenario(stack: Stack, redis_server: PrivateRedis) -> None:
 
     second = _submit(stack, token, _fresh_run(document), "smoke-" + uuid.uuid4().hex)
     assert _wait_terminal(stack, token, second["status_url"], timeout=120)["status"] == "accepted"
+
+    # A worker that exits is started again by the stack (compose: restart: unless-stopped).
+    loop_pid = int((stack.stack_dir / "worker-ingest.pid").read_text())
+    children = subprocess.run(["pgrep", "-P", str(loop_pid)], capture_output=True, text=True).stdout.split()
+    assert children, "no worker under the ingest supervisor"
+    os.kill(int(children[0]), signal.SIGKILL)
+    _wait(
+        "the ingest worker to be restarted",
+        lambda: "restarting in" in stack.tail("worker-ingest", lines=400),
+        timeout=30,
+    )
+    third = _submit(stack, token, _fresh_run(document), "smoke-" + uuid.uuid4().hex)
+    assert _wait_terminal(stack, token, third["status_url"], timeout=120)["status"] == "accepted"

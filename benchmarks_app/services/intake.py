@@ -48,22 +48,19 @@ def _stored_same_run(run_uuid: uuid.UUID, *, sha256: str, submitter: AbstractBas
     )
 
 
+RUN_UUID_TAKEN = "this run UUID is already taken: a new run needs a new UUID"
+
+
 def _existing(run_uuid: uuid.UUID, *, sha256: str, submitter: AbstractBaseUser | None) -> RawSubmission | None:
     existing = RawSubmission.objects.defer("payload").filter(run_uuid=run_uuid).first()
     if existing is None:
         return None
+    # One answer whether the UUID is this submitter's (another payload) or anyone else's, in any
+    # status: it must not tell who holds a run, nor that a hidden (on hold, flagged) run exists
+    # under a name a GET answers 404 for.
     same_submitter = existing.submitter_id == (submitter.pk if submitter is not None else None)
-    if not same_submitter:
-        raise SubmissionConflict([FieldError("$.run_uuid", "this run UUID was already submitted by someone else")])
-    if existing.sha256 != sha256:
-        raise SubmissionConflict(
-            [
-                FieldError(
-                    "$.run_uuid",
-                    "this run UUID was already submitted with a different payload: a new run needs a new UUID",
-                )
-            ]
-        )
+    if not same_submitter or existing.sha256 != sha256:
+        raise SubmissionConflict([FieldError("$.run_uuid", RUN_UUID_TAKEN)])
     return existing
 
 

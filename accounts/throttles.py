@@ -1,0 +1,111 @@
+"""Throttles on sign-in (site and admin), sign-up and API-token creation: per client address and
+per account, with a 429 page in the visitor's language.
+
+These are DRF's stock cache throttle (``SimpleRateThrottle``) applied to Django's form views,
+rather than django-axes or django-ratelimit: the same client address as the API's throttles
+(DRF's ``NUM_PROXIES``, from the TRUSTED_PROXIES setting), no new dependency, tables or
+middleware, and they fail open with the cache (gpuatlas/cache.py): with Redis down a sign-in is
+let through, never a 500. Every POST counts, successful or not: a guesser learns nothing from
+which attempt was refused. Rates: ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]``, scopes below.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import render
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+
+# Scopes (settings THROTTLE_<SCOPE>): attempts per client address, and per account named.
+SIGN_IN_ADDRESS = "sign_in"
+SIGN_IN_ACCOUNT = "sign_in_account"
+SIGN_UP_ADDRESS = "sign_up"
+TOKEN_CREATE = "token_create"  # noqa: S105 - a throttle scope, not a secret
+
+
+class FormThrottle(SimpleRateThrottle):
+    """One scope's counter for one identity (a client address or an account)."""
+
+    def __init__(self, scope: str, ident: str) -> None:
+        self.scope = scope
+        self.ident = ident
+        super().__init__()
+
+    def get_rate(self) -> Any:
+        # Read on every request (DRF copies the setting onto the class at import), so that
+        # override_settings applies.
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope or "")
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        digest = hashlib.sha256(self.ident.encode()).hexdigest()[:32]
+        return self.cache_format % {"scope": self.scope, "ident": digest}
+
+
+def client_address(request: HttpRequest) -> str:
+    """The client address as the deployment's proxies define it (DRF's get_ident, NUM_PROXIES)."""
+    return "address:" + BaseThrottle().get_ident(request)  # type: ignore[arg-type]
+
+
+def _account(request: HttpRequest) -> str | None:
+    username = request.POST.get("username", "")
+    return f"account:{username.strip().casefold()}" if username.strip() else None
+
+
+def sign_in_throttles(request: HttpRequest) -> list[FormThrottle]:
+    throttles = [FormThrottle(SIGN_IN_ADDRESS, client_address(request))]
+    if account := _account(request):
+        throttles.append(FormThrottle(SIGN_IN_ACCOUNT, account))
+    return throttles
+
+
+def sign_up_throttles(request: HttpRequest) -> list[FormThrottle]:
+    return [FormThrottle(SIGN_UP_ADDRESS, client_address(request))]
+
+
+def token_create_throttles(request: HttpRequest) -> list[FormThrottle]:
+    user = getattr(request, "user", None)
+    throttles = [FormThrottle(TOKEN_CREATE, client_address(request))]
+    if user is not None and user.is_authenticated:
+        throttles.append(FormThrottle(TOKEN_CREATE, f"user:{user.pk}"))
+    return throttles
+
+
+def too_many_attempts(request: HttpRequest, *, wait_seconds: float) -> HttpResponse:
+    """The 429 page: what happened and when to try again, in the visitor's language."""
+    minutes = max(1, math.ceil(wait_seconds / 60))
+    response = render(request, "429.html", {"minutes": minutes}, status=429)
+    response["Retry-After"] = str(max(1, math.ceil(wait_seconds)))
+    return response
+
+
+def throttle_posts(
+    throttles: Callable[[HttpRequest], list[FormThrottle]],
+) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
+    """Refuse a view's POSTs with the 429 page once any of ``throttles(request)`` is spent.
+
+    Every throttle is checked (and so counts the attempt), as DRF does, and the longest wait is
+    the one reported.
+    """
+
+    def decorate(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if request.method == "POST":
+                waits = [
+                    throttle.wait() or 1.0
+                    for throttle in throttles(request)
+                    if not throttle.allow_request(request, None)  # type: ignore[arg-type]
+                ]
+                if waits:
+                    return too_many_attempts(request, wait_seconds=max(waits))
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
