@@ -143,6 +143,10 @@ SUBMISSION_CLOCK_SKEW_S = env_int("SUBMISSION_CLOCK_SKEW_S", 600, minimum=0)
 # Celery: with no broker the embedded default runs tasks in-process, eagerly.
 CELERY_BROKER_URL = env_broker_url("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# In-process mode: Celery still takes a producer from its pool for an eager task. Kombu's
+# in-memory transport, named with a host, so that nothing looks for a broker on localhost or warns
+# that no hostname was supplied.
+CELERY_BROKER_WRITE_URL = None if CELERY_BROKER_URL else "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
