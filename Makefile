@@ -12,18 +12,19 @@ PORT ?= 8000
 # test and client toolchains (pytest, Playwright, mypy, schemathesis, the CPU build of PyTorch).
 # Either may come first; neither removes what the other installed. Both share one virtual
 # environment, so its creation and every pip run hold one lock: started together, the second waits.
+# -qq: errors only (setuptools prints a BuildBackendWarning for every editable install).
 LOCK := flock $(VENV).lock
 
 $(VENV)/.installed-run: pyproject.toml
 	$(LOCK) bash -c '[ -x $(PY) ] || $(PYTHON) -m venv $(VENV); \
-	  $(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip && \
-	  $(PY) -m pip install --quiet --disable-pip-version-check -e .'
+	  $(PY) -m pip install -qq --disable-pip-version-check --upgrade pip && \
+	  $(PY) -m pip install -qq --disable-pip-version-check -e .'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml bench_client/pyproject.toml
 	$(LOCK) bash -c '[ -x $(PY) ] || $(PYTHON) -m venv $(VENV); \
-	  $(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip && \
-	  $(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]" -e ./bench_client'
+	  $(PY) -m pip install -qq --disable-pip-version-check --upgrade pip && \
+	  $(PY) -m pip install -qq --disable-pip-version-check -e ".[dev]" -e ./bench_client'
 	touch $@
 
 ## venv: the runtime install (what `make run` needs); venv-dev: plus the test and client toolchains
