@@ -116,6 +116,7 @@ LOGOUT_REDIRECT_URL = "dashboard:rankings"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["gpuatlas.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
