@@ -72,8 +72,8 @@ def test_an_mlperf_system_names_its_submitter_once(submitter, system, shown):
 
 
 def test_the_client_archive_is_an_installable_source_tree():
-    archive = tarfile.open(fileobj=io.BytesIO(gzip.decompress(client_archive())))
-    names = archive.getnames()
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(client_archive()))) as archive:
+        names = archive.getnames()
     top = {name.split("/")[0] for name in names}
     assert len(top) == 1 and top.pop().startswith("gpuatlas-bench-")
     assert any(name.endswith("/pyproject.toml") for name in names)
