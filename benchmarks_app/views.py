@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from benchmarks_app.client_archive import client_archive, client_version
 from benchmarks_app.forms import TOO_LARGE, SubmissionUploadForm
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.selectors import submission_get_for_viewer, submission_results, workloads_for_submission
@@ -31,6 +32,13 @@ def _rules() -> dict[str, float | str]:
         "clock_skew_minutes": settings.SUBMISSION_CLOCK_SKEW_S / 60,
         "client_first_run": f"{CLIENT_FIRST_RUN:%Y-%m-%d}",
     }
+
+
+def client_archive_view(request: HttpRequest) -> HttpResponse:
+    """The benchmark client's source archive: ``pip install <this URL>`` with no checkout."""
+    response = HttpResponse(client_archive(), content_type="application/gzip")
+    response["Content-Disposition"] = f'attachment; filename="gpuatlas-bench-{client_version()}.tar.gz"'
+    return response
 
 
 def submit_view(request: HttpRequest) -> HttpResponse:

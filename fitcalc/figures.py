@@ -14,7 +14,16 @@ from typing import Any
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
-from dashboard.figures.style import ESTIMATED_COLOUR, FRONTIER_COLOUR, LAYOUT_BASE, MEASURED_COLOUR, esc
+from dashboard.figures.style import (
+    ESTIMATED_COLOUR,
+    FRONTIER_COLOUR,
+    LAYOUT_BASE,
+    MEASURED_COLOUR,
+    currency_prefix,
+    esc,
+    log_axis_range_of,
+    log_axis_ticks,
+)
 from fitcalc.plan import GpuPlan
 
 
@@ -100,6 +109,8 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
             line={"color": FRONTIER_COLOUR, "dash": "dash", "width": 1.5},
             hoverinfo="skip",
         )
+    hours_range = log_axis_range_of([p.hours for p in points] + ([max_hours] if points else []))
+    cost_range = log_axis_range_of([p.cost for p in points])
     fig.update_layout(
         **LAYOUT_BASE,
         height=460,
@@ -112,7 +123,17 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
             "yanchor": "top",
             "yref": "container",
         },
-        xaxis={"title": {"text": esc(_("Hours to finish"))}, "type": "log"},
-        yaxis={"title": {"text": esc(_("Cost (%(currency)s)") % {"currency": currency})}, "type": "log"},
+        xaxis={
+            "title": {"text": esc(_("Hours to finish"))},
+            "type": "log",
+            "range": hours_range,
+            **log_axis_ticks(hours_range, suffix=" h"),
+        },
+        yaxis={
+            "title": {"text": esc(_("Cost (%(currency)s)") % {"currency": currency})},
+            "type": "log",
+            "range": cost_range,
+            **log_axis_ticks(cost_range, prefix=currency_prefix(currency)),
+        },
     )
     return json.loads(fig.to_json())

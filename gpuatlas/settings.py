@@ -128,6 +128,7 @@ LOGOUT_REDIRECT_URL = "dashboard:rankings"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["gpuatlas.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -155,6 +156,10 @@ SUBMISSION_CLOCK_SKEW_S = env_int("SUBMISSION_CLOCK_SKEW_S", 600, minimum=0)
 # Celery: with no broker the embedded default runs tasks in-process, eagerly.
 CELERY_BROKER_URL = env_broker_url("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# In-process mode: Celery still takes a producer from its pool for an eager task. Kombu's
+# in-memory transport, named with a host, so that nothing looks for a broker on localhost or warns
+# that no hostname was supplied.
+CELERY_BROKER_WRITE_URL = None if CELERY_BROKER_URL else "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -337,10 +342,9 @@ CSP_POLICY = {
     "form-action": ["'self'"],
     "frame-ancestors": ["'none'"],
 }
-# drf-spectacular's Swagger UI page inlines its start-up script; ReDoc runs its search in a
-# blob: worker. Those allowances apply to these two pages only.
+# ReDoc runs its search in a blob: worker; that allowance applies to its page only. (Swagger UI's
+# start-up script is a file of its own, api/views/index.py, so no page needs an inline script.)
 CSP_PATH_OVERRIDES = {
-    "/api/v1/docs/": {"script-src": ["'self'", "'unsafe-inline'"]},
     "/api/v1/redoc/": {"worker-src": ["'self'", "blob:"]},
 }
 

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from accounts.throttles import sign_in_throttles, throttle_posts
 from gpuatlas import health
@@ -17,6 +18,10 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include("accounts.urls")),
     path("api/v1/", include("api.urls")),
+    # The unversioned addresses people guess lead to the current version's documentation.
+    path("api/", RedirectView.as_view(pattern_name="api:index", query_string=True)),
+    path("api/docs/", RedirectView.as_view(pattern_name="api:docs", query_string=True)),
+    path("api/redoc/", RedirectView.as_view(pattern_name="api:redoc", query_string=True)),
     path("", include("catalog.urls")),
     path("", include("benchmarks_app.urls")),
     path("", include("fitcalc.urls")),

@@ -521,7 +521,7 @@ def test_page_lists_gpus_that_do_not_fit_with_the_reason(client) -> None:  # typ
     # 70.6B bf16 weights are 131 GiB: two 80 GiB cards, seven-plus 24 GiB cards (so 8).
     assert 'data-gpu="card-80"' in html
     table = html[html.index('id="fit-table"') : html.index("</table>", html.index('id="fit-table"'))]
-    assert '<td class="num" data-field="gpus_needed">2</td>' in table
+    assert 'data-field="gpus_needed" data-label="GPUs needed">2</td>' in table
     html = client.get("/fit/", {"model": "llama-3-70b", "mode": "full_finetune"}).content.decode()
     assert 'id="not-fitting"' in html and "too big even on 8" in html and 'id="fit-table"' not in html
 

@@ -8,7 +8,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema, inline_serializer
-from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -103,9 +103,13 @@ class _InPageLanguage:
         return url
 
 
-class LocalisedSwaggerView(_InPageLanguage, SpectacularSwaggerView):
-    pass
+class LocalisedSwaggerView(_InPageLanguage, SpectacularSwaggerSplitView):
+    """Swagger UI with its start-up script served as a file of its own, so the CSP needs no inline script."""
+
+    template_name = "api/swagger_ui.html"
 
 
 class LocalisedRedocView(_InPageLanguage, SpectacularRedocView):
-    pass
+    """ReDoc with the system's fonts: the page loads nothing from another site."""
+
+    template_name = "api/redoc.html"

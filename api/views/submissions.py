@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.openapi import openapi_schema_from_json_schema
 from api.throttling import SUBMISSION_THROTTLES
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.selectors import submission_get_for_viewer, submission_summary
@@ -138,7 +139,7 @@ class SubmissionCreateView(APIView):
             "The ingest runs in the background: poll status_url until the status is accepted, flagged, "
             "rejected or on_hold."
         ),
-        request={"application/json": submission_schema()},
+        request={"application/json": openapi_schema_from_json_schema(submission_schema())},
         responses={
             201: OpenApiResponse(SubmissionStatusSerializer, description="Stored; the ingest is queued."),
             200: OpenApiResponse(

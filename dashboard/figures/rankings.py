@@ -17,8 +17,10 @@ from dashboard.figures.style import (
     MEASURED_COLOUR,
     PALETTE,
     basis_label,
+    currency_prefix,
     esc,
     figure_dict,
+    log_axis_ticks,
     number_text,
     title_layout,
 )
@@ -124,9 +126,10 @@ def rankings_bar_figure(
 
 
 FRONTIER_FONT_PX = 11
-# The smallest plot area the scatter gets (the chart grid's narrowest card, 460 px tall): labels
-# placed without overlap or clipping there keep clear of each other in any larger one.
-MIN_PLOT_PX = (360.0, 280.0)
+# The smallest plot area the scatter gets (on a 390 px phone: the card less its padding, the
+# axis labels and margins, 460 px tall): labels placed without overlap or clipping there keep
+# clear of each other in any larger one.
+MIN_PLOT_PX = (280.0, 280.0)
 _LABEL_POSITIONS = (
     "top center", "bottom center", "middle right", "middle left", "top right", "top left", "bottom right", "bottom left",
 )  # fmt: skip
@@ -264,7 +267,12 @@ def perf_price_scatter_figure(
         **LAYOUT_BASE,
         height=460,
         title=title_layout(_("Performance against price")),
-        xaxis={"title": {"text": esc(price_label)}, "type": "log", "dtick": "D2", "range": x_range},
+        xaxis={
+            "title": {"text": esc(price_label)},
+            "type": "log",
+            "range": x_range,
+            **log_axis_ticks(x_range, prefix=currency_prefix(currency)),
+        },
         yaxis={"title": {"text": esc(perf_label)}, "range": y_range},
     )
     return figure_dict(fig)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import json
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -57,3 +59,44 @@ def basis_label(basis: str) -> str:
 
 def figure_dict(fig: go.Figure) -> dict[str, Any]:
     return json.loads(fig.to_json())
+
+
+CURRENCY_SYMBOLS = {"USD": "$", "CNY": "¥"}
+
+
+def currency_prefix(currency: str) -> str:
+    """The symbol written before an amount on a chart's ticks ("$0.5"), else the code and a space."""
+    return CURRENCY_SYMBOLS.get(currency.upper(), f"{currency} ")
+
+
+def log_tick_text(value: float) -> str:
+    """A tick's full value: 0.05, 2, 20, 1,000 (never the bare leading digit Plotly's D2 ticks show)."""
+    if value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.6g}"
+
+
+def log_axis_ticks(log_range: Sequence[float], *, prefix: str = "", suffix: str = "") -> dict[str, Any]:
+    """tickvals and ticktext for a log axis over ``log_range`` (log10 units, as Plotly's range):
+    1, 2, 5, 10, 20, 50... (only the powers of ten past four decades), each labelled with its full
+    value and unit, so a "2" on a cost axis in tens reads "20"."""
+    low, high = sorted(log_range)
+    steps = (1.0,) if high - low > 4 else (1.0, 2.0, 5.0)
+    values = [
+        step * 10.0**decade
+        for decade in range(math.floor(low) - 1, math.ceil(high) + 1)
+        for step in steps
+        if low <= math.log10(step * 10.0**decade) <= high
+    ]
+    # Rounded so that 0.1 * 3 noise never shows (0.30000000000000004).
+    values = [float(f"{value:.6g}") for value in values]
+    return {"tickvals": values, "ticktext": [f"{prefix}{log_tick_text(v)}{suffix}" for v in values]}
+
+
+def log_axis_range_of(values: Sequence[float], *, pad: float = 0.05) -> list[float]:
+    """A log axis range (log10 units) around positive ``values``, a little wider on both sides."""
+    logs = [math.log10(v) for v in values if v and v > 0] or [0.0]
+    low, high = min(logs), max(logs)
+    if high - low < 0.3:
+        low, high = low - 0.15, high + 0.15
+    return [low - pad, high + pad]

@@ -160,7 +160,10 @@ def llm_row_classify(
         if model is None:
             return None
         division, availability = params.get("division", ""), params.get("availability", "")
-        system = f"{environment.get('submitter', '')} {environment.get('system', '')}".strip()
+        submitter, system = environment.get("submitter", ""), environment.get("system", "")
+        # Many systems are named after their submitter ("CoreWeave B200 SXM"): the name once.
+        if not system.casefold().startswith(submitter.casefold()):
+            system = f"{submitter} {system}".strip()
         family = re.sub(r"-99(_9)?$", "", bench).replace("_", ".")
         return {
             "kind": "serving",

@@ -220,7 +220,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         precisions=precisions,
     )
 
-    rates = exchange_rates()
+    # Rented in USD, nothing is converted: the rate table is read only for another currency or to buy.
+    rates = exchange_rates() if params.currency != "USD" or params.mode != "rent" else None
     currency, exchange = params.currency, None
     if params.currency != "USD":
         rate = display_rate(currency=params.currency, rates=rates)
@@ -257,7 +258,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         prices = {gpu_id: (float(p.price_usd), source_label, p.providers) for gpu_id, p in rent.items()}
         ppd_unit = _("per %(currency)s/GPU-hour") % {"currency": currency}
     else:
-        buy = _buy_prices(params, gpus, rates)
+        buy = _buy_prices(params, gpus, rates or exchange_rates())
         price_unit, scale = _("per GPU"), 1000.0
         prices = {gpu_id: (usd, label, 0) for gpu_id, (usd, label) in buy.items()}
         ppd_unit = _("per 1,000 %(currency)s") % {"currency": currency}

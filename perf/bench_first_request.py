@@ -1,0 +1,100 @@
+"""The first request to every page after a data change, on the data you point it at; prints figures.
+
+A data change (an import, an accepted submission) bumps the data version, which makes every
+cached page and computation stale. This times, for each page, one request right after a bump
+(cold: what the first visitor waits for), then one more (warm), with Django's test client in
+this process (no network, no server start-up), in English. Run it on the demo data that
+`make run` loads, read only apart from the cache:
+
+    DATABASE_URL=sqlite:///$PWD/db.sqlite3 .venv/bin/python perf/bench_first_request.py
+    .venv/bin/python perf/bench_first_request.py --runs 5 --target-ms 1000
+
+Versioned caching is on here (DATA_VERSION_CACHE_SECONDS, in this process's memory), as in
+production; without it every request is a cold one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuatlas.settings")
+os.environ.setdefault("DATA_VERSION_CACHE_SECONDS", "86400")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from catalog.models import Gpu  # noqa: E402
+from dashboard.ranking.use_cases import USE_CASES  # noqa: E402
+from gpuatlas.data_version import data_version_bump  # noqa: E402
+
+
+def pages() -> dict[str, str]:
+    h100 = Gpu.objects.filter(slug__startswith="h100-sxm5-80").values_list("slug", flat=True).first() or "h100"
+    out = {"home": "/"}
+    out |= {f"rankings {slug}": f"/?use_case={slug}" for slug in USE_CASES}
+    out |= {
+        "tiers": "/tiers/",
+        "tiers llm-serving": "/tiers/?use_case=llm-serving",
+        "catalogue": "/gpus/",
+        f"gpu {h100}": f"/gpus/{h100}/",
+        "gpu geforce-rtx-4090": "/gpus/geforce-rtx-4090/",
+        "compare": f"/compare/?gpus={h100},a100-sxm4-80-gb,geforce-rtx-4090",
+        "fit": "/fit/",
+        "providers": "/providers/",
+        "submit": "/submit/",
+        "open data": "/open-data/",
+        "architectures": "/architectures/",
+        "llm model": "/llm-model/",
+        "api rankings": "/api/v1/rankings/?use_case=llm-serving",
+    }
+    return out
+
+
+def timed(client: Client, url: str) -> tuple[float, int, int]:
+    with CaptureQueriesContext(connection) as queries:
+        started = time.perf_counter()
+        response = client.get(url)
+        elapsed = time.perf_counter() - started
+    return elapsed * 1000, len(queries), response.status_code
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="bump-then-request rounds per page (median shown)")
+    parser.add_argument("--target-ms", type=float, default=1000.0)
+    args = parser.parse_args()
+    client = Client()
+    client.get("/healthz")  # imports and URL resolving, once, outside the figures
+    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; GPUs: {Gpu.objects.count()}")
+    print(f"{'page':28} {'cold ms':>9} {'max':>7} {'warm ms':>8} {'queries':>8}  status")
+    over = []
+    for name, url in pages().items():
+        cold, queries, status = [], 0, 0
+        for _run in range(args.runs):
+            data_version_bump()
+            ms, queries, status = timed(client, url)
+            cold.append(ms)
+        warm, _queries, _status = timed(client, url)
+        median = statistics.median(cold)
+        flag = "" if median < args.target_ms else f"  over {args.target_ms:.0f} ms"
+        if flag:
+            over.append(name)
+        print(f"{name:28} {median:9.0f} {max(cold):7.0f} {warm:8.0f} {queries:8d}  {status}{flag}")
+    print(f"pages over {args.target_ms:.0f} ms cold: {', '.join(over) if over else 'none'}")
+
+
+if __name__ == "__main__":
+    main()
