@@ -197,7 +197,7 @@ def _wide(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]:
 
 def _per_model(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]:
     header = table.lines[0][1]
-    columns = []
+    columns: list[tuple[str, int, int, str] | None] = []
     for cell in header[1:]:
         text = _plain(cell)
         parallel = _TP_PP.search(text)

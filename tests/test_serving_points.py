@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -304,3 +305,34 @@ def test_llamacpp_rows_are_one_stream_points():
     for point in points.select_related("result")[:50]:
         assert point.tokens_per_s_per_user == pytest.approx(point.result.value)
         assert point.tokens_per_s_per_gpu == pytest.approx(point.result.value / point.gpu_count)
+
+
+# --- 8-bit and 16-bit inference rank measured figures ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_relative_inference_use_cases_rank_the_measured_llm_figures(client):
+    from benchmarks_app.services.llamacpp_import import xiongjiedai_import
+    from catalog.models import TensorPeak
+    from dashboard.selectors.ranking_params import ranking_params_from_query
+    from dashboard.selectors.rankings import rankings_compute
+
+    world_build(rows=LLM_WORLD)
+    # Nothing measured yet: the page says every figure is estimated, never "Measured".
+    empty = client.get(reverse("dashboard:rankings"), {"use_case": "inference-8bit"}).content.decode()
+    assert 'id="spec-only"' in empty
+    # The RTX 5090's 8-bit peaks come from the curated catalogue (NVIDIA's RTX Blackwell whitepaper).
+    peaks = dict(TensorPeak.objects.filter(gpu__slug="geforce-rtx-5090").values_list("precision", "dense_tflops"))
+    assert (peaks["fp8"], peaks["int8"], peaks["fp4"]) == (419, 838, 1676)
+
+    trtllm_import_bundled()
+    xiongjiedai_import()
+    eight = rankings_compute(params=ranking_params_from_query({"use_case": "inference-8bit"}))
+    measured = {r.gpu_slug: r for r in eight.rows if r.perf_basis == "measured"}
+    assert eight.baseline_name == "H100 SXM5 80 GB" and measured["h100-sxm5-80-gb"].perf == pytest.approx(1.0)
+    assert {"h200-sxm-141-gb", "l40s"} <= set(measured)
+    assert measured["h200-sxm-141-gb"].perf > 1.0  # more bandwidth, same FP8 runs
+    sixteen = rankings_compute(params=ranking_params_from_query({"use_case": "inference-16bit"}))
+    assert sum(r.perf_basis == "measured" for r in sixteen.rows) >= 5
+    page = client.get(reverse("dashboard:rankings"), {"use_case": "inference-8bit"}).content.decode()
+    assert 'id="spec-only"' not in page

@@ -61,6 +61,11 @@ class UseCase:
     # LLM use cases (kind "llm") rank absolute tokens/s and cost per million tokens per model size
     # (llm/selectors/rows.py); the others rank performance relative to a baseline GPU.
     kind: str = "relative"
+    # Relative use cases that also compare the measured LLM serving points (llm.selectors.serving_points):
+    # MLPerf, TensorRT-LLM, llama.cpp and the client's llm-decode, each at the precision it ran at.
+    serving_points: bool = False
+    # The GPU = 1.0 when the query names none (empty: dashboard.ranking.maths.BASELINE_SLUG_DEFAULT).
+    default_baseline: str = ""
     llm_mode: str = ""  # "batched" | "one_stream"
     model_sizes: tuple[str, ...] = ()  # llm.estimate.shapes.SIZE_CLASSES slugs; first = default
 
@@ -131,7 +136,11 @@ USE_CASES: dict[str, UseCase] = {
         UseCase(
             slug="inference-16bit",
             label=_("Inference, 16-bit"),
-            description=_("Inference workloads at FP16/BF16, such as the client's transformer-infer (tokens/s)."),
+            description=_(
+                "Measured inference at FP16/BF16: the client's transformer-infer and llm-decode, and the LLM "
+                "throughputs of MLPerf Inference, TensorRT-LLM's performance overview and the llama.cpp tables, "
+                "each compared only with runs of the same configuration, at the precision it ran at."
+            ),
             categories=("inference",),
             precision_families=("16bit",),
             memory_floor_gib=24,
@@ -142,11 +151,16 @@ USE_CASES: dict[str, UseCase] = {
                 "cores run it on their vector units at a small fraction of the speed."
             ),
             workload_pattern=RELATIVE_INFERENCE_PATTERN,
+            serving_points=True,
         ),
         UseCase(
             slug="inference-8bit",
             label=_("Inference, 8-bit"),
-            description=_("Inference workloads at INT8/FP8."),
+            description=_(
+                "Measured inference at INT8/FP8: the client's llm-decode at FP8, and the LLM throughputs of MLPerf "
+                "Inference, TensorRT-LLM's performance overview and the llama.cpp tables (Q8_0), each compared "
+                "only with runs of the same configuration, at the precision it ran at."
+            ),
             categories=("inference",),
             precision_families=("8bit",),
             memory_floor_gib=12,
@@ -160,6 +174,9 @@ USE_CASES: dict[str, UseCase] = {
                 "without them 8-bit weights are converted back to 16 bits and run no faster than 16-bit inference."
             ),
             workload_pattern=RELATIVE_INFERENCE_PATTERN,
+            serving_points=True,
+            # The A100 has no FP8 and no measured 8-bit run: the H100 SXM is measured at FP8 by every source.
+            default_baseline="h100-sxm5-80-gb",
         ),
         UseCase(
             slug="llm-serving",

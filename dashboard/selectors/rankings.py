@@ -76,6 +76,7 @@ from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 from llm.selectors.figures import llm_model_state, llm_ranking_figures, llm_row_values
+from llm.selectors.serving_points import serving_group_figures
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook
@@ -162,7 +163,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             "updated_at",
         )  # fmt: skip
     )
-    measured_gpu_ids = {a["gpu_id"] for a in aggregates}
+    serving = serving_group_figures(precisions=precisions) if uc.serving_points else []
+    measured_gpu_ids = {a["gpu_id"] for a in aggregates} | {s.gpu_id for s in serving}
 
     gpu_filter = Q(is_curated=True) | Q(id__in=list(measured_gpu_ids))
     gpus_qs = Gpu.objects.with_related().filter(gpu_filter)
@@ -197,6 +199,19 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             host_run=workload_runs_on_a_host(workloads[a["workload_id"]]["submission_rules"]),
         )
         for a in aggregates
+    ]
+    # Serving-point configurations are groups of their own, numbered below every workload id.
+    serving_groups: dict[str, int] = {}
+    points += [
+        AggregatePoint(
+            gpu_id=s.gpu_id,
+            group=(-serving_groups.setdefault(s.group, len(serving_groups) + 1), s.precision, s.gpu_count),
+            median=s.median,
+            n=s.n,
+            distinct_submitters=s.distinct_submitters,
+            has_lab=s.has_lab,
+        )
+        for s in serving
     ]
     measured = {} if uc.is_llm else measured_relative(points, baseline_gpu_id=baseline.id)
     baseline_measured = baseline.id in measured

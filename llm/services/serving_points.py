@@ -184,7 +184,7 @@ def _mlperf(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
                 "submitter": str(env.get("submitter", "")),
             },
             source_kind=SourceKind.MLPERF,
-            kv_cache_precision=(_KV.search(str(env.get("weight_data_types", ""))) or [None, ""])[1].lower(),
+            kv_cache_precision=_kv_precision(str(env.get("weight_data_types", ""))),
             engine=framework[:120] or "not stated",
             engine_class=engine_class_of(framework),
             engine_version=(_VERSION.search(framework) or [""])[0][:60],
@@ -367,6 +367,12 @@ def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
         ),  # fmt: skip
         "",
     )
+
+
+def _kv_precision(weight_data_types: str) -> str:
+    """The KV cache format a row names ("NVFP4 weights; FP8 KV cache" -> fp8), else empty."""
+    found = _KV.search(weight_data_types)
+    return found[1].lower() if found else ""
 
 
 def _int(value: Any, default: int) -> int:
