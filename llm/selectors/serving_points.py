@@ -13,6 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from benchmarks_app.models import TrustLabel
 from llm.models import ServingPoint
@@ -32,7 +33,7 @@ class ServingGroupFigure:
 
 def serving_group_figures(*, precisions: Iterable[str]) -> list[ServingGroupFigure]:
     """Per GPU and configuration, the median measured output tokens/s per GPU (see the module doc)."""
-    grouped: dict[tuple[int, str, str, int], list[dict]] = defaultdict(list)
+    grouped: dict[tuple[int, str, str, int], list[dict[str, Any]]] = defaultdict(list)
     rows = (
         ServingPoint.objects.trusted()
         .at_precisions(list(precisions))
@@ -67,7 +68,7 @@ def serving_group_figures(*, precisions: Iterable[str]) -> list[ServingGroupFigu
                 params.get("qps", ""), params.get("pipeline_parallel", ""),
             )
         )  # fmt: skip
-        grouped[(row["gpu_id"], group, row["weight_precision"], row["gpu_count"])].append(row)
+        grouped[(row["gpu_id"], group, row["weight_precision"], row["gpu_count"])].append(dict(row))
     return [
         ServingGroupFigure(
             gpu_id=gpu_id,
