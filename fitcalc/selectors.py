@@ -25,10 +25,11 @@ from typing import Any
 from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
+from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
-from dashboard.ranking.maths import pcie_peak_gbs
 from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
@@ -71,9 +72,7 @@ from fitcalc.throughput import (
     compute_peak_flops,
     throughput_resolve,
 )
-from llm_estimate.comm import gpu_link
-
-MIN_COMMUNITY_N = 3  # as dashboard.ranking.maths: an aggregate counts with a lab result or >= 3 community results
+from llm.estimate.comm import gpu_link
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "accounts",
     "catalog",
     "benchmarks_app",
+    "llm",
     "dashboard",
 ]
 

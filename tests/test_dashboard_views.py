@@ -313,14 +313,15 @@ def _bulk(extra: int) -> None:
         # also reads the GPU's LLM figures and the configurations reported not to fit (2); the
         # comparison reads the typical and the cheapest price through gpu_rent_prices (3 each).
         # Ranked in USD to rent, no use case reads the exchange-rate table.
+        # The 8-bit and 16-bit inference use cases read the measured serving points (1 each).
         (
             lambda w: reverse("catalog:gpu-detail", args=[w.gpus["baseline"].slug]),
-            64,
+            66,
             ("A100 SXM4 80 GB", "gpu_8x_a100"),
         ),
         (
             lambda w: reverse("dashboard:compare") + "?gpus=a100-sxm4-80-gb,h100-sxm5-80-gb,rtx-4090",
-            53,  # one for the columns' multi-GPU figures
+            55,  # one for the columns' multi-GPU figures, two for the measured serving points
             ("A100 SXM4 80 GB", "H100 SXM5 80 GB", "RTX 4090"),
         ),
         (lambda w: reverse("dashboard:architectures"), 3, ("Ampere", "Hopper")),

@@ -18,7 +18,7 @@ from django.utils import translation
 
 from benchmarks_app.client_archive import client_archive
 from catalog.services.catalog_import import gpu_display_name
-from dashboard.selectors.llm_rows import llm_row_classify
+from llm.selectors.rows import llm_row_classify
 
 CURATED = Path(__file__).resolve().parents[1] / "catalog" / "data" / "curated" / "gpus.toml"
 

@@ -25,7 +25,7 @@ from fitcalc.forms import FitForm
 from fitcalc.parallel import DdpCalibration, LinkFigures, MeasuredBusBandwidth, TrainingJob, strategy_rates
 from fitcalc.selectors import FitResult, fit_compute
 from fitcalc.throughput import model_flops_per_token
-from llm_estimate.comm import GpuLink
+from llm.estimate.comm import GpuLink
 
 BENCH = Path(settings.BASE_DIR) / "tests" / "fixtures" / "bench"
 H100, RTX4090, H200, GH200, V100 = (

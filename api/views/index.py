@@ -29,6 +29,7 @@ ENDPOINT_PURPOSES = {
     "workload-list": _("Benchmark workloads."),
     "result-list": _("Individual benchmark results."),
     "aggregate-list": _("Per-GPU aggregates of trusted results."),
+    "serving-point-list": _("Measured LLM serving points: tokens/s per GPU and per user, with their source."),
     "rankings": _("Rankings: performance, price and value per use case (the rankings page)."),
     "tiers": _("Tier list of a use case (the tiers page)."),
     "fit": _("Will a model fit, on how many GPUs, how long and at what cost."),

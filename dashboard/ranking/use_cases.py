@@ -11,16 +11,6 @@ from dataclasses import dataclass
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-# Precision families: which stored precisions count, and which dense tensor peaks estimate them
-# (first supported one with a figure wins; "fp32_nontensor" is Gpu.fp32_tflops).
-PRECISION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "16bit": (("fp16", "bf16"), ("bf16", "fp16")),
-    "8bit": (("int8", "fp8"), ("fp8", "int8")),
-    "32bit": (("fp32", "tf32"), ("tf32", "fp32_nontensor")),
-    "4bit": (("int4", "fp4"), ("fp4", "int8")),
-    # LLM serving: each submission's own weight format, as long as it met the benchmark's accuracy target.
-    "any": (("fp4", "int4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32"), ("fp8", "int8", "bf16", "fp16")),
-}
 PRECISION_FAMILY_LABELS = {
     "16bit": _("16-bit (FP16/BF16)"),
     "8bit": _("8-bit (INT8/FP8)"),
@@ -29,7 +19,7 @@ PRECISION_FAMILY_LABELS = {
     "any": _("As submitted (any format meeting the benchmark's accuracy target)"),
 }
 
-# The model sizes of the LLM use cases (llm_estimate.shapes.SIZE_CLASSES), as the pages name them.
+# The model sizes of the LLM use cases (llm.estimate.shapes.SIZE_CLASSES), as the pages name them.
 MODEL_SIZE_LABELS = {
     "3b": _("3B class (Llama 3.2 3B)"),
     "8b": _("8B class (Llama 3.1 8B; 7B-8B dense models)"),
@@ -69,10 +59,15 @@ class UseCase:
     precision_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
     precision_reason: str | Promise = ""  # why, in words, for the method text
     # LLM use cases (kind "llm") rank absolute tokens/s and cost per million tokens per model size
-    # (dashboard/selectors/llm_rows.py); the others rank performance relative to a baseline GPU.
+    # (llm/selectors/rows.py); the others rank performance relative to a baseline GPU.
     kind: str = "relative"
+    # Relative use cases that also compare the measured LLM serving points (llm.selectors.serving_points):
+    # MLPerf, TensorRT-LLM, llama.cpp and the client's llm-decode, each at the precision it ran at.
+    serving_points: bool = False
+    # The GPU = 1.0 when the query names none (empty: dashboard.ranking.maths.BASELINE_SLUG_DEFAULT).
+    default_baseline: str = ""
     llm_mode: str = ""  # "batched" | "one_stream"
-    model_sizes: tuple[str, ...] = ()  # llm_estimate.shapes.SIZE_CLASSES slugs; first = default
+    model_sizes: tuple[str, ...] = ()  # llm.estimate.shapes.SIZE_CLASSES slugs; first = default
 
     @property
     def is_llm(self) -> bool:
@@ -141,7 +136,11 @@ USE_CASES: dict[str, UseCase] = {
         UseCase(
             slug="inference-16bit",
             label=_("Inference, 16-bit"),
-            description=_("Inference workloads at FP16/BF16, such as the client's transformer-infer (tokens/s)."),
+            description=_(
+                "Measured inference at FP16/BF16: the client's transformer-infer and llm-decode, and the LLM "
+                "throughputs of MLPerf Inference, TensorRT-LLM's performance overview and the llama.cpp tables, "
+                "each compared only with runs of the same configuration, at the precision it ran at."
+            ),
             categories=("inference",),
             precision_families=("16bit",),
             memory_floor_gib=24,
@@ -152,11 +151,16 @@ USE_CASES: dict[str, UseCase] = {
                 "cores run it on their vector units at a small fraction of the speed."
             ),
             workload_pattern=RELATIVE_INFERENCE_PATTERN,
+            serving_points=True,
         ),
         UseCase(
             slug="inference-8bit",
             label=_("Inference, 8-bit"),
-            description=_("Inference workloads at INT8/FP8."),
+            description=_(
+                "Measured inference at INT8/FP8: the client's llm-decode at FP8, and the LLM throughputs of MLPerf "
+                "Inference, TensorRT-LLM's performance overview and the llama.cpp tables (Q8_0), each compared "
+                "only with runs of the same configuration, at the precision it ran at."
+            ),
             categories=("inference",),
             precision_families=("8bit",),
             memory_floor_gib=12,
@@ -170,6 +174,9 @@ USE_CASES: dict[str, UseCase] = {
                 "without them 8-bit weights are converted back to 16 bits and run no faster than 16-bit inference."
             ),
             workload_pattern=RELATIVE_INFERENCE_PATTERN,
+            serving_points=True,
+            # The A100 has no FP8 and no measured 8-bit run: the H100 SXM is measured at FP8 by every source.
+            default_baseline="h100-sxm5-80-gb",
         ),
         UseCase(
             slug="llm-serving",

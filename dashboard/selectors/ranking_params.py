@@ -172,7 +172,7 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         provider=_slug(query, "provider"),
         region=region,
         currency=currency,
-        baseline=_slug(query, "baseline") or BASELINE_SLUG_DEFAULT,
+        baseline=_slug(query, "baseline") or uc.default_baseline or BASELINE_SLUG_DEFAULT,
         basis=_choice(query, "basis", BASES, "all"),
         sort=_choice(query, "sort", SORTS, "perf_per_dollar"),
         show=_choice(query, "show", SHOWS, "eligible"),
