@@ -355,7 +355,6 @@ class HostFactsSerializer(serializers.Serializer):
     )
     backend = serializers.CharField(help_text="nccl | gloo.")
     nccl_version = serializers.CharField()
-    nccl_env = serializers.DictField(child=serializers.CharField(), help_text="The run's NCCL_* variables.")
     host_gpu_count = serializers.IntegerField(allow_null=True, help_text="GPUs visible on the host.")
     measured_at = serializers.DateTimeField(help_text="When the newest run behind the figure was measured.")
 

@@ -140,7 +140,6 @@ class HostFacts:
             "peer_access": self.peer_access,
             "backend": self.backend,
             "nccl_version": self.nccl_version,
-            "nccl_env": dict(self.nccl_env),
             "host_gpu_count": self.host_gpu_count,
             "measured_at": self.measured_at,
         }
