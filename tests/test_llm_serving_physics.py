@@ -53,8 +53,8 @@ CLASSES = ("hopper", "blackwell", "ampere", "ada", "cdna3", "consumer", "other")
 share = st.floats(0.05, 1.0)
 constants_strategy = st.builds(
     ServingConstants,
-    bandwidth_share=st.fixed_dictionaries({k: share for k in CLASSES}),
-    compute_share=st.fixed_dictionaries({k: share for k in CLASSES}),
+    bandwidth_share=st.fixed_dictionaries(dict.fromkeys(CLASSES, share)),
+    compute_share=st.fixed_dictionaries(dict.fromkeys(CLASSES, share)),
     engine_bandwidth=st.fixed_dictionaries({k: st.floats(0.3, 2.0) for k in ENGINES}),
     engine_compute=st.fixed_dictionaries({k: st.floats(0.3, 2.0) for k in ENGINES}),
     overhead_ms=st.fixed_dictionaries({k: st.floats(0.0, 3.0) for k in ENGINES}),

@@ -162,7 +162,7 @@ class AllReduce:
             return bus * message_bytes / smallest
         if x >= sizes[-1]:
             return points[-1][1]
-        for (s0, b0), (s1, b1), x0, x1 in zip(points, points[1:], sizes, sizes[1:], strict=False):
+        for (_, b0), (_, b1), x0, x1 in zip(points, points[1:], sizes, sizes[1:], strict=False):
             if x0 <= x <= x1:
                 w = (x - x0) / (x1 - x0) if x1 > x0 else 0.0
                 return math.exp(math.log(b0) * (1 - w) + math.log(b1) * w)
