@@ -13,7 +13,7 @@ from llm.serving.fit import (
     predict,
 )
 from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload
-from llm_estimate.shapes import MODEL_SHAPES
+from llm.estimate.shapes import MODEL_SHAPES
 
 H100 = Hardware(80.0, 3350.0, {"bf16": 989.4, "fp16": 989.4, "fp8": 1979.0}, "hopper")
 H200 = Hardware(141.0, 4800.0, {"bf16": 989.5, "fp16": 989.5, "fp8": 1979.0}, "hopper")

@@ -26,7 +26,7 @@ from llm.serving.physics import (
     roofline_tokens_per_s_per_gpu,
     serving_curve_compute,
 )
-from llm_estimate.shapes import MODEL_SHAPES
+from llm.estimate.shapes import MODEL_SHAPES
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "catalog" / "data" / "curated" / "gpus.toml"
 
