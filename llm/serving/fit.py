@@ -300,3 +300,37 @@ def error_for(
                 found.append(float(value["median_pct"]))
                 break
     return max(found) if found else None
+
+
+@dataclass(frozen=True)
+class ServingFit:
+    """What a fit stores: the constants, the held-out error table (:func:`error_table`), the
+    regimes (hardware class, engine class, single or tensor parallel) of the fitted points, and
+    how many points it was fitted on."""
+
+    constants: ServingConstants
+    errors: dict[str, dict[str, dict[str, dict[str, float | int]]]] = field(default_factory=dict)
+    regimes: frozenset[tuple[str, str, str]] = frozenset()
+    points: int = 0
+
+    def inside(self, *, hardware_class: str, engine: str, tp: int) -> bool:
+        """Whether an estimate lies inside the measured range (module doc)."""
+        return (hardware_class, engine, "tp" if tp > 1 else "single") in self.regimes
+
+    def error_pct(self, *, scenario: str, engine: str, inside: bool) -> float | None:
+        return error_for(self.errors, scenario=scenario, engine=engine, inside=inside)
+
+
+def serving_fit_build(
+    points: Sequence[MeasuredPoint], *, base: ServingConstants | None = None, with_errors: bool = True
+) -> ServingFit:
+    """Constants on every point, and (``with_errors``) the leave-one-GPU-out and
+    leave-one-model-out error table."""
+    base = base or ServingConstants()
+    constants = constants_fit(points, base=base)
+    errors: dict[str, dict[str, dict[str, dict[str, float | int]]]] = {}
+    if with_errors and points:
+        # Each refit starts from the full fit: it converges in a few steps.
+        results = held_out(points, by="gpu", base=constants) + held_out(points, by="model", base=constants)
+        errors = error_table(results)
+    return ServingFit(constants, errors, frozenset(measured_regimes(points)), len(points))
