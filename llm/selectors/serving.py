@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
 
@@ -29,8 +29,9 @@ from django.utils.translation import gettext as _
 from benchmarks_app.models import BenchmarkResult
 from catalog.models import Gpu, TensorPeak
 from llm.estimate.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
+from llm.models import ServingModelFit, ServingPoint
 from llm.selectors.figures import gpu_link_for
-from llm.serving.fit import ServingFit
+from llm.serving.fit import MeasuredPoint, ServingFit
 from llm.serving.physics import (
     AllReduce,
     CurvePoint,
@@ -38,6 +39,7 @@ from llm.serving.physics import (
     ServingConstants,
     ServingCurve,
     Workload,
+    constants_from_dict,
     curve_at_interactivity,
     hardware_class,
     serving_curve_compute,
@@ -50,7 +52,9 @@ __all__ = [
     "curve_at_interactivity",
     "serving_curve",
     "serving_hardware",
+    "serving_fit_current",
     "serving_link",
+    "serving_points_for_fit",
 ]
 
 ALLREDUCE_WORKLOAD = "allreduce-busbw"
@@ -235,3 +239,102 @@ def serving_curve(
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
                            inside, link.source if tp > 1 else "", link.is_measured and tp > 1)  # fmt: skip
+
+
+# -- the measured points the model is fitted on -------------------------------------------------
+
+_FIT_SCENARIOS = {"offline", "server", "interactive", "concurrency", "single-stream"}
+_KV_BYTES = {"fp8": 1.0, "int8": 1.0, "fp16": 2.0, "bf16": 2.0, "fp32": 4.0}
+
+
+def tp_choose(*, gpu_count: int, hw: Hardware, model: str, precision: str, input_len: int, output_len: int,
+              engine: str, link_of: Callable[[int], AllReduce]) -> int:  # fmt: skip
+    """The tensor-parallel size of a measured system whose source does not give it: of the powers
+    of two that divide its GPU count, the one with the most tokens/s per GPU at maximum load,
+    priced at the default constants (a structural choice no fitted constant moves)."""
+    weight_precision, bpw = weight_format(precision)
+    best, best_rate = gpu_count, -1.0
+    tp = 1
+    while tp <= gpu_count:
+        if gpu_count % tp == 0:
+            w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine)
+            top = curve_at_interactivity(
+                serving_curve_compute(w=w, hw=hw, c=ServingConstants(), link=link_of(tp)).points, None
+            )
+            if top is not None and top.tokens_per_s_per_gpu > best_rate:
+                best, best_rate = tp, top.tokens_per_s_per_gpu
+        tp *= 2
+    return best
+
+
+def serving_points_for_fit() -> list[MeasuredPoint]:
+    """Every trusted measured serving point of a model the estimate knows, as the fit's input.
+    The tensor-parallel size is the source's where it gives one (``tp`` in the result's
+    parameters), else :func:`tp_choose`'s."""
+    rows = list(
+        ServingPoint.objects.trusted()
+        .filter(model__in=list(MODEL_SHAPES), scenario__in=_FIT_SCENARIOS)
+        .select_related("gpu", "gpu__architecture", "result")
+        .order_by("id")
+    )
+    gpu_ids = {r.gpu_id for r in rows}
+    peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
+    for peak in TensorPeak.objects.filter(gpu_id__in=gpu_ids).values("gpu_id", "precision", "supported",
+                                                                      "dense_tflops"):  # fmt: skip
+        peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
+    links = allreduce_measured(gpu_ids=gpu_ids)
+    hardware = {r.gpu_id: serving_hardware(r.gpu, peaks=peaks.get(r.gpu_id, {})) for r in rows}
+    out: list[MeasuredPoint] = []
+    for r in rows:
+        hw = hardware[r.gpu_id]
+        precision = r.quant or r.weight_precision
+        try:
+            weight_precision, bpw = weight_format(precision)
+        except KeyError:
+            continue
+        if not hw.bandwidth_gbs or not hw.memory_gib or hw.compute_peak(weight_precision) is None:
+            continue
+
+        def link_of(tp: int, gpu: Gpu = r.gpu) -> AllReduce:
+            return serving_link(gpu, tp=tp, measured=links.get(gpu.id, ()))
+
+        params = r.result.params if isinstance(r.result.params, dict) else {}
+        given = params.get("tp") or params.get("tensor_parallel")
+        tp = int(given) if isinstance(given, int | float) and given >= 1 and r.gpu_count % int(given) == 0 else 0
+        engine = r.engine_class
+        if not tp:
+            tp = tp_choose(gpu_count=r.gpu_count, hw=hw, model=r.model, precision=precision,
+                           input_len=r.input_tokens, output_len=r.output_tokens, engine=engine,
+                           link_of=link_of)  # fmt: skip
+        w = Workload(MODEL_SHAPES[r.model], weight_precision, bpw, r.input_tokens, r.output_tokens, tp=tp,
+                     kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine)  # fmt: skip
+        out.append(
+            MeasuredPoint(
+                gpu_key=r.gpu.slug,
+                model_key=r.model,
+                hardware=hw,
+                workload=w,
+                scenario=r.scenario,
+                tokens_per_s_per_gpu=r.tokens_per_s_per_gpu,
+                tokens_per_s_per_user=r.tokens_per_s_per_user,
+                concurrency=r.concurrency,
+                gpu_count=r.gpu_count,
+                link=link_of(tp),
+                label=f"{r.source_title}: {r.gpu.name} x{r.gpu_count} {r.model} {precision} {r.scenario} "
+                f"{r.input_tokens}/{r.output_tokens}",
+            )
+        )
+    return out
+
+
+def serving_fit_current() -> ServingFit | None:
+    """The stored fit the pages use (the newest), or None before any fit is stored."""
+    stored = ServingModelFit.objects.newest()
+    return serving_fit_from_stored(stored) if stored else None
+
+
+def serving_fit_from_stored(stored: ServingModelFit) -> ServingFit:
+    data = dict(stored.constants.get("serving", {})) if isinstance(stored.constants, dict) else {}
+    regimes = frozenset(tuple(r) for r in data.pop("measured_regimes", []))
+    errors = stored.errors.get("serving", {}) if isinstance(stored.errors, dict) else {}
+    return ServingFit(constants_from_dict(data), errors, regimes, stored.points)  # type: ignore[arg-type]
