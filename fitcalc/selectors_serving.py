@@ -97,7 +97,7 @@ class ServingPlan:
             "error_pct": self.error_pct,
             "inside_measured_range": self.inside,
             "allreduce": self.allreduce_source,
-            "source": self.source,
+            "measured_from": self.source,
             "price_per_gpu_hour_usd": self.price_per_gpu_hour,
             "cost_per_million_tokens_usd": None if self.cost_per_million is None else round(self.cost_per_million, 4),
             "rented": self.rented,

@@ -73,7 +73,7 @@ class ServingPlanSerializer(serializers.Serializer):
     error_pct = serializers.FloatField(allow_null=True, help_text=_("Estimates: the held-out median error."))
     inside_measured_range = serializers.BooleanField()
     allreduce = serializers.CharField(help_text=_("The all-reduce figure used: a measured run or the datasheet."))
-    source = serializers.CharField()
+    measured_from = serializers.CharField(help_text=_("Measured: the points read (source, scenario, date)."))
     price_per_gpu_hour_usd = serializers.FloatField(allow_null=True)
     cost_per_million_tokens_usd = serializers.FloatField(allow_null=True)
     rented = serializers.BooleanField()

@@ -27,10 +27,11 @@ from statistics import median
 from django.utils.translation import gettext as _
 
 from benchmarks_app.models import BenchmarkResult
+from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
+from llm.estimate.comm import GpuLink, gpu_link
 from llm.estimate.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
 from llm.models import ServingModelFit, ServingPoint
-from llm.selectors.figures import gpu_link_for
 from llm.serving.fit import MeasuredPoint, ServingFit
 from llm.serving.physics import (
     AllReduce,
@@ -109,6 +110,17 @@ def allreduce_measured(*, gpu_ids: Iterable[int]) -> dict[int, list[MeasuredAllR
             )  # fmt: skip
         )
     return dict(out)
+
+
+def gpu_link_for(gpu: Gpu) -> GpuLink:
+    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.gpu_link): its fabric figure,
+    its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
+    return gpu_link(
+        interconnect_gbs=gpu.interconnect_gbs,
+        pcie_gbs=pcie_peak_gbs(gpu.bus_interface),
+        segment=gpu.segment,
+        variant=gpu.variant,
+    )
 
 
 def serving_hardware(gpu: Gpu, *, peaks: Mapping[str, float | None] | None = None) -> Hardware:

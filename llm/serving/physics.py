@@ -42,8 +42,8 @@ and computes at the FP8 peak, so it is never slower where the GPU has an FP8 pat
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 GIB = 1024**3
@@ -441,3 +441,32 @@ def roofline_tokens_per_s_per_gpu(*, w: Workload, hw: Hardware, batch: int) -> f
     no overhead, no communication, no prefill)."""
     step = decode_step(w=w, hw=hw, c=ServingConstants(), batch=batch, link=AllReduce(), peak=True)
     return batch / max(step.memory_s, step.compute_s) / w.tp
+
+
+@dataclass(frozen=True)
+class OneStream:
+    """One stream's decode rate on ``gpus`` GPUs with the layers split across them (llama.cpp's
+    default: they work in turn, so the stream runs at one GPU's bandwidth; more GPUs add memory)."""
+
+    tokens_per_s: float
+    gpus: int
+    step: StepTimes
+    handover_s: float
+
+
+def one_stream_compute(
+    *, w: Workload, hw: Hardware, c: ServingConstants, max_gpus: int = 8, handover_s: Callable[[int], float | None]
+) -> OneStream | None:
+    """The same decode step as serving at concurrency 1, on the fewest GPUs whose pooled memory
+    holds the weights and one sequence's cache; ``handover_s(gpus)`` prices handing a token's
+    hidden state across the stage boundaries (None: not priced). None when it fits on none."""
+    if not hw.bandwidth_gbs:
+        return None
+    one = replace(w, tp=1)
+    need = weights_bytes(one) + (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(one, hw)
+    for gpus in range(1, max_gpus + 1):
+        if c.usable_bytes(hw.memory_gib) * gpus >= need:
+            step = decode_step(w=one, hw=hw, c=c, batch=1, link=AllReduce())
+            talk = (handover_s(gpus) or 0.0) if gpus > 1 else 0.0
+            return OneStream(1.0 / (step.total + talk), gpus, step, talk)
+    return None
