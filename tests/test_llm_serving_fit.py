@@ -62,7 +62,8 @@ def test_fit_recovers_the_constants_the_points_were_made_with() -> None:
     for p in points:
         got = predict(p, fitted)
         assert got is not None
-        assert got.tokens_per_s_per_gpu == pytest.approx(p.tokens_per_s_per_gpu, rel=0.03)
+        # Points at a per-user target are fitted on a grid of batches: a few per cent apart at most.
+        assert got.tokens_per_s_per_gpu == pytest.approx(p.tokens_per_s_per_gpu, rel=0.05)
 
 
 def test_held_out_errors_fill_the_table_and_an_estimate_gets_its_error() -> None:

@@ -184,12 +184,17 @@ class ServingConstants:
     engine_bandwidth: Mapping[str, float] = field(default_factory=dict)
     engine_compute: Mapping[str, float] = field(default_factory=dict)
     overhead_ms: Mapping[str, float] = field(default_factory=lambda: {"other": 0.3})
+    # Integer 4-bit weights (GGUF k-quants, AWQ, GPTQ) are unpacked and scaled inside the matrix
+    # kernels: they stream at this share of the rate 8- and 16-bit weights stream at.
+    dequant_share: float = 1.0
     memory_usable_fraction: float = 0.9
     reserve_gib: float = 1.34
     max_concurrency: int = 4096
 
-    def effective_bandwidth_gbs(self, hw: Hardware, engine: str) -> float:
+    def effective_bandwidth_gbs(self, hw: Hardware, engine: str, weight_precision: str = "") -> float:
         share = _lookup(self.bandwidth_share, hw.hardware_class) * _lookup(self.engine_bandwidth, engine, 1.0)
+        if weight_precision == "int4":
+            share *= self.dequant_share
         return hw.bandwidth_gbs * min(1.0, share)
 
     def effective_tflops(self, peak_tflops: float, hw: Hardware, engine: str) -> float:
@@ -210,6 +215,7 @@ class ServingConstants:
             "engine_bandwidth": dict(self.engine_bandwidth),
             "engine_compute": dict(self.engine_compute),
             "overhead_ms": dict(self.overhead_ms),
+            "dequant_share": self.dequant_share,
             "memory_usable_fraction": self.memory_usable_fraction,
             "reserve_gib": self.reserve_gib,
             "max_concurrency": self.max_concurrency,
@@ -337,7 +343,10 @@ def decode_step(
     if peak:
         bandwidth, compute = hw.bandwidth_gbs, tflops
     else:
-        bandwidth, compute = c.effective_bandwidth_gbs(hw, w.engine), c.effective_tflops(tflops, hw, w.engine)
+        bandwidth, compute = (
+            c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision),
+            c.effective_tflops(tflops, hw, w.engine),
+        )
     memory_s = read / (bandwidth * 1e9)
     compute_s = flops / (compute * 1e12) if compute > 0 else math.inf
     if peak:
@@ -357,7 +366,7 @@ def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests:
         return math.inf
     flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
     compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * 1e12)
-    memory_s = weights_bytes(w) / w.tp / (c.effective_bandwidth_gbs(hw, w.engine) * 1e9)
+    memory_s = weights_bytes(w) / w.tp / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * 1e9)
     talk = 2 * m.layers * link.seconds(message_bytes=tokens * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
     return max(compute_s, memory_s) + c.overhead_s(w.engine) + talk
 
