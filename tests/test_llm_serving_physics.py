@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llm.estimate.shapes import MODEL_SHAPES
 from llm.serving.physics import (
     AllReduce,
     Hardware,
@@ -26,7 +27,6 @@ from llm.serving.physics import (
     roofline_tokens_per_s_per_gpu,
     serving_curve_compute,
 )
-from llm.estimate.shapes import MODEL_SHAPES
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "catalog" / "data" / "curated" / "gpus.toml"
 
