@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from statistics import median
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from benchmarks_app.models import BenchmarkResult
 from catalog.interconnect import pcie_peak_gbs
@@ -59,6 +60,11 @@ __all__ = [
 ]
 
 ALLREDUCE_WORKLOAD = "allreduce-busbw"
+LINK_LABELS = {
+    "fabric": gettext_lazy("NVLink-class links"),
+    "pcie_p2p": gettext_lazy("PCIe, GPU to GPU"),
+    "pcie_host": gettext_lazy("PCIe through host memory (no peer-to-peer)"),
+}
 # The client's interconnect label -> the link kind of llm.estimate.comm it measures.
 _LINK_OF_INTERCONNECT = {"nvlink": "fabric", "pcie": "pcie"}
 
@@ -162,7 +168,7 @@ def serving_link(gpu: Gpu, *, tp: int, measured: Sequence[MeasuredAllReduce] = (
         bus_gbs=bus,
         latency_s=link.latency_s(tp),
         source=_("datasheet: %(link)s, %(bus).0f GB/s bus bandwidth (nccl-tests share of the line rate)")
-        % {"link": kind, "bus": bus},
+        % {"link": LINK_LABELS.get(kind, kind), "bus": bus},
     )
 
 
