@@ -135,6 +135,8 @@ def _tp_sizes(count: int) -> list[int]:
 
 
 def _lengths_match(point: ServingPoint, input_len: int, output_len: int) -> bool:
+    if point.input_tokens is None or point.output_tokens is None:
+        return False
     return (
         abs(point.input_tokens / input_len - 1) <= LENGTH_TOLERANCE
         and abs(point.output_tokens / output_len - 1) <= LENGTH_TOLERANCE
