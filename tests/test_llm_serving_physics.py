@@ -140,7 +140,8 @@ def test_no_point_above_the_roofline(gpu, c, model, precision, tp) -> None:
     curve = serving_curve_compute(w=w, hw=hw, c=c, link=NVLINK)
     for p in curve.points:
         assert p.tokens_per_s_per_gpu <= roofline_tokens_per_s_per_gpu(w=w, hw=hw, batch=p.concurrency) * (1 + 1e-9)
-        assert p.tokens_per_s_per_user * p.concurrency / tp == pytest.approx(p.tokens_per_s_per_gpu)
+        # A user's own prefill is not between their tokens: per user is at least the share of the GPUs.
+        assert p.tokens_per_s_per_user * p.concurrency / tp >= p.tokens_per_s_per_gpu * (1 - 1e-9)
 
 
 def _fitted_like() -> ServingConstants:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 
 from django.utils.translation import gettext as _
@@ -331,6 +331,15 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                            link_of=link_of)  # fmt: skip
         w = Workload(MODEL_SHAPES[r.model], weight_precision, bpw, r.input_tokens, r.output_tokens, tp=tp,
                      kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine)  # fmt: skip
+        if r.scenario == "single-stream" and r.gpu_count > 1:
+            # One stream with the layers split over the GPUs (llama.cpp's default): they work in turn,
+            # at one GPU's bandwidth, with all their memory: one GPU of the pooled memory.
+            pooled = replace(hw, memory_gib=hw.memory_gib * r.gpu_count)
+            stream = r.tokens_per_s_per_user or r.tokens_per_s_per_gpu * r.gpu_count
+            out.append(MeasuredPoint(r.gpu.slug, r.model, pooled, replace(w, tp=1), r.scenario, stream, stream,
+                                     concurrency=1, gpu_count=1, label=f"{r.source_title} (layers split over "
+                                     f"{r.gpu_count} GPUs)"))  # fmt: skip
+            continue
         out.append(
             MeasuredPoint(
                 gpu_key=r.gpu.slug,

@@ -80,7 +80,13 @@ GPU_NAMES = {
 
 
 def trtllm_import_file(
-    *, path: Path | str, release: str, commit: str, dates: dict[str, dt.date], refresh_aggregates: bool = True
+    *,
+    path: Path | str,
+    release: str,
+    commit: str,
+    dates: dict[str, dt.date],
+    refresh_aggregates: bool = True,
+    refit: bool = True,
 ) -> LabTableSummary:
     """Import one copied perf-overview.md (see the module doc); LabTableError names what is wrong."""
     file_path = Path(path)
@@ -110,13 +116,15 @@ def trtllm_import_file(
             import_rows=reader.import_rows,
             summary=summary,
             refresh_aggregates=refresh_aggregates,
+            refit=refit,
         )
         serving_points_rebuild(source=SourceKind.TRTLLM)
-        serving_model_refit()
+        if refit:
+            serving_model_refit()
     return summary
 
 
-def trtllm_import_bundled(*, refresh_aggregates: bool = True) -> list[LabTableSummary]:
+def trtllm_import_bundled(*, refresh_aggregates: bool = True, refit: bool = True) -> list[LabTableSummary]:
     """Import every copied release (the demo data)."""
     return [
         trtllm_import_file(
@@ -125,6 +133,7 @@ def trtllm_import_bundled(*, refresh_aggregates: bool = True) -> list[LabTableSu
             commit=f.commit,
             dates=f.dates,
             refresh_aggregates=refresh_aggregates,
+            refit=refit,
         )  # fmt: skip
         for f in BUNDLED_FILES
     ]

@@ -54,6 +54,7 @@ ENGINE_BOUNDS = (0.2, 2.0)
 OVERHEAD_MS_BOUNDS = (0.0, 3.0)
 DEQUANT_BOUNDS = (0.6, 1.0)
 _SHARE_PRIOR = 0.05
+HELD_OUT_MAX_NFEV = 40
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,9 @@ class _Design:
     prefill_memory_s: np.ndarray
     prefill_allreduce_s: np.ndarray
     has_prefill: np.ndarray
+    others_compute_s: np.ndarray  # prefill of the other b - 1 prompts (between a user's tokens)
+    others_allreduce_s: np.ndarray
+    has_others: np.ndarray
     output_len: np.ndarray
     tp: np.ndarray
     cls: np.ndarray
@@ -229,6 +233,12 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
                 2 * m.layers * p.link.seconds(message_bytes=tokens * m.hidden * 2.0, gpus=w.tp)
             )
             rows["has_prefill"].append(1.0 if tokens > 0 else 0.0)
+            others = (b - 1) * w.input_len
+            rows["others_compute_s"].append(pre_flops * others / tokens / (tflops * 1e12) if tokens else 0.0)
+            rows["others_allreduce_s"].append(
+                2 * m.layers * p.link.seconds(message_bytes=others * m.hidden * 2.0, gpus=w.tp)
+            )
+            rows["has_others"].append(1.0 if others > 0 else 0.0)
             rows["output_len"].append(w.output_len)
             rows["tp"].append(w.tp)
             rows["cls"].append(layout.classes.index(hw.hardware_class))
@@ -252,8 +262,11 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     prefill = d.has_prefill * (
         np.maximum(d.prefill_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.prefill_allreduce_s
     )
-    per_user = d.output_len / (d.output_len * step + prefill)
-    return d.batch * per_user / d.tp, per_user
+    others = d.has_others * (
+        np.maximum(d.others_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.others_allreduce_s
+    )
+    per_gpu = d.batch * d.output_len / (d.output_len * step + prefill) / d.tp
+    return per_gpu, d.output_len / (d.output_len * step + others)
 
 
 def _point_rates(
@@ -261,15 +274,12 @@ def _point_rates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per point: the row's figures, or at a target the most throughput meeting it (linear
     between the grid's batches; a point whose one stream misses the target gets its one stream)."""
-    out_gpu, out_user = np.zeros(n), np.zeros(n)
-    order = np.argsort(d.point, kind="stable")
-    starts = np.searchsorted(d.point[order], np.arange(n))
-    ends = np.searchsorted(d.point[order], np.arange(n), side="right")
-    for i in range(n):
-        rows = order[starts[i] : ends[i]]
-        if len(rows) == 1 or not targets[i]:
-            out_gpu[i], out_user[i] = per_gpu[rows[-1]], per_user[rows[-1]]
-            continue
+    # Rows are written point by point in order: a point's last row is its only one, or its largest batch.
+    last = np.searchsorted(d.point, np.arange(n), side="right") - 1
+    first = np.searchsorted(d.point, np.arange(n))
+    out_gpu, out_user = per_gpu[last].copy(), per_user[last].copy()
+    for i in np.nonzero((last > first) & (targets > 0))[0]:
+        rows = np.arange(first[i], last[i] + 1)
         users, gpus = per_user[rows], per_gpu[rows]
         ok = np.nonzero(users >= targets[i])[0]
         if len(ok) == 0:
@@ -285,7 +295,9 @@ def _point_rates(
     return out_gpu, out_user
 
 
-def constants_fit(points: Sequence[MeasuredPoint], *, base: ServingConstants | None = None) -> ServingConstants:
+def constants_fit(
+    points: Sequence[MeasuredPoint], *, base: ServingConstants | None = None, max_nfev: int = 300
+) -> ServingConstants:
     """Constants fitted to ``points`` (module doc); ``base`` gives the start and the assumptions."""
     base = base or ServingConstants()
     usable = [p for p in points if p.tokens_per_s_per_gpu > 0]
@@ -325,7 +337,7 @@ def constants_fit(points: Sequence[MeasuredPoint], *, base: ServingConstants | N
         return np.concatenate(parts)
 
     solution = least_squares(residuals, start, bounds=(low, high), loss=_LOSS, f_scale=_LOSS_SCALE, diff_step=1e-4,
-                             max_nfev=300)  # fmt: skip
+                             tr_solver="lsmr", max_nfev=max_nfev)  # fmt: skip
     return layout.constants(solution.x, base)
 
 
@@ -387,7 +399,8 @@ def held_out(
         train = [p for p in points if key(p) != name]
         if not train:
             continue
-        constants = fit(train, base=base)
+        # Each refit starts from the fit on every point, a few steps away.
+        constants = fit(train, base=base, max_nfev=HELD_OUT_MAX_NFEV)
         regimes = measured_regimes(train)
         for p in test:
             got = predict(p, constants)

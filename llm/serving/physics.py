@@ -22,7 +22,7 @@ causal attention over the prompt). Over a request's life a replica spends ``out 
 decode and the prefill time of the ``b`` requests that share it, so::
 
     tokens/s per GPU  = b x out / (out x step + prefill(b requests)) / t
-    tokens/s per user = out / (out x step + prefill(b requests))
+    tokens/s per user = out / (out x step + prefill(b - 1 requests))   (1 / time per output token)
     TTFT              = prefill(one request) + step
 
 Concurrency is bounded by the KV cache that fits beside the weights in the memory an engine can
@@ -384,11 +384,15 @@ def concurrency_grid(limit: int) -> list[int]:
 
 def point_at(*, w: Workload, hw: Hardware, c: ServingConstants, batch: int, link: AllReduce) -> CurvePoint:
     step = decode_step(w=w, hw=hw, c=c, batch=batch, link=link)
-    prefill = prefill_seconds(w=w, hw=hw, c=c, requests=batch, link=link)
-    life = w.output_len * step.total + prefill
-    per_user = w.output_len / life
+    # The replica's time per ``batch`` requests: their decode steps and all their prefills.
+    life = w.output_len * step.total + prefill_seconds(w=w, hw=hw, c=c, requests=batch, link=link)
+    # A user's tokens are paced by the steps and by the other requests' prefills between them
+    # (1 / time per output token, as MLPerf and TensorRT-LLM measure it: the user's own prefill
+    # is the time to the first token).
+    others = prefill_seconds(w=w, hw=hw, c=c, requests=batch - 1, link=link)
+    per_user = w.output_len / (w.output_len * step.total + others)
     ttft = prefill_seconds(w=w, hw=hw, c=c, requests=1, link=link) + step.total
-    return CurvePoint(batch, per_user, batch * per_user / w.tp, ttft, step.total, step.bound)
+    return CurvePoint(batch, per_user, batch * w.output_len / life / w.tp, ttft, step.total, step.bound)
 
 
 def serving_curve_compute(
