@@ -25,8 +25,9 @@ decode and the prefill time of the ``b`` requests that share it, so::
     tokens/s per user = out / (out x step + prefill(b - 1 requests))   (1 / time per output token)
     TTFT              = prefill(one request) + step
 
-Concurrency is bounded by the KV cache that fits beside the weights in the memory an engine can
-use (``memory x usable share - runtime reserve``, GiB) for the full context ``L + out``.
+The weights must fit in ``memory x usable share - runtime reserve`` (GiB); the KV cache takes
+the usable share of what the weights and the reserve leave, and bounds concurrency for the full
+context ``L + out``.
 
 All-reduce: ring, ``2 (t - 1) / t x message / bus bandwidth`` per call. The bus bandwidth at the
 message's size is taken from a measured all-reduce run of the GPU and link where one exists
@@ -205,7 +206,8 @@ class ServingConstants:
         return _lookup(self.overhead_ms, engine) / 1000.0
 
     def usable_bytes(self, memory_gib: float) -> float:
-        """Bytes per GPU an engine has for weights and KV cache."""
+        """Bytes per GPU the weights may take: the usable share of the memory less the runtime
+        reserve (what vLLM's gpu_memory_utilization of 0.9 leaves)."""
         return max(0.0, memory_gib * self.memory_usable_fraction - self.reserve_gib) * GIB
 
     def as_dict(self) -> dict[str, object]:
@@ -299,7 +301,12 @@ def kv_bytes_per_token_per_gpu(w: Workload, hw: Hardware) -> float:
 
 def max_concurrency(w: Workload, hw: Hardware, c: ServingConstants) -> int:
     """Sequences of full context (prompt + output) whose KV cache fits beside the weights."""
-    free = c.usable_bytes(hw.memory_gib) - weights_bytes(w) / w.tp
+    weights = weights_bytes(w) / w.tp
+    if weights > c.usable_bytes(hw.memory_gib):
+        return 0
+    # The KV cache takes its share of what the weights and the runtime leave (TensorRT-LLM's
+    # kv_cache_free_gpu_mem_fraction, 0.9 by default).
+    free = c.memory_usable_fraction * ((hw.memory_gib - c.reserve_gib) * GIB - weights)
     per_sequence = (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(w, hw)
     if free <= 0 or per_sequence <= 0 or free < per_sequence:
         return 0
