@@ -116,7 +116,6 @@ def trtllm_import_file(
             import_rows=reader.import_rows,
             summary=summary,
             refresh_aggregates=refresh_aggregates,
-            refit=refit,
         )
         serving_points_rebuild(source=SourceKind.TRTLLM)
         if refit:
