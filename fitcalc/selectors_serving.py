@@ -67,6 +67,7 @@ class ServingPlan:
     source: str  # measured: the points read
     price_per_gpu_hour: float | None
     rented: bool  # a current offer rents this many in one machine
+    allreduce_priced: bool = True  # False: its all-reduces run over a link with no figure
 
     @property
     def tokens_per_s(self) -> float:
@@ -233,7 +234,8 @@ def _plan(
 ) -> ServingPlan | None:  # fmt: skip
     estimate: ServingEstimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
                                               input_len=input_len, output_len=output_len, engine=engine, fit=fit,
-                                              links=links, hardware=hw)  # fmt: skip
+                                              links=links, hardware=hw,
+                                              scenario="offline" if target is None else "server")  # fmt: skip
     if not estimate.fits:
         return None
     at = estimate.at(target)
@@ -241,12 +243,13 @@ def _plan(
     if found is not None:
         return ServingPlan(gpu.slug, gpu.name, count, tp, precision, found.tokens_per_s_per_gpu, target, None, None,
                            "measured", None, True, estimate.allreduce_source, "; ".join(found.labels), price,
-                           rented)  # fmt: skip
+                           rented, estimate.allreduce_priced)  # fmt: skip
     if at is None:
         return None
     return ServingPlan(gpu.slug, gpu.name, count, tp, precision, at.tokens_per_s_per_gpu, at.tokens_per_s_per_user,
                        at.concurrency * estimate.replicas, at.ttft_s, "estimated", estimate.error_pct,
-                       estimate.inside, estimate.allreduce_source, "", price, rented)  # fmt: skip
+                       estimate.inside, estimate.allreduce_source, "", price, rented,
+                       estimate.allreduce_priced)  # fmt: skip
 
 
 def _why_not(*, gpu: Gpu, hw, model: str, precisions: Sequence[str], fit: ServingFit | None, target: float | None,
@@ -266,7 +269,12 @@ def _why_not(*, gpu: Gpu, hw, model: str, precisions: Sequence[str], fit: Servin
 
 
 def _recommend(options: list[ServingPlan], *, fewest_gpus: bool) -> ServingPlan | None:
-    priced = [o for o in options if o.cost_per_million is not None and o.rented]
+    """The cheapest (or fewest GPUs) of the rented, priced configurations; a tensor-parallel one
+    only where its all-reduces are priced (a link the catalogue has no figure for is not)."""
+    priced = [
+        o for o in options
+        if o.cost_per_million is not None and o.rented and (o.tp == 1 or o.basis == "measured" or o.allreduce_priced)
+    ]  # fmt: skip
     if not priced:
         return None
     if fewest_gpus:

@@ -199,6 +199,7 @@ class ServingEstimate:
     inside: bool
     allreduce_source: str
     allreduce_measured: bool
+    allreduce_priced: bool = True  # False: several GPUs over a link the catalogue has no figure for
 
     @property
     def points(self) -> tuple[CurvePoint, ...]:
@@ -256,7 +257,8 @@ def serving_curve(
     inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp))
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
-                           inside, link.source if tp > 1 else "", link.is_measured and tp > 1)  # fmt: skip
+                           inside, link.source if tp > 1 else "", link.is_measured and tp > 1,
+                           tp == 1 or link.known)  # fmt: skip
 
 
 # -- the measured points the model is fitted on -------------------------------------------------
