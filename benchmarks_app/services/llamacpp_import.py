@@ -51,6 +51,7 @@ from benchmarks_app.services.lab_tables import (
 )
 from benchmarks_app.services.markdown_tables import MarkdownTable, markdown_tables
 from llm.models import SourceKind
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "llamacpp"
@@ -436,7 +437,7 @@ _IDENTITY = ["section_key", "gpu_text", "model", "quant", "on_cpu", "test", "tok
 
 @transaction.atomic  # workloads, results and kept rows together, or nothing
 def xiongjiedai_import(
-    *, files: list[tuple[Path, str, dt.date]] | None = None, refresh_aggregates: bool = True
+    *, files: list[tuple[Path, str, dt.date]] | None = None, refresh_aggregates: bool = True, refit: bool = True
 ) -> LabTableSummary:
     """Import the XiongjieDai README revisions (newest first) as one dataset; idempotent."""
     chosen = files or [(BUNDLED_DIR / name, commit, day) for name, commit, day in XIONGJIEDAI_FILES]
@@ -471,6 +472,8 @@ def xiongjiedai_import(
         _xiongjiedai_record(writer, record)
     summary = writer.store(source_prefix=XIONGJIEDAI_URL, refresh_aggregates=refresh_aggregates)
     summary.notes.extend(serving_points_rebuild(source=SourceKind.LLAMACPP).as_lines())
+    if refit:
+        serving_model_refit()
     return summary
 
 
@@ -590,7 +593,12 @@ def _xiongjiedai_record(writer: _Writer, record: dict[str, Any]) -> None:
 
 @transaction.atomic
 def geerling_import(
-    *, path: Path | None = None, commit: str = "", day: dt.date | None = None, refresh_aggregates: bool = True
+    *,
+    path: Path | None = None,
+    commit: str = "",
+    day: dt.date | None = None,
+    refresh_aggregates: bool = True,
+    refit: bool = True,
 ) -> LabTableSummary:
     """Import geerlingguy/ai-benchmarks' Findings tables; idempotent."""
     name, default_commit, default_day = GEERLING_FILE
@@ -609,6 +617,8 @@ def geerling_import(
         _geerling_record(writer, record, measured_at)
     summary = writer.store(source_prefix=GEERLING_URL, refresh_aggregates=refresh_aggregates)
     summary.notes.extend(serving_points_rebuild(source=SourceKind.EVAL_RATE).as_lines())
+    if refit:
+        serving_model_refit()
     return summary
 
 

@@ -51,6 +51,7 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from llm.models import SourceKind
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "mlperf"
@@ -264,6 +265,7 @@ def mlperf_import_file(
     published: dt.date,
     round_override: str = "",
     refresh_aggregates: bool = True,
+    refit: bool = True,
 ) -> LabTableSummary:
     """Import one MLPerf Inference table (idempotent per round); see the module doc."""
     file_path = Path(path)
@@ -292,6 +294,8 @@ def mlperf_import_file(
         refresh_aggregates=refresh_aggregates,
     )
     summary.notes.extend(serving_points_rebuild(source=SourceKind.MLPERF).as_lines())
+    if refit:
+        serving_model_refit()
     return summary
 
 
@@ -486,9 +490,11 @@ BUNDLED_FILES: tuple[tuple[str, dt.date], ...] = (
 )
 
 
-def mlperf_import_bundled(*, refresh_aggregates: bool = True) -> list[LabTableSummary]:
+def mlperf_import_bundled(*, refresh_aggregates: bool = True, refit: bool = True) -> list[LabTableSummary]:
     """Import every bundled round (the demo data)."""
     return [
-        mlperf_import_file(path=BUNDLED_DIR / name, published=published, refresh_aggregates=refresh_aggregates)
+        mlperf_import_file(
+            path=BUNDLED_DIR / name, published=published, refresh_aggregates=refresh_aggregates, refit=refit
+        )  # fmt: skip
         for name, published in BUNDLED_FILES
     ]

@@ -11,22 +11,22 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Count, Max
-from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, LabImportRow
-from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
 from catalog.value import per_price
 from gpuatlas.data_version import data_versioned
-from llm.estimate.comm import GpuLink, gpu_link
-from llm.estimate.constants import LlmConstants, constants_default
+from llm.estimate.comm import GpuLink, layer_split_token_seconds
+from llm.estimate.constants import LlmConstants, constants_default, constants_from_dict
 from llm.estimate.coverage import Regime, configuration_of
 from llm.estimate.fit import Observation, constants_fit
-from llm.estimate.loo import LooReport, leave_one_gpu_out
+from llm.estimate.loo import LooReport, leave_one_gpu_out, loo_report_from_dict
 from llm.estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, bytes_per_weight, model_size_class
+from llm.models import ServingModelFit
 from llm.selectors.rows import (
     CHAT_CONTEXT_TOKENS,
     CHAT_WEIGHTS,
@@ -42,6 +42,9 @@ from llm.selectors.rows import (
     llm_rows,
     mlperf_serving_figure,
 )
+from llm.selectors.serving import gpu_link_for, serving_fit_current, serving_hardware
+from llm.serving.fit import ServingFit
+from llm.serving.physics import Workload, one_stream_compute
 
 # What limits an estimate (llm.estimate.model's "bound" of a configuration that fits).
 _BOUNDS = {
@@ -66,17 +69,6 @@ class GpuFigures:
     link: GpuLink
     vendor: str
     architecture: str
-
-
-def gpu_link_for(gpu: Gpu) -> GpuLink:
-    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.gpu_link): its fabric figure,
-    its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
-    return gpu_link(
-        interconnect_gbs=gpu.interconnect_gbs,
-        pcie_gbs=pcie_peak_gbs(gpu.bus_interface),
-        segment=gpu.segment,
-        variant=gpu.variant,
-    )
 
 
 def gpu_figures(
@@ -195,37 +187,26 @@ def llm_model_compute() -> LlmModelState:
     return LlmModelState(constants, error, len(observations))
 
 
-def _llm_data_fingerprint() -> tuple[Any, ...]:
+def llm_model_inputs_fingerprint() -> tuple[Any, ...]:
+    """What the estimate's fit depends on besides the serving points: the LLM results and the
+    datasheet figures (one aggregate query each)."""
     results = BenchmarkResult.objects.filter(LLM_RESULTS_Q).aggregate(n=Count("id"), last=Max("id"))
     gpus = Gpu.objects.aggregate(updated=Max("updated_at"))
     peaks = TensorPeak.objects.aggregate(n=Count("id"), last=Max("id"))
     return (results["n"], results["last"], gpus["updated"], peaks["n"], peaks["last"])
 
 
-# Every LLM ranking and GPU page needs the fitted model; fitting it and measuring its error
-# takes about three seconds, so the last state is kept per process while the measurements and
-# the datasheet figures it was computed from are unchanged (one aggregate query checks that).
-# One state per language: its error table quotes the rows' source labels, which are translated.
-_STATE_MEMO: dict[tuple[Any, ...], LlmModelState] = {}
-
-
-def llm_model_state_clear() -> None:
-    """Forget the kept state (tests; the data check makes it unnecessary otherwise)."""
-    _STATE_MEMO.clear()
-
-
 @data_versioned("llm_model_state")
 def llm_model_state() -> LlmModelState:
-    """:func:`llm_model_compute`, kept while the data behind it is unchanged."""
-    fingerprint = _llm_data_fingerprint()
-    key = (*fingerprint, get_language() or "")
-    state = _STATE_MEMO.get(key)
-    if state is None:
-        state = llm_model_compute()
-        for stale in [k for k in _STATE_MEMO if k[:-1] != fingerprint]:
-            del _STATE_MEMO[stale]
-        _STATE_MEMO[key] = state
-    return state
+    """The estimate's constants and leave-one-GPU-out report as the last fit stored them
+    (``llm.services.serving_fit.serving_model_refit``); the committed defaults before any fit.
+    Never fits."""
+    stored = ServingModelFit.objects.newest()
+    estimate = stored.constants.get("estimate") if stored and isinstance(stored.constants, dict) else None
+    if not stored or not estimate:
+        return LlmModelState(constants_default(), LooReport({}, [], 0), 0)
+    report = loo_report_from_dict(stored.errors.get("estimate", {}) if isinstance(stored.errors, dict) else {})
+    return LlmModelState(constants_from_dict(estimate), report, sum(dict(estimate.get("observations", {})).values()))
 
 
 @dataclass(frozen=True)
@@ -310,6 +291,7 @@ def llm_ranking_figures(
     reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
     use_case_key = "serving" if kind == "serving" else "chat"
     error = state.constants.typical_error_pct.get(use_case_key)
+    serving_fit = serving_fit_current() if kind == "decode" else None
     out: dict[int, LlmFigure] = {}
     for gpu in gpus:
         mlperf = mlperf_serving_figure(serving_rows.get(gpu.id, [])) if kind == "serving" else None
@@ -330,6 +312,10 @@ def llm_ranking_figures(
         else:
             weight_precision, quant = CHAT_WEIGHTS.get(precision_family, CHAT_WEIGHTS["4bit"])
             weight_bytes = bytes_per_weight(precision=weight_precision, quant=quant)
+        if kind == "decode" and serving_fit is not None:
+            out[gpu.id] = _chat_figure(gpu=gpu, figure=figure, reference=reference, weight_precision=weight_precision,
+                                       weight_bytes=weight_bytes, fit=serving_fit)  # fmt: skip
+            continue
         estimate = llm_throughput_estimate(
             memory_gib=figure.memory_gib,
             bandwidth_gbs=figure.bandwidth_gbs,
@@ -368,6 +354,39 @@ def llm_ranking_figures(
                                 state.constants.outside_error_pct.get(use_case_key, error) if outside else error, 0,
                                 outside, regime.configuration)  # fmt: skip
     return out
+
+
+def _chat_figure(
+    *, gpu: Gpu, figure: GpuFigures, reference: ModelShape, weight_precision: str, weight_bytes: float, fit: ServingFit
+) -> LlmFigure:
+    """One stream from the serving model at concurrency 1 (llama.cpp's engine class), on the fewest
+    GPUs whose memory holds it, the layers split across them; with the held-out error of the
+    single-stream points that applies to it."""
+    hw = serving_hardware(gpu, peaks=figure.tensor_tflops)
+    w = Workload(reference, weight_precision, weight_bytes, CHAT_CONTEXT_TOKENS // 2, CHAT_CONTEXT_TOKENS // 2,
+                 engine="llama.cpp")  # fmt: skip
+    link = figure.link
+
+    def handover(gpus: int) -> float | None:
+        return layer_split_token_seconds(link=link, gpus=gpus, hidden=reference.hidden)
+
+    stream = one_stream_compute(w=w, hw=hw, c=fit.constants, max_gpus=MAX_GPUS, handover_s=handover)
+    inside = fit.inside(hardware_class=hw.hardware_class, engine="llama.cpp", tp=1)
+    error = fit.error_pct(scenario="single-stream", engine="llama.cpp", inside=inside)
+    outside = () if inside else ("architecture",)
+    peak = hw.compute_peak(weight_precision)
+    compute_precision = peak[1] if peak else ""
+    if stream is None:
+        estimate = LlmEstimate(False, MAX_GPUS, "one_stream", None, None, None, 0, "does not fit", compute_precision)
+        return LlmFigure("estimated", None, MAX_GPUS, 0, 0, _estimate_label(reference.name, weight_precision,
+                         "memory bandwidth"), "", weight_precision, False, estimate, error, 0, outside, "single")  # fmt: skip
+    kind = "single" if stream.gpus == 1 else "layer"
+    estimate = LlmEstimate(True, stream.gpus, "one_stream", stream.tokens_per_s, stream.tokens_per_s / stream.gpus,
+                           None, 1, stream.step.bound, compute_precision, (), link.kind(stream.gpus),
+                           stream.handover_s)  # fmt: skip
+    return LlmFigure("estimated", stream.tokens_per_s, stream.gpus, 0, 0,
+                     _estimate_label(reference.name, weight_precision, "memory bandwidth"), "", weight_precision,
+                     True, estimate, error, 0, outside, kind)  # fmt: skip
 
 
 def _estimate_label(model: str, weight_precision: str, bound: str) -> str:

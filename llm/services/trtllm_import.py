@@ -33,6 +33,7 @@ from benchmarks_app.services.lab_tables import (
 )
 from benchmarks_app.services.mlperf_import import accelerator_name_candidates
 from llm.models import SourceKind
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
 
@@ -79,7 +80,13 @@ GPU_NAMES = {
 
 
 def trtllm_import_file(
-    *, path: Path | str, release: str, commit: str, dates: dict[str, dt.date], refresh_aggregates: bool = True
+    *,
+    path: Path | str,
+    release: str,
+    commit: str,
+    dates: dict[str, dt.date],
+    refresh_aggregates: bool = True,
+    refit: bool = True,
 ) -> LabTableSummary:
     """Import one copied perf-overview.md (see the module doc); LabTableError names what is wrong."""
     file_path = Path(path)
@@ -111,10 +118,12 @@ def trtllm_import_file(
             refresh_aggregates=refresh_aggregates,
         )
         serving_points_rebuild(source=SourceKind.TRTLLM)
+        if refit:
+            serving_model_refit()
     return summary
 
 
-def trtllm_import_bundled(*, refresh_aggregates: bool = True) -> list[LabTableSummary]:
+def trtllm_import_bundled(*, refresh_aggregates: bool = True, refit: bool = True) -> list[LabTableSummary]:
     """Import every copied release (the demo data)."""
     return [
         trtllm_import_file(
@@ -123,6 +132,7 @@ def trtllm_import_bundled(*, refresh_aggregates: bool = True) -> list[LabTableSu
             commit=f.commit,
             dates=f.dates,
             refresh_aggregates=refresh_aggregates,
+            refit=refit,
         )  # fmt: skip
         for f in BUNDLED_FILES
     ]
