@@ -57,7 +57,7 @@ echo "sweep: $SWEEP; GPUs: $NGPU; env: NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_
 # Stages in order of importance; each gets at most its cap and leaves the reserve for the ones after.
 if [ "$NGPU" -ge 2 ]; then R1=200; R2=160; else R1=100; R2=60; fi
 stage "llm-decode serving sweep on device 0 (bf16, fp8; contexts; concurrency 1, 2, 4, ... until the KV cache is full)"
-timeout -k 10 "$(allow 240 $R1)" $B run "${CPU[@]}" --device 0 --quick --workloads llm-decode --llm-phases serve "${SERVE[@]}" --out "$OUT/serve-gpu0.json"
+timeout -k 10 "$(allow 240 $R1)" $B run "${CPU[@]}" --device 0 --workloads llm-decode --llm-phases serve "${SERVE[@]}" --out "$OUT/serve-gpu0.json"
 echo "rc=$?"
 
 stage "hand-written batch-1 decode step (one CUDA graph per step) and the client's ratio to it"
@@ -66,7 +66,7 @@ echo "rc=$?"
 
 if [ "$NGPU" -ge 2 ]; then
   stage "llm-decode-tp: Llama 3 70B, tensor parallel over 1, 2, ... $NGPU GPUs (NCCL)"
-  timeout -k 10 "$(allow 200 60)" $B run "${CPU[@]}" --all-devices --quick --workloads llm-decode-tp "${SERVE_TP[@]}" --out "$OUT/tp.json"
+  timeout -k 10 "$(allow 200 60)" $B run "${CPU[@]}" --all-devices --workloads llm-decode-tp "${SERVE_TP[@]}" --out "$OUT/tp.json"
   echo "rc=$?"
   [ -e "$OUT/tp.json" ] && mv "$OUT/tp.json" "$OUT/tp-host.json"  # the CPU test writes one file
   stage "allreduce-busbw and transformer-train-ddp over all $NGPU GPUs"
@@ -75,7 +75,7 @@ if [ "$NGPU" -ge 2 ]; then
   [ -e "$OUT/multigpu.json" ] && mv "$OUT/multigpu.json" "$OUT/multigpu-host.json"
 else
   stage "llm-decode-tp at TP1 on device 0: Llama 3 70B fp8 (bf16 does not fit one GPU)"
-  timeout -k 10 "$(allow 150 0)" $B run "${CPU[@]}" --device 0 --quick --workloads llm-decode-tp "${SERVE_TP[@]}" --out "$OUT/tp-host.json"
+  timeout -k 10 "$(allow 150 0)" $B run "${CPU[@]}" --device 0 --workloads llm-decode-tp "${SERVE_TP[@]}" --out "$OUT/tp-host.json"
   echo "rc=$?"
 fi
 
