@@ -62,14 +62,17 @@ def main() -> int:
     else:
         gpu = serve["environment"]["gpu"]["name_torch"]
         print(f"single GPU: {gpu}, torch {serve['environment']['torch_version']}")
-        for result in serve["results"]:
+    phases = _load(folder / "phases-gpu0.json")
+    for source in (serve, phases):
+        for result in (source or {}).get("results", []):
             if result["workload"] == "llm-decode" and result["params"]["phase"] != "serve":
                 extra = result.get("extra", {})
                 print(
-                    f"llama3-8b   {result['precision']:<4} {result['params']['phase']:<7} batch "
+                    f"{result['params']['model']:<11} {result['precision']:<4} {result['params']['phase']:<7} batch "
                     f"{result['params']['batch']:>3}: {result['median']:,.1f} tok/s, "
-                    f"{_fmt(extra.get('achieved_gbs'), 0)} GB/s"
+                    f"{_fmt(extra.get('achieved_gbs'), 0)} GB/s, inter-token {_fmt(extra.get('inter_token_ms'), 3)} ms"
                 )
+    if serve is not None:
         print("\n".join(serving_rows(serve, "llm-decode")))
     reference = _load(folder / "reference.json")
     if reference is None:
@@ -104,7 +107,7 @@ def main() -> int:
                     f"DDP x{result['gpu_count']}: {result['median']:,.0f} tokens/s, scaling "
                     f"{_fmt(extra.get('scaling_efficiency'), 3)}"
                 )
-    for payload_name in ("serve-gpu0.json", "tp-host.json", "multigpu-host.json"):
+    for payload_name in ("serve-gpu0.json", "phases-gpu0.json", "tp-host.json", "multigpu-host.json"):
         payload = _load(folder / payload_name)
         for result in (payload or {}).get("results", []):
             if not result.get("correctness", {}).get("passed", True):

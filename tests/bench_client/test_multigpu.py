@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,8 +12,10 @@ import pytest
 from gpuatlas_bench import cli
 from gpuatlas_bench.cli import _out_path, main
 from gpuatlas_bench.multigpu import _scaling_add, world_sizes
+from gpuatlas_bench.runner import POLICIES
 from gpuatlas_bench.schema import submission_validate
 from gpuatlas_bench.topology import Topology, interconnect_classify, link_kind, topology_matrix_parse
+from gpuatlas_bench.workloads import collective
 from gpuatlas_bench.workloads.collective import CollectiveTimer, busbw_factor
 
 # `nvidia-smi topo -m` of an 8x H100 SXM host (HGX, NVSwitch), as printed there: tab-separated,
@@ -257,3 +260,54 @@ def test_all_devices_on_a_multi_gpu_host_writes_one_file_per_gpu_and_one_for_the
         "result-host.json",
     ]
     assert _out_path("runs/{device}.json", "host", True) == Path("runs/host.json")
+
+
+class _TeardownGroup:
+    """A stand-in rank: records the order of the teardown's steps."""
+
+    def __init__(self, rank: int, backend: str, log: list[str]) -> None:
+        self.rank, self.backend, self.log = rank, backend, log
+        outer = self
+
+        class Dist:
+            @staticmethod
+            def destroy_process_group() -> None:
+                outer.log.append(f"destroy {outer.rank}")
+
+        self.dist = Dist()
+
+    def barrier(self) -> None:
+        self.log.append(f"barrier {self.rank}")
+
+
+def _teardown_spec(tmp_path):
+    return collective.CollectiveSpec(
+        ("allreduce-busbw",), None, 2, "cpu-tiny", POLICIES["cpu"], 1, "unknown", {}, str(tmp_path / "store"), ""
+    )
+
+
+def test_gloo_ranks_destroy_their_group_one_after_another(tmp_path):
+    log: list[str] = []
+    spec = _teardown_spec(tmp_path)
+    second = threading.Thread(
+        target=collective._teardown, args=(_TeardownGroup(1, "gloo", log), spec), kwargs={"meet": True}
+    )
+    second.start()
+    second.join(timeout=0.3)
+    assert second.is_alive() and log == ["barrier 1"]  # rank 1 waits for rank 0's group to be gone
+    collective._teardown(_TeardownGroup(0, "gloo", log), spec, meet=True)
+    second.join(timeout=5)
+    assert log == ["barrier 1", "barrier 0", "destroy 0", "destroy 1"]
+    assert (tmp_path / "store.down-0").exists() and (tmp_path / "store.down-1").exists()
+
+
+def test_nccl_ranks_do_not_wait_and_a_failed_rank_skips_the_barrier(tmp_path, monkeypatch):
+    log: list[str] = []
+    collective._teardown(_TeardownGroup(1, "nccl", log), _teardown_spec(tmp_path), meet=False)
+    assert log == ["destroy 1"]
+    # A gloo rank whose predecessor never finishes goes on after the wait limit.
+    monkeypatch.setattr(collective, "_TEARDOWN_WAIT_S", 0.05)
+    log.clear()
+    (tmp_path / "other").mkdir()
+    collective._teardown(_TeardownGroup(1, "gloo", log), _teardown_spec(tmp_path / "other"), meet=True)
+    assert log == ["barrier 1", "destroy 1"]

@@ -14,6 +14,7 @@ a data-parallel step is done when every rank is.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import os
 import statistics
@@ -38,6 +39,8 @@ _SIZES = {profile.name: profile for profile in (GPU_SIZES, CPU_TINY_SIZES)}
 _SAMPLE = 1 << 20  # elements of each end of the all-reduce buffer compared in float64
 # The harness's own wait limit for a collective: a rank that died must not leave the others hanging.
 COLLECTIVE_TIMEOUT = dt.timedelta(minutes=10)
+# How long a rank waits for the ranks before it to tear their process group down (then goes on).
+_TEARDOWN_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,7 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
         energy_mj=telemetry.energy_mj,
     )
     outcome: dict[str, Any] = {"results": [], "skipped": [], "errors": [], "backend": backend}
+    finished = False
     if backend == "nccl":
         version = torch.cuda.nccl.version()
         outcome["nccl_version"] = (
@@ -393,9 +397,7 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
             if not spec.quiet:
                 print(line, file=sys.stderr, flush=True)
         ctx.forget(SHARED_MODEL)
-        # Every rank done before any tears its connections down: gloo aborts a process whose
-        # peer closes while it still waits on it (seen under a loaded CI machine).
-        group.barrier()
+        finished = True
     finally:
         if rank == 0:
             text = json.dumps(outcome, allow_nan=False)
@@ -403,7 +405,36 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, spec.out_path)
         telemetry.close()
-        dist.destroy_process_group()
+        _teardown(group, spec, meet=finished)
+
+
+def _teardown(group: Rank, spec: CollectiveSpec, *, meet: bool) -> None:
+    """Tear the process group down one rank at a time, each while its peers' groups are idle.
+
+    A rank that closes its connections while a peer is itself in the middle of closing its own can
+    make the peer's gloo transport thread meet a connection in an unexpected state, which aborts
+    that process (SIGABRT). So: first every object that holds the group (a DDP model's reducer)
+    is freed, so that destroying the group really closes its connections there and then, not at
+    interpreter exit; then all ranks meet; then (gloo) rank r destroys its group only once ranks
+    0..r-1 have destroyed theirs (a marker file each): every close reaches a peer that is idle, waiting.
+    """
+    gc.collect()
+    try:
+        if meet:  # a rank that failed mid-case leaves at once: its peers' collectives fail, not hang
+            group.barrier()
+    finally:
+        # gloo only: NCCL's communicator teardown may itself wait for every rank (a collective in
+        # some NCCL versions), so NCCL ranks destroy their groups together.
+        for lower in range(group.rank if group.backend == "gloo" else 0):
+            _wait_for(Path(f"{spec.store_path}.down-{lower}"))
+        group.dist.destroy_process_group()
+        Path(f"{spec.store_path}.down-{group.rank}").touch()
+
+
+def _wait_for(marker: Path) -> None:
+    deadline = time.monotonic() + _TEARDOWN_WAIT_S
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 __all__ = [

@@ -191,6 +191,14 @@ class Decoder:
         zero = torch.zeros((), dtype=torch.float32, device=w.device)
         return Fp8Linear(weight=quantised, weight_scale=scale, input_scale=zero, input_inverse=zero.clone())
 
+    def weight_parameters(self) -> int:
+        """This rank's parameters of the matrix products (the output head's share included)."""
+        total = self.head.numel()
+        for layer in self.layers:
+            for name in ("qkv", "out", "gate_up", "down"):
+                total += (layer[name].weight if isinstance(layer[name], Fp8Linear) else layer[name]).numel()
+        return total
+
     def weight_bytes(self) -> int:
         """Bytes one decode step reads: every linear weight once (the embedding only one row per token)."""
         total = self.head.numel() * self.head.element_size()

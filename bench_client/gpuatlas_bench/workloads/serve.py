@@ -233,7 +233,7 @@ def serve_prepared(
     weights = model.weight_bytes()
     kv_read = batch * (context + 1) * shape.kv_bytes_per_token() // gpus
     step_bytes = weights + kv_read
-    linear_params = weights if model.precision == "fp8" else weights // 2
+    linear_params = model.weight_parameters()
     # Per GPU: two FLOPs per weight per sequence in the products, QK^T and PV over the context.
     step_flops = batch * (2.0 * linear_params + 4.0 * shape.n_layers * model.q_heads * hd * (context + 1))
     window_s = float(ctx.sizes.llm["serve_energy_window_s"])
