@@ -35,6 +35,7 @@ from tests.world import LLM_WORLD, world_build
 
 RULES_DIR = Path(__file__).resolve().parents[1] / "llm" / "data" / "mlperf_rules"
 CLIENT_FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "h100_run_llm.json"
+TP_FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "h200x2_nvlink_llama70b_tp.json"
 V41 = MLPERF_DIR / "inference_results_v4.1" / "summary_results.json.gz"
 
 
@@ -289,6 +290,35 @@ def test_client_llm_decode_results_are_points_at_their_batch(client):
     assert bad.status_code == 400 and "scenario" in bad.json()["errors"]
     schema = client.get("/api/v1/schema/").content.decode()
     assert "/api/v1/serving-points/" in schema
+
+
+@pytest.mark.django_db
+def test_the_real_tensor_parallel_sweep_gives_a_curve_per_configuration():
+    """Two NVLink H200s, Llama 3 70B at TP1 and TP2: every measured concurrency is a point whose
+    per-user rate is the client's own 1 / step time, at the run's context and link."""
+    world_build(rows=LLM_WORLD)
+    workload_seed()
+    run = json.loads(TP_FIXTURE.read_text())
+    document_ingest(run)
+    measured = {
+        (r["precision"], r["params"]["tp"], r["params"]["context_len"], r["params"]["concurrency"]): r["extra"]
+        for r in run["results"]
+    }
+    points = ServingPoint.objects.filter(source_kind="client", model="llama-3-70b")
+    assert points.count() == len(measured) > 40
+    for point in points:
+        extra = measured[(point.weight_precision, point.gpu_count, point.input_tokens, point.concurrency)]
+        assert point.tokens_per_s_per_user == pytest.approx(extra["tokens_per_s_per_user"])
+        assert point.tokens_per_s_per_gpu == pytest.approx(extra["tokens_per_s_per_gpu"])
+        assert point.interconnect == ("nvlink" if point.gpu_count == 2 else "none")
+        assert point.kv_cache_precision == "bf16" and point.scenario == "concurrency"
+    # Physics the sweep must show: per-GPU throughput rises with the batch and per-user speed does not
+    # (within the run's repetition noise, 1 % at small batches where steps are bandwidth-bound).
+    curve = points.filter(weight_precision="fp8", gpu_count=2, input_tokens=1024).order_by("concurrency")
+    users = [p.tokens_per_s_per_user for p in curve]
+    gpus = [p.tokens_per_s_per_gpu for p in curve]
+    assert gpus == sorted(gpus) and all(b <= a * 1.01 for a, b in zip(users, users[1:], strict=False))
+    assert users[-1] < users[0] / 3
 
 
 @pytest.mark.django_db

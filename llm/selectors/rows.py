@@ -64,6 +64,7 @@ EVAL_RATE_MODELS = {
     "llama-3.1-405b": "llama-3.1-405b",
 }
 CLIENT_WORKLOAD = "llm-decode"
+CLIENT_TP_WORKLOAD = "llm-decode-tp"
 LLM_WORKLOADS = ("llamacpp-tg", "llamacpp-pp", "llm-eval-rate", CLIENT_WORKLOAD)
 # Context of a conversation in the chat estimates (serving uses the fitted context per stream).
 CHAT_CONTEXT_TOKENS = 2048

@@ -15,7 +15,8 @@ result (workload)                   scenario              tokens/s per user
 ``trtllm-throughput``               offline               not defined (requests at an unbounded rate)
 ``trtllm-serving``                  server (offline: INF)  1000 / the published mean inter-token latency
 ``llamacpp-tg``, ``llm-eval-rate``  single-stream         the stream's rate (one user)
-``llm-decode`` (phase decode)       concurrency (batch)   the configuration's rate / the batch
+``llm-decode`` (decode, serve)      concurrency (batch)   1 / the decode step (the client's own figure)
+``llm-decode-tp``                   concurrency (batch)   1 / the decode step, over its tensor-parallel group
 ==================================  ====================  ==============================================
 
 Tokens/s per GPU is the result's value where the result is per GPU (MLPerf, TensorRT-LLM), the
@@ -40,7 +41,13 @@ from llm.estimate.shapes import MODEL_SHAPES
 from llm.mlperf_rules import mlperf_benchmark, mlperf_latency_limits
 from llm.models import EngineClass, Interconnect, PerUserBasis, Scenario, ServingPoint, SourceKind
 from llm.precision import precision_assess
-from llm.selectors.rows import CLIENT_WORKLOAD, EVAL_RATE_MODELS, llamacpp_section_title, model_slug_normalise
+from llm.selectors.rows import (
+    CLIENT_TP_WORKLOAD,
+    CLIENT_WORKLOAD,
+    EVAL_RATE_MODELS,
+    llamacpp_section_title,
+    model_slug_normalise,
+)
 
 _MLPERF = re.compile(r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive)-tokens$")
 _KV = re.compile(r"(fp8|fp16|bf16|fp4|int8|int4)\s*kv", re.IGNORECASE)
@@ -51,7 +58,7 @@ RESULTS_Q: dict[str, Q] = {
     SourceKind.TRTLLM: Q(workload__slug__in=["trtllm-throughput", "trtllm-serving"]),
     SourceKind.LLAMACPP: Q(workload__slug="llamacpp-tg"),
     SourceKind.EVAL_RATE: Q(workload__slug="llm-eval-rate"),
-    SourceKind.CLIENT: Q(workload__slug=CLIENT_WORKLOAD),
+    SourceKind.CLIENT: Q(workload__slug__in=[CLIENT_WORKLOAD, CLIENT_TP_WORKLOAD]),
 }
 
 
@@ -327,7 +334,13 @@ def _one_stream(
 
 
 def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]) -> tuple[ServingPoint | None, str]:
-    if str(params.get("phase", "decode")).lower() != "decode":
+    """A decode configuration of our client: a fixed batch decoding from a KV cache.
+
+    The serving sweep (``phase: serve``) and the tensor-parallel sweep hold ``context_len`` tokens
+    in the cache and time single decode steps, so the rates are the client's own per-step figures
+    (``extra``); the older ``phase: decode`` rows time a whole generation from a prompt."""
+    phase = str(params.get("phase", "serve" if result.workload.slug == CLIENT_TP_WORKLOAD else "decode")).lower()
+    if phase not in ("decode", "serve"):
         return None, "prefill result (no decode rate)"
     model = model_slug_normalise(str(params.get("model", "")))
     if model is None:
@@ -337,6 +350,17 @@ def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
     generated = _int(params.get("generated_tokens"), 0)
     interconnect = str(params.get("interconnect", ""))
     extra = {"interconnect": interconnect} if interconnect in Interconnect.values else {}
+    figures = env.get("extra") if isinstance(env.get("extra"), dict) else {}
+    per_gpu = _float(figures.get("tokens_per_s_per_gpu")) or result.value / result.gpu_count
+    per_user = _float(figures.get("tokens_per_s_per_user")) or result.value / batch
+    if phase == "serve":
+        lengths = f"{prompt} tokens of context in the cache; single decode steps timed"
+        title = f"gpuatlas-bench {result.workload.slug} · concurrency {batch} · context {prompt} tokens"
+    else:
+        lengths = "prompt and generated tokens of the run (params)"
+        title = f"gpuatlas-bench {result.workload.slug} · batch {batch} · prompt {prompt} tokens"
+    if result.gpu_count > 1:
+        title += f" · TP{result.gpu_count}"
     return (
         _point(
             result,
@@ -344,29 +368,38 @@ def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
             sequence_tokens=prompt + generated or None,
             facts={"source_kind": SourceKind.CLIENT, "benchmark": model},
             source_kind=SourceKind.CLIENT,
-            kv_cache_precision=str(params.get("kv_precision", ""))[:8],
-            engine="gpuatlas-bench llm-decode",
+            # The client keeps its KV cache in bf16 whatever the weight format.
+            kv_cache_precision=str(params.get("kv_precision", "bf16"))[:8],
+            engine=f"gpuatlas-bench {result.workload.slug}",
             engine_class=EngineClass.PYTORCH,
             engine_version=result.workload.version,
             input_tokens=prompt,
             output_tokens=generated or None,
-            lengths_note="prompt and generated tokens of the run (params)",
+            lengths_note=lengths,
             scenario=Scenario.CONCURRENCY,
             concurrency=batch,
             ttft_limit_ms=None,
             tpot_limit_ms=None,
             limits_note="fixed batch: every sequence gets one token per decode step",
-            tokens_per_s_per_gpu=result.value / result.gpu_count,
-            tokens_per_s_per_user=result.value / batch,
+            tokens_per_s_per_gpu=per_gpu,
+            tokens_per_s_per_user=per_user,
             per_user_basis=PerUserBasis.MEASURED,
             ttft_ms=None,
             date_estimated=False,
-            source_title=f"gpuatlas-bench {CLIENT_WORKLOAD} · batch {batch} · prompt {prompt} tokens"[:300],
+            source_title=title[:300],
             source_url="",
             **extra,
         ),  # fmt: skip
         "",
     )
+
+
+def _float(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
 
 
 def _kv_precision(weight_data_types: str) -> str:
