@@ -21,6 +21,7 @@ from api.filters.base import (
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel, Workload
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider, Segment, TensorPeak, Vendor
 from catalog.models.gpus import Precision
+from dashboard.ranking.interactivity import TARGETS
 from dashboard.ranking.use_cases import PRECISION_FAMILIES, USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
 
@@ -287,6 +288,15 @@ class RankingFilterSet(ApiFilterSet):
         method="validate_only",
         values=fixed_values(ranking_selectors.MLPERF_ROWS),
         description=_("LLM serving: MLPerf closed-division rows of available systems only (default), or all."),
+    )
+
+    interactivity = EntityFilter(
+        method="validate_only",
+        values=fixed_values(TARGETS),
+        description=_(
+            "LLM serving: output tokens/s per user the cost per million tokens is taken at (10, 20, 50, 100), or max "
+            "for the highest throughput per GPU. Default 20."
+        ),
     )
 
     class Meta:

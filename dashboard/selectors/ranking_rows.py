@@ -86,6 +86,14 @@ class RankingRow:
     estimate_outside_range: bool = False
     estimate_outside_reasons: list[str] = field(default_factory=list)
     llm_configuration: str = ""
+    # LLM serving at a chosen interactivity (dashboard/selectors/llm_serving.py): the target
+    # (tokens/s per user, or "max"), the GPU counts current offers rent (empty: none on record),
+    # whether measured points exist but none reaches the target (then perf is None), and where
+    # the price comes from: "offer", "user" (gpu_price parameter) or "none".
+    llm_target: str = ""
+    llm_rented_counts: list[int] = field(default_factory=list)
+    llm_target_unreached: bool = False
+    llm_price_basis: str = ""
 
     @property
     def scaling_interconnect_label(self) -> str:
