@@ -32,6 +32,7 @@ from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors import gpu_for_page
 from catalog.selectors_prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
+from dashboard.ranking.interactivity import MAX_THROUGHPUT, TARGETS
 from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
@@ -80,6 +81,10 @@ def filter_options() -> dict[str, Any]:
         "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
         "shows": [("eligible", _("only GPUs that can do it")), ("all", _("all GPUs"))],
         "model_size_labels": MODEL_SIZE_LABELS,
+        "interactivity_targets": [
+            (target, _("maximum throughput") if target == MAX_THROUGHPUT else _("%(rate)s tokens/s per user") % {"rate": target})
+            for target in TARGETS
+        ],
         "mlperf_rows": [
             ("closed-available", _("MLPerf: closed division, available systems")),
             ("all", _("MLPerf: also open division, preview and rdi")),
