@@ -32,7 +32,6 @@ from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors import gpu_for_page
 from catalog.selectors_prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
-from dashboard.ranking.interactivity import MAX_THROUGHPUT, TARGETS
 from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
@@ -41,6 +40,7 @@ from dashboard.selectors.ranking_rows import Ranking
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
+from llm.interactivity import MAX_THROUGHPUT, TARGETS
 
 # A base template that outputs nothing but the content block: with it, a page template renders
 # its body alone. The page templates take the base from ``base_template`` (default base.html)
@@ -82,7 +82,12 @@ def filter_options() -> dict[str, Any]:
         "shows": [("eligible", _("only GPUs that can do it")), ("all", _("all GPUs"))],
         "model_size_labels": MODEL_SIZE_LABELS,
         "interactivity_targets": [
-            (target, _("maximum throughput") if target == MAX_THROUGHPUT else _("%(rate)s tokens/s per user") % {"rate": target})
+            (
+                target,
+                _("maximum throughput")
+                if target == MAX_THROUGHPUT
+                else _("%(rate)s tokens/s per user") % {"rate": target},
+            )
             for target in TARGETS
         ],
         "mlperf_rows": [

@@ -5,7 +5,7 @@ Pure functions over plain data (no Django, no database):
 * :mod:`fitcalc.presets` - :class:`ModelSpec`, published model presets, custom models.
 * :mod:`fitcalc.memory` - :func:`memory_estimate` -> :class:`MemoryBreakdown` (GiB, itemised).
 * :mod:`fitcalc.plan` - :func:`fit_plan` over GPUs x counts 1/2/4/8; :func:`buy_vs_rent`.
-* :mod:`fitcalc.llm` - LLM inference per GPU count with the calibrated model (``llm_estimate``).
+* :mod:`fitcalc.llm` - LLM inference per GPU count with the calibrated model (``llm.estimate``).
 
 Every input error is a :class:`FitInputError` (a ``ValueError``) carrying the field name.
 """

@@ -1,7 +1,7 @@
 """LLM inference in the fit calculator: the calibrated model at each GPU count, anchored on a
 measurement where one exists. Pure: plain numbers in, plain numbers out.
 
-The model is ``llm_estimate`` (fitted to MLPerf Inference and llama.cpp measurements; its
+The model is ``llm.estimate`` (fitted to MLPerf Inference and llama.cpp measurements; its
 leave-one-GPU-out error is on /llm-model/). This module feeds it the calculator's own job (the
 model's exact weight bytes, KV cache bytes per token, context and users) and says what more GPUs
 buy.
@@ -11,7 +11,7 @@ One stream (``single``)
     stream runs at one GPU's bandwidth whatever the count (``split="layer"``). More GPUs only add
     memory. XiongjieDai's llama.cpp table shows it: Llama 3 70B Q4_K_M on RTX 4090s generates
     19.1, 18.8 and 18.8 tokens/s on 2, 4 and 8 cards. Each token's hidden state is handed across
-    the stage boundaries (``llm_estimate.comm.layer_split_token_seconds``).
+    the stage boundaries (``llm.estimate.comm.layer_split_token_seconds``).
 
 Batched serving (``batched``)
     The calibrated serving step: ``(weight bytes + batch x KV bytes) / (eff_bw x bandwidth x t) +
@@ -22,14 +22,14 @@ Batched serving (``batched``)
     size (a power of two, at most 8 in one host) that makes the most tokens.
 
     Every step of a group of several GPUs also waits for two all-reduces per layer of the batch's
-    activations, priced by ``llm_estimate.comm`` from the GPUs' link (NVLink-class fabric, PCIe
+    activations, priced by ``llm.estimate.comm`` from the GPUs' link (NVLink-class fabric, PCIe
     GPU to GPU, or PCIe staged through host memory on consumer cards, with nccl-tests figures)
     and scaled by the fitted communication factor of that link, as on the LLM rankings. A link
     the catalogue has no figure for is not priced, and the note says so.
 
 Error
     An estimate carries the model's leave-one-GPU-out error; when its configuration lies outside
-    the measured range (``llm_estimate.coverage``: no calibration row of its vendor, architecture,
+    the measured range (``llm.estimate.coverage``: no calibration row of its vendor, architecture,
     multi-GPU link or tensor format) it carries the larger error the model makes when it
     extrapolates, and the reasons.
 
@@ -53,21 +53,21 @@ from django.utils.translation import gettext_lazy
 from fitcalc.memory import GIB, MemoryBreakdown, kv_cache_bytes
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm_estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
-from llm_estimate.constants import LlmConstants
-from llm_estimate.coverage import Coverage, Regime, configuration_of
-from llm_estimate.model import compute_peak, decode_seconds_per_token, serving_tokens_per_s
-from llm_estimate.shapes import ModelShape
-from llm_estimate.shapes import bytes_per_weight as llm_bytes_per_weight
+from llm.estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
+from llm.estimate.constants import LlmConstants
+from llm.estimate.coverage import Coverage, Regime, configuration_of
+from llm.estimate.model import compute_peak, decode_seconds_per_token, serving_tokens_per_s
+from llm.estimate.shapes import ModelShape
+from llm.estimate.shapes import bytes_per_weight as llm_bytes_per_weight
 
 SERVING = "batched"
 ONE_STREAM = "single"
-#: The calculator's weight formats as llm_estimate names them (its efficiencies are per group).
+#: The calculator's weight formats as llm.estimate names them (its efficiencies are per group).
 LLM_PRECISION = {
     "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "q8_0": "int8",
     "int4": "int4", "gptq": "int4", "awq": "int4", "q4_k_m": "int4", "mxfp4": "fp4",
 }  # fmt: skip
-#: The measured rows' weight-format families (dashboard.ranking.use_cases.PRECISION_FAMILIES) a format counts in.
+#: The measured rows' weight-format families (benchmarks_app.comparison_rules.PRECISION_FAMILIES) a format counts in.
 PRECISION_FAMILY = {
     "bf16": "16bit", "fp16": "16bit", "fp8": "8bit", "int8": "8bit", "q8_0": "8bit",
     "int4": "4bit", "gptq": "4bit", "awq": "4bit", "q4_k_m": "4bit", "mxfp4": "4bit",
@@ -112,7 +112,7 @@ def llm_shape_of_job(*, model: ModelSpec, breakdown: MemoryBreakdown) -> LlmShap
 
 
 def llm_shape_of_measured(*, shape: ModelShape, precision: str, quant: str, mode: str) -> LlmShape:
-    """A measured configuration, as llm_estimate's fit sees it (8-bit KV cache beside weights of a
+    """A measured configuration, as llm.estimate's fit sees it (8-bit KV cache beside weights of a
     byte or less when batched; 16-bit otherwise)."""
     weight_bytes = llm_bytes_per_weight(precision=precision, quant=quant)
     kv_value_bytes = 1.0 if mode == SERVING and weight_bytes <= 1.0 else 2.0
@@ -131,8 +131,8 @@ def llm_shape_of_measured(*, shape: ModelShape, precision: str, quant: str, mode
 @dataclass(frozen=True)
 class LlmGpu:
     """Datasheet figures of one GPU model: memory (GiB), bandwidth (GB/s), dense tensor TFLOPS by
-    precision (llm_estimate's keys, "fp16_nontensor" the vector rate), the link between cards
-    (``llm_estimate.comm.gpu_link``; None: not priced), and vendor and architecture slugs (for
+    precision (llm.estimate's keys, "fp16_nontensor" the vector rate), the link between cards
+    (``llm.estimate.comm.gpu_link``; None: not priced), and vendor and architecture slugs (for
     the measured range)."""
 
     memory_gib: float
@@ -147,7 +147,7 @@ class LlmGpu:
 class LlmRate:
     """Output tokens/s of ``count`` GPUs (batched: all of them together; one stream: the stream)
     as ``replicas`` groups of ``group`` GPUs at ``batch`` sequences each. ``link_kind``: the path
-    between a group's GPUs (llm_estimate.comm.LINK_KINDS; "single" for one); ``comm_s``: seconds
+    between a group's GPUs (llm.estimate.comm.LINK_KINDS; "single" for one); ``comm_s``: seconds
     of a step (one stream: of a token) spent communicating."""
 
     per_s: float
@@ -162,7 +162,7 @@ class LlmRate:
 
     @property
     def configuration(self) -> str:
-        """The configuration class of the measured range (llm_estimate.coverage)."""
+        """The configuration class of the measured range (llm.estimate.coverage)."""
         split = "layer" if self.bound == ONE_STREAM_BOUND else "tensor"
         return configuration_of(gpu_count=self.group, split=split, link_kind=self.link_kind)
 
@@ -337,7 +337,7 @@ BOUND_LABELS = {
 @dataclass(frozen=True)
 class LlmError:
     """The model's error for this job: ``inside`` the measured range, ``outside`` it (0.2 = 20%),
-    and the range (``llm_estimate.coverage``; None: every estimate counts as inside)."""
+    and the range (``llm.estimate.coverage``; None: every estimate counts as inside)."""
 
     inside: float | None = None
     outside: float | None = None

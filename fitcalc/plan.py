@@ -71,7 +71,7 @@ class CountRate:
     ``throughput_per_s x speedup``. ``basis``: measured / measured-scaled / estimated / none;
     ``scaling``: one of :data:`SCALINGS`; ``note``: how it was reached, for people;
     ``typical_error`` of an estimate (0.2 = 20%), larger when ``outside`` gives reasons it lies
-    outside the range the model was fitted on (``llm_estimate.coverage.REASONS``)."""
+    outside the range the model was fitted on (``llm.estimate.coverage.REASONS``)."""
 
     per_s: float | None
     basis: str

@@ -21,6 +21,7 @@ from typing import Any
 from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
 from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
@@ -58,8 +59,6 @@ from fitcalc.throughput import (
     block_flops_per_token,
     throughput_resolve,
 )
-
-MIN_COMMUNITY_N = 3  # as dashboard.ranking.maths: an aggregate counts with a lab result or >= 3 community results
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5

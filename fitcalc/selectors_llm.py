@@ -4,12 +4,12 @@ model, measured figures first) and training's measured data-parallel scaling.
 LLM inference (``fitcalc.llm`` does the arithmetic):
 
 * the model's constants and its leave-one-GPU-out error are the live ones
-  (``dashboard.selectors.llm_figures.llm_model_state``), as on the rankings and /llm-model/;
-* measured figures are the LLM rankings' (``dashboard.selectors.llm_rows``): for batched serving the
+  (``llm.selectors.figures.llm_model_state``), as on the rankings and /llm-model/;
+* measured figures are the LLM rankings' (``llm.selectors.rows``): for batched serving the
   median per GPU over the newest MLPerf round's systems (closed division, available systems) of
   the job's size class and weight-format family; for one stream the figure the LLM chat ranking
   shows for that size class and family (llama.cpp, Ollama's eval rate, the benchmark client).
-  Only presets that are members of a size class (``llm_estimate.shapes.SIZE_CLASSES``) have them.
+  Only presets that are members of a size class (``llm.estimate.shapes.SIZE_CLASSES``) have them.
 
 Training: the measured data-parallel scaling of the benchmark client's ``transformer-train-ddp``
 runs (``dashboard.selectors.scaling.scaling_measured_by_gpu``: throughput at N / (N x throughput
@@ -27,11 +27,9 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from dashboard.ranking.maths import pcie_peak_gbs
-from dashboard.ranking.use_cases import PRECISION_FAMILIES
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES
+from catalog.interconnect import pcie_peak_gbs
 from dashboard.scaling import MeasuredScaling
-from dashboard.selectors.llm_figures import _reference_benchmark, llm_model_state
-from dashboard.selectors.llm_rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
 from fitcalc.llm import (
     ONE_STREAM,
     PRECISION_FAMILY,
@@ -47,9 +45,11 @@ from fitcalc.llm import (
 from fitcalc.memory import MemoryBreakdown
 from fitcalc.plan import SCALING_EFFICIENCY_PER_DOUBLING, CountRate, scaling_speedup
 from fitcalc.presets import ModelSpec
-from llm_estimate.comm import gpu_link
-from llm_estimate.constants import LlmConstants
-from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
+from llm.estimate.comm import gpu_link
+from llm.estimate.constants import LlmConstants
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
+from llm.selectors.figures import _reference_benchmark, llm_model_state
+from llm.selectors.rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
 
 DDP_WORKLOAD = "transformer-train-ddp"
 
@@ -243,7 +243,7 @@ def llm_job_facts(
 
 def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> LlmGpu:
     """A catalogue row as the model reads it: dense tensor peaks plus the vector FP16 rate, the link
-    between cards (as the LLM rankings price it: dashboard.selectors.llm_figures.gpu_link_for), vendor and
+    between cards (as the LLM rankings price it: llm.selectors.figures.gpu_link_for), vendor and
     architecture."""
     tensor = dict(peaks)
     tensor["fp16_nontensor"] = row.get("fp16_tflops")

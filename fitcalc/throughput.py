@@ -3,7 +3,7 @@
 :func:`throughput_resolve` is ``(GPU facts, job) -> Throughput`` (rate, unit, basis, note, typical
 error): Lambda measurements, the client's transformer-block benchmark, or the spec sheet. Decoder
 inference (LLM serving and one stream) is not here: its rate depends on the GPU count, and
-``fitcalc.llm`` computes it with the calibrated model of ``llm_estimate``.
+``fitcalc.llm`` computes it with the calibrated model of ``llm.estimate``.
 
 Throughput of one GPU (tokens/s for transformers, samples/s for image models)
 ------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "accounts",
     "catalog",
     "benchmarks_app",
+    "llm",
     "dashboard",
 ]
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from catalog.value import per_price
 from dashboard.ranking.maths import (
     MIN_COMMUNITY_N,
     MIN_FIT_GPUS,
@@ -18,7 +19,6 @@ from dashboard.ranking.maths import (
     measured_relative,
     pareto_frontier,
     per_kilowatt,
-    per_price,
     spec_ratios,
     tiers_assign,
 )

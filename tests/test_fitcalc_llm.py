@@ -21,8 +21,6 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from catalog.models import Gpu, PriceSnapshot
-from dashboard.selectors.llm_figures import gpu_link_for, llm_model_state
-from dashboard.selectors.llm_rows import llm_rows
 from fitcalc import PRESETS, fit_plan, memory_estimate
 from fitcalc.forms import FitForm
 from fitcalc.llm import (
@@ -37,10 +35,12 @@ from fitcalc.llm import (
 from fitcalc.plan import GpuFacts
 from fitcalc.selectors import fit_compute
 from fitcalc.selectors_llm import llm_gpu
-from llm_estimate.comm import GpuLink, tensor_parallel_step_seconds
-from llm_estimate.constants import constants_default
-from llm_estimate.coverage import Coverage
-from llm_estimate.shapes import MODEL_SHAPES, model_size_class
+from llm.estimate.comm import GpuLink, tensor_parallel_step_seconds
+from llm.estimate.constants import constants_default
+from llm.estimate.coverage import Coverage
+from llm.estimate.shapes import MODEL_SHAPES, model_size_class
+from llm.selectors.figures import gpu_link_for, llm_model_state
+from llm.selectors.rows import llm_rows
 from tests.factories import (
     GpuFactory,
     OfferFactory,
@@ -109,7 +109,7 @@ def test_tensor_parallel_groups_wait_for_their_all_reduces_priced_from_the_link(
     assert unpriced is not None and host is not None
     assert (unpriced.link_kind, unpriced.comm_s, unpriced.configuration) == ("unknown", 0.0, "unknown")
     assert (host.link_kind, host.configuration) == ("pcie_host", "pcie_host") and host.group > 1
-    # The step's communication is llm_estimate.comm's price of two all-reduces per layer of the batch,
+    # The step's communication is llm.estimate.comm's price of two all-reduces per layer of the batch,
     # times the link's fitted factor, as on the LLM rankings.
     talk = tensor_parallel_step_seconds(link=CONSUMER_LINK, gpus=host.group, tokens=host.batch, layers=80, hidden=8192)
     assert talk is not None and host.comm_s == pytest.approx(talk * constants.communication("pcie_host"))

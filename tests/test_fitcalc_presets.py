@@ -18,7 +18,7 @@ from fitcalc.plan import per_gpu_memory_gib
 from fitcalc.presets import PUBLISHED_FIGURES
 from fitcalc.quant import GPTQ_AWQ_BITS
 from fitcalc.throughput import model_flops_per_token
-from llm_estimate.constants import constants_default
+from llm.estimate.constants import constants_default
 
 # Test figures of an H100-like card (datasheet numbers, chosen for easy arithmetic).
 H100_LIKE = LlmGpu(memory_gib=80.0, bandwidth_gbs=3350.0, tensor_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9})

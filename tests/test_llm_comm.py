@@ -1,5 +1,5 @@
-"""Communication between GPUs in the LLM model (llm_estimate.comm), the configuration it picks,
-and its measured range (llm_estimate.coverage): pure arithmetic on hand-computed cases."""
+"""Communication between GPUs in the LLM model (llm.estimate.comm), the configuration it picks,
+and its measured range (llm.estimate.coverage): pure arithmetic on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from llm_estimate.comm import (
+from llm.estimate.comm import (
     FABRIC_LATENCY_S,
     PCIE_LATENCY_S,
     GpuLink,
@@ -16,14 +16,14 @@ from llm_estimate.comm import (
     layer_split_token_seconds,
     tensor_parallel_step_seconds,
 )
-from llm_estimate.constants import LlmConstants
-from llm_estimate.coverage import Regime, coverage_build
-from llm_estimate.fit import Observation, constants_fit, predict
-from llm_estimate.loo import leave_one_gpu_out
-from llm_estimate.model import kv_bytes_per_token, llm_throughput_estimate
-from llm_estimate.shapes import MODEL_SHAPES
+from llm.estimate.constants import LlmConstants
+from llm.estimate.coverage import Regime, coverage_build
+from llm.estimate.fit import Observation, constants_fit, predict
+from llm.estimate.loo import leave_one_gpu_out
+from llm.estimate.model import kv_bytes_per_token, llm_throughput_estimate
+from llm.estimate.shapes import MODEL_SHAPES
 
-PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (dashboard.ranking.maths.pcie_peak_gbs)
+PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (catalog.interconnect.pcie_peak_gbs)
 PCIE5 = 63.008
 MESSAGE = 256 * 8192 * 2  # Llama 3 70B, a batch of 256: 4,194,304 bytes per all-reduce
 GEFORCE = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, segment="consumer", variant="")

@@ -10,11 +10,11 @@ import math
 import pytest
 from django.core.management import call_command
 
-from dashboard.selectors.llm_figures import llm_model_state
-from dashboard.selectors.llm_model_page import llm_landmarks
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute
+from llm.selectors.figures import llm_model_state
+from llm.selectors.model_page import llm_landmarks
 
 pytestmark = pytest.mark.django_db
 GIB = 1024**3

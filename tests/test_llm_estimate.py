@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from llm_estimate.constants import LlmConstants, constants_from_dict
-from llm_estimate.fit import (
+from llm.estimate.constants import LlmConstants, constants_from_dict
+from llm.estimate.fit import (
     Observation,
     _prepare,
     constants_fit,
     predict,
     predict_prepared,
 )
-from llm_estimate.loo import leave_one_gpu_out
-from llm_estimate.model import (
+from llm.estimate.loo import leave_one_gpu_out
+from llm.estimate.model import (
     GIB,
     compute_peak,
     cost_per_million_tokens,
     kv_bytes_per_token,
     llm_throughput_estimate,
 )
-from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
 
 C = LlmConstants(
     decode_bandwidth_efficiency={"4bit": 0.5, "16bit": 0.8},

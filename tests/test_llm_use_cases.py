@@ -167,7 +167,7 @@ def test_client_llm_decode_results_feed_both_use_cases(llm_world):
 
 
 def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
-    from dashboard.selectors.llm_rows import LlmRow, mlperf_serving_figure
+    from llm.selectors.rows import LlmRow, mlperf_serving_figure
 
     def row(system: str, value: float, recency: str = "00005.10", gpus: int = 8, key: str = "k") -> LlmRow:
         return LlmRow(gpu_id=1, comparison_key=key, kind="serving", model="llama-2-70b", benchmark="llama2-70b",
@@ -194,7 +194,7 @@ def test_estimates_outside_the_measured_range_are_marked_with_their_wider_error(
     """An estimate of a class no measured row contains carries the model's error when it
     extrapolates, is marked on the page and in the API, and the ranking says when such an
     estimate ranks above a measured figure."""
-    from dashboard.selectors.llm_figures import llm_model_state
+    from llm.selectors.figures import llm_model_state
 
     ranking = rankings_compute(params=RankingParams(use_case="llm-serving", model_size="70b"))
     rows = {r.gpu_slug: r for r in ranking.rows}

@@ -21,7 +21,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from accounts.services import api_token_create
 from api.serializers_fit import CROSS_FIELD_PARAMETERS as FIT_CROSS_FIELD_PARAMETERS
-from dashboard.ranking.use_cases import PRECISION_FAMILIES, USE_CASES
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES
+from dashboard.ranking.use_cases import USE_CASES
 from tests.factories import UserFactory
 from tests.world import API_WORLD, world_build
 

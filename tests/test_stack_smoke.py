@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from dashboard.ranking.maths import MIN_COMMUNITY_N
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from tests.redis_server import REDIS_SERVER, PrivateRedis, free_port
 
 pytestmark = [

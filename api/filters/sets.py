@@ -18,12 +18,13 @@ from api.filters.base import (
     KeyFilter,
     TextFilter,
 )
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel, Workload
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider, Segment, TensorPeak, Vendor
 from catalog.models.gpus import Precision
-from dashboard.ranking.interactivity import TARGETS
-from dashboard.ranking.use_cases import PRECISION_FAMILIES, USE_CASES
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
+from llm.interactivity import TARGETS
 
 # --- vocabularies ----------------------------------------------------------------------------
 

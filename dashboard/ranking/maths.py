@@ -39,15 +39,13 @@ Method, as shown on the pages
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dashboard.ranking.use_cases import PRECISION_FAMILIES
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
 
 BASELINE_SLUG_DEFAULT = "a100-sxm4-80-gb"
-MIN_COMMUNITY_N = 3
 ESTIMATE_COMPUTE_WEIGHT = 0.5
 
 TIER_NAMES = ("S", "A", "B", "C", "D")
@@ -294,13 +292,6 @@ def estimate_model_fit(samples: Sequence[EstimateSample], *, min_gpus: int = MIN
     )
 
 
-def per_price(perf: float | None, price: float | None, *, scale: float = 1.0) -> float | None:
-    """Performance per unit of price (per ``scale`` units: 1,000 for purchase prices)."""
-    if perf is None or price is None or price <= 0:
-        return None
-    return perf / (price / scale)
-
-
 def per_kilowatt(perf: float | None, tdp_w: float | None) -> float | None:
     if perf is None or not tdp_w or tdp_w <= 0:
         return None
@@ -353,17 +344,3 @@ class EfficiencyRow:
     @property
     def efficiency(self) -> float | None:
         return self.measured / self.peak if self.peak else None
-
-
-# GB/s per lane and direction: the transfer rate after 128b/130b encoding (PCI-SIG: PCIe 3.0 runs
-# 8 GT/s, 4.0 16 GT/s, 5.0 32 GT/s; 6.0 64 GT/s with FLIT encoding, about 7.56 GB/s usable).
-PCIE_LANE_GBS = {3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
-_PCIE = re.compile(r"pcie\s*(\d)(?:\.\d)?\s*x\s*(\d+)", re.IGNORECASE)
-
-
-def pcie_peak_gbs(bus_interface: str) -> float | None:
-    """Theoretical one-direction bandwidth of a PCIe link such as "PCIe 5.0 x16" (63 GB/s)."""
-    found = _PCIE.search(bus_interface or "")
-    if not found or int(found.group(1)) not in PCIE_LANE_GBS:
-        return None
-    return PCIE_LANE_GBS[int(found.group(1))] * int(found.group(2))

@@ -11,16 +11,6 @@ from dataclasses import dataclass
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-# Precision families: which stored precisions count, and which dense tensor peaks estimate them
-# (first supported one with a figure wins; "fp32_nontensor" is Gpu.fp32_tflops).
-PRECISION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "16bit": (("fp16", "bf16"), ("bf16", "fp16")),
-    "8bit": (("int8", "fp8"), ("fp8", "int8")),
-    "32bit": (("fp32", "tf32"), ("tf32", "fp32_nontensor")),
-    "4bit": (("int4", "fp4"), ("fp4", "int8")),
-    # LLM serving: each submission's own weight format, as long as it met the benchmark's accuracy target.
-    "any": (("fp4", "int4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32"), ("fp8", "int8", "bf16", "fp16")),
-}
 PRECISION_FAMILY_LABELS = {
     "16bit": _("16-bit (FP16/BF16)"),
     "8bit": _("8-bit (INT8/FP8)"),
@@ -29,7 +19,7 @@ PRECISION_FAMILY_LABELS = {
     "any": _("As submitted (any format meeting the benchmark's accuracy target)"),
 }
 
-# The model sizes of the LLM use cases (llm_estimate.shapes.SIZE_CLASSES), as the pages name them.
+# The model sizes of the LLM use cases (llm.estimate.shapes.SIZE_CLASSES), as the pages name them.
 MODEL_SIZE_LABELS = {
     "3b": _("3B class (Llama 3.2 3B)"),
     "8b": _("8B class (Llama 3.1 8B; 7B-8B dense models)"),
@@ -69,10 +59,10 @@ class UseCase:
     precision_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
     precision_reason: str | Promise = ""  # why, in words, for the method text
     # LLM use cases (kind "llm") rank absolute tokens/s and cost per million tokens per model size
-    # (dashboard/selectors/llm_rows.py); the others rank performance relative to a baseline GPU.
+    # (llm/selectors/rows.py); the others rank performance relative to a baseline GPU.
     kind: str = "relative"
     llm_mode: str = ""  # "batched" | "one_stream"
-    model_sizes: tuple[str, ...] = ()  # llm_estimate.shapes.SIZE_CLASSES slugs; first = default
+    model_sizes: tuple[str, ...] = ()  # llm.estimate.shapes.SIZE_CLASSES slugs; first = default
 
     @property
     def is_llm(self) -> bool:

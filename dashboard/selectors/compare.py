@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_rent_prices
-from dashboard.ranking.maths import per_price
+from catalog.value import per_price
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow

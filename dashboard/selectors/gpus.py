@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
+from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu
 from catalog.selectors_prices import (
     ALL_ON_DEMAND,
@@ -26,14 +27,14 @@ from catalog.selectors_prices import (
 )
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
 from dashboard.figures.scaling import allreduce_figure, scaling_figure
-from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow, pcie_peak_gbs
+from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
-from dashboard.selectors.llm_figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
+from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 
 # Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
 LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")

@@ -50,9 +50,9 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from catalog.models import Segment
-from dashboard.ranking.interactivity import DEFAULT_TARGET, TARGETS
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES, UseCase
+from llm.interactivity import DEFAULT_TARGET, TARGETS
 
 CURRENCIES = ("USD", "CNY")
 MODES = ("rent", "buy")

@@ -79,7 +79,7 @@ class RankingRow:
     scaling_tokens_per_s_per_gpu: float | None = None
     scaling_one_gpu_tokens_per_s: float | None = None
 
-    # LLM estimates outside the model's measured range (llm_estimate.coverage): the reasons
+    # LLM estimates outside the model's measured range (llm.estimate.coverage): the reasons
     # (vendor, architecture, configuration, precision); estimate_error_pct is then the error the
     # model makes when it extrapolates. llm_configuration: single, layer, or the link of a
     # tensor-parallel split (fabric, pcie_p2p, pcie_host, unknown).

@@ -7,8 +7,8 @@ Stable interface (the API builds on it; change only by adding fields)
     ========== ================================================ =================
 
 LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output tokens/s per GPU
-(serving) or of the one stream (chat), measured (dashboard/selectors/llm_rows.py) or estimated by
-llm_estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
+(serving) or of the one stream (chat), measured (llm/selectors/rows.py) or estimated by
+llm.estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
 per currency unit per GPU-hour of the GPUs involved.
 
 ``rankings_compute(*, params: RankingParams) -> Ranking``
@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors_prices import (
@@ -58,7 +59,7 @@ from catalog.selectors_prices import (
     gpu_purchase_prices,
     gpu_rent_prices,
 )
-from dashboard.ranking.interactivity import target_rate, tiers_measured_first
+from catalog.value import per_price
 from dashboard.ranking.maths import (
     AggregatePoint,
     EstimateModel,
@@ -68,22 +69,23 @@ from dashboard.ranking.maths import (
     estimate_model_fit,
     measured_relative,
     per_kilowatt,
-    per_price,
     spec_ratios,
     tiers_assign,
 )
-from dashboard.ranking.use_cases import PRECISION_FAMILIES, ArchitectureSupport, use_case_eligibility
+from dashboard.ranking.tiers_measured import tiers_measured_first
+from dashboard.ranking.use_cases import ArchitectureSupport, use_case_eligibility
 from dashboard.scaling import (
     MeasuredScaling,
     workload_runs_on_a_host,
 )
-from dashboard.selectors.llm_figures import llm_model_state, llm_ranking_figures, llm_row_values
-from dashboard.selectors.llm_serving import ServingChoice, llm_serving_choices
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
+from llm.interactivity import target_rate
+from llm.selectors.figures import llm_model_state, llm_ranking_figures, llm_row_values
+from llm.selectors.serving import ServingChoice, llm_serving_choices
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import BenchmarkResult, TrustLabel
-from dashboard.ranking.maths import MIN_COMMUNITY_N
 from dashboard.scaling import (
     ALLREDUCE_METHOD,
     DDP_WORKLOAD,

@@ -7,12 +7,11 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from benchmarks_app.models import BenchmarkResult
-from dashboard.ranking.use_cases import USE_CASES
-from dashboard.selectors.llm_figures import llm_model_compute
-from dashboard.selectors.llm_model_page import llm_landmarks
-from dashboard.selectors.ranking_params import RankingParams
-from dashboard.selectors.rankings import rankings_compute
-from llm_estimate.constants import CONSTANTS_PATH, constants_write
+from llm.estimate.constants import CONSTANTS_PATH, constants_write
+from llm.estimate.shapes import SIZE_CLASSES
+from llm.selectors.figures import llm_model_compute
+from llm.selectors.model_page import llm_landmarks
+from llm.selectors.rows import llm_points, llm_rows
 
 
 class Command(BaseCommand):
@@ -65,15 +64,13 @@ class Command(BaseCommand):
             f"catalogue GPUs with a trusted measured result (any workload): "
             f"{BenchmarkResult.objects.trusted().values('gpu').distinct().count()}"
         )
-        for slug in ("llm-serving", "llm-chat"):
-            llm_use_case = USE_CASES[slug]
-            counts = []
-            for size in llm_use_case.model_sizes:
-                ranking = rankings_compute(params=RankingParams(use_case=slug, model_size=size))
-                counts.append(f"{size} {sum(r.perf_basis == 'measured' for r in ranking.rows)}")
-            self.stdout.write(
-                f"{slug}: GPUs with a measured figure by model size ({llm_use_case.default_precision}): {', '.join(counts)}"
-            )
+        points = [p for p in llm_points(llm_rows()) if p.qualifies]
+        for kind in ("serving", "decode"):
+            counts = [
+                f"{size} {len({p.gpu_id for p in points if p.kind == kind and p.size == size})}"
+                for size in SIZE_CLASSES
+            ]
+            self.stdout.write(f"{kind}: GPUs with a qualifying measured figure by model size: {', '.join(counts)}")
         if options["write"]:
             constants_write(constants=constants)
             self.stdout.write(self.style.SUCCESS(f"constants written to {CONSTANTS_PATH}"))

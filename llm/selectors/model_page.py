@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from benchmarks_app.models import LabImportRow
 from catalog.models import Architecture, Gpu, TensorPeak, Vendor
-from dashboard.selectors.llm_figures import LlmModelState, llm_model_state, llm_ranking_figures
-from llm_estimate import comm
-from llm_estimate.constants import LlmConstants
-from llm_estimate.loo import LooReport
-from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
+from llm.estimate import comm
+from llm.estimate.constants import LlmConstants
+from llm.estimate.loo import LooReport
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
+from llm.selectors.figures import LlmModelState, llm_model_state, llm_ranking_figures
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def llm_landmarks(*, constants: LlmConstants) -> list[Landmark]:
 
 @dataclass(frozen=True)
 class LinkFigure:
-    """A link kind's all-reduce figures (llm_estimate.comm) and the factor fitted on it."""
+    """A link kind's all-reduce figures (llm.estimate.comm) and the factor fitted on it."""
 
     kind: str
     busbw_share: str  # share of the per-direction line rate, as the source gives it
@@ -122,7 +122,7 @@ def llm_link_figures(*, constants: LlmConstants) -> list[LinkFigure]:
 
 @dataclass(frozen=True)
 class MeasuredRange:
-    """What the calibration rows of one use case contain (llm_estimate.coverage)."""
+    """What the calibration rows of one use case contain (llm.estimate.coverage)."""
 
     use_case: str  # serving | chat
     vendors: list[str]
@@ -145,7 +145,7 @@ def llm_measured_ranges(*, state: LlmModelState) -> list[MeasuredRange]:
                 use_case,
                 sorted(vendors.get(k[2], k[2]) for k in of if k[0] == "vendor"),
                 sorted(architectures.get(k[2], k[2]) for k in of if k[0] == "architecture"),
-                # A link without catalogue figures is never inside the range (llm_estimate.coverage).
+                # A link without catalogue figures is never inside the range (llm.estimate.coverage).
                 sorted(k[2] for k in of if k[0] == "configuration" and k[2] != "unknown"),
                 sorted(f"{vendors.get(k[2], k[2])} {k[3].upper()}" for k in of if k[0] == "precision"),
                 state.constants.outside_error_pct.get(use_case),

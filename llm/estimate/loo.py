@@ -2,7 +2,7 @@
 
 :func:`leave_one_gpu_out` refits the constants without each GPU's rows and compares the estimate
 for that GPU's headline rows with their measurements. Each scored row is also classed as inside
-or outside the measured range of the *other* GPUs' rows (llm_estimate.coverage): leaving out the
+or outside the measured range of the *other* GPUs' rows (llm.estimate.coverage): leaving out the
 only GPU of an architecture, or the only rows of a link, makes its rows an extrapolation, and
 their error is the error of extrapolating.
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from llm_estimate.constants import LlmConstants
-from llm_estimate.coverage import Coverage, coverage_build
-from llm_estimate.fit import (
+from llm.estimate.constants import LlmConstants
+from llm.estimate.coverage import Coverage, coverage_build
+from llm.estimate.fit import (
     USE_CASE_OF_KIND,
     Observation,
     _fit_frame,
@@ -143,7 +143,7 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
     """For each GPU: fit without its rows, estimate its rows, compare; then the same for each
     class of rows (see the module doc).
 
-    ``base``: the constants fitted to every row (llm_estimate.fit.constants_fit). The serving
+    ``base``: the constants fitted to every row (llm.estimate.fit.constants_fit). The serving
     context is taken from it (a structural choice); the efficiencies are refitted without each
     GPU or class.
     """

@@ -2,7 +2,7 @@
 configuration (a GPU count some current offer rents) and the output tokens/s per GPU it sustains
 while every user gets the target rate, measured where its points reach the target, else
 estimated by the serving model with the error that applies (the arithmetic:
-dashboard/ranking/interactivity.py).
+llm/interactivity.py).
 
 A GPU no current offer rents keeps its measured configurations (there is no offer to restrict
 them to; its row says no rental price is on record unless the user gives one); its estimates use
@@ -15,10 +15,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from catalog.models import Gpu
-from dashboard.ranking.interactivity import CurvePoint, throughput_at_target
-from dashboard.ranking.use_cases import PRECISION_FAMILIES
-from dashboard.selectors.llm_figures import (
+from llm.estimate.coverage import Regime, configuration_of
+from llm.estimate.model import llm_throughput_estimate
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.interactivity import CurvePoint, throughput_at_target
+from llm.selectors.figures import (
     LlmFigure,
     LlmModelState,
     _estimate_label,
@@ -26,10 +29,7 @@ from dashboard.selectors.llm_figures import (
     _serving_precision,
     gpu_figures,
 )
-from dashboard.selectors.llm_rows import MAX_GPUS, LlmRow, llm_rows
-from llm_estimate.coverage import Regime, configuration_of
-from llm_estimate.model import llm_throughput_estimate
-from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.selectors.rows import MAX_GPUS, LlmRow, llm_rows
 
 ESTIMATE_COUNTS = tuple(2**k for k in range(MAX_GPUS.bit_length()) if 2**k <= MAX_GPUS)
 
@@ -63,8 +63,9 @@ def serving_points_measured(
         if precision_family != "any" and row.precision not in precisions:
             continue
         out[row.gpu_id].append(
-            MeasuredServing(row.gpu_id, row.gpu_count, row.model, row.precision, row.value, None, row.label,
-                            row.url, row.system)  # fmt: skip
+            MeasuredServing(
+                row.gpu_id, row.gpu_count, row.model, row.precision, row.value, None, row.label, row.url, row.system
+            )  # fmt: skip
         )
     return out
 

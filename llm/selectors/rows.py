@@ -1,6 +1,6 @@
 """Reads for the LLM use cases: the measured results as rows and points, and the best measured
 figure per GPU, model size and kind (the estimate model and the rankings' figures built on them:
-dashboard/selectors/llm_figures.py).
+llm/selectors/figures.py).
 
 Which results count, and as what:
 
@@ -37,10 +37,9 @@ from django.db.models import Q
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult
-from dashboard.ranking.maths import MIN_COMMUNITY_N
-from dashboard.ranking.use_cases import PRECISION_FAMILIES
-from llm_estimate.shapes import MODEL_SHAPES, model_size_class
+from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 
 _MLPERF = re.compile(
     r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive|singlestream|multistream)-(?P<unit>[a-z-]+)$"

@@ -1,6 +1,6 @@
 """LLM serving at a chosen interactivity: the tokens/s per GPU a configuration sustains while every
 user receives at least a target rate of output tokens, read off its measured points, and the
-tiers of a serving ranking. Pure arithmetic, no database (tests/test_llm_interactivity.py).
+cost of a million output tokens there. Pure arithmetic, no database (tests/test_llm_interactivity.py).
 
 A serving system trades speed per user for throughput per GPU: a larger batch reads the weights
 once for more streams (more tokens per GPU) but makes every decode step longer (fewer tokens per
@@ -13,10 +13,8 @@ at least 1 / limit), its Offline scenario the high-throughput end with no user r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from dashboard.ranking.maths import tier_for
 
 # Targets in output tokens/s per user ("max": the highest throughput, whatever each user gets).
 TARGETS = ("10", "20", "50", "100", "max")
@@ -77,26 +75,11 @@ def throughput_at_target(points: Sequence[CurvePoint], *, target: float | None) 
     return None  # unreachable: the target lies inside the frontier's range
 
 
-def cost_per_million_output_tokens(*, price_per_gpu_hour: float | None, tokens_per_s_per_gpu: float | None) -> float | None:
+def cost_per_million_output_tokens(
+    *, price_per_gpu_hour: float | None, tokens_per_s_per_gpu: float | None
+) -> float | None:
     """Price of a million output tokens at a per-GPU rate and price (every GPU of a configuration
     is paid for, and each produces ``tokens_per_s_per_gpu``)."""
     if not price_per_gpu_hour or not tokens_per_s_per_gpu or tokens_per_s_per_gpu <= 0:
         return None
     return price_per_gpu_hour / (tokens_per_s_per_gpu * 3600) * 1e6
-
-
-def tiers_measured_first(values: Mapping[str, tuple[float | None, bool]]) -> dict[str, str]:
-    """key -> tier from (value, measured) pairs: the best *measured* value is the 100 % mark and
-    the tiers are fractions of it; an estimate is placed on the same scale but never above tier A
-    (a model's figure cannot be the one the others are judged against). No measured value: no tiers."""
-    measured = [v for v, is_measured in values.values() if is_measured and v is not None and v > 0]
-    if not measured:
-        return {}
-    best = max(measured)
-    out: dict[str, str] = {}
-    for key, (value, is_measured) in values.items():
-        if value is None or value <= 0:
-            continue
-        tier = tier_for(value / best)
-        out[key] = "A" if tier == "S" and not is_measured else tier
-    return out

@@ -1,4 +1,4 @@
-"""Fit the model's constants to measured rows (the leave-one-GPU-out error: llm_estimate.loo).
+"""Fit the model's constants to measured rows (the leave-one-GPU-out error: llm.estimate.loo).
 
 Pure (numpy, pandas, scipy; no Django): callers turn measurements into :class:`Observation`
 records. Each kind of row fits its own constants, in the model's own arithmetic:
@@ -12,7 +12,7 @@ records. Each kind of row fits its own constants, in the model's own arithmetic:
   one bandwidth efficiency and one factor on the all-reduce time per link kind that measured
   rows communicate over, bounded robust least squares on log residuals.
 
-Communication seconds come from llm_estimate.comm (measured nccl-tests figures); the
+Communication seconds come from llm.estimate.comm (measured nccl-tests figures); the
 configuration of a serving row (its tensor-parallel degree) is the one the model itself picks.
 """
 
@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from llm_estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
-from llm_estimate.constants import LlmConstants, precision_group
-from llm_estimate.coverage import Regime, configuration_of
-from llm_estimate.model import (
+from llm.estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
+from llm.estimate.constants import LlmConstants, precision_group
+from llm.estimate.coverage import Regime, configuration_of
+from llm.estimate.model import (
     LlmEstimate,
     compute_peak,
     decode_seconds_per_token,
@@ -37,7 +37,7 @@ from llm_estimate.model import (
     llm_throughput_estimate,
     prefill_tokens_per_s,
 )
-from llm_estimate.shapes import ModelShape
+from llm.estimate.shapes import ModelShape
 
 KINDS = ("decode", "prefill", "serving")
 USE_CASE_OF_KIND = {"decode": "chat", "prefill": "prefill", "serving": "serving"}
@@ -68,7 +68,7 @@ class Observation:
     single-board computer, are only compared); ``headline``: whether the row is a figure the
     rankings show, on which the leave-one-GPU-out error is measured. ``link`` prices the
     communication of multi-GPU configurations; ``vendor`` and ``architecture`` name the GPU's
-    class for the measured range (llm_estimate.coverage).
+    class for the measured range (llm.estimate.coverage).
     """
 
     gpu_key: str
@@ -176,7 +176,7 @@ def _prepare(observations: Sequence[Observation], *, serving_context: int = 2048
     Serving rows are prepared at ``serving_context`` tokens of KV cache per stream (their own
     ``context_tokens`` when set): the context bounds the batch and the bytes read per step. Their
     configuration (the tensor-parallel degree) is the one the model picks, which no fitted
-    constant moves (llm_estimate.model).
+    constant moves (llm.estimate.model).
     """
     rows = []
     for index, o in enumerate(observations):
@@ -371,7 +371,7 @@ def _fit_frame(frame: pd.DataFrame, base: LlmConstants) -> LlmConstants:
 
 
 def regimes_prepared(frame: pd.DataFrame) -> list[Regime]:
-    """The class of every prepared row (llm_estimate.coverage)."""
+    """The class of every prepared row (llm.estimate.coverage)."""
     columns = ["kind", "vendor", "architecture", "configuration", "compute_precision"]
     return [Regime(*map(str, values)) for values in frame[columns].itertuples(index=False)]
 

@@ -15,7 +15,7 @@ An estimate is *outside the measured range* for a use case ("serving" rows or on
 
 Such an estimate is shown as outside the measured range, with the error the model makes when it
 extrapolates: the leave-one-GPU-out error of the figures that were outside the range of the
-other GPUs' rows (llm_estimate.fit.leave_one_gpu_out).
+other GPUs' rows (llm.estimate.fit.leave_one_gpu_out).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Regime:
     kind: str  # serving | decode
     vendor: str
     architecture: str
-    configuration: str  # single | layer | a link kind of llm_estimate.comm (tensor parallel)
+    configuration: str  # single | layer | a link kind of llm.estimate.comm (tensor parallel)
     compute_precision: str = ""
 
     def coverage_keys(self) -> tuple[tuple[str, ...], ...]:

@@ -1,6 +1,6 @@
 """Reads for the LLM use cases: the estimate model's observations, its fitted constants and
 leave-one-GPU-out error (``llm_model_state``), the rankings' LLM figures per GPU and the GPU
-page's LLM measurements. Which results count, and as what: dashboard/selectors/llm_rows.py."""
+page's LLM measurements. Which results count, and as what: llm/selectors/rows.py."""
 
 from __future__ import annotations
 
@@ -14,11 +14,20 @@ from django.db.models import Count, Max
 from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, LabImportRow
+from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
-from dashboard.ranking.maths import pcie_peak_gbs, per_price
-from dashboard.ranking.use_cases import PRECISION_FAMILIES
-from dashboard.selectors.llm_rows import (
+from catalog.value import per_price
+from gpuatlas.data_version import data_versioned
+from llm.estimate.comm import GpuLink, gpu_link
+from llm.estimate.constants import LlmConstants, constants_default
+from llm.estimate.coverage import Regime, configuration_of
+from llm.estimate.fit import Observation, constants_fit
+from llm.estimate.loo import LooReport, leave_one_gpu_out
+from llm.estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.selectors.rows import (
     CHAT_CONTEXT_TOKENS,
     CHAT_WEIGHTS,
     EVAL_RATE_MODELS,
@@ -33,16 +42,8 @@ from dashboard.selectors.llm_rows import (
     llm_rows,
     mlperf_serving_figure,
 )
-from gpuatlas.data_version import data_versioned
-from llm_estimate.comm import GpuLink, gpu_link
-from llm_estimate.constants import LlmConstants, constants_default
-from llm_estimate.coverage import Regime, configuration_of
-from llm_estimate.fit import Observation, constants_fit
-from llm_estimate.loo import LooReport, leave_one_gpu_out
-from llm_estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
-from llm_estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
 
-# What limits an estimate (llm_estimate.model's "bound" of a configuration that fits).
+# What limits an estimate (llm.estimate.model's "bound" of a configuration that fits).
 _BOUNDS = {
     "memory bandwidth": gettext_lazy("memory bandwidth"),
     "tensor throughput": gettext_lazy("tensor throughput"),
@@ -68,7 +69,7 @@ class GpuFigures:
 
 
 def gpu_link_for(gpu: Gpu) -> GpuLink:
-    """How a catalogue GPU reaches its neighbours (llm_estimate.comm.gpu_link): its fabric figure,
+    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.gpu_link): its fabric figure,
     its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
     return gpu_link(
         interconnect_gbs=gpu.interconnect_gbs,
@@ -243,7 +244,7 @@ class LlmFigure:
     estimate: LlmEstimate | None
     error_pct: float | None
     alternatives: int  # other qualifying measurements of this GPU for the same choice
-    # Estimates: why it lies outside the measured range (llm_estimate.coverage.REASONS), and its
+    # Estimates: why it lies outside the measured range (llm.estimate.coverage.REASONS), and its
     # configuration class (single, layer, or the link kind of a tensor-parallel split).
     outside: tuple[str, ...] = ()
     configuration: str = ""

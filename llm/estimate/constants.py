@@ -22,14 +22,14 @@ class LlmConstants:
     ``decode_overhead_ms_per_layer`` (one stream), ``prefill_compute_efficiency`` (per group),
     ``serving_compute_efficiency`` (per benchmark, with a default for the others),
     ``serving_bandwidth_efficiency`` (batched serving) and ``communication_factor`` (per link
-    kind of llm_estimate.comm: the share of the all-reduce time priced from measured nccl-tests
+    kind of llm.estimate.comm: the share of the all-reduce time priced from measured nccl-tests
     bandwidths that a tensor-parallel serving step does not hide; 1, the nccl-tests figure as it
     is, for a link no measured row runs over); the context a served request holds in the KV
     cache is chosen from a grid.
     Assumed, not fitted: the usable share of GPU memory, a serving engine's reserve per GPU
     (sourced) and the batch cap per GPU.
     Measured: ``typical_error_pct`` and ``outside_error_pct``, the leave-one-GPU-out error inside
-    and outside the measured range (llm_estimate.loo), per use case.
+    and outside the measured range (llm.estimate.loo), per use case.
     """
 
     decode_bandwidth_efficiency: Mapping[str, float] = field(
