@@ -85,7 +85,7 @@ from dashboard.selectors.submitters import aggregate_fingerprints, distinct_subm
 from gpuatlas.data_version import data_versioned
 from llm.interactivity import target_rate
 from llm.selectors.figures import llm_model_state, llm_ranking_figures, llm_row_values
-from llm.selectors.serving import ServingChoice, llm_serving_choices
+from llm.selectors.serving_target import ServingChoice, llm_serving_choices
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook

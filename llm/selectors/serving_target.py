@@ -11,9 +11,12 @@ the tensor-parallel degrees up to eight GPUs.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from django.db.models import Q
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from catalog.models import Gpu
@@ -21,6 +24,7 @@ from llm.estimate.coverage import Regime, configuration_of
 from llm.estimate.model import llm_throughput_estimate
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
 from llm.interactivity import CurvePoint, throughput_at_target
+from llm.models import Scenario, ServingPoint, SourceKind
 from llm.selectors.figures import (
     LlmFigure,
     LlmModelState,
@@ -29,7 +33,7 @@ from llm.selectors.figures import (
     _serving_precision,
     gpu_figures,
 )
-from llm.selectors.rows import MAX_GPUS, LlmRow, llm_rows
+from llm.selectors.rows import MAX_GPUS
 
 ESTIMATE_COUNTS = tuple(2**k for k in range(MAX_GPUS.bit_length()) if 2**k <= MAX_GPUS)
 
@@ -40,34 +44,60 @@ class MeasuredServing:
 
     gpu_id: int
     gpu_count: int
+    interconnect: str
     model: str
     precision: str
+    scenario: str
     tokens_per_s_per_gpu: float
-    tokens_per_s_per_user: float | None  # at least this (a latency bound), or None (Offline)
+    tokens_per_s_per_user: float | None  # measured, or a latency-bound floor; None: Offline
     label: str
     url: str
-    system: str
+    measured_on: dt.date
+
+
+# MLPerf rows of the closed division and of systems on sale, unless the page asks for all of them.
+_MLPERF_DEFAULT = Q(result__params__division="closed", result__params__availability="available")
 
 
 def serving_points_measured(
-    *, rows: Iterable[LlmRow], size: str, precision_family: str, include_all_rows: bool
+    *, gpu_ids: Iterable[int], size: str, precision_family: str, include_all_rows: bool
 ) -> dict[int, list[MeasuredServing]]:
-    """gpu id -> its measured serving points of this model class and precision choice."""
-    precisions = PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
+    """gpu id -> its trusted measured serving points of this model class and precision choice (one query)."""
+    models_ = [slug for slug in MODEL_SHAPES if model_size_class(slug) == size]
+    points = ServingPoint.objects.trusted().for_models(models_).filter(gpu_id__in=list(gpu_ids))
+    if precision_family != "any":
+        points = points.at_precisions(PRECISION_FAMILIES.get(precision_family, ((), ()))[0])
+    if not include_all_rows:
+        points = points.filter(~Q(source_kind=SourceKind.MLPERF) | _MLPERF_DEFAULT)
+    scenarios = dict(Scenario.choices)
     out: dict[int, list[MeasuredServing]] = defaultdict(list)
-    for row in rows:
-        if row.kind != "serving" or model_size_class(row.model) != size:
-            continue
-        if not (include_all_rows or row.default_basis):
-            continue
-        if precision_family != "any" and row.precision not in precisions:
-            continue
-        out[row.gpu_id].append(
+    for p in points.order_by("gpu_id", "gpu_count", "-measured_on", "id"):
+        label = " · ".join(
+            part
+            for part in (
+                p.source_title,
+                str(scenarios.get(p.scenario, p.scenario)),
+                p.engine,
+                p.weight_precision.upper(),
+            )
+            if part
+        )
+        out[p.gpu_id].append(
             MeasuredServing(
-                row.gpu_id, row.gpu_count, row.model, row.precision, row.value, None, row.label, row.url, row.system
+                p.gpu_id,
+                p.gpu_count,
+                p.interconnect,
+                p.model,
+                p.weight_precision,
+                p.scenario,
+                p.tokens_per_s_per_gpu,
+                p.tokens_per_s_per_user,
+                label,
+                p.source_url,
+                p.measured_on,
             )  # fmt: skip
         )
-    return out
+    return dict(out)
 
 
 @dataclass(frozen=True)
@@ -87,7 +117,7 @@ def _measured_at(
     by_configuration: dict[tuple[int, str, str], list[MeasuredServing]] = defaultdict(list)
     for point in points:
         if allowed is None or point.gpu_count in allowed:
-            by_configuration[(point.gpu_count, point.model, point.precision)].append(point)
+            by_configuration[(point.gpu_count, point.interconnect, point.precision)].append(point)
     best: tuple[float, MeasuredServing, int] | None = None
     for group in by_configuration.values():
         value = throughput_at_target(
@@ -118,7 +148,7 @@ def llm_serving_choices(
     in the rentable configuration with the most tokens/s per GPU (see the module doc)."""
     gpus = list(gpus)
     measured = serving_points_measured(
-        rows=llm_rows(gpu_ids=[g.id for g in gpus]),
+        gpu_ids=[g.id for g in gpus],
         size=size,
         precision_family=precision_family,
         include_all_rows=include_all_rows,
@@ -135,7 +165,7 @@ def llm_serving_choices(
         found = _measured_at(points, target=target_rate, allowed=allowed)
         if found is not None:
             value, quoted, n = found
-            figure = LlmFigure("measured", value, quoted.gpu_count, n, len({p.system for p in points}), quoted.label,
+            figure = LlmFigure("measured", value, quoted.gpu_count, n, len({p.label for p in points}), quoted.label,
                                quoted.url, quoted.precision, True, None, None, len(points) - n)  # fmt: skip
             out[gpu.id] = ServingChoice(figure, target, tuple(sorted(counts)), False)
             continue
