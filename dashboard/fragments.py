@@ -210,6 +210,7 @@ def tiers_body(*, params: RankingParams) -> str:
             thresholds=tier_list.thresholds,
             currency=tier_list.ranking.currency,
             price_unit=str(tier_list.ranking.rows[0].price_unit) if tier_list.ranking.rows else "",
+            mark=tier_list.ranking.tier_mark,
         )
         if any(tier_list.tiers.values())
         else None,

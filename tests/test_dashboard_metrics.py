@@ -14,13 +14,15 @@ from dashboard.ranking.maths import (
     EstimateModel,
     EstimateSample,
     SpecFigures,
+    TierCandidate,
     estimate_model_fit,
     geometric_mean,
     measured_relative,
     pareto_frontier,
     per_kilowatt,
     spec_ratios,
-    tiers_assign,
+    tier_mark,
+    tiers_from_measurements,
 )
 from dashboard.ranking.use_cases import (
     USE_CASES,
@@ -131,10 +133,39 @@ def test_value_metrics():
     assert per_kilowatt(1.0, None) is None
 
 
-def test_tiers_relative_to_best():
-    tiers = tiers_assign({"a": 10.0, "b": 7.0, "c": 6.9, "d": 4.5, "e": 2.5, "f": 1.2, "g": 1.19, "h": None})
+def _measured(values):
+    return [TierCandidate(k, v, True) for k, v in values.items()]
+
+
+def test_tiers_relative_to_best_measured():
+    values = {"a": 10.0, "b": 7.0, "c": 6.9, "d": 4.5, "e": 2.5, "f": 1.2, "g": 1.19, "h": None}
+    tiers = tiers_from_measurements(_measured(values))
     assert tiers == {"a": "S", "b": "S", "c": "A", "d": "A", "e": "B", "f": "C", "g": "D"}
-    assert tiers_assign({"x": None}) == {}
+    assert tiers_from_measurements(_measured({"x": None})) == {}
+
+
+def test_estimates_never_set_the_mark_nor_reach_tier_s():
+    """An estimate three times the best measured value is tier A and leaves the measured grades as
+    they were; an estimate below the mark is graded against it like a measurement."""
+    candidates = [
+        TierCandidate("measured-best", 10.0, True),
+        TierCandidate("measured-half", 5.0, True),
+        TierCandidate("guess-high", 30.0, False),
+        TierCandidate("guess-low", 2.0, False),
+    ]
+    assert tier_mark(candidates) == 10.0
+    assert tiers_from_measurements(candidates) == {
+        "measured-best": "S",
+        "measured-half": "A",
+        "guess-high": "A",
+        "guess-low": "C",
+    }
+
+
+def test_without_measurements_no_gpu_is_tier_s():
+    candidates = [TierCandidate("a", 10.0, False), TierCandidate("b", 3.0, False)]
+    assert tier_mark(candidates) == 10.0
+    assert tiers_from_measurements(candidates) == {"a": "A", "b": "B"}
 
 
 def test_pareto_frontier():

@@ -11,9 +11,11 @@ from benchmarks_app.services.workloads import workload_seed
 from catalog.models import Gpu
 from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.compare import compare_compute
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.tiers import tiers_compute
 
 pytestmark = pytest.mark.django_db
 
@@ -74,3 +76,27 @@ def test_real_compare_agrees_with_the_rankings(real_data):
     assert rtx.cells["training"].relative == pytest.approx(rows["geforce-rtx-4090"].perf / rows["h100-sxm5-80-gb"].perf)
     assert rtx.cells["training"].relative == pytest.approx(0.32, abs=0.01)
     assert h100.cells["training"].row.n == rows["h100-sxm5-80-gb"].n
+
+
+def test_real_tiers_are_set_by_measurements(real_data):
+    """An estimate set the 100 % mark and took tier S where measured GPUs existed; MI300X and Gaudi2
+    estimates carried the ±5 % measured on NVIDIA's GPUs."""
+    for use_case in USE_CASES.values():
+        for family in use_case.precision_families:
+            params = RankingParams(use_case=use_case.slug, precision=family)
+            tier_list = tiers_compute(params=params)
+            in_s = tier_list.tiers["S"]
+            assert all(r.perf_basis == "measured" for r in in_s), (use_case.slug, family)
+            measured = [
+                r.perf_per_dollar for tier in tier_list.tiers.values() for r in tier if r.perf_basis == "measured"
+            ]
+            if measured:
+                assert tier_list.ranking.tier_mark == pytest.approx(max(measured)), (use_case.slug, family)
+    rows = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
+    for slug in ("radeon-instinct-mi300x", "gaudi2"):
+        row = rows.get(slug)
+        assert row is not None, slug
+        assert row.perf_basis == "estimated" and row.estimate_outside_range, slug
+        assert row.estimate_error_pct is None, slug
+    nvidia_estimates = [r for r in rows.values() if r.perf_basis == "estimated" and r.vendor_slug == "nvidia"]
+    assert nvidia_estimates and all(r.estimate_error_pct is not None for r in nvidia_estimates)

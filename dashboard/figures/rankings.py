@@ -63,6 +63,8 @@ def _estimate_hover(row: Any) -> str:
 
 def _estimate_text(row: Any) -> str:
     error = getattr(row, "estimate_error_pct", None)
+    if error is None and getattr(row, "estimate_outside_range", False):
+        return _("est., error unknown")
     return _("est.") if error is None else _("est. ±%(error)s %%") % {"error": f"{error:.0f}"}
 
 
@@ -276,12 +278,20 @@ TIER_COLOURS = {"S": "#d4380d", "A": "#fa8c16", "B": "#fadb14", "C": "#a0d911", 
 
 
 def tiers_figure(
-    tiers: Mapping[str, Sequence[Any]], *, thresholds: Mapping[str, float], currency: str, price_unit: str
+    tiers: Mapping[str, Sequence[Any]],
+    *,
+    thresholds: Mapping[str, float],
+    currency: str,
+    price_unit: str,
+    mark: float | None = None,
 ) -> dict[str, Any]:
-    """Each tiered GPU's performance per price as a share of the best, one colour per tier, the
-    tier bounds as shaded bands; estimated GPUs hatched. ``tiers`` maps S..D to rows, best first."""
+    """Each tiered GPU's performance per price as a share of the tiers' 100 % mark (the best measured
+    value, dashboard.ranking.maths.tier_mark; the best shown when not given), one colour per tier,
+    the tier bounds as shaded bands; estimated GPUs hatched (an estimate may pass the mark and still
+    be in tier A). ``tiers`` maps S..D to rows, best first."""
     rows = [(name, row) for name, members in tiers.items() for row in members if row.perf_per_dollar]
-    best = max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
+    best = mark or max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
+    widest = max((row.perf_per_dollar / best for _name, row in rows), default=1.0)
     fig = go.Figure()
     for name, members in tiers.items():
         subset = [row for row in members if row.perf_per_dollar]
@@ -297,7 +307,7 @@ def tiers_figure(
                 "pattern": {"shape": ["/" if row.perf_basis == "estimated" else "" for row in subset]},
             },
             customdata=[_row_hover(row, currency, price_unit) for row in subset],
-            hovertemplate=_hovertemplate(_("Share of the best value")),
+            hovertemplate=_hovertemplate(_("Share of the best measured value")),
         )
     order = [esc(row.gpu_name) for _name, row in reversed(rows)]
     bands = []
@@ -325,8 +335,12 @@ def tiers_figure(
         height=max(320, 24 * len(rows) + 130),
         barmode="overlay",
         shapes=bands,
-        title=title_layout(_("Performance per price, as a share of the best")),
-        xaxis={"title": {"text": esc(_("Share of the best value"))}, "tickformat": ".0%", "range": [0, 1.02]},
+        title=title_layout(_("Performance per price, as a share of the best measured")),
+        xaxis={
+            "title": {"text": esc(_("Share of the best measured value"))},
+            "tickformat": ".0%",
+            "range": [0, max(1.02, widest * 1.02)],
+        },
         yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
     )
     return figure_dict(fig)

@@ -32,8 +32,9 @@ Method, as shown on the pages
   BF16; 8-bit inference: INT8 or FP8); GPUs that fail either are hidden by default
   (:func:`use_case_eligibility`).
 * Value: performance per GPU-hour price, per 1,000 of purchase price, and per kilowatt of TDP.
-* Tiers: among GPUs eligible for the use case that have a price, performance per
-  dollar relative to the best of them: S >= 70 %, A >= 45 %, B >= 25 %, C >= 12 %, D below.
+* Tiers (:func:`tiers_from_measurements`): among GPUs eligible for the use case that have a price,
+  performance per dollar relative to the best *measured* one: S >= 70 %, A >= 45 %, B >= 25 %,
+  C >= 12 %, D below; an estimated GPU is never above tier A.
 """
 
 from __future__ import annotations
@@ -203,6 +204,18 @@ class EstimateSample:
     measured: float
     compute_ratio: float
     bandwidth_ratio: float
+    vendor: str = ""  # vendor slug, for the error by vendor and class
+    gpu_class: str = ""  # market segment (datacenter, consumer, workstation, ...)
+
+
+@dataclass(frozen=True)
+class EstimateMiss:
+    """How far the estimate missed one measured GPU (out of sample: see EstimateModel)."""
+
+    key: str
+    vendor: str
+    gpu_class: str
+    miss: float
 
 
 @dataclass(frozen=True)
@@ -225,6 +238,7 @@ class EstimateModel:
     typical_error: float | None = None
     worst_error: float | None = None
     other_error: float | None = None
+    misses: tuple[EstimateMiss, ...] = ()  # per measured GPU, of the form used
 
     @property
     def checked(self) -> bool:
@@ -273,12 +287,17 @@ def estimate_model_fit(samples: Sequence[EstimateSample], *, min_gpus: int = MIN
             break
         fitted_errors.append(_miss(EstimateModel(compute_weight=fit[0], scale=math.exp(fit[1])), held_out))
     equal_typical = statistics.median(equal_errors)
+
+    def misses(errors: list[float]) -> tuple[EstimateMiss, ...]:
+        return tuple(EstimateMiss(s.key, s.vendor, s.gpu_class, e) for s, e in zip(usable, errors, strict=True))
+
     if whole is None or not fitted_errors or statistics.median(fitted_errors) >= equal_typical:
         return EstimateModel(
             checked_on=len(usable),
             typical_error=equal_typical,
             worst_error=max(equal_errors),
             other_error=statistics.median(fitted_errors) if fitted_errors else None,
+            misses=misses(equal_errors),
         )
     weight, log_scale = whole
     return EstimateModel(
@@ -289,9 +308,47 @@ def estimate_model_fit(samples: Sequence[EstimateSample], *, min_gpus: int = MIN
         typical_error=statistics.median(fitted_errors),
         worst_error=max(fitted_errors),
         other_error=equal_typical,
+        misses=misses(fitted_errors),
     )
 
 
+<<<<<<< HEAD
+=======
+@dataclass(frozen=True)
+class EstimateError:
+    """The error to show beside one spec-only estimate. ``scope``: "class" (measured GPUs of its
+    vendor and class), "vendor" (of its vendor, none of its class), "outside" (no GPU of its vendor
+    measured: error unknown), "unchecked" (too few measured GPUs to check the estimate at all)."""
+
+    error: float | None
+    scope: str
+    checked_on: int = 0  # measured GPUs the error is the median miss over
+
+
+def estimate_error_for(model: EstimateModel, *, vendor: str, gpu_class: str) -> EstimateError:
+    """The typical error of an estimate for a GPU of this vendor and class: the median out-of-sample
+    miss over the measured GPUs of the same vendor and class, else of the same vendor. Where no GPU
+    of the vendor was measured the estimate is outside the measured range and its error unknown: a
+    miss measured on one vendor's GPUs says nothing about another's software and datasheet habits."""
+    if not model.misses:
+        return EstimateError(None, "unchecked")
+    same_class = [m.miss for m in model.misses if m.vendor == vendor and m.gpu_class == gpu_class]
+    if same_class:
+        return EstimateError(statistics.median(same_class), "class", len(same_class))
+    same_vendor = [m.miss for m in model.misses if m.vendor == vendor]
+    if same_vendor:
+        return EstimateError(statistics.median(same_vendor), "vendor", len(same_vendor))
+    return EstimateError(None, "outside")
+
+
+def per_price(perf: float | None, price: float | None, *, scale: float = 1.0) -> float | None:
+    """Performance per unit of price (per ``scale`` units: 1,000 for purchase prices)."""
+    if perf is None or price is None or price <= 0:
+        return None
+    return perf / (price / scale)
+
+
+>>>>>>> rankfit
 def per_kilowatt(perf: float | None, tdp_w: float | None) -> float | None:
     if perf is None or not tdp_w or tdp_w <= 0:
         return None
@@ -305,13 +362,54 @@ def tier_for(ratio_to_best: float) -> str:
     return "D"
 
 
-def tiers_assign(values: Mapping[str, float | None]) -> dict[str, str]:
-    """key -> tier for every key with a positive value, relative to the best value."""
-    usable = {k: v for k, v in values.items() if v is not None and v > 0}
-    if not usable:
+@dataclass(frozen=True)
+class TierCandidate:
+    """A GPU that can be graded: eligible for the use case, with a price. ``value`` is its
+    performance per price; ``measured`` whether that performance is measured (else estimated)."""
+
+    key: str
+    value: float | None
+    measured: bool
+
+
+# The best tier an estimate can reach: it is placed against the measured figures, never above them.
+ESTIMATE_BEST_TIER = "A"
+
+
+def tier_mark(candidates: Iterable[TierCandidate]) -> float | None:
+    """The 100 % mark of a tier list: the best measured performance per price among the candidates;
+    the best estimate only when none is measured. None when nothing has a positive value."""
+    usable = [c for c in candidates if c.value is not None and c.value > 0]
+    measured = [c.value for c in usable if c.measured and c.value is not None]
+    if measured:
+        return max(measured)
+    return max((c.value for c in usable if c.value is not None), default=None)
+
+
+def tiers_from_measurements(candidates: Iterable[TierCandidate]) -> dict[str, str]:
+    """Tier rule: key -> tier for every candidate with a positive value.
+
+    The 100 % mark is the best *measured* performance per price (:func:`tier_mark`); every GPU is
+    graded by its value as a share of that mark (``TIER_THRESHOLDS``). An estimated GPU is placed
+    against the measured ones but never above tier A (``ESTIMATE_BEST_TIER``), even where its
+    estimate beats the mark: an estimate can be off by its typical error and more, a measurement
+    cannot be outranked by a guess. Where nothing is measured, the best estimate is the mark and
+    no GPU is in tier S.
+    """
+    items = list(candidates)
+    mark = tier_mark(items)
+    if mark is None:
         return {}
-    best = max(usable.values())
-    return {k: tier_for(v / best) for k, v in usable.items()}
+    capped_at = TIER_NAMES.index(ESTIMATE_BEST_TIER)
+    out: dict[str, str] = {}
+    for c in items:
+        if c.value is None or c.value <= 0:
+            continue
+        tier = tier_for(c.value / mark)
+        if not c.measured and TIER_NAMES.index(tier) < capped_at:
+            tier = ESTIMATE_BEST_TIER
+        out[c.key] = tier
+    return out
 
 
 def pareto_frontier(points: Sequence[tuple[str, float, float]]) -> list[str]:

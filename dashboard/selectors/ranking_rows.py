@@ -125,4 +125,7 @@ class Ranking:
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
     llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
+    # The 100 % mark of the tiers: the best measured performance per price among the eligible rows
+    # (the best estimate only where none is measured); dashboard.ranking.maths.tiers_from_measurements.
+    tier_mark: float | None = None
     # LLM use cases: estimates outside the measured range ranked above a measured figure.

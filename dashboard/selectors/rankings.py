@@ -27,7 +27,9 @@ per currency unit per GPU-hour of the GPUs involved.
     ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
 
 ``tiers_compute(*, params: RankingParams) -> TierList``
-    S/A/B/C/D over the eligible rows that have a price.
+    S/A/B/C/D over the eligible rows that have a price, relative to ``Ranking.tier_mark`` (the best
+    measured performance per price; dashboard.ranking.maths.tiers_from_measurements); an estimated
+    row is never above tier A.
 
 Measured and estimated figures are never merged silently: ``RankingRow.perf_basis`` says which
 one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
@@ -66,13 +68,15 @@ from dashboard.ranking.maths import (
     EstimateSample,
     MeasuredPerf,
     SpecFigures,
+    TierCandidate,
+    estimate_error_for,
     estimate_model_fit,
     measured_relative,
     per_kilowatt,
     spec_ratios,
-    tiers_assign,
+    tier_mark,
+    tiers_from_measurements,
 )
-from dashboard.ranking.tiers_measured import tiers_measured_first
 from dashboard.ranking.use_cases import ArchitectureSupport, use_case_eligibility
 from dashboard.scaling import (
     MeasuredScaling,
@@ -132,6 +136,7 @@ def _estimate_model(
     *,
     measured: Mapping[int, MeasuredPerf],
     specs: Mapping[int, SpecFigures],
+    classes: Mapping[int, tuple[str, str]],
     baseline_specs: SpecFigures,
     family: str,
 ) -> EstimateModel:
@@ -140,7 +145,8 @@ def _estimate_model(
     for gpu_id, perf in measured.items():
         ratios = spec_ratios(specs[gpu_id], baseline_specs, family=family) if gpu_id in specs else None
         if ratios is not None:
-            samples.append(EstimateSample(str(gpu_id), perf.value, *ratios))
+            vendor, gpu_class = classes.get(gpu_id, ("", ""))
+            samples.append(EstimateSample(str(gpu_id), perf.value, *ratios, vendor=vendor, gpu_class=gpu_class))
     return estimate_model_fit(samples)
 
 
@@ -271,13 +277,21 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
     specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
     names = {gpu.id: gpu.name for gpu in gpus}
+    classes = {gpu.id: (gpu.vendor.slug, gpu.segment) for gpu in gpus}
     filtered_out = set(measured) - set(specs)
     if filtered_out:
-        for gpu in Gpu.objects.filter(id__in=filtered_out).only("id", "name", "memory_bandwidth_gbs", "fp32_tflops"):
+        for gpu in (
+            Gpu.objects.filter(id__in=filtered_out)
+            .only("id", "name", "memory_bandwidth_gbs", "fp32_tflops", "segment", "vendor__slug")
+            .select_related("vendor")
+        ):
             specs[gpu.id] = _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {}))
             names[gpu.id] = gpu.name
+            classes[gpu.id] = (gpu.vendor.slug, gpu.segment)
     estimate_model = (
-        _estimate_model(measured=measured, specs=specs, baseline_specs=baseline_specs, family=params.precision)
+        _estimate_model(
+            measured=measured, specs=specs, classes=classes, baseline_specs=baseline_specs, family=params.precision
+        )
         if baseline_measured and not uc.is_llm
         else EstimateModel()
     )
@@ -357,6 +371,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             if params.basis == "measured" and m is None:
                 continue
             perf = m.value if m else estimate
+            error = estimate_error_for(estimate_model, vendor=gpu.vendor.slug, gpu_class=gpu.segment)
             values = {
                 "perf": perf,
                 "perf_basis": "measured" if m else "estimated",
@@ -367,7 +382,9 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 "groups": m.groups if m else 0,
                 "perf_per_dollar": per_price(perf, price, scale=scale),
                 "meets_memory_floor": eligibility.meets_memory_floor,
-                "estimate_error_pct": _percent(estimate_model.typical_error) if estimate is not None else None,
+                "estimate_error_pct": _percent(error.error) if estimate is not None else None,
+                "estimate_outside_range": estimate is not None and m is None and error.scope == "outside",
+                "estimate_outside_reasons": ["vendor"] if m is None and error.scope == "outside" else [],
                 "measured_via": names.get(m.via, "") if m and m.via is not None else "",
                 **_scaling_values(scaling.get(gpu.id)),
             }
@@ -400,12 +417,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             )
         )
 
-    if uc.is_llm:  # measured figures set the 100 % mark; an estimate is never above tier A
-        tiers = tiers_measured_first(
-            {r.gpu_slug: (r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible}
-        )
-    else:
-        tiers = tiers_assign({r.gpu_slug: r.perf_per_dollar for r in rows if r.eligible})
+    candidates = [TierCandidate(r.gpu_slug, r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible]
+    tiers = tiers_from_measurements(candidates)
     for row in rows:
         row.tier = tiers.get(row.gpu_slug)
     sort_key = params.sort
@@ -444,6 +457,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
         llm_outside_error_pct=llm_outside_error,
+        tier_mark=tier_mark(candidates),
     )
 
 

@@ -1,7 +1,9 @@
 """Reads for the tier lists.
 
-its leave-one-GPU-out error, which every estimated row repeats as ``estimate_error_pct`` (in
-percent, as the LLM use cases' model error).
+The grading is one rule, dashboard.ranking.maths.tiers_from_measurements: the 100 % mark is the
+best measured performance per price, estimates are graded against it and never above tier A.
+Beside an estimate, ``estimate_error_pct`` (in percent) is the leave-one-GPU-out miss on the
+measured GPUs of its vendor and class (dashboard.ranking.maths.estimate_error_for).
 """
 
 from __future__ import annotations
