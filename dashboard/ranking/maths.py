@@ -312,8 +312,6 @@ def estimate_model_fit(samples: Sequence[EstimateSample], *, min_gpus: int = MIN
     )
 
 
-<<<<<<< HEAD
-=======
 @dataclass(frozen=True)
 class EstimateError:
     """The error to show beside one spec-only estimate. ``scope``: "class" (measured GPUs of its
@@ -341,14 +339,6 @@ def estimate_error_for(model: EstimateModel, *, vendor: str, gpu_class: str) -> 
     return EstimateError(None, "outside")
 
 
-def per_price(perf: float | None, price: float | None, *, scale: float = 1.0) -> float | None:
-    """Performance per unit of price (per ``scale`` units: 1,000 for purchase prices)."""
-    if perf is None or price is None or price <= 0:
-        return None
-    return perf / (price / scale)
-
-
->>>>>>> rankfit
 def per_kilowatt(perf: float | None, tdp_w: float | None) -> float | None:
     if perf is None or not tdp_w or tdp_w <= 0:
         return None
