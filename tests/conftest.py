@@ -82,15 +82,12 @@ def _clear_process_caches():
     """The ingest caches the catalogue and peers per process; tests must not see each other's."""
     from benchmarks_app.services.peers import live_peers
     from benchmarks_app.services.snapshot import catalog_snapshot_clear
-    from llm.selectors.figures import llm_model_state_clear
 
     catalog_snapshot_clear()
     live_peers.clear()
-    llm_model_state_clear()
     yield
     catalog_snapshot_clear()
     live_peers.clear()
-    llm_model_state_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -20,8 +20,9 @@ computer, say nothing about extrapolating).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -220,3 +221,23 @@ def leave_one_gpu_out(observations: Sequence[Observation], *, base: LlmConstants
         )
     coverage = coverage_build(regimes_prepared(prepared[prepared["fit"]]))
     return LooReport(by_use_case, by_gpu, len(usable) - len(frame), coverage)
+
+
+def loo_report_as_dict(report: LooReport) -> dict[str, object]:
+    """The report as JSON-ready data (stored with the fit, read back by :func:`loo_report_from_dict`)."""
+    return {
+        "by_use_case": {k: asdict(v) for k, v in report.by_use_case.items()},
+        "by_gpu": [asdict(e) for e in report.by_gpu],
+        "skipped_rows": report.skipped_rows,
+        "coverage": sorted(list(key) for key in report.coverage.keys),
+    }
+
+
+def loo_report_from_dict(data: Mapping[str, Any]) -> LooReport:
+    by_gpu = [GpuError(**{**e, "outside_reasons": tuple(e.get("outside_reasons", ()))}) for e in data.get("by_gpu", [])]
+    return LooReport(
+        by_use_case={k: UseCaseError(**v) for k, v in data.get("by_use_case", {}).items()},
+        by_gpu=by_gpu,
+        skipped_rows=int(data.get("skipped_rows", 0)),
+        coverage=Coverage(frozenset(tuple(k) for k in data.get("coverage", []))),
+    )

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db.models import Count, Max
-from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, LabImportRow
@@ -21,12 +21,13 @@ from catalog.models import Gpu, TensorPeak
 from catalog.value import per_price
 from gpuatlas.data_version import data_versioned
 from llm.estimate.comm import GpuLink, gpu_link
-from llm.estimate.constants import LlmConstants, constants_default
+from llm.estimate.constants import LlmConstants, constants_default, constants_from_dict
 from llm.estimate.coverage import Regime, configuration_of
 from llm.estimate.fit import Observation, constants_fit
-from llm.estimate.loo import LooReport, leave_one_gpu_out
+from llm.estimate.loo import LooReport, leave_one_gpu_out, loo_report_from_dict
 from llm.estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.models import ServingModelFit
 from llm.selectors.rows import (
     CHAT_CONTEXT_TOKENS,
     CHAT_WEIGHTS,
@@ -195,37 +196,26 @@ def llm_model_compute() -> LlmModelState:
     return LlmModelState(constants, error, len(observations))
 
 
-def _llm_data_fingerprint() -> tuple[Any, ...]:
+def llm_model_inputs_fingerprint() -> tuple[Any, ...]:
+    """What the estimate's fit depends on besides the serving points: the LLM results and the
+    datasheet figures (one aggregate query each)."""
     results = BenchmarkResult.objects.filter(LLM_RESULTS_Q).aggregate(n=Count("id"), last=Max("id"))
     gpus = Gpu.objects.aggregate(updated=Max("updated_at"))
     peaks = TensorPeak.objects.aggregate(n=Count("id"), last=Max("id"))
     return (results["n"], results["last"], gpus["updated"], peaks["n"], peaks["last"])
 
 
-# Every LLM ranking and GPU page needs the fitted model; fitting it and measuring its error
-# takes about three seconds, so the last state is kept per process while the measurements and
-# the datasheet figures it was computed from are unchanged (one aggregate query checks that).
-# One state per language: its error table quotes the rows' source labels, which are translated.
-_STATE_MEMO: dict[tuple[Any, ...], LlmModelState] = {}
-
-
-def llm_model_state_clear() -> None:
-    """Forget the kept state (tests; the data check makes it unnecessary otherwise)."""
-    _STATE_MEMO.clear()
-
-
 @data_versioned("llm_model_state")
 def llm_model_state() -> LlmModelState:
-    """:func:`llm_model_compute`, kept while the data behind it is unchanged."""
-    fingerprint = _llm_data_fingerprint()
-    key = (*fingerprint, get_language() or "")
-    state = _STATE_MEMO.get(key)
-    if state is None:
-        state = llm_model_compute()
-        for stale in [k for k in _STATE_MEMO if k[:-1] != fingerprint]:
-            del _STATE_MEMO[stale]
-        _STATE_MEMO[key] = state
-    return state
+    """The estimate's constants and leave-one-GPU-out report as the last fit stored them
+    (``llm.services.serving_fit.serving_model_refit``); the committed defaults before any fit.
+    Never fits."""
+    stored = ServingModelFit.objects.newest()
+    estimate = stored.constants.get("estimate") if stored and isinstance(stored.constants, dict) else None
+    if not stored or not estimate:
+        return LlmModelState(constants_default(), LooReport({}, [], 0), 0)
+    report = loo_report_from_dict(stored.errors.get("estimate", {}) if isinstance(stored.errors, dict) else {})
+    return LlmModelState(constants_from_dict(estimate), report, sum(dict(estimate.get("observations", {})).values()))
 
 
 @dataclass(frozen=True)

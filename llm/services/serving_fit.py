@@ -1,0 +1,64 @@
+"""Fit the LLM models when their inputs change, and store what the pages read.
+
+``serving_model_refit()`` is called by whatever changes the measured points or the datasheet
+figures (the import commands, the client's ingest, ``rebuild_results``), right after the points
+are derived. It fits
+
+* the serving model (``llm.serving``) on every trusted ``ServingPoint``, with its
+  leave-one-GPU-out and leave-one-model-out error table, and
+* the one-stream and prefill constants of ``llm.estimate`` (chat and the rankings' older
+  figures) with their leave-one-GPU-out report,
+
+and stores both in one ``ServingModelFit`` row. A read never fits: pages read the newest row.
+When nothing changed since the newest row (same inputs digest), nothing is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from llm.estimate.loo import loo_report_as_dict
+from llm.models import ServingModelFit
+from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
+from llm.selectors.serving import serving_points_for_fit
+from llm.serving.fit import MeasuredPoint, serving_fit_build
+
+
+def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...]) -> str:
+    payload = [
+        (p.gpu_key, p.model_key, p.scenario, p.tokens_per_s_per_gpu, p.tokens_per_s_per_user, p.concurrency,
+         p.gpu_count, p.workload.weight_precision, p.workload.bytes_per_weight, p.workload.tp, p.workload.input_len,
+         p.workload.output_len, p.workload.engine, p.workload.kv_bytes, asdict(p.hardware), p.link.measured,
+         p.link.bus_gbs)
+        for p in points
+    ]  # fmt: skip
+    text = json.dumps([payload, [str(x) for x in legacy]], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def serving_model_refit(*, force: bool = False) -> ServingModelFit:
+    """Fit both models on the stored measurements and store them (module doc); returns the row the
+    pages read."""
+    points = serving_points_for_fit()
+    legacy_inputs = llm_model_inputs_fingerprint()
+    digest = _digest(points, legacy_inputs)
+    newest = ServingModelFit.objects.newest()
+    if newest is not None and newest.inputs_digest == digest and not force:
+        return newest
+    fit = serving_fit_build(points)
+    legacy = llm_model_compute()
+    serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
+    with transaction.atomic():
+        return ServingModelFit.objects.create(
+            constants={"serving": serving, "estimate": legacy.constants.as_dict()},
+            errors={"serving": fit.errors, "estimate": loo_report_as_dict(legacy.error)},
+            fitted_at=timezone.now(),
+            points=len(points),
+            inputs_digest=digest,
+        )

@@ -1,0 +1,336 @@
+"""Fit the serving model's constants to measured points, and measure its error (pure).
+
+A measured point says what a system served: GPU, GPUs per replica (tensor parallel) and in all,
+model, precision, engine class, prompt and output lengths, and where the point sits on the curve:
+
+* at a known concurrency (our client's sweeps, one-stream chat figures): the model's point at
+  that concurrency;
+* at a latency bound or a measured tokens/s per user (MLPerf Server and Interactive): the most
+  throughput the model allows at that tokens/s per user;
+* at maximum load (MLPerf Offline, TensorRT-LLM's throughput tables): the model's throughput at
+  the KV-cache limit (throughput never falls with concurrency in the model, so that is its
+  maximum).
+
+The constants (``physics.ServingConstants``: bandwidth and compute shares per hardware class,
+factors and a per-step overhead per engine class) are fitted by bounded robust least squares on
+log residuals of tokens/s per GPU (and of tokens/s per user where the concurrency is known). The
+class shares and the engine factors multiply, so the engine factors are pulled gently towards 1
+(a weak prior) to keep them apart.
+
+Errors: leave one GPU out and leave one model out (refit without it, estimate its points),
+median and 90th percentile of ``|estimate / measured - 1|`` per scenario and per engine class,
+split by whether the point lies inside the range of the points the constants were fitted on
+(its hardware class, engine class and tensor-parallel kind all measured) or outside.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from llm.serving.physics import (
+    AllReduce,
+    CurvePoint,
+    Hardware,
+    ServingConstants,
+    Workload,
+    max_concurrency,
+    point_at,
+)
+
+SCENARIOS = ("offline", "server", "interactive", "concurrency", "single-stream")
+MAX_LOAD_SCENARIOS = frozenset({"offline", "max-throughput"})
+_LOSS, _LOSS_SCALE = "soft_l1", 0.2
+_ENGINE_PRIOR = 0.3  # weight of the pull of log(engine factor) towards 0
+SHARE_BOUNDS = (0.02, 1.0)
+ENGINE_BOUNDS = (0.2, 2.0)
+OVERHEAD_MS_BOUNDS = (0.0, 1.5)
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """One measured operating point, in plain numbers (see the module doc)."""
+
+    gpu_key: str
+    model_key: str
+    hardware: Hardware
+    workload: Workload
+    scenario: str
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float | None = None
+    concurrency: int | None = None  # sequences of the whole system
+    gpu_count: int = 1
+    link: AllReduce = field(default_factory=AllReduce)
+    label: str = ""
+
+    @property
+    def replicas(self) -> int:
+        return max(1, self.gpu_count // max(1, self.workload.tp))
+
+    @property
+    def engine(self) -> str:
+        return self.workload.engine
+
+    @property
+    def regime(self) -> tuple[str, str, str]:
+        """What must be among the fitted points for an estimate of this one to be inside the range."""
+        return (self.hardware.hardware_class, self.workload.engine, "tp" if self.workload.tp > 1 else "single")
+
+
+def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
+    """The model's point for a measured one (module doc); None when the model does not fit."""
+    w, hw = p.workload, p.hardware
+    limit = max_concurrency(w, hw, c)
+    if limit < 1 or not hw.bandwidth_gbs or hw.compute_peak(w.weight_precision) is None:
+        return None
+    if p.concurrency is not None and p.scenario not in MAX_LOAD_SCENARIOS:
+        batch = max(1, min(limit, round(p.concurrency / p.replicas)))
+        return point_at(w=w, hw=hw, c=c, batch=batch, link=p.link)
+    if p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
+        return at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit)
+    return point_at(w=w, hw=hw, c=c, batch=limit, link=p.link)
+
+
+def at_interactivity(
+    *, w: Workload, hw: Hardware, c: ServingConstants, link: AllReduce, target: float, limit: int
+) -> CurvePoint | None:
+    """The largest concurrency whose tokens/s per user still meets ``target`` (tokens/s per user
+    falls with concurrency): bisection over 1..limit. None when one stream is already slower."""
+
+    def at(b: int) -> CurvePoint:
+        return point_at(w=w, hw=hw, c=c, batch=b, link=link)
+
+    low = at(1)
+    if low.tokens_per_s_per_user < target:
+        return None
+    top = at(limit)
+    if top.tokens_per_s_per_user >= target:
+        return top
+    lo, hi = 1, limit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if at(mid).tokens_per_s_per_user >= target:
+            lo = mid
+        else:
+            hi = mid
+    return at(lo)
+
+
+# -- the fit ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Layout:
+    classes: tuple[str, ...]
+    engines: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return 2 * len(self.classes) + 3 * len(self.engines)
+
+    def constants(self, theta: np.ndarray, base: ServingConstants) -> ServingConstants:
+        k, e = len(self.classes), len(self.engines)
+        bw = {cls: float(np.exp(theta[i])) for i, cls in enumerate(self.classes)}
+        comp = {cls: float(np.exp(theta[k + i])) for i, cls in enumerate(self.classes)}
+        ebw = {eng: float(np.exp(theta[2 * k + i])) for i, eng in enumerate(self.engines)}
+        ecomp = {eng: float(np.exp(theta[2 * k + e + i])) for i, eng in enumerate(self.engines)}
+        over = {eng: float(theta[2 * k + 2 * e + i]) for i, eng in enumerate(self.engines)}
+        return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
+                       overhead_ms=over)  # fmt: skip
+
+    def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        k, e = len(self.classes), len(self.engines)
+        start = np.concatenate([
+            [math.log(min(0.95, base.bandwidth_share.get(c, 0.7))) for c in self.classes],
+            [math.log(min(0.95, base.compute_share.get(c, 0.5))) for c in self.classes],
+            [math.log(base.engine_bandwidth.get(g, 1.0)) for g in self.engines],
+            [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
+            [min(4.9, base.overhead_ms.get(g, 0.3)) for g in self.engines],
+        ])  # fmt: skip
+        low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
+                              np.full(e, OVERHEAD_MS_BOUNDS[0])])  # fmt: skip
+        high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
+                               np.full(e, OVERHEAD_MS_BOUNDS[1])])  # fmt: skip
+        return np.clip(start, low + 1e-9, high - 1e-9), low, high
+
+
+def _residuals(points: Sequence[MeasuredPoint], c: ServingConstants) -> list[float]:
+    out: list[float] = []
+    for p in points:
+        got = predict(p, c)
+        if got is None:
+            # The model says it does not fit where it was measured: a large, bounded penalty.
+            out.append(3.0)
+            continue
+        out.append(math.log(got.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu))
+        if p.concurrency is not None and p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
+            out.append(math.log(got.tokens_per_s_per_user / p.tokens_per_s_per_user))
+    return out
+
+
+def constants_fit(points: Sequence[MeasuredPoint], *, base: ServingConstants | None = None) -> ServingConstants:
+    """Constants fitted to ``points`` (module doc); ``base`` gives the start and the assumptions."""
+    base = base or ServingConstants()
+    usable = [p for p in points if p.tokens_per_s_per_gpu > 0]
+    if not usable:
+        return base
+    layout = _Layout(
+        classes=tuple(sorted({p.hardware.hardware_class for p in usable})),
+        engines=tuple(sorted({p.engine for p in usable})),
+    )
+    start, low, high = layout.start_and_bounds(base)
+    e = len(layout.engines)
+    k = len(layout.classes)
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        prior = _ENGINE_PRIOR * theta[2 * k : 2 * k + 2 * e]
+        return np.concatenate([np.asarray(_residuals(usable, layout.constants(theta, base))), prior])
+
+    solution = least_squares(residuals, start, bounds=(low, high), loss=_LOSS, f_scale=_LOSS_SCALE, diff_step=1e-3,
+                             max_nfev=200)  # fmt: skip
+    fitted = layout.constants(solution.x, base)
+    # Classes and engines not fitted keep nothing: lookups fall back to the fitted ones' mean.
+    return fitted
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorCell:
+    """The error of a group of held-out estimates: ``n`` points, median and 90th percentile of
+    ``|estimate / measured - 1|`` in per cent."""
+
+    n: int
+    median_pct: float
+    p90_pct: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"n": self.n, "median_pct": round(self.median_pct, 1), "p90_pct": round(self.p90_pct, 1)}
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    point: MeasuredPoint
+    estimate: float | None
+    inside: bool
+    held_out_by: str  # "gpu" | "model"
+
+    @property
+    def error(self) -> float | None:
+        if self.estimate is None:
+            return None
+        return abs(self.estimate / self.point.tokens_per_s_per_gpu - 1.0)
+
+
+def cell(errors: Iterable[float]) -> ErrorCell | None:
+    values = np.asarray(list(errors), dtype=float)
+    if values.size == 0:
+        return None
+    return ErrorCell(int(values.size), float(np.median(values) * 100), float(np.percentile(values, 90) * 100))
+
+
+def measured_regimes(points: Iterable[MeasuredPoint]) -> set[tuple[str, str, str]]:
+    return {p.regime for p in points}
+
+
+def held_out(
+    points: Sequence[MeasuredPoint],
+    *,
+    by: str,
+    base: ServingConstants,
+    fit: Callable[..., ServingConstants] = constants_fit,
+) -> list[HeldOut]:
+    """Every point estimated by constants fitted without its GPU (``by="gpu"``) or its model."""
+    key: Callable[[MeasuredPoint], str] = (lambda p: p.gpu_key) if by == "gpu" else (lambda p: p.model_key)
+    groups: dict[str, list[MeasuredPoint]] = defaultdict(list)
+    for p in points:
+        groups[key(p)].append(p)
+    out: list[HeldOut] = []
+    for name, test in groups.items():
+        train = [p for p in points if key(p) != name]
+        if not train:
+            continue
+        constants = fit(train, base=base)
+        regimes = measured_regimes(train)
+        for p in test:
+            got = predict(p, constants)
+            out.append(HeldOut(p, got.tokens_per_s_per_gpu if got else None, p.regime in regimes, by))
+    return out
+
+
+def error_table(results: Sequence[HeldOut]) -> dict[str, dict[str, dict[str, dict[str, float | int]]]]:
+    """``{held_out_by: {"scenario:<s>" | "engine:<e>" | "all": {"inside" | "outside": cell}}}``;
+    a point the model does not fit at all counts as 100 % off."""
+    table: dict[str, dict[str, dict[str, dict[str, float | int]]]] = {}
+    for by in sorted({r.held_out_by for r in results}):
+        rows: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"inside": [], "outside": []})
+        for r in results:
+            if r.held_out_by != by:
+                continue
+            err = 1.0 if r.error is None else r.error
+            where = "inside" if r.inside else "outside"
+            for group in ("all", f"scenario:{r.point.scenario}", f"engine:{r.point.engine}"):
+                rows[group][where].append(err)
+        table[by] = {
+            group: {where: c.as_dict() for where, values in parts.items() if (c := cell(values))}
+            for group, parts in sorted(rows.items())
+        }
+    return table
+
+
+def error_for(
+    table: dict[str, dict[str, dict[str, dict[str, float | int]]]], *, scenario: str, engine: str, inside: bool
+) -> float | None:
+    """The median error (per cent) an estimate carries: the larger of leave-one-GPU-out and
+    leave-one-model-out, of its scenario (else its engine class, else all points), inside or
+    outside the measured range as it is."""
+    where = "inside" if inside else "outside"
+    found: list[float] = []
+    for by in ("gpu", "model"):
+        groups = table.get(by, {})
+        for group in (f"scenario:{scenario}", f"engine:{engine}", "all"):
+            value = groups.get(group, {}).get(where)
+            if value and int(value["n"]) >= 3:
+                found.append(float(value["median_pct"]))
+                break
+    return max(found) if found else None
+
+
+@dataclass(frozen=True)
+class ServingFit:
+    """What a fit stores: the constants, the held-out error table (:func:`error_table`), the
+    regimes (hardware class, engine class, single or tensor parallel) of the fitted points, and
+    how many points it was fitted on."""
+
+    constants: ServingConstants
+    errors: dict[str, dict[str, dict[str, dict[str, float | int]]]] = field(default_factory=dict)
+    regimes: frozenset[tuple[str, str, str]] = frozenset()
+    points: int = 0
+
+    def inside(self, *, hardware_class: str, engine: str, tp: int) -> bool:
+        """Whether an estimate lies inside the measured range (module doc)."""
+        return (hardware_class, engine, "tp" if tp > 1 else "single") in self.regimes
+
+    def error_pct(self, *, scenario: str, engine: str, inside: bool) -> float | None:
+        return error_for(self.errors, scenario=scenario, engine=engine, inside=inside)
+
+
+def serving_fit_build(
+    points: Sequence[MeasuredPoint], *, base: ServingConstants | None = None, with_errors: bool = True
+) -> ServingFit:
+    """Constants on every point, and (``with_errors``) the leave-one-GPU-out and
+    leave-one-model-out error table."""
+    base = base or ServingConstants()
+    constants = constants_fit(points, base=base)
+    errors: dict[str, dict[str, dict[str, dict[str, float | int]]]] = {}
+    if with_errors and points:
+        # Each refit starts from the full fit: it converges in a few steps.
+        results = held_out(points, by="gpu", base=constants) + held_out(points, by="model", base=constants)
+        errors = error_table(results)
+    return ServingFit(constants, errors, frozenset(measured_regimes(points)), len(points))

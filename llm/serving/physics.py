@@ -1,0 +1,443 @@
+"""The LLM serving model: throughput per GPU against tokens/s per user (pure arithmetic).
+
+No Django, no project imports: callers pass plain numbers (a GPU's datasheet figures, a model's
+shape, the all-reduce figures of the GPUs' link) and the fitted constants.
+
+One decode step of a replica (``t`` GPUs split by tensor) at concurrency ``b`` and average
+context ``c`` (the prompt plus half the output)::
+
+    step = max(bytes read / effective bandwidth, FLOPs / effective compute)
+           + per-step overhead + 2 x layers x all-reduce(b x hidden x 2 bytes)
+
+    bytes read = weights touched / t + b x c x KV bytes per token / t
+    FLOPs      = (2 x active parameters + 4 x layers x hidden x c) x b / t
+
+A dense model touches all its weights every step; a mixture of experts touches each token's
+active parameters, at most all of them (``min(total, b x active)``). Keys and values are split
+across GPUs by KV head, so beyond ``t = KV heads`` each GPU keeps whole heads (replicated).
+
+Prefill of a prompt of ``L`` tokens is the same arithmetic over ``L`` tokens at once
+(compute-bound: ``2 x active + 2 x layers x hidden x L`` FLOPs per token, the second term the
+causal attention over the prompt). Over a request's life a replica spends ``out x step`` on its
+decode and the prefill time of the ``b`` requests that share it, so::
+
+    tokens/s per GPU  = b x out / (out x step + prefill(b requests)) / t
+    tokens/s per user = out / (out x step + prefill(b requests))
+    TTFT              = prefill(one request) + step
+
+Concurrency is bounded by the KV cache that fits beside the weights in the memory an engine can
+use (``memory x usable share - runtime reserve``, GiB) for the full context ``L + out``.
+
+All-reduce: ring, ``2 (t - 1) / t x message / bus bandwidth`` per call. The bus bandwidth at the
+message's size is taken from a measured all-reduce run of the GPU and link where one exists
+(interpolated in log-log between the run's message sizes; below the smallest, that size's time),
+else from the datasheet link figure plus a per-call latency; :class:`AllReduce` says which.
+
+Effective bandwidth and compute are the datasheet figures times a share per hardware class and
+a factor per engine class (never above the datasheet); the per-step overhead is per engine
+class. Nothing depends on the benchmark or on the precision: FP8 reads half the bytes of BF16
+and computes at the FP8 peak, so it is never slower where the GPU has an FP8 path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+GIB = 1024**3
+ACTIVATION_BYTES = 2.0  # 16-bit activations, whatever the weight format
+
+ENGINE_CLASSES = ("tensorrt-llm", "vllm-sglang", "llama.cpp", "pytorch")
+HARDWARE_CLASSES = ("hopper", "blackwell", "ampere", "ada", "cdna3", "consumer", "other")
+# The tensor path a weight format computes at, best first ("fp16_nontensor": the vector FP16
+# rate of a GPU without a tensor figure). 4-bit GGUF and INT4 weights are dequantised to 8 or
+# 16 bits before the matrix units.
+COMPUTE_CHAIN: dict[str, tuple[str, ...]] = {
+    "fp4": ("fp4", "fp8", "int8", "fp16", "bf16", "fp16_nontensor"),
+    "fp8": ("fp8", "fp16", "bf16", "fp16_nontensor"),
+    "int8": ("int8", "fp8", "fp16", "bf16", "fp16_nontensor"),
+    "int4": ("int8", "fp16", "bf16", "fp16_nontensor"),
+    "fp16": ("fp16", "bf16", "fp16_nontensor"),
+    "bf16": ("bf16", "fp16", "fp16_nontensor"),
+    "fp32": ("tf32", "fp16", "bf16", "fp16_nontensor"),
+}
+# The KV-cache format an engine stores with a weight format: 8-bit weights come with an 8-bit
+# cache where the GPU has an FP8 path (TensorRT-LLM's and vLLM's FP8 checkpoints), else 16 bits.
+KV_BYTES = {"fp8": 1.0, "int8": 1.0, "fp16": 2.0, "bf16": 2.0}
+
+
+def hardware_class(*, architecture: str, segment: str = "") -> str:
+    """The hardware class of a GPU: its architecture family, or "consumer" for GeForce/Radeon
+    cards (their memory systems and drivers differ from the data-centre parts of the same
+    generation)."""
+    if segment == "consumer":
+        return "consumer"
+    arch = architecture.lower()
+    for prefix, name in (("hopper", "hopper"), ("blackwell", "blackwell"), ("ampere", "ampere"),
+                         ("ada", "ada"), ("cdna", "cdna3")):  # fmt: skip
+        if arch.startswith(prefix):
+            return name
+    return "other"
+
+
+class ModelShapeLike(Protocol):
+    @property
+    def total_params_b(self) -> float: ...
+    @property
+    def active_params_b(self) -> float: ...
+    @property
+    def layers(self) -> int: ...
+    @property
+    def hidden(self) -> int: ...
+    @property
+    def kv_heads(self) -> int: ...
+    @property
+    def head_dim(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU's datasheet figures: memory in GiB, bandwidth in GB/s (10^9 B/s), dense tensor
+    peaks in TFLOPS by precision (None or absent: no such path)."""
+
+    memory_gib: float
+    bandwidth_gbs: float
+    tensor_tflops: Mapping[str, float | None]
+    hardware_class: str = "other"
+
+    def compute_peak(self, weight_precision: str) -> tuple[float, str] | None:
+        for precision in COMPUTE_CHAIN.get(weight_precision, (weight_precision,)):
+            value = self.tensor_tflops.get(precision)
+            if value:
+                return float(value), precision
+        return None
+
+    def supports(self, precision: str) -> bool:
+        return bool(self.tensor_tflops.get(precision))
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """What one all-reduce costs between the GPUs of a replica.
+
+    ``measured``: (message bytes, bus GB/s) of a measured run for this GPU, count and link;
+    ``bus_gbs`` and ``latency_s``: the datasheet link's effective bus bandwidth and the latency
+    of one call, used when nothing is measured. ``source`` names which (shown to users).
+    """
+
+    measured: tuple[tuple[float, float], ...] = ()
+    bus_gbs: float | None = None
+    latency_s: float = 6e-6
+    source: str = ""
+
+    @property
+    def is_measured(self) -> bool:
+        return bool(self.measured)
+
+    @property
+    def known(self) -> bool:
+        return bool(self.measured) or bool(self.bus_gbs)
+
+    def seconds(self, *, message_bytes: float, gpus: int) -> float:
+        """One ring all-reduce of ``message_bytes`` over ``gpus`` GPUs (0 when unknown or one GPU)."""
+        if gpus <= 1 or message_bytes <= 0:
+            return 0.0
+        ring = 2.0 * (gpus - 1) / gpus
+        if self.measured:
+            return ring * message_bytes / (self._measured_bus(message_bytes) * 1e9)
+        if not self.bus_gbs:
+            return 0.0
+        return self.latency_s + ring * message_bytes / (self.bus_gbs * 1e9)
+
+    def _measured_bus(self, message_bytes: float) -> float:
+        points = sorted(self.measured)
+        sizes = [math.log(s) for s, _ in points]
+        # Interpolate the time per byte in log-log; below the smallest size the call takes at least
+        # that size's time (latency-bound), above the largest the largest size's bandwidth holds.
+        x = math.log(message_bytes)
+        if x <= sizes[0]:
+            smallest, bus = points[0]
+            return bus * message_bytes / smallest
+        if x >= sizes[-1]:
+            return points[-1][1]
+        for (_, b0), (_, b1), x0, x1 in zip(points, points[1:], sizes, sizes[1:], strict=False):
+            if x0 <= x <= x1:
+                w = (x - x0) / (x1 - x0) if x1 > x0 else 0.0
+                return math.exp(math.log(b0) * (1 - w) + math.log(b1) * w)
+        return points[-1][1]  # pragma: no cover - the loop covers the range
+
+
+@dataclass(frozen=True)
+class ServingConstants:
+    """Effective shares of the datasheet figures. ``bandwidth_share``/``compute_share`` per
+    hardware class, ``engine_bandwidth``/``engine_compute`` factors and ``overhead_ms`` (per
+    decode step) per engine class; the product of share and factor is capped at 1. A class with
+    no fitted value takes the geometric mean of the fitted ones. Assumed, not fitted: the usable
+    share of GPU memory and a serving engine's runtime reserve per GPU (vLLM's memory profile of
+    an RTX 5090: 0.33 GiB outside PyTorch plus a 1.01 GiB activation peak, vllm-project/vllm#14452).
+    """
+
+    bandwidth_share: Mapping[str, float] = field(default_factory=lambda: {"other": 0.75})
+    compute_share: Mapping[str, float] = field(default_factory=lambda: {"other": 0.5})
+    engine_bandwidth: Mapping[str, float] = field(default_factory=dict)
+    engine_compute: Mapping[str, float] = field(default_factory=dict)
+    overhead_ms: Mapping[str, float] = field(default_factory=lambda: {"other": 0.3})
+    memory_usable_fraction: float = 0.9
+    reserve_gib: float = 1.34
+    max_concurrency: int = 4096
+
+    def effective_bandwidth_gbs(self, hw: Hardware, engine: str) -> float:
+        share = _lookup(self.bandwidth_share, hw.hardware_class) * _lookup(self.engine_bandwidth, engine, 1.0)
+        return hw.bandwidth_gbs * min(1.0, share)
+
+    def effective_tflops(self, peak_tflops: float, hw: Hardware, engine: str) -> float:
+        share = _lookup(self.compute_share, hw.hardware_class) * _lookup(self.engine_compute, engine, 1.0)
+        return peak_tflops * min(1.0, share)
+
+    def overhead_s(self, engine: str) -> float:
+        return _lookup(self.overhead_ms, engine) / 1000.0
+
+    def usable_bytes(self, memory_gib: float) -> float:
+        """Bytes per GPU an engine has for weights and KV cache."""
+        return max(0.0, memory_gib * self.memory_usable_fraction - self.reserve_gib) * GIB
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "bandwidth_share": dict(self.bandwidth_share),
+            "compute_share": dict(self.compute_share),
+            "engine_bandwidth": dict(self.engine_bandwidth),
+            "engine_compute": dict(self.engine_compute),
+            "overhead_ms": dict(self.overhead_ms),
+            "memory_usable_fraction": self.memory_usable_fraction,
+            "reserve_gib": self.reserve_gib,
+            "max_concurrency": self.max_concurrency,
+        }
+
+
+def constants_from_dict(data: Mapping[str, object]) -> ServingConstants:
+    known = set(ServingConstants.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown serving-model constant(s): {', '.join(unknown)}")
+    return ServingConstants(**data)  # type: ignore[arg-type]
+
+
+def _lookup(values: Mapping[str, float], key: str, default: float | None = None) -> float:
+    if key in values:
+        return values[key]
+    if default is not None:
+        return default
+    known = [v for v in values.values() if v > 0]
+    return math.exp(sum(math.log(v) for v in known) / len(known)) if known else 1.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is served: a model at a weight format (``bytes_per_weight`` includes the scales of
+    quantised formats), its KV format, prompt and output lengths, on ``tp`` GPUs per replica."""
+
+    model: ModelShapeLike
+    weight_precision: str
+    bytes_per_weight: float
+    input_len: int
+    output_len: int
+    tp: int = 1
+    kv_bytes: float | None = None  # per value; None = the engine's default for the weights
+    engine: str = "vllm-sglang"
+
+    def kv_value_bytes(self, hw: Hardware) -> float:
+        if self.kv_bytes is not None:
+            return self.kv_bytes
+        eight_bit = self.weight_precision in ("fp8", "fp4") and hw.supports("fp8")
+        return 1.0 if eight_bit else 2.0
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One operating point of a replica. ``concurrency``: sequences a replica serves at once."""
+
+    concurrency: int
+    tokens_per_s_per_user: float
+    tokens_per_s_per_gpu: float
+    ttft_s: float
+    step_s: float
+    bound: str  # "memory bandwidth" | "compute" | "all-reduce" | "overhead"
+
+
+@dataclass(frozen=True)
+class ServingCurve:
+    fits: bool
+    points: tuple[CurvePoint, ...]
+    max_concurrency: int
+    weights_gib_per_gpu: float
+    kv_gib_per_sequence_per_gpu: float
+    usable_gib_per_gpu: float
+    compute_precision: str
+    allreduce_source: str
+    reason: str = ""  # why it does not fit, or why no figure
+
+
+def weights_bytes(w: Workload) -> float:
+    return w.model.total_params_b * 1e9 * w.bytes_per_weight
+
+
+def kv_bytes_per_token_per_gpu(w: Workload, hw: Hardware) -> float:
+    """Keys and values of one token in every layer, on one GPU of the replica (whole KV heads per
+    GPU: beyond ``tp = kv_heads`` heads are replicated)."""
+    m = w.model
+    heads_per_gpu = max(m.kv_heads / w.tp, 1.0) if m.kv_heads >= 1 else 1.0
+    return 2.0 * m.layers * heads_per_gpu * m.head_dim * w.kv_value_bytes(hw)
+
+
+def max_concurrency(w: Workload, hw: Hardware, c: ServingConstants) -> int:
+    """Sequences of full context (prompt + output) whose KV cache fits beside the weights."""
+    free = c.usable_bytes(hw.memory_gib) - weights_bytes(w) / w.tp
+    per_sequence = (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(w, hw)
+    if free <= 0 or per_sequence <= 0 or free < per_sequence:
+        return 0
+    return min(int(free // per_sequence), c.max_concurrency)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+    allreduce_s: float
+
+    @property
+    def total(self) -> float:
+        return max(self.memory_s, self.compute_s) + self.overhead_s + self.allreduce_s
+
+    @property
+    def bound(self) -> str:
+        parts = {
+            "memory bandwidth": self.memory_s if self.memory_s >= self.compute_s else 0.0,
+            "compute": self.compute_s if self.compute_s > self.memory_s else 0.0,
+            "overhead": self.overhead_s,
+            "all-reduce": self.allreduce_s,
+        }
+        return max(parts, key=lambda k: parts[k])
+
+
+def decode_step(
+    *, w: Workload, hw: Hardware, c: ServingConstants, batch: int, link: AllReduce, peak: bool = False
+) -> StepTimes:
+    """One decode step of a replica at ``batch`` sequences. ``peak``: at the datasheet figures
+    with no overhead (the roofline)."""
+    m = w.model
+    context = w.input_len + w.output_len / 2.0
+    touched = min(m.total_params_b, m.active_params_b * batch) * 1e9 * w.bytes_per_weight
+    read = touched / w.tp + batch * context * kv_bytes_per_token_per_gpu(w, hw)
+    flops = (2.0 * m.active_params_b * 1e9 + 4.0 * m.layers * m.hidden * context) * batch / w.tp
+    peak_compute = hw.compute_peak(w.weight_precision)
+    tflops = peak_compute[0] if peak_compute else 0.0
+    if peak:
+        bandwidth, compute = hw.bandwidth_gbs, tflops
+    else:
+        bandwidth, compute = c.effective_bandwidth_gbs(hw, w.engine), c.effective_tflops(tflops, hw, w.engine)
+    memory_s = read / (bandwidth * 1e9)
+    compute_s = flops / (compute * 1e12) if compute > 0 else math.inf
+    if peak:
+        return StepTimes(memory_s, compute_s, 0.0, 0.0)
+    talk = 2 * m.layers * link.seconds(message_bytes=batch * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
+    return StepTimes(memory_s, compute_s, c.overhead_s(w.engine), talk)
+
+
+def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests: int, link: AllReduce) -> float:
+    """Prefill of ``requests`` prompts of ``input_len`` tokens on a replica."""
+    m = w.model
+    tokens = requests * w.input_len
+    if tokens <= 0:
+        return 0.0
+    peak_compute = hw.compute_peak(w.weight_precision)
+    if not peak_compute:
+        return math.inf
+    flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
+    compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * 1e12)
+    memory_s = weights_bytes(w) / w.tp / (c.effective_bandwidth_gbs(hw, w.engine) * 1e9)
+    talk = 2 * m.layers * link.seconds(message_bytes=tokens * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
+    return max(compute_s, memory_s) + c.overhead_s(w.engine) + talk
+
+
+def concurrency_grid(limit: int) -> list[int]:
+    """1, 2, 4, ... below ``limit``, then ``limit`` itself."""
+    grid, b = [], 1
+    while b < limit:
+        grid.append(b)
+        b *= 2
+    if limit >= 1:
+        grid.append(limit)
+    return grid
+
+
+def point_at(*, w: Workload, hw: Hardware, c: ServingConstants, batch: int, link: AllReduce) -> CurvePoint:
+    step = decode_step(w=w, hw=hw, c=c, batch=batch, link=link)
+    prefill = prefill_seconds(w=w, hw=hw, c=c, requests=batch, link=link)
+    life = w.output_len * step.total + prefill
+    per_user = w.output_len / life
+    ttft = prefill_seconds(w=w, hw=hw, c=c, requests=1, link=link) + step.total
+    return CurvePoint(batch, per_user, batch * per_user / w.tp, ttft, step.total, step.bound)
+
+
+def serving_curve_compute(
+    *, w: Workload, hw: Hardware, c: ServingConstants, link: AllReduce | None = None
+) -> ServingCurve:
+    """The curve of one replica from concurrency 1 to the memory limit (module doc)."""
+    link = link or AllReduce()
+    limit = max_concurrency(w, hw, c)
+    peak = hw.compute_peak(w.weight_precision)
+    common = {
+        "weights_gib_per_gpu": weights_bytes(w) / w.tp / GIB,
+        "kv_gib_per_sequence_per_gpu": (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(w, hw) / GIB,
+        "usable_gib_per_gpu": c.usable_bytes(hw.memory_gib) / GIB,
+        "compute_precision": peak[1] if peak else "",
+        "allreduce_source": link.source if w.tp > 1 else "",
+    }
+    if not hw.bandwidth_gbs or not peak:
+        return ServingCurve(False, (), 0, reason="no bandwidth or tensor figure", **common)  # type: ignore[arg-type]
+    if limit < 1:
+        return ServingCurve(False, (), 0, reason="does not fit", **common)  # type: ignore[arg-type]
+    points = tuple(point_at(w=w, hw=hw, c=c, batch=b, link=link) for b in concurrency_grid(limit))
+    return ServingCurve(True, points, limit, **common)  # type: ignore[arg-type]
+
+
+def curve_at_interactivity(curve: Sequence[CurvePoint], target: float | None) -> CurvePoint | None:
+    """The operating point with the most tokens/s per GPU at which every user gets at least
+    ``target`` tokens/s (None target: the most tokens/s per GPU on the curve). Between two grid
+    points the concurrency is interpolated linearly (throughput and interactivity too); None when
+    even one stream is slower than the target."""
+    if not curve:
+        return None
+    if target is None:
+        return max(curve, key=lambda p: p.tokens_per_s_per_gpu)
+    ok = [p for p in curve if p.tokens_per_s_per_user >= target]
+    if not ok:
+        return None
+    best = max(ok, key=lambda p: p.tokens_per_s_per_gpu)
+    later = [p for p in curve if p.concurrency > best.concurrency and p.tokens_per_s_per_user < target]
+    if not later:
+        return best
+    nxt = min(later, key=lambda p: p.concurrency)
+    span = best.tokens_per_s_per_user - nxt.tokens_per_s_per_user
+    f = (best.tokens_per_s_per_user - target) / span if span > 0 else 0.0
+    gpu = best.tokens_per_s_per_gpu + f * (nxt.tokens_per_s_per_gpu - best.tokens_per_s_per_gpu)
+    if gpu <= best.tokens_per_s_per_gpu:
+        return best
+    return CurvePoint(
+        concurrency=best.concurrency + round(f * (nxt.concurrency - best.concurrency)),
+        tokens_per_s_per_user=target,
+        tokens_per_s_per_gpu=gpu,
+        ttft_s=best.ttft_s + f * (nxt.ttft_s - best.ttft_s),
+        step_s=best.step_s + f * (nxt.step_s - best.step_s),
+        bound=best.bound,
+    )
+
+
+def roofline_tokens_per_s_per_gpu(*, w: Workload, hw: Hardware, batch: int) -> float:
+    """The most output tokens/s per GPU the datasheet figures allow at ``batch`` (decode only,
+    no overhead, no communication, no prefill)."""
+    step = decode_step(w=w, hw=hw, c=ServingConstants(), batch=batch, link=AllReduce(), peak=True)
+    return batch / max(step.memory_s, step.compute_s) / w.tp

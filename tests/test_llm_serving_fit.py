@@ -1,0 +1,81 @@
+"""The serving model's fit and its held-out errors (pure: no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm.serving.fit import (
+    MeasuredPoint,
+    constants_fit,
+    error_for,
+    error_table,
+    held_out,
+    predict,
+)
+from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload
+from llm.estimate.shapes import MODEL_SHAPES
+
+H100 = Hardware(80.0, 3350.0, {"bf16": 989.4, "fp16": 989.4, "fp8": 1979.0}, "hopper")
+H200 = Hardware(141.0, 4800.0, {"bf16": 989.5, "fp16": 989.5, "fp8": 1979.0}, "hopper")
+RTX4090 = Hardware(24.0, 1008.0, {"bf16": 165.2, "fp16": 165.2, "fp8": 330.3}, "consumer")
+NVLINK = AllReduce(bus_gbs=370.0, source="datasheet")
+TRUE = ServingConstants(
+    bandwidth_share={"hopper": 0.75, "consumer": 0.65},
+    compute_share={"hopper": 0.45, "consumer": 0.4},
+    engine_bandwidth={"tensorrt-llm": 1.0, "llama.cpp": 1.0},
+    engine_compute={"tensorrt-llm": 1.0, "llama.cpp": 1.0},
+    overhead_ms={"tensorrt-llm": 0.4, "llama.cpp": 0.8},
+)
+
+
+def _points() -> list[MeasuredPoint]:
+    """Points the model itself makes with TRUE: offline, at a latency bound and at concurrency 1."""
+    out = []
+    for gpu, hw in (("h100", H100), ("h200", H200)):
+        for model, tp in (("llama-3.1-8b", 1), ("llama-3.1-70b", 2), ("llama-3.1-405b", 8)):
+            for isl, osl in ((128, 2048), (1000, 1000), (2048, 128), (5000, 500)):
+                w = Workload(MODEL_SHAPES[model], "fp8", 1.0, isl, osl, tp=tp, engine="tensorrt-llm")
+                p = MeasuredPoint(gpu, model, hw, w, "offline", 1.0, gpu_count=tp, link=NVLINK)
+                got = predict(p, TRUE)
+                assert got is not None
+                out.append(MeasuredPoint(gpu, model, hw, w, "offline", got.tokens_per_s_per_gpu, gpu_count=tp,
+                                         link=NVLINK))  # fmt: skip
+                server = MeasuredPoint(gpu, model, hw, w, "server", 1.0, tokens_per_s_per_user=20.0, gpu_count=tp,
+                                       link=NVLINK)  # fmt: skip
+                got = predict(server, TRUE)
+                if got is not None:
+                    out.append(MeasuredPoint(gpu, model, hw, w, "server", got.tokens_per_s_per_gpu,
+                                             tokens_per_s_per_user=20.0, gpu_count=tp, link=NVLINK))  # fmt: skip
+    for model in ("llama-3.1-8b", "llama-2-7b", "llama-3.2-3b"):
+        w = Workload(MODEL_SHAPES[model], "int4", 0.61, 512, 128, engine="llama.cpp")
+        p = MeasuredPoint("rtx4090", model, RTX4090, w, "single-stream", 1.0, 1.0, concurrency=1)
+        got = predict(p, TRUE)
+        assert got is not None
+        out.append(MeasuredPoint("rtx4090", model, RTX4090, w, "single-stream", got.tokens_per_s_per_gpu,
+                                 got.tokens_per_s_per_user, concurrency=1))  # fmt: skip
+    return out
+
+
+def test_fit_recovers_the_constants_the_points_were_made_with() -> None:
+    points = _points()
+    fitted = constants_fit(points)
+    for p in points:
+        got = predict(p, fitted)
+        assert got is not None
+        assert got.tokens_per_s_per_gpu == pytest.approx(p.tokens_per_s_per_gpu, rel=0.03)
+
+
+def test_held_out_errors_fill_the_table_and_an_estimate_gets_its_error() -> None:
+    points = _points()
+    results = held_out(points, by="model", base=ServingConstants()) + held_out(
+        points, by="gpu", base=ServingConstants()
+    )
+    table = error_table(results)
+    assert set(table) == {"gpu", "model"}
+    assert "scenario:offline" in table["model"] and "engine:tensorrt-llm" in table["model"]
+    # Leaving the only consumer GPU out leaves its hardware class unmeasured: outside the range.
+    assert table["gpu"]["engine:llama.cpp"]["outside"]["n"] == 3
+    # The model made these points: held out, it still estimates them closely.
+    assert table["model"]["scenario:offline"]["inside"]["median_pct"] < 5
+    assert error_for(table, scenario="offline", engine="tensorrt-llm", inside=True) is not None
+    assert error_for(table, scenario="nonesuch", engine="nonesuch", inside=True) is not None  # falls back to all
