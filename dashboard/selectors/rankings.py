@@ -89,7 +89,7 @@ from dashboard.selectors.submitters import aggregate_fingerprints, distinct_subm
 from gpuatlas.data_version import data_versioned
 from llm.interactivity import target_rate
 from llm.selectors.figures import llm_model_state, llm_ranking_figures, llm_row_values
-from llm.selectors.serving_target import ServingChoice, llm_serving_choices
+from llm.selectors.serving_target import ServingChoice, llm_serving_choices, serving_error_summary
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook
@@ -298,11 +298,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
     serving: dict[int, ServingChoice] = {}
     if uc.is_llm:
-        state = llm_model_state()
-        llm_key = "serving" if uc.llm_mode == "batched" else "chat"
-        llm_error = state.constants.typical_error_pct.get(llm_key)
-        llm_outside_error = state.constants.outside_error_pct.get(llm_key)
         if uc.llm_mode == "batched":
+            llm_error, llm_outside_error = serving_error_summary(target_rate=target_rate(params.interactivity))
             serving = llm_serving_choices(
                 size=params.model_size,
                 precision_family=params.precision,
@@ -312,10 +309,12 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
                 gpus=gpus,
                 peaks_by_gpu=peaks_by_gpu,
                 rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
-                state=state,
             )
             llm_figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
         else:
+            state = llm_model_state()
+            llm_error = state.constants.typical_error_pct.get("chat")
+            llm_outside_error = state.constants.outside_error_pct.get("chat")
             llm_figures = llm_ranking_figures(
                 use_case=uc.slug,
                 size=params.model_size,
@@ -350,8 +349,13 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             choice = serving.get(gpu.id)
             unreached = choice is not None and choice.measured_unreached and figure.tokens_per_s is None
             if figure.tokens_per_s is None and not unreached:
-                does_not_fit += figure.estimate is not None and figure.estimate.bound == "does not fit"
-                skipped += figure.estimate is None or figure.estimate.bound != "does not fit"
+                not_fitting = (
+                    choice.does_not_fit
+                    if choice is not None
+                    else (figure.estimate is not None and figure.estimate.bound == "does not fit")
+                )
+                does_not_fit += not_fitting
+                skipped += not not_fitting
                 continue
             if params.basis == "measured" and figure.basis != "measured" and not unreached:
                 continue

@@ -17,23 +17,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from catalog.models import Gpu
-from llm.estimate.coverage import Regime, configuration_of
-from llm.estimate.model import llm_throughput_estimate
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
 from llm.interactivity import CurvePoint, throughput_at_target
-from llm.models import Scenario, ServingPoint, SourceKind
-from llm.selectors.figures import (
-    LlmFigure,
-    LlmModelState,
-    _estimate_label,
-    _reference_benchmark,
-    _serving_precision,
-    gpu_figures,
-)
+from llm.models import EngineClass, Scenario, ServingPoint, SourceKind
+from llm.selectors.figures import LlmFigure, _serving_precision, gpu_link_for
 from llm.selectors.rows import MAX_GPUS
+from llm.selectors.serving import (
+    ServingEstimate,
+    allreduce_measured,
+    serving_curve,
+    serving_fit_current,
+    serving_hardware,
+)
+from llm.serving.fit import ServingFit
 
 ESTIMATE_COUNTS = tuple(2**k for k in range(MAX_GPUS.bit_length()) if 2**k <= MAX_GPUS)
 
@@ -100,6 +100,18 @@ def serving_points_measured(
     return dict(out)
 
 
+# The request shape estimates are priced at: 1,024 prompt and 1,024 output tokens, the middle
+# of the published sweeps (SemiAnalysis InferenceX, TensorRT-LLM's performance overview).
+ESTIMATE_INPUT_TOKENS = 1024
+ESTIMATE_OUTPUT_TOKENS = 1024
+
+
+def estimate_engine(vendor_slug: str) -> str:
+    """The engine class an estimate assumes: TensorRT-LLM on NVIDIA GPUs (what their published
+    figures run), vLLM/SGLang elsewhere."""
+    return "tensorrt-llm" if vendor_slug == "nvidia" else "vllm-sglang"
+
+
 @dataclass(frozen=True)
 class ServingChoice:
     """A GPU's figure at the target in its best configuration, and what was weighed."""
@@ -108,6 +120,11 @@ class ServingChoice:
     target: str
     rented_counts: tuple[int, ...]  # counts current offers rent (empty: no offer on record)
     measured_unreached: bool  # measured points exist but none reaches the target in a rentable count
+    does_not_fit: bool = False  # no rentable configuration holds the model
+    measured: tuple[MeasuredServing, ...] = ()  # every measured point of the model class and precision
+    curve: tuple[tuple[float, float], ...] = ()  # the model's (tokens/s per user, per GPU) of the configuration
+    curve_label: str = ""
+    curve_error_pct: float | None = None
 
 
 def _measured_at(
@@ -132,6 +149,23 @@ def _measured_at(
     return best
 
 
+def _outside_reasons(fit: ServingFit | None, *, hardware_class: str, engine: str, tp: int) -> tuple[str, ...]:
+    """Why an estimate lies outside the measured range (llm.estimate.coverage.REASONS plus
+    "engine"), empty when it lies inside."""
+    if fit is None or fit.inside(hardware_class=hardware_class, engine=engine, tp=tp):
+        return ()
+    regimes = fit.regimes
+    if not any(r[0] == hardware_class for r in regimes):
+        return ("architecture",)
+    if not any(r[:2] == (hardware_class, engine) for r in regimes):
+        return ("engine",)
+    return ("configuration",)
+
+
+def _tp_sizes(count: int) -> list[int]:
+    return [tp for tp in ESTIMATE_COUNTS if tp <= count and count % tp == 0]
+
+
 def llm_serving_choices(
     *,
     size: str,
@@ -142,10 +176,10 @@ def llm_serving_choices(
     gpus: Iterable[Gpu],
     peaks_by_gpu: Mapping[int, Mapping[str, float | None]],
     rented: Mapping[int, frozenset[int]],
-    state: LlmModelState,
 ) -> dict[int, ServingChoice]:
-    """Per GPU: the measured figure at the target in a rentable configuration, else the estimate
-    in the rentable configuration with the most tokens/s per GPU (see the module doc)."""
+    """Per GPU: the measured figure at the target in a rentable configuration, else the serving
+    model's estimate in the rentable configuration (and tensor-parallel split) with the most
+    tokens/s per GPU at the target (see the module doc)."""
     gpus = list(gpus)
     measured = serving_points_measured(
         gpu_ids=[g.id for g in gpus],
@@ -153,61 +187,91 @@ def llm_serving_choices(
         precision_family=precision_family,
         include_all_rows=include_all_rows,
     )
-    figures = gpu_figures(gpus=gpus, peaks_by_gpu=peaks_by_gpu)
-    reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
-    error = state.constants.typical_error_pct.get("serving")
-    outside_error = state.constants.outside_error_pct.get("serving", error)
+    fit = serving_fit_current()
+    links = allreduce_measured(gpu_ids=[g.id for g in gpus])
+    model = SIZE_CLASSES[size].reference
+    reference = MODEL_SHAPES[model]
+    scenario = "offline" if target_rate is None else "server"
     out: dict[int, ServingChoice] = {}
     for gpu in gpus:
         counts = rented.get(gpu.id, frozenset())
-        allowed = counts or None
         points = measured.get(gpu.id, [])
-        found = _measured_at(points, target=target_rate, allowed=allowed)
+        peaks = peaks_by_gpu.get(gpu.id, {})
+        precision = _serving_precision(peaks, precision_family)
+        engine = estimate_engine(gpu.vendor.slug)
+        hardware = serving_hardware(gpu, peaks=peaks)
+        best: tuple[float, ServingEstimate] | None = None
+        fitting: ServingEstimate | None = None
+        for count in sorted(c for c in (counts or ESTIMATE_COUNTS) if c <= MAX_GPUS):
+            for tp in _tp_sizes(count):
+                estimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
+                                         input_len=ESTIMATE_INPUT_TOKENS, output_len=ESTIMATE_OUTPUT_TOKENS,
+                                         engine=engine, fit=fit, links=links, hardware=hardware,
+                                         scenario=scenario)  # fmt: skip
+                if not estimate.fits:
+                    continue
+                fitting = fitting or estimate
+                at = estimate.at(target_rate)
+                if at is not None and (best is None or at.tokens_per_s_per_gpu > best[0]):
+                    best = (at.tokens_per_s_per_gpu, estimate)
+        chosen = best[1] if best else fitting
+        curve = tuple((p.tokens_per_s_per_user, p.tokens_per_s_per_gpu) for p in chosen.points) if chosen else ()
+        curve_label = _estimate_label(reference.name, precision, chosen) if chosen else ""
+        common = {
+            "target": target,
+            "rented_counts": tuple(sorted(counts)),
+            "measured": tuple(points),
+            "curve": curve,
+            "curve_label": curve_label,
+            "curve_error_pct": chosen.error_pct if chosen else None,
+        }
+        found = _measured_at(points, target=target_rate, allowed=counts or None)
         if found is not None:
             value, quoted, n = found
             figure = LlmFigure("measured", value, quoted.gpu_count, n, len({p.label for p in points}), quoted.label,
                                quoted.url, quoted.precision, True, None, None, len(points) - n)  # fmt: skip
-            out[gpu.id] = ServingChoice(figure, target, tuple(sorted(counts)), False)
+            out[gpu.id] = ServingChoice(figure, measured_unreached=False, **common)
             continue
-        gpu_figure = figures[gpu.id]
-        weight_precision = _serving_precision(gpu_figure.tensor_tflops, precision_family)
-        best = None
-        for count in sorted(counts) if counts else ESTIMATE_COUNTS:
-            if count > MAX_GPUS:
-                continue
-            estimate = llm_throughput_estimate(
-                memory_gib=gpu_figure.memory_gib,
-                bandwidth_gbs=gpu_figure.bandwidth_gbs,
-                tensor_tflops=gpu_figure.tensor_tflops,
-                total_params_b=reference.total_params_b,
-                active_params_b=reference.active_params_b,
-                layers=reference.layers,
-                kv_heads=reference.kv_heads,
-                head_dim=reference.head_dim,
-                hidden=reference.hidden,
-                bytes_per_weight=bytes_per_weight(precision=weight_precision),
-                weight_precision=weight_precision,
-                mode="batched",
-                context_tokens=state.constants.serving_context_tokens,
-                gpu_count=count,
-                benchmark=_reference_benchmark(size),
-                constants=state.constants,
-                link=gpu_figure.link,
-            )
-            # The model answers the highest-throughput end of the curve only.
-            rate = estimate.tokens_per_s_per_gpu if estimate.fits and target_rate is None else None
-            if best is None or (rate or 0) > (best[0] or 0):
-                best = (rate, estimate)
         if best is None:
+            figure = LlmFigure("estimated", None, chosen.gpu_count if chosen else 0, 0, 0, curve_label, "", precision,
+                               chosen is not None, None, None, 0)  # fmt: skip
+            out[gpu.id] = ServingChoice(figure, measured_unreached=bool(points), does_not_fit=chosen is None, **common)
             continue
         rate, estimate = best
-        regime = Regime("serving", gpu_figure.vendor, gpu_figure.architecture,
-                        configuration_of(gpu_count=estimate.gpu_count, split="tensor", link_kind=estimate.link_kind),
-                        estimate.compute_precision)  # fmt: skip
-        outside = state.error.coverage.outside(regime)
-        figure = LlmFigure("estimated", rate, estimate.gpu_count, 0, 0,
-                           _estimate_label(reference.name, weight_precision, estimate.bound), "", weight_precision,
-                           estimate.fits, estimate, outside_error if outside else error, 0, outside,
-                           regime.configuration)  # fmt: skip
-        out[gpu.id] = ServingChoice(figure, target, tuple(sorted(counts)), bool(points))
+        outside = _outside_reasons(fit, hardware_class=hardware.hardware_class, engine=engine, tp=estimate.tp)
+        configuration = "single" if estimate.tp == 1 else gpu_link_for(gpu).kind(estimate.tp)
+        figure = LlmFigure("estimated", rate, estimate.gpu_count, 0, 0, curve_label, "", precision, True, None,
+                           estimate.error_pct, 0, outside, configuration)  # fmt: skip
+        out[gpu.id] = ServingChoice(figure, measured_unreached=False, **common)
     return out
+
+
+def serving_error_summary(*, target_rate: float | None) -> tuple[float | None, float | None]:
+    """The serving model's held-out median error (per cent) at this kind of target, inside and
+    outside the measured range; None without a stored fit or enough held-out points."""
+    fit = serving_fit_current()
+    if fit is None:
+        return None, None
+    scenario = "offline" if target_rate is None else "server"
+    return fit.error_pct(scenario=scenario, engine="", inside=True), fit.error_pct(
+        scenario=scenario, engine="", inside=False
+    )
+
+
+def _estimate_label(model: str, precision: str, estimate: ServingEstimate) -> str:
+    engine = dict(EngineClass.choices).get(estimate.engine, estimate.engine)
+    if estimate.tp == estimate.gpu_count:
+        split = _("tensor parallel over %(tp)d") % {"tp": estimate.tp} if estimate.tp > 1 else _("one GPU")
+    else:
+        split = _("%(replicas)d replicas of tensor parallel %(tp)d") % {
+            "replicas": estimate.replicas,
+            "tp": estimate.tp,
+        }
+    return _("serving model · %(model)s · %(precision)s · %(engine)s · %(split)s · %(input)d/%(output)d tokens") % {
+        "model": model,
+        "precision": precision.upper(),
+        "engine": engine,
+        "split": split,
+        "input": ESTIMATE_INPUT_TOKENS,
+        "output": ESTIMATE_OUTPUT_TOKENS,
+    }
