@@ -11,6 +11,7 @@ from dashboard.ranking.maths import EstimateModel
 from dashboard.ranking.use_cases import UseCase
 from dashboard.scaling import interconnect_label
 from dashboard.selectors.ranking_params import RankingParams
+from llm.selectors.serving_target import ServingChoice
 
 
 @dataclass
@@ -128,4 +129,7 @@ class Ranking:
     # The 100 % mark of the tiers: the best measured performance per price among the eligible rows
     # (the best estimate only where none is measured); dashboard.ranking.maths.tiers_from_measurements.
     tier_mark: float | None = None
+    # LLM serving: per GPU id, its configuration at the target with the measured points and the
+    # model's curve behind it (the curves chart).
+    serving_choices: dict[int, ServingChoice] = field(default_factory=dict)
     # LLM use cases: estimates outside the measured range ranked above a measured figure.

@@ -461,6 +461,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
         llm_outside_error_pct=llm_outside_error,
+        serving_choices=serving,
         tier_mark=tier_mark(candidates),
     )
 
