@@ -140,3 +140,30 @@ def test_llama_70b_on_h100_h200_b200_stays_where_the_measurements_are(demo):
         assert math.isclose(mark.estimate, mark.measured, rel_tol=0.25), (name, mark.estimate, mark.measured)
     chat = landmarks[("llm-chat", "H100 PCIe 80 GB")]
     assert chat.measured == pytest.approx(25.03) and math.isclose(chat.estimate or 0, 25.03, rel_tol=0.25)
+
+
+def test_no_page_or_api_read_fits_a_model(demo, client, monkeypatch) -> None:
+    """The fits are stored when their inputs change; a read only reads them. Every fitter is made
+    to fail, then the LLM pages and API reads are requested."""
+    import llm.estimate.fit
+    import llm.serving.fit
+    from llm.models import ServingModelFit
+
+    assert ServingModelFit.objects.newest() is not None, "load_demo stores a fit"
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a read called a model fitter")
+
+    monkeypatch.setattr(llm.estimate.fit, "least_squares", refuse)
+    monkeypatch.setattr(llm.serving.fit, "least_squares", refuse)
+    for url in (
+        "/?use_case=llm-serving&model_size=70b",
+        "/?use_case=llm-chat&model_size=8b",
+        "/llm-model/",
+        "/fit/?model=llama-3.1-70b&precision=fp8",
+        "/api/v1/rankings/?use_case=llm-serving&model_size=70b",
+        "/api/v1/fit/?model=llama-3.1-405b&precision=fp8",
+        "/gpus/h100-sxm5-80-gb/",
+    ):
+        response = client.get(url)
+        assert response.status_code in (200, 302), url

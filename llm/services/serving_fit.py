@@ -23,6 +23,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from gpuatlas.data_version import data_version_bump
 from llm.estimate.loo import loo_report_as_dict
 from llm.models import ServingModelFit
 from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
@@ -55,10 +56,12 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
     legacy = llm_model_compute()
     serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
     with transaction.atomic():
-        return ServingModelFit.objects.create(
+        stored = ServingModelFit.objects.create(
             constants={"serving": serving, "estimate": legacy.constants.as_dict()},
             errors={"serving": fit.errors, "estimate": loo_report_as_dict(legacy.error)},
             fitted_at=timezone.now(),
             points=len(points),
             inputs_digest=digest,
         )
+        data_version_bump()
+    return stored

@@ -1,4 +1,4 @@
-"""python manage.py llm_model_fit [--write] [--gpus]"""
+"""python manage.py llm_model_fit [--write] [--gpus] [--points]"""
 
 from __future__ import annotations
 
@@ -9,23 +9,50 @@ from django.core.management.base import BaseCommand
 from benchmarks_app.models import BenchmarkResult
 from llm.estimate.constants import CONSTANTS_PATH, constants_write
 from llm.estimate.shapes import SIZE_CLASSES
-from llm.selectors.figures import llm_model_compute
+from llm.selectors.figures import llm_model_state
 from llm.selectors.model_page import llm_landmarks
 from llm.selectors.rows import llm_points, llm_rows
+from llm.selectors.serving import serving_fit_from_stored, serving_points_for_fit
+from llm.services.serving_fit import serving_model_refit
+from llm.serving.fit import predict
 
 
 class Command(BaseCommand):
     help = (
-        "Fit the LLM throughput model's constants to every measured row and print its leave-one-GPU-out error "
-        "(per use case: median and worst GPU of the absolute % error of the estimate made without that GPU's rows)."
+        "Fit the LLM serving model on every measured serving point and the one-stream estimate on every measured "
+        "row, store both (ServingModelFit), and print the serving model's leave-one-GPU-out and leave-one-model-out "
+        "error (median and 90th percentile of |estimate / measured - 1| per scenario and engine class, inside and "
+        "outside the measured range) and the estimate's leave-one-GPU-out error."
     )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--write", action="store_true", help=f"store the fitted constants in {CONSTANTS_PATH}")
         parser.add_argument("--gpus", action="store_true", help="list the error of every GPU")
+        parser.add_argument("--points", action="store_true", help="list every serving point with its in-fit estimate")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        state = llm_model_compute()
+        stored = serving_model_refit(force=True)
+        fit = serving_fit_from_stored(stored)
+        self.stdout.write(f"serving model: fitted {stored.fitted_at:%Y-%m-%d %H:%M} UTC on {stored.points} points")
+        for name, value in fit.constants.as_dict().items():
+            self.stdout.write(f"  {name} = {_rounded(value)}")
+        self.stdout.write("serving model, held-out error |estimate / measured - 1| (n, median, 90th percentile):")
+        for by, title in (("gpu", "leave one GPU out"), ("model", "leave one model out")):
+            self.stdout.write(f"  {title}:")
+            for group, cells in fit.errors.get(by, {}).items():
+                parts = [
+                    f"{where} n={c['n']:4} median {c['median_pct']:5.1f} % p90 {c['p90_pct']:5.1f} %"
+                    for where, c in sorted(cells.items())
+                ]
+                self.stdout.write(f"    {group:28} " + "   ".join(parts))
+        if not stored.points:
+            self.stdout.write("  no measured serving points: import MLPerf / TensorRT-LLM / llama.cpp results first")
+        if options["points"]:
+            for point in serving_points_for_fit():
+                got = predict(point, fit.constants)
+                estimate = f"{got.tokens_per_s_per_gpu:9.1f}" if got else "   no fit"
+                self.stdout.write(f"  {point.tokens_per_s_per_gpu:9.1f} measured {estimate} estimate  {point.label}")
+        state = llm_model_state()
         constants = state.constants
         self.stdout.write(f"{constants.fitted}; observations by kind: {dict(constants.observations)}")
         self.stdout.write("fitted constants:")
@@ -74,3 +101,11 @@ class Command(BaseCommand):
         if options["write"]:
             constants_write(constants=constants)
             self.stdout.write(self.style.SUCCESS(f"constants written to {CONSTANTS_PATH}"))
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
