@@ -32,7 +32,7 @@ from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors import gpu_for_page
 from catalog.selectors_prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
-from dashboard.figures.serving import MeasuredMark, ServingCurveLine, serving_curves_figure
+from dashboard.figures.serving import ServingCurveLine, serving_curve_line, serving_curves_figure
 from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
@@ -184,34 +184,14 @@ def rankings_body(*, params: RankingParams) -> str:
 
 
 def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
-    """The curves chart's lines: the ranking's GPUs in its order, each with its measured points
-    that have a per-user rate and the model's curve of its configuration, at the row's price."""
+    """The curves chart's lines: the ranking's GPUs in its order, at the row's price."""
     lines = []
     for row in ranking.rows:
         choice = ranking.serving_choices.get(row.gpu_id)
-        if choice is None:
-            continue
-        marks = tuple(
-            MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.gpu_count, p.label)
-            for p in choice.measured
-            if p.tokens_per_s_per_user
-        )
-        if not marks and not choice.curve:
-            continue
         price = row.price if ranking.params.mode == "rent" else None
-        offline = sum(1 for p in choice.measured if not p.tokens_per_s_per_user)
-        lines.append(
-            ServingCurveLine(
-                row.gpu_slug,
-                row.gpu_name,
-                price,
-                marks,
-                choice.curve,
-                choice.curve_label,
-                choice.curve_error_pct,
-                offline,
-            )  # fmt: skip
-        )
+        line = serving_curve_line(choice=choice, key=row.gpu_slug, name=row.gpu_name, price=price) if choice else None
+        if line is not None:
+            lines.append(line)
     return lines
 
 

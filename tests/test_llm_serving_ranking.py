@@ -158,3 +158,12 @@ def test_page_shows_the_target_the_missing_price_and_the_price_field(serving, cl
     assert "no rental price on record" in html or "your price" in html
     bad = client.get("/?use_case=llm-serving&interactivity=7")
     assert bad.status_code == 400 and "interactivity" in bad.content.decode()
+
+
+def test_gpu_page_shows_its_serving_curve_per_model(serving, client):
+    html = client.get(f"/gpus/{H100}/").content.decode()
+    assert 'id="chart-serving"' in html
+    figure = html.split('id="fig-serving" type="application/json">', 1)[1].split("</script>", 1)[0]
+    assert "Llama 3.1 70B" in figure and "MLPerf Inference v5.1" in figure
+    # Its two points with a user rate are drawn (Offline has none), at the typical price's cost.
+    assert figure.count("per million output tokens") >= 2

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from dashboard.figures.style import LAYOUT_BASE, PALETTE, esc, figure_dict, title_layout
 from llm.interactivity import cost_per_million_output_tokens
+from llm.selectors.serving_target import ServingChoice
 
 # Lines shown at first; the others wait in the legend (a click shows them).
 VISIBLE_LINES = 8
@@ -29,16 +30,31 @@ class MeasuredMark:
 
 @dataclass(frozen=True)
 class ServingCurveLine:
-    """One GPU's serving curve and measured points, priced at ``price`` per GPU-hour (None: no price)."""
+    """One line of the chart: a GPU's serving curve and measured points for one model (named by the
+    GPU on the rankings, by the model on a GPU's page), priced at ``price`` per GPU-hour (None: no price)."""
 
-    gpu_slug: str
-    gpu_name: str
+    key: str
+    name: str
     price: float | None
     measured: tuple[MeasuredMark, ...]
     curve: tuple[tuple[float, float], ...]  # (tokens/s per user, tokens/s per GPU) of the model
     curve_label: str
     curve_error_pct: float | None
     offline_points: int = 0  # measured points without a per-user rate (not drawn)
+
+
+def serving_curve_line(*, choice: ServingChoice, key: str, name: str, price: float | None) -> ServingCurveLine | None:
+    """A chart line of a serving choice: its measured points that have a per-user rate and the
+    model's curve of its configuration (None when it has neither)."""
+    marks = tuple(
+        MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.gpu_count, p.label)
+        for p in choice.measured
+        if p.tokens_per_s_per_user
+    )
+    if not marks and not choice.curve:
+        return None
+    offline = sum(1 for p in choice.measured if not p.tokens_per_s_per_user)
+    return ServingCurveLine(key, name, price, marks, choice.curve, choice.curve_label, choice.curve_error_pct, offline)
 
 
 def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
@@ -82,8 +98,8 @@ def serving_curves_figure(
     for index, line in enumerate(lines):
         colour = PALETTE[index % len(PALETTE)]
         visible: bool | str = True if index < VISIBLE_LINES else "legendonly"
-        group = line.gpu_slug
-        name = esc(line.gpu_name)
+        group = line.key
+        name = esc(line.name)
         if line.curve:
             error = (
                 _("serving model, typically ±%(error)s %%") % {"error": f"{line.curve_error_pct:.0f}"}

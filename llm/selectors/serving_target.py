@@ -20,9 +20,10 @@ from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
-from catalog.models import Gpu
+from catalog.models import Gpu, TensorPeak
+from catalog.selectors_prices import gpu_counts_rented
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
-from llm.interactivity import CurvePoint, throughput_at_target
+from llm.interactivity import CurvePoint, target_rate, throughput_at_target
 from llm.models import EngineClass, Scenario, ServingPoint, SourceKind
 from llm.selectors.figures import LlmFigure, _serving_precision, gpu_link_for
 from llm.selectors.rows import MAX_GPUS
@@ -244,6 +245,39 @@ def llm_serving_choices(
                            estimate.error_pct, 0, outside, configuration)  # fmt: skip
         out[gpu.id] = ServingChoice(figure, measured_unreached=False, **common)
     return out
+
+
+def gpu_serving_choices(*, gpu: Gpu, target: str) -> dict[str, ServingChoice]:
+    """size class -> a GPU's serving choice at the target for every model class it has measured
+    serving points of (its page's curves): its measured points and the model's curve of the
+    configuration chosen, in a rentable count."""
+    sizes = sorted(
+        {
+            size
+            for model in ServingPoint.objects.trusted().filter(gpu=gpu).values_list("model", flat=True).distinct()
+            if (size := model_size_class(model)) in SIZE_CLASSES
+        }
+    )
+    if not sizes:
+        return {}
+    peaks = {
+        p["precision"]: (p["dense_tflops"] if p["supported"] else None)
+        for p in TensorPeak.objects.filter(gpu=gpu).values("precision", "supported", "dense_tflops")
+    }
+    rented = gpu_counts_rented(gpu_ids=[gpu.id])
+    return {
+        size: llm_serving_choices(
+            size=size,
+            precision_family="any",
+            include_all_rows=False,
+            target=target,
+            target_rate=target_rate(target),
+            gpus=[gpu],
+            peaks_by_gpu={gpu.id: peaks},
+            rented=rented,
+        )[gpu.id]  # fmt: skip
+        for size in sizes
+    }
 
 
 def serving_error_summary(*, target_rate: float | None) -> tuple[float | None, float | None]:
