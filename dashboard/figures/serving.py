@@ -151,7 +151,7 @@ def serving_curves_figure(
         "yaxis": {"title": {"text": esc(per_gpu)}, "type": "log"},
         # Beside the plot, one GPU a line: a long list scrolls instead of squeezing the axes.
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
-        "margin": {**LAYOUT_BASE["margin"], "b": 50},
+        "margin": {"l": 10, "r": 20, "t": 78, "b": 50},
     }
     if xs and ys:
         for axis, values in (("xaxis", xs + ([target] if target else [])), ("yaxis", ys)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db.models import Q
@@ -28,6 +28,7 @@ from llm.models import EngineClass, Scenario, ServingPoint, SourceKind
 from llm.selectors.figures import LlmFigure, _serving_precision, gpu_link_for
 from llm.selectors.rows import MAX_GPUS
 from llm.selectors.serving import (
+    MeasuredAllReduce,
     ServingEstimate,
     allreduce_measured,
     serving_curve,
@@ -191,60 +192,78 @@ def llm_serving_choices(
     fit = serving_fit_current()
     links = allreduce_measured(gpu_ids=[g.id for g in gpus])
     model = SIZE_CLASSES[size].reference
-    reference = MODEL_SHAPES[model]
+    return {
+        gpu.id: _gpu_choice(
+            gpu,
+            points=measured.get(gpu.id, []),
+            counts=rented.get(gpu.id, frozenset()),
+            peaks=peaks_by_gpu.get(gpu.id, {}),
+            precision_family=precision_family,
+            target=target,
+            target_rate=target_rate,
+            fit=fit,
+            links=links,
+            model=model,
+        )
+        for gpu in gpus
+    }
+
+
+def _gpu_choice(
+    gpu: Gpu,
+    *,
+    points: list[MeasuredServing],
+    counts: frozenset[int],
+    peaks: Mapping[str, float | None],
+    precision_family: str,
+    target: str,
+    target_rate: float | None,
+    fit: ServingFit | None,
+    links: Mapping[int, Sequence[MeasuredAllReduce]],
+    model: str,
+) -> ServingChoice:
+    """One GPU's choice (:func:`llm_serving_choices`)."""
+    precision = _serving_precision(peaks, precision_family)
+    engine = estimate_engine(gpu.vendor.slug)
+    hardware = serving_hardware(gpu, peaks=peaks)
     scenario = "offline" if target_rate is None else "server"
-    out: dict[int, ServingChoice] = {}
-    for gpu in gpus:
-        counts = rented.get(gpu.id, frozenset())
-        points = measured.get(gpu.id, [])
-        peaks = peaks_by_gpu.get(gpu.id, {})
-        precision = _serving_precision(peaks, precision_family)
-        engine = estimate_engine(gpu.vendor.slug)
-        hardware = serving_hardware(gpu, peaks=peaks)
-        best: tuple[float, ServingEstimate] | None = None
-        fitting: ServingEstimate | None = None
-        for count in sorted(c for c in (counts or ESTIMATE_COUNTS) if c <= MAX_GPUS):
-            for tp in _tp_sizes(count):
-                estimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
-                                         input_len=ESTIMATE_INPUT_TOKENS, output_len=ESTIMATE_OUTPUT_TOKENS,
-                                         engine=engine, fit=fit, links=links, hardware=hardware,
-                                         scenario=scenario)  # fmt: skip
-                if not estimate.fits:
-                    continue
-                fitting = fitting or estimate
-                at = estimate.at(target_rate)
-                if at is not None and (best is None or at.tokens_per_s_per_gpu > best[0]):
-                    best = (at.tokens_per_s_per_gpu, estimate)
-        chosen = best[1] if best else fitting
-        curve = tuple((p.tokens_per_s_per_user, p.tokens_per_s_per_gpu) for p in chosen.points) if chosen else ()
-        curve_label = _estimate_label(reference.name, precision, chosen) if chosen else ""
-        common = {
-            "target": target,
-            "rented_counts": tuple(sorted(counts)),
-            "measured": tuple(points),
-            "curve": curve,
-            "curve_label": curve_label,
-            "curve_error_pct": chosen.error_pct if chosen else None,
-        }
-        found = _measured_at(points, target=target_rate, allowed=counts or None)
-        if found is not None:
-            value, quoted, n = found
-            figure = LlmFigure("measured", value, quoted.gpu_count, n, len({p.label for p in points}), quoted.label,
-                               quoted.url, quoted.precision, True, None, None, len(points) - n)  # fmt: skip
-            out[gpu.id] = ServingChoice(figure, measured_unreached=False, **common)
-            continue
-        if best is None:
-            figure = LlmFigure("estimated", None, chosen.gpu_count if chosen else 0, 0, 0, curve_label, "", precision,
-                               chosen is not None, None, None, 0)  # fmt: skip
-            out[gpu.id] = ServingChoice(figure, measured_unreached=bool(points), does_not_fit=chosen is None, **common)
-            continue
-        rate, estimate = best
-        outside = _outside_reasons(fit, hardware_class=hardware.hardware_class, engine=engine, tp=estimate.tp)
-        configuration = "single" if estimate.tp == 1 else gpu_link_for(gpu).kind(estimate.tp)
-        figure = LlmFigure("estimated", rate, estimate.gpu_count, 0, 0, curve_label, "", precision, True, None,
-                           estimate.error_pct, 0, outside, configuration)  # fmt: skip
-        out[gpu.id] = ServingChoice(figure, measured_unreached=False, **common)
-    return out
+    best: tuple[float, ServingEstimate] | None = None
+    fitting: ServingEstimate | None = None
+    for count in sorted(c for c in (counts or ESTIMATE_COUNTS) if c <= MAX_GPUS):
+        for tp in _tp_sizes(count):
+            estimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
+                                     input_len=ESTIMATE_INPUT_TOKENS, output_len=ESTIMATE_OUTPUT_TOKENS,
+                                     engine=engine, fit=fit, links=links, hardware=hardware,
+                                     scenario=scenario)  # fmt: skip
+            if not estimate.fits:
+                continue
+            fitting = fitting or estimate
+            at = estimate.at(target_rate)
+            if at is not None and (best is None or at.tokens_per_s_per_gpu > best[0]):
+                best = (at.tokens_per_s_per_gpu, estimate)
+    chosen = best[1] if best else fitting
+    curve = tuple((p.tokens_per_s_per_user, p.tokens_per_s_per_gpu) for p in chosen.points) if chosen else ()
+    curve_label = _estimate_label(MODEL_SHAPES[model].name, precision, chosen) if chosen else ""
+    error_pct = chosen.error_pct if chosen else None
+
+    def choice(figure: LlmFigure, *, unreached: bool = False, does_not_fit: bool = False) -> ServingChoice:
+        return ServingChoice(figure, target, tuple(sorted(counts)), unreached, does_not_fit, tuple(points), curve,
+                             curve_label, error_pct)  # fmt: skip
+
+    found = _measured_at(points, target=target_rate, allowed=counts or None)
+    if found is not None:
+        value, quoted, n = found
+        return choice(LlmFigure("measured", value, quoted.gpu_count, n, len({p.label for p in points}), quoted.label,
+                                quoted.url, quoted.precision, True, None, None, len(points) - n))  # fmt: skip
+    if best is None:
+        figure = LlmFigure("estimated", None, chosen.gpu_count if chosen else 0, 0, 0, curve_label, "", precision,
+                           chosen is not None, None, None, 0)  # fmt: skip
+        return choice(figure, unreached=bool(points), does_not_fit=chosen is None)
+    rate, estimate = best
+    outside = _outside_reasons(fit, hardware_class=hardware.hardware_class, engine=engine, tp=estimate.tp)
+    configuration = "single" if estimate.tp == 1 else gpu_link_for(gpu).kind(estimate.tp)
+    return choice(LlmFigure("estimated", rate, estimate.gpu_count, 0, 0, curve_label, "", precision, True, None,
+                            estimate.error_pct, 0, outside, configuration))  # fmt: skip
 
 
 def gpu_serving_choices(*, gpu: Gpu, target: str) -> dict[str, ServingChoice]:
