@@ -64,9 +64,17 @@ _MLPERF_DEFAULT = Q(result__params__division="closed", result__params__availabil
 def serving_points_measured(
     *, gpu_ids: Iterable[int], size: str, precision_family: str, include_all_rows: bool
 ) -> dict[int, list[MeasuredServing]]:
-    """gpu id -> its trusted measured serving points of this model class and precision choice (one query)."""
+    """gpu id -> its trusted measured serving points of this model class and precision choice,
+    batched (every scenario but a single stream; one query)."""
     models_ = [slug for slug in MODEL_SHAPES if model_size_class(slug) == size]
-    points = ServingPoint.objects.trusted().for_models(models_).filter(gpu_id__in=list(gpu_ids))
+    # One stream at batch 1 (llama.cpp tables, Ollama) is the chat use case's figure: as a serving
+    # point it would stand for a batched configuration it says nothing about.
+    points = (
+        ServingPoint.objects.trusted()
+        .for_models(models_)
+        .filter(gpu_id__in=list(gpu_ids))
+        .exclude(scenario=Scenario.SINGLE_STREAM)
+    )
     if precision_family != "any":
         points = points.at_precisions(PRECISION_FAMILIES.get(precision_family, ((), ()))[0])
     if not include_all_rows:
