@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings
 from api.views.base import ApiNotFoundView, PingView
 from api.views.fit import FitView
+from api.views.fit_serving import FitServingView
 from api.views.index import ApiIndexView, LocalisedRedocView, LocalisedSwaggerView
 from api.views.submissions import SubmissionCreateView, SubmissionDetailView
 
@@ -30,6 +31,7 @@ urlpatterns = [
     path("rankings/", rankings.RankingView.as_view(), name="rankings"),
     path("tiers/", rankings.TierListView.as_view(), name="tiers"),
     path("fit/", FitView.as_view(), name="fit"),
+    path("fit/serving/", FitServingView.as_view(), name="fit-serving"),
     path("submissions/", SubmissionCreateView.as_view(), name="submission-create"),
     path("submissions/<uuid:run_uuid>/", SubmissionDetailView.as_view(), name="submission-detail"),
     path("moderation/submissions/", moderation.ModerationQueueView.as_view(), name="moderation-queue"),

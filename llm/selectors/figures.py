@@ -16,17 +16,16 @@ from django.utils.translation import gettext_lazy
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, LabImportRow
-from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
 from catalog.value import per_price
 from gpuatlas.data_version import data_versioned
-from llm.estimate.comm import GpuLink, gpu_link
+from llm.estimate.comm import GpuLink, layer_split_token_seconds
 from llm.estimate.constants import LlmConstants, constants_default, constants_from_dict
 from llm.estimate.coverage import Regime, configuration_of
 from llm.estimate.fit import Observation, constants_fit
 from llm.estimate.loo import LooReport, leave_one_gpu_out, loo_report_from_dict
 from llm.estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, bytes_per_weight, model_size_class
 from llm.models import ServingModelFit
 from llm.selectors.rows import (
     CHAT_CONTEXT_TOKENS,
@@ -43,6 +42,9 @@ from llm.selectors.rows import (
     llm_rows,
     mlperf_serving_figure,
 )
+from llm.selectors.serving import gpu_link_for, serving_fit_current, serving_hardware
+from llm.serving.fit import ServingFit
+from llm.serving.physics import Workload, one_stream_compute
 
 # What limits an estimate (llm.estimate.model's "bound" of a configuration that fits).
 _BOUNDS = {
@@ -67,17 +69,6 @@ class GpuFigures:
     link: GpuLink
     vendor: str
     architecture: str
-
-
-def gpu_link_for(gpu: Gpu) -> GpuLink:
-    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.gpu_link): its fabric figure,
-    its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
-    return gpu_link(
-        interconnect_gbs=gpu.interconnect_gbs,
-        pcie_gbs=pcie_peak_gbs(gpu.bus_interface),
-        segment=gpu.segment,
-        variant=gpu.variant,
-    )
 
 
 def gpu_figures(
@@ -300,6 +291,7 @@ def llm_ranking_figures(
     reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
     use_case_key = "serving" if kind == "serving" else "chat"
     error = state.constants.typical_error_pct.get(use_case_key)
+    serving_fit = serving_fit_current() if kind == "decode" else None
     out: dict[int, LlmFigure] = {}
     for gpu in gpus:
         mlperf = mlperf_serving_figure(serving_rows.get(gpu.id, [])) if kind == "serving" else None
@@ -320,6 +312,10 @@ def llm_ranking_figures(
         else:
             weight_precision, quant = CHAT_WEIGHTS.get(precision_family, CHAT_WEIGHTS["4bit"])
             weight_bytes = bytes_per_weight(precision=weight_precision, quant=quant)
+        if kind == "decode" and serving_fit is not None:
+            out[gpu.id] = _chat_figure(gpu=gpu, figure=figure, reference=reference, weight_precision=weight_precision,
+                                       weight_bytes=weight_bytes, fit=serving_fit)  # fmt: skip
+            continue
         estimate = llm_throughput_estimate(
             memory_gib=figure.memory_gib,
             bandwidth_gbs=figure.bandwidth_gbs,
@@ -358,6 +354,39 @@ def llm_ranking_figures(
                                 state.constants.outside_error_pct.get(use_case_key, error) if outside else error, 0,
                                 outside, regime.configuration)  # fmt: skip
     return out
+
+
+def _chat_figure(
+    *, gpu: Gpu, figure: GpuFigures, reference: ModelShape, weight_precision: str, weight_bytes: float, fit: ServingFit
+) -> LlmFigure:
+    """One stream from the serving model at concurrency 1 (llama.cpp's engine class), on the fewest
+    GPUs whose memory holds it, the layers split across them; with the held-out error of the
+    single-stream points that applies to it."""
+    hw = serving_hardware(gpu, peaks=figure.tensor_tflops)
+    w = Workload(reference, weight_precision, weight_bytes, CHAT_CONTEXT_TOKENS // 2, CHAT_CONTEXT_TOKENS // 2,
+                 engine="llama.cpp")  # fmt: skip
+    link = figure.link
+
+    def handover(gpus: int) -> float | None:
+        return layer_split_token_seconds(link=link, gpus=gpus, hidden=reference.hidden)
+
+    stream = one_stream_compute(w=w, hw=hw, c=fit.constants, max_gpus=MAX_GPUS, handover_s=handover)
+    inside = fit.inside(hardware_class=hw.hardware_class, engine="llama.cpp", tp=1)
+    error = fit.error_pct(scenario="single-stream", engine="llama.cpp", inside=inside)
+    outside = () if inside else ("architecture",)
+    peak = hw.compute_peak(weight_precision)
+    compute_precision = peak[1] if peak else ""
+    if stream is None:
+        estimate = LlmEstimate(False, MAX_GPUS, "one_stream", None, None, None, 0, "does not fit", compute_precision)
+        return LlmFigure("estimated", None, MAX_GPUS, 0, 0, _estimate_label(reference.name, weight_precision,
+                         "memory bandwidth"), "", weight_precision, False, estimate, error, 0, outside, "single")  # fmt: skip
+    kind = "single" if stream.gpus == 1 else "layer"
+    estimate = LlmEstimate(True, stream.gpus, "one_stream", stream.tokens_per_s, stream.tokens_per_s / stream.gpus,
+                           None, 1, stream.step.bound, compute_precision, (), link.kind(stream.gpus),
+                           stream.handover_s)  # fmt: skip
+    return LlmFigure("estimated", stream.tokens_per_s, stream.gpus, 0, 0,
+                     _estimate_label(reference.name, weight_precision, "memory bandwidth"), "", weight_precision,
+                     True, estimate, error, 0, outside, kind)  # fmt: skip
 
 
 def _estimate_label(model: str, weight_precision: str, bound: str) -> str:

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from statistics import median
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from benchmarks_app.models import BenchmarkResult
+from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
+from llm.estimate.comm import GpuLink, gpu_link
 from llm.estimate.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
 from llm.models import ServingModelFit, ServingPoint
-from llm.selectors.figures import gpu_link_for
 from llm.serving.fit import MeasuredPoint, ServingFit
 from llm.serving.physics import (
     AllReduce,
@@ -58,6 +60,11 @@ __all__ = [
 ]
 
 ALLREDUCE_WORKLOAD = "allreduce-busbw"
+LINK_LABELS = {
+    "fabric": gettext_lazy("NVLink-class links"),
+    "pcie_p2p": gettext_lazy("PCIe, GPU to GPU"),
+    "pcie_host": gettext_lazy("PCIe through host memory (no peer-to-peer)"),
+}
 # The client's interconnect label -> the link kind of llm.estimate.comm it measures.
 _LINK_OF_INTERCONNECT = {"nvlink": "fabric", "pcie": "pcie"}
 
@@ -111,6 +118,17 @@ def allreduce_measured(*, gpu_ids: Iterable[int]) -> dict[int, list[MeasuredAllR
     return dict(out)
 
 
+def gpu_link_for(gpu: Gpu) -> GpuLink:
+    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.gpu_link): its fabric figure,
+    its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
+    return gpu_link(
+        interconnect_gbs=gpu.interconnect_gbs,
+        pcie_gbs=pcie_peak_gbs(gpu.bus_interface),
+        segment=gpu.segment,
+        variant=gpu.variant,
+    )
+
+
 def serving_hardware(gpu: Gpu, *, peaks: Mapping[str, float | None] | None = None) -> Hardware:
     """A catalogue GPU's datasheet figures for the serving model (dense tensor peaks; the vector
     FP16 rate where there is no tensor path)."""
@@ -150,7 +168,7 @@ def serving_link(gpu: Gpu, *, tp: int, measured: Sequence[MeasuredAllReduce] = (
         bus_gbs=bus,
         latency_s=link.latency_s(tp),
         source=_("datasheet: %(link)s, %(bus).0f GB/s bus bandwidth (nccl-tests share of the line rate)")
-        % {"link": kind, "bus": bus},
+        % {"link": LINK_LABELS.get(kind, kind), "bus": bus},
     )
 
 

@@ -39,8 +39,10 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
+    decode_step,
     max_concurrency,
     point_at,
+    weights_bytes,
 )
 
 SCENARIOS = ("offline", "server", "interactive", "concurrency", "single-stream")
@@ -49,7 +51,9 @@ _LOSS, _LOSS_SCALE = "soft_l1", 0.2
 _ENGINE_PRIOR = 0.3  # weight of the pull of log(engine factor) towards 0
 SHARE_BOUNDS = (0.02, 1.0)
 ENGINE_BOUNDS = (0.2, 2.0)
-OVERHEAD_MS_BOUNDS = (0.0, 1.5)
+OVERHEAD_MS_BOUNDS = (0.0, 3.0)
+DEQUANT_BOUNDS = (0.6, 1.0)
+_SHARE_PRIOR = 0.05
 
 
 @dataclass(frozen=True)
@@ -122,16 +126,17 @@ def at_interactivity(
 
 
 # -- the fit ----------------------------------------------------------------------------------
+#
+# Everything in a step but the fitted shares is fixed for a point at a given batch: the bytes it
+# reads, the FLOPs, the all-reduces. The fit precomputes those (seconds at the datasheet figures)
+# for every point at its batch, or, for a point at a tokens/s-per-user target, on a grid of
+# batches up to the KV-cache limit, and evaluates the model as array arithmetic.
 
 
 @dataclass(frozen=True)
 class _Layout:
     classes: tuple[str, ...]
     engines: tuple[str, ...]
-
-    @property
-    def size(self) -> int:
-        return 2 * len(self.classes) + 3 * len(self.engines)
 
     def constants(self, theta: np.ndarray, base: ServingConstants) -> ServingConstants:
         k, e = len(self.classes), len(self.engines)
@@ -141,7 +146,7 @@ class _Layout:
         ecomp = {eng: float(np.exp(theta[2 * k + e + i])) for i, eng in enumerate(self.engines)}
         over = {eng: float(theta[2 * k + 2 * e + i]) for i, eng in enumerate(self.engines)}
         return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
-                       overhead_ms=over)  # fmt: skip
+                       overhead_ms=over, dequant_share=float(np.exp(theta[-1])))  # fmt: skip
 
     def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k, e = len(self.classes), len(self.engines)
@@ -150,27 +155,134 @@ class _Layout:
             [math.log(min(0.95, base.compute_share.get(c, 0.5))) for c in self.classes],
             [math.log(base.engine_bandwidth.get(g, 1.0)) for g in self.engines],
             [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
-            [min(4.9, base.overhead_ms.get(g, 0.3)) for g in self.engines],
+            [min(OVERHEAD_MS_BOUNDS[1] * 0.99, base.overhead_ms.get(g, 0.3)) for g in self.engines],
+            [math.log(min(0.99, base.dequant_share))],
         ])  # fmt: skip
         low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
-                              np.full(e, OVERHEAD_MS_BOUNDS[0])])  # fmt: skip
+                              np.full(e, OVERHEAD_MS_BOUNDS[0]), [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
         high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
-                               np.full(e, OVERHEAD_MS_BOUNDS[1])])  # fmt: skip
+                               np.full(e, OVERHEAD_MS_BOUNDS[1]), [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
         return np.clip(start, low + 1e-9, high - 1e-9), low, high
 
 
-def _residuals(points: Sequence[MeasuredPoint], c: ServingConstants) -> list[float]:
-    out: list[float] = []
-    for p in points:
-        got = predict(p, c)
-        if got is None:
-            # The model says it does not fit where it was measured: a large, bounded penalty.
-            out.append(3.0)
+@dataclass
+class _Design:
+    """The fixed parts of every point's step at its candidate batches (one row per point and batch)."""
+
+    point: np.ndarray  # which point a row belongs to
+    batch: np.ndarray
+    memory_s: np.ndarray  # decode step: bytes read / datasheet bandwidth
+    compute_s: np.ndarray  # FLOPs / datasheet peak
+    allreduce_s: np.ndarray
+    prefill_compute_s: np.ndarray  # prefill of the batch's prompts
+    prefill_memory_s: np.ndarray
+    prefill_allreduce_s: np.ndarray
+    has_prefill: np.ndarray
+    output_len: np.ndarray
+    tp: np.ndarray
+    cls: np.ndarray
+    engine: np.ndarray
+    int4: np.ndarray
+
+
+def _batches(p: MeasuredPoint, limit: int) -> list[int]:
+    if p.concurrency is not None and p.scenario not in MAX_LOAD_SCENARIOS:
+        return [max(1, min(limit, round(p.concurrency / p.replicas)))]
+    if p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
+        grid, b = [], 1
+        while b < limit:
+            grid.append(b)
+            b = max(b + 1, int(b * 1.5))
+        return [*grid, limit]
+    return [limit]
+
+
+def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, list[int]]:
+    """The design rows of the points the model fits (and the indices of those points)."""
+    unit = ServingConstants(bandwidth_share={"other": 1.0}, compute_share={"other": 1.0}, overhead_ms={"other": 0.0})
+    rows: dict[str, list[float]] = defaultdict(list)
+    kept: list[int] = []
+    for i, p in enumerate(points):
+        w, hw = p.workload, p.hardware
+        limit = max_concurrency(w, hw, unit)
+        if limit < 1 or not hw.bandwidth_gbs or hw.compute_peak(w.weight_precision) is None:
             continue
-        out.append(math.log(got.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu))
-        if p.concurrency is not None and p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
-            out.append(math.log(got.tokens_per_s_per_user / p.tokens_per_s_per_user))
-    return out
+        kept.append(i)
+        peak_hw = replace(hw, hardware_class="other")
+        peak_w = replace(w, engine="other", weight_precision=w.weight_precision)
+        m = w.model
+        for b in _batches(p, limit):
+            step = decode_step(w=peak_w, hw=peak_hw, c=unit, batch=b, link=p.link, peak=True)
+            talk = 2 * m.layers * p.link.seconds(message_bytes=b * m.hidden * 2.0, gpus=w.tp)
+            tokens = b * w.input_len
+            peak = hw.compute_peak(w.weight_precision)
+            tflops = peak[0] if peak else 0.0
+            pre_flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
+            rows["point"].append(len(kept) - 1)
+            rows["batch"].append(b)
+            rows["memory_s"].append(step.memory_s)
+            rows["compute_s"].append(step.compute_s)
+            rows["allreduce_s"].append(talk)
+            rows["prefill_compute_s"].append(pre_flops / (tflops * 1e12))
+            rows["prefill_memory_s"].append(weights_bytes(w) / w.tp / (hw.bandwidth_gbs * 1e9))
+            rows["prefill_allreduce_s"].append(
+                2 * m.layers * p.link.seconds(message_bytes=tokens * m.hidden * 2.0, gpus=w.tp)
+            )
+            rows["has_prefill"].append(1.0 if tokens > 0 else 0.0)
+            rows["output_len"].append(w.output_len)
+            rows["tp"].append(w.tp)
+            rows["cls"].append(layout.classes.index(hw.hardware_class))
+            rows["engine"].append(layout.engines.index(w.engine))
+            rows["int4"].append(1.0 if w.weight_precision == "int4" else 0.0)
+    arrays = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
+    for key in ("point", "cls", "engine"):
+        arrays[key] = arrays.get(key, np.zeros(0)).astype(int)
+    fields = _Design.__dataclass_fields__
+    return _Design(**{k: arrays.get(k, np.zeros(0)) for k in fields}), kept
+
+
+def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens/s per GPU, tokens/s per user) of every design row."""
+    k, e = len(layout.classes), len(layout.engines)
+    bw = np.exp(theta[d.cls] + theta[2 * k + d.engine]) * np.where(d.int4 > 0, np.exp(theta[-1]), 1.0)
+    comp = np.exp(theta[k + d.cls] + theta[2 * k + e + d.engine])
+    bw, comp = np.minimum(bw, 1.0), np.minimum(comp, 1.0)
+    overhead = theta[2 * k + 2 * e + d.engine] / 1000.0
+    step = np.maximum(d.memory_s / bw, d.compute_s / comp) + overhead + d.allreduce_s
+    prefill = d.has_prefill * (
+        np.maximum(d.prefill_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.prefill_allreduce_s
+    )
+    per_user = d.output_len / (d.output_len * step + prefill)
+    return d.batch * per_user / d.tp, per_user
+
+
+def _point_rates(
+    d: _Design, per_gpu: np.ndarray, per_user: np.ndarray, targets: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per point: the row's figures, or at a target the most throughput meeting it (linear
+    between the grid's batches; a point whose one stream misses the target gets its one stream)."""
+    out_gpu, out_user = np.zeros(n), np.zeros(n)
+    order = np.argsort(d.point, kind="stable")
+    starts = np.searchsorted(d.point[order], np.arange(n))
+    ends = np.searchsorted(d.point[order], np.arange(n), side="right")
+    for i in range(n):
+        rows = order[starts[i] : ends[i]]
+        if len(rows) == 1 or not targets[i]:
+            out_gpu[i], out_user[i] = per_gpu[rows[-1]], per_user[rows[-1]]
+            continue
+        users, gpus = per_user[rows], per_gpu[rows]
+        ok = np.nonzero(users >= targets[i])[0]
+        if len(ok) == 0:
+            out_gpu[i], out_user[i] = gpus[0], users[0]
+            continue
+        j = ok[-1]
+        if j + 1 < len(rows) and users[j] > users[j + 1]:
+            f = (users[j] - targets[i]) / (users[j] - users[j + 1])
+            out_gpu[i] = gpus[j] + f * (gpus[j + 1] - gpus[j])
+            out_user[i] = targets[i]
+        else:
+            out_gpu[i], out_user[i] = gpus[j], users[j]
+    return out_gpu, out_user
 
 
 def constants_fit(points: Sequence[MeasuredPoint], *, base: ServingConstants | None = None) -> ServingConstants:
@@ -183,19 +295,38 @@ def constants_fit(points: Sequence[MeasuredPoint], *, base: ServingConstants | N
         classes=tuple(sorted({p.hardware.hardware_class for p in usable})),
         engines=tuple(sorted({p.engine for p in usable})),
     )
+    design, kept = _design(usable, layout)
+    if not kept:
+        return base
+    fitted_points = [usable[i] for i in kept]
+    n = len(fitted_points)
+    measured_gpu = np.log([p.tokens_per_s_per_gpu for p in fitted_points])
+    targets = np.array([
+        (p.tokens_per_s_per_user or 0.0)
+        if p.concurrency is None and p.scenario not in MAX_LOAD_SCENARIOS else 0.0
+        for p in fitted_points
+    ])  # fmt: skip
+    user_rows = np.array([
+        p.concurrency is not None and bool(p.tokens_per_s_per_user) and p.scenario not in MAX_LOAD_SCENARIOS
+        for p in fitted_points
+    ])  # fmt: skip
+    measured_user = np.log([p.tokens_per_s_per_user or 1.0 for p in fitted_points])
     start, low, high = layout.start_and_bounds(base)
-    e = len(layout.engines)
-    k = len(layout.classes)
+    k, e = len(layout.classes), len(layout.engines)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        prior = _ENGINE_PRIOR * theta[2 * k : 2 * k + 2 * e]
-        return np.concatenate([np.asarray(_residuals(usable, layout.constants(theta, base))), prior])
+        per_gpu, per_user = _rates(design, theta, layout)
+        gpu, user = _point_rates(design, per_gpu, per_user, targets, n)
+        parts = [np.log(gpu) - measured_gpu, (np.log(user) - measured_user)[user_rows]]
+        # Weak priors keep what the points do not determine near ordinary values: engine factors
+        # near 1, shares near a typical share of the datasheet.
+        parts.append(_ENGINE_PRIOR * theta[2 * k : 2 * k + 2 * e])
+        parts.append(_SHARE_PRIOR * (theta[: 2 * k] - math.log(0.6)))
+        return np.concatenate(parts)
 
-    solution = least_squares(residuals, start, bounds=(low, high), loss=_LOSS, f_scale=_LOSS_SCALE, diff_step=1e-3,
-                             max_nfev=200)  # fmt: skip
-    fitted = layout.constants(solution.x, base)
-    # Classes and engines not fitted keep nothing: lookups fall back to the fitted ones' mean.
-    return fitted
+    solution = least_squares(residuals, start, bounds=(low, high), loss=_LOSS, f_scale=_LOSS_SCALE, diff_step=1e-4,
+                             max_nfev=300)  # fmt: skip
+    return layout.constants(solution.x, base)
 
 
 # -- errors -----------------------------------------------------------------------------------

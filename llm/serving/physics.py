@@ -42,8 +42,8 @@ and computes at the FP8 peak, so it is never slower where the GPU has an FP8 pat
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 GIB = 1024**3
@@ -184,12 +184,17 @@ class ServingConstants:
     engine_bandwidth: Mapping[str, float] = field(default_factory=dict)
     engine_compute: Mapping[str, float] = field(default_factory=dict)
     overhead_ms: Mapping[str, float] = field(default_factory=lambda: {"other": 0.3})
+    # Integer 4-bit weights (GGUF k-quants, AWQ, GPTQ) are unpacked and scaled inside the matrix
+    # kernels: they stream at this share of the rate 8- and 16-bit weights stream at.
+    dequant_share: float = 1.0
     memory_usable_fraction: float = 0.9
     reserve_gib: float = 1.34
     max_concurrency: int = 4096
 
-    def effective_bandwidth_gbs(self, hw: Hardware, engine: str) -> float:
+    def effective_bandwidth_gbs(self, hw: Hardware, engine: str, weight_precision: str = "") -> float:
         share = _lookup(self.bandwidth_share, hw.hardware_class) * _lookup(self.engine_bandwidth, engine, 1.0)
+        if weight_precision == "int4":
+            share *= self.dequant_share
         return hw.bandwidth_gbs * min(1.0, share)
 
     def effective_tflops(self, peak_tflops: float, hw: Hardware, engine: str) -> float:
@@ -210,6 +215,7 @@ class ServingConstants:
             "engine_bandwidth": dict(self.engine_bandwidth),
             "engine_compute": dict(self.engine_compute),
             "overhead_ms": dict(self.overhead_ms),
+            "dequant_share": self.dequant_share,
             "memory_usable_fraction": self.memory_usable_fraction,
             "reserve_gib": self.reserve_gib,
             "max_concurrency": self.max_concurrency,
@@ -337,7 +343,10 @@ def decode_step(
     if peak:
         bandwidth, compute = hw.bandwidth_gbs, tflops
     else:
-        bandwidth, compute = c.effective_bandwidth_gbs(hw, w.engine), c.effective_tflops(tflops, hw, w.engine)
+        bandwidth, compute = (
+            c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision),
+            c.effective_tflops(tflops, hw, w.engine),
+        )
     memory_s = read / (bandwidth * 1e9)
     compute_s = flops / (compute * 1e12) if compute > 0 else math.inf
     if peak:
@@ -357,7 +366,7 @@ def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests:
         return math.inf
     flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
     compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * 1e12)
-    memory_s = weights_bytes(w) / w.tp / (c.effective_bandwidth_gbs(hw, w.engine) * 1e9)
+    memory_s = weights_bytes(w) / w.tp / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * 1e9)
     talk = 2 * m.layers * link.seconds(message_bytes=tokens * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
     return max(compute_s, memory_s) + c.overhead_s(w.engine) + talk
 
@@ -441,3 +450,32 @@ def roofline_tokens_per_s_per_gpu(*, w: Workload, hw: Hardware, batch: int) -> f
     no overhead, no communication, no prefill)."""
     step = decode_step(w=w, hw=hw, c=ServingConstants(), batch=batch, link=AllReduce(), peak=True)
     return batch / max(step.memory_s, step.compute_s) / w.tp
+
+
+@dataclass(frozen=True)
+class OneStream:
+    """One stream's decode rate on ``gpus`` GPUs with the layers split across them (llama.cpp's
+    default: they work in turn, so the stream runs at one GPU's bandwidth; more GPUs add memory)."""
+
+    tokens_per_s: float
+    gpus: int
+    step: StepTimes
+    handover_s: float
+
+
+def one_stream_compute(
+    *, w: Workload, hw: Hardware, c: ServingConstants, max_gpus: int = 8, handover_s: Callable[[int], float | None]
+) -> OneStream | None:
+    """The same decode step as serving at concurrency 1, on the fewest GPUs whose pooled memory
+    holds the weights and one sequence's cache; ``handover_s(gpus)`` prices handing a token's
+    hidden state across the stage boundaries (None: not priced). None when it fits on none."""
+    if not hw.bandwidth_gbs:
+        return None
+    one = replace(w, tp=1)
+    need = weights_bytes(one) + (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(one, hw)
+    for gpus in range(1, max_gpus + 1):
+        if c.usable_bytes(hw.memory_gib) * gpus >= need:
+            step = decode_step(w=one, hw=hw, c=c, batch=1, link=AllReduce())
+            talk = (handover_s(gpus) or 0.0) if gpus > 1 else 0.0
+            return OneStream(1.0 / (step.total + talk), gpus, step, talk)
+    return None

@@ -1,0 +1,272 @@
+"""The fit calculator's serving answer: what to run a model on for a tokens/s-per-user target.
+
+For a model, its precision(s) and a target in output tokens/s per user (None: maximum
+throughput), every curated GPU is tried at every GPU count a current offer rents in one machine
+(powers of two up to the most one offer puts in a machine; 1, 2, 4 and 8 for a GPU no offer
+rents, shown without a price), every tensor-parallel size that divides the count and every
+precision. Each configuration's figure is
+
+* measured first: the trusted ``ServingPoint``s of that GPU, count, model and precision whose
+  prompt and output lengths are within 30 % of the job's, read at the target on their curve
+  (``llm.serving.measured``);
+* else the serving model's (``llm.selectors.serving.serving_curve`` at the stored fit), with the
+  held-out error that applies to it and the all-reduce figure it used.
+
+Cost: the GPUs' hourly rent over the output tokens they make in an hour. The recommendation is
+the configuration with the lowest $ per million output tokens (or, with ``fewest_gpus``, the
+fewest GPUs that meet the target, cheapest among them); the cost of its GPU across counts is
+listed beside it. Memory is checked in GiB with the engine's runtime reserve (the model's).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from catalog.models import Gpu, TensorPeak
+from catalog.selectors_prices import gpu_rent_prices
+from fitcalc.selectors import max_count_offered
+from llm.estimate.shapes import MODEL_SHAPES
+from llm.models import ServingPoint
+from llm.selectors.serving import (
+    ServingEstimate,
+    allreduce_measured,
+    serving_curve,
+    serving_fit_current,
+    serving_hardware,
+)
+from llm.serving.fit import ServingFit
+from llm.serving.measured import MeasuredOperatingPoint, measured_at_interactivity
+
+DEFAULT_TARGET = 20.0
+DEFAULT_LENGTHS = (1000, 1000)
+UNRENTED_COUNTS = (1, 2, 4, 8)
+MAX_COUNT = 8  # tensor parallelism and its all-reduces stay within one machine
+LENGTH_TOLERANCE = 0.3
+PRECISIONS = ("fp8", "bf16", "fp16", "fp4", "int4")
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """One configuration: ``count`` GPUs of ``gpu_slug`` as ``count / tp`` replicas of ``tp``."""
+
+    gpu_slug: str
+    gpu_name: str
+    count: int
+    tp: int
+    precision: str
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float | None
+    concurrency: int | None  # sequences in flight on all the GPUs (estimates)
+    ttft_s: float | None
+    basis: str  # measured | estimated
+    error_pct: float | None  # estimates: the held-out median error that applies
+    inside: bool  # estimates: inside the measured range
+    allreduce_source: str
+    source: str  # measured: the points read
+    price_per_gpu_hour: float | None
+    rented: bool  # a current offer rents this many in one machine
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_s_per_gpu * self.count
+
+    @property
+    def cost_per_million(self) -> float | None:
+        if not self.price_per_gpu_hour or self.tokens_per_s_per_gpu <= 0:
+            return None
+        return self.price_per_gpu_hour / (self.tokens_per_s_per_gpu * 3600.0) * 1e6
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "gpu": self.gpu_slug,
+            "gpu_name": self.gpu_name,
+            "gpu_count": self.count,
+            "tensor_parallel": self.tp,
+            "replicas": self.count // self.tp,
+            "precision": self.precision,
+            "tokens_per_s": round(self.tokens_per_s, 1),
+            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
+            "tokens_per_s_per_user": None
+            if self.tokens_per_s_per_user is None
+            else round(self.tokens_per_s_per_user, 1),
+            "concurrency": self.concurrency,
+            "ttft_s": None if self.ttft_s is None else round(self.ttft_s, 3),
+            "basis": self.basis,
+            "error_pct": self.error_pct,
+            "inside_measured_range": self.inside,
+            "allreduce": self.allreduce_source,
+            "measured_from": self.source,
+            "price_per_gpu_hour_usd": self.price_per_gpu_hour,
+            "cost_per_million_tokens_usd": None if self.cost_per_million is None else round(self.cost_per_million, 4),
+            "rented": self.rented,
+        }
+
+
+@dataclass(frozen=True)
+class ServingPlans:
+    model: str
+    precisions: tuple[str, ...]
+    target: float | None
+    input_len: int
+    output_len: int
+    engine: str
+    fewest_gpus: bool
+    recommended: ServingPlan | None
+    options: list[ServingPlan]  # the best tensor-parallel size of every GPU, count and precision
+    across_counts: list[ServingPlan]  # the recommended GPU and precision at every count
+    not_fitting: list[tuple[str, str]] = field(default_factory=list)  # (GPU name, why)
+    fitted: str = ""  # when the model's constants were fitted, on how many points
+
+
+def _counts(max_offered: int | None) -> tuple[tuple[int, bool], ...]:
+    if not max_offered:
+        return tuple((c, False) for c in UNRENTED_COUNTS)
+    out, c = [], 1
+    while c <= min(max_offered, MAX_COUNT):
+        out.append((c, True))
+        c *= 2
+    return tuple(out)
+
+
+def _tp_sizes(count: int) -> list[int]:
+    return [t for t in (1, 2, 4, 8) if t <= count and count % t == 0]
+
+
+def _lengths_match(point: ServingPoint, input_len: int, output_len: int) -> bool:
+    return (
+        abs(point.input_tokens / input_len - 1) <= LENGTH_TOLERANCE
+        and abs(point.output_tokens / output_len - 1) <= LENGTH_TOLERANCE
+    )
+
+
+def serving_plans(
+    *,
+    model: str,
+    precisions: Sequence[str],
+    target: float | None = DEFAULT_TARGET,
+    input_len: int = DEFAULT_LENGTHS[0],
+    output_len: int = DEFAULT_LENGTHS[1],
+    engine: str = "vllm-sglang",
+    fewest_gpus: bool = False,
+    price_rule: str = "typical",
+    gpu_slugs: Sequence[str] | None = None,
+    fit: ServingFit | None = None,
+) -> ServingPlans:
+    """The search (module doc). Raises ValueError naming the argument that is wrong."""
+    if model not in MODEL_SHAPES:
+        raise ValueError(f"model: unknown model {model!r}")
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ValueError(f"precision: one or more of {', '.join(PRECISIONS)}, got {', '.join(bad) or 'none'}")
+    if target is not None and target <= 0:
+        raise ValueError("target: tokens/s per user must be positive")
+    fit = fit or serving_fit_current()
+    gpus = Gpu.objects.curated().with_related().filter(memory_gib__gt=0, memory_bandwidth_gbs__gt=0)
+    if gpu_slugs:
+        gpus = gpus.filter(slug__in=list(gpu_slugs))
+    gpus_list = list(gpus.order_by("slug"))
+    ids = [g.id for g in gpus_list]
+    peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
+    for peak in TensorPeak.objects.filter(gpu_id__in=ids).values("gpu_id", "precision", "supported", "dense_tflops"):
+        peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
+    links = allreduce_measured(gpu_ids=ids)
+    offered = max_count_offered(gpu_ids=ids)
+    prices = gpu_rent_prices(gpu_ids=ids, rule=price_rule)
+    measured: dict[tuple[int, int, str], list[MeasuredOperatingPoint]] = defaultdict(list)
+    for point in ServingPoint.objects.trusted().for_model(model).at_precisions(list(precisions)).filter(
+        gpu_id__in=ids
+    ):  # fmt: skip
+        if _lengths_match(point, input_len, output_len):
+            label = f"{point.source_title}, {point.get_scenario_display()}, {point.measured_on:%Y-%m-%d}"
+            measured[(point.gpu_id, point.gpu_count, point.weight_precision)].append(
+                MeasuredOperatingPoint(point.tokens_per_s_per_gpu, point.tokens_per_s_per_user, label)
+            )
+    options: list[ServingPlan] = []
+    not_fitting: list[tuple[str, str]] = []
+    for gpu in gpus_list:
+        hw = serving_hardware(gpu, peaks=peaks.get(gpu.id, {}))
+        # TensorRT-LLM runs on NVIDIA GPUs only: the others are served by vLLM or SGLang.
+        gpu_engine = "vllm-sglang" if engine == "tensorrt-llm" and gpu.vendor.slug != "nvidia" else engine
+        price = float(prices[gpu.id].price_usd) if gpu.id in prices else None
+        fitted_any = False
+        for precision in precisions:
+            if precision == "fp4" and not hw.supports("fp4"):
+                continue
+            for count, rented in _counts(offered.get(gpu.id)):
+                best: ServingPlan | None = None
+                for tp in _tp_sizes(count):
+                    plan = _plan(gpu=gpu, hw=hw, model=model, precision=precision, count=count, tp=tp,
+                                 target=target, input_len=input_len, output_len=output_len, engine=gpu_engine, fit=fit,
+                                 links=links, measured=measured.get((gpu.id, count, precision), []), price=price,
+                                 rented=rented)  # fmt: skip
+                    if plan is not None and (best is None or plan.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu):
+                        best = plan
+                if best is not None:
+                    options.append(best)
+                    fitted_any = True
+        if not fitted_any:
+            not_fitting.append((gpu.name, _why_not(gpu=gpu, hw=hw, model=model, precisions=precisions, fit=fit,
+                                                   target=target, input_len=input_len, output_len=output_len,
+                                                   engine=gpu_engine, offered=offered.get(gpu.id))))  # fmt: skip
+    recommended = _recommend(options, fewest_gpus=fewest_gpus)
+    across = (
+        sorted(
+            (o for o in options if o.gpu_slug == recommended.gpu_slug and o.precision == recommended.precision),
+            key=lambda o: o.count,
+        )
+        if recommended
+        else []
+    )
+    fitted = f"{fit.points} points" if fit else ""
+    return ServingPlans(model, tuple(precisions), target, input_len, output_len, engine, fewest_gpus, recommended,
+                        options, across, not_fitting, fitted)  # fmt: skip
+
+
+def _plan(
+    *, gpu: Gpu, hw, model: str, precision: str, count: int, tp: int, target: float | None, input_len: int,
+    output_len: int, engine: str, fit: ServingFit | None, links, measured: list[MeasuredOperatingPoint],
+    price: float | None, rented: bool,
+) -> ServingPlan | None:  # fmt: skip
+    estimate: ServingEstimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
+                                              input_len=input_len, output_len=output_len, engine=engine, fit=fit,
+                                              links=links, hardware=hw)  # fmt: skip
+    if not estimate.fits:
+        return None
+    at = estimate.at(target)
+    found = measured_at_interactivity(measured, target)
+    if found is not None:
+        return ServingPlan(gpu.slug, gpu.name, count, tp, precision, found.tokens_per_s_per_gpu, target, None, None,
+                           "measured", None, True, estimate.allreduce_source, "; ".join(found.labels), price,
+                           rented)  # fmt: skip
+    if at is None:
+        return None
+    return ServingPlan(gpu.slug, gpu.name, count, tp, precision, at.tokens_per_s_per_gpu, at.tokens_per_s_per_user,
+                       at.concurrency * estimate.replicas, at.ttft_s, "estimated", estimate.error_pct,
+                       estimate.inside, estimate.allreduce_source, "", price, rented)  # fmt: skip
+
+
+def _why_not(*, gpu: Gpu, hw, model: str, precisions: Sequence[str], fit: ServingFit | None, target: float | None,
+             input_len: int, output_len: int, engine: str, offered: int | None) -> str:  # fmt: skip
+    """Why no configuration of this GPU serves the model: the weights do not fit its largest
+    count, or it fits and no configuration reaches the target."""
+    largest = max(c for c, _ in _counts(offered))
+    estimate = serving_curve(gpu=gpu, model=model, precision=precisions[0], gpu_count=largest, tp=largest,
+                             input_len=input_len, output_len=output_len, engine=engine, fit=fit, hardware=hw)  # fmt: skip
+    curve = estimate.curve
+    if not curve.fits:
+        return (
+            f"does not fit on {largest}: {curve.weights_gib_per_gpu:.1f} GiB of weights per GPU, "
+            f"{curve.usable_gib_per_gpu:.1f} GiB usable"
+        )
+    return f"no configuration reaches {target:g} tokens/s per user" if target else "no figure"
+
+
+def _recommend(options: list[ServingPlan], *, fewest_gpus: bool) -> ServingPlan | None:
+    priced = [o for o in options if o.cost_per_million is not None and o.rented]
+    if not priced:
+        return None
+    if fewest_gpus:
+        return min(priced, key=lambda o: (o.count, o.cost_per_million or 0.0))
+    return min(priced, key=lambda o: (o.cost_per_million or 0.0, o.count))
