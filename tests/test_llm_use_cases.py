@@ -32,6 +32,10 @@ def llm_world():  # type: ignore[no-untyped-def]
     provider = ProviderFactory(slug="cloud")
     for slug, price in PRICES.items():
         OfferFactory(gpu=Gpu.objects.get(slug=slug), provider=provider, current_price_per_hour=Decimal(price))
+    # The data-centre parts are rented in eights too (same price per GPU-hour).
+    for slug in ("h200-sxm-141-gb", "h100-sxm5-80-gb", "b200"):
+        OfferFactory(gpu=Gpu.objects.get(slug=slug), provider=provider, gpu_count=8,
+                     current_price_per_hour=Decimal(PRICES[slug]) * 8)  # fmt: skip
 
 
 def _rows(**params: str) -> dict[str, object]:
@@ -39,32 +43,38 @@ def _rows(**params: str) -> dict[str, object]:
 
 
 def test_serving_shows_measured_tokens_per_gpu_and_cost_per_million(llm_world):
-    rows = _rows(use_case="llm-serving", model_size="70b")
+    rows = _rows(use_case="llm-serving", model_size="70b", interactivity="max")
     h200, h100 = rows["h200-sxm-141-gb"], rows["h100-sxm5-80-gb"]
-    # Dell_Broadcom lists one system under -99 (34301.9) and -99.9 (34485.7): it counts once, at
-    # the median of its two listings; systems (here one) are the n.
-    per_gpu = (34301.9 + 34485.7) / 2 / 8
+    # Dell_Broadcom lists one system under -99 (34301.9) and -99.9 (34485.7): both are points of
+    # the same configuration, and at maximum throughput the better one stands.
+    per_gpu = 34485.7 / 8
     assert h200.perf_basis == "measured" and h200.perf == pytest.approx(per_gpu)
-    assert (h200.llm_gpu_count, h200.n, h200.llm_precision) == (8, 1, "fp8")
-    assert "MLPerf Inference v5.1" in h200.llm_source and "closed, available" in h200.llm_source
+    assert (h200.llm_gpu_count, h200.llm_precision, h200.llm_rented_counts) == (8, "fp8", [1, 8])
+    assert "MLPerf Inference v5.1" in h200.llm_source
     assert h200.cost_per_million_tokens == pytest.approx(3.0 / (per_gpu * 3600) * 1e6)
-    assert h100.perf == pytest.approx(62351.6 / 16) and h100.llm_gpu_count == 16
-    # The open-division MI355X row is off by default, labelled when asked for.
+    # H100 is measured on 16 GPUs (two machines), which no offer rents: its row is the model's
+    # estimate in a configuration that is rented.
+    assert h100.perf_basis == "estimated" and h100.llm_gpu_count in (1, 8)
+    # The open-division MI355X row is off by default, counted when asked for.
     mi355x = rows["radeon-instinct-mi355x"]
-    assert mi355x.perf_basis == "estimated" and mi355x.estimate_error_pct is not None
-    assert "estimate" in mi355x.llm_source
-    with_open = _rows(use_case="llm-serving", model_size="70b", mlperf="all")["radeon-instinct-mi355x"]
-    assert with_open.perf_basis == "measured" and with_open.perf == pytest.approx(93045.8 / 8)
-    assert "open, available" in with_open.llm_source
+    assert mi355x.perf_basis == "estimated" and "serving model" in mi355x.llm_source
+    with_open = _rows(use_case="llm-serving", model_size="70b", mlperf="all", interactivity="max")
+    assert with_open["radeon-instinct-mi355x"].perf_basis == "measured"
+    assert with_open["radeon-instinct-mi355x"].perf == pytest.approx(93045.8 / 8)
     # Model sizes are kept apart: the B200's 8B row is not its 70B figure.
     assert rows["b200"].perf_basis == "estimated"
-    assert _rows(use_case="llm-serving", model_size="8b")["b200"].perf == pytest.approx(143309.0 / 8)
-    measured_only = _rows(use_case="llm-serving", model_size="70b", basis="measured")
-    assert set(measured_only) == {"h200-sxm-141-gb", "h100-sxm5-80-gb"}
+    assert _rows(use_case="llm-serving", model_size="8b", interactivity="max")["b200"].perf == pytest.approx(
+        143309.0 / 8
+    )
+    measured_only = _rows(use_case="llm-serving", model_size="70b", basis="measured", interactivity="max")
+    assert {s for s, r in measured_only.items() if r.perf is not None} >= {"h200-sxm-141-gb"}
+    assert all(r.perf_basis == "measured" for r in measured_only.values())
     # Ranked by tokens per price, measured figures first: the cheapest million tokens first
     # among the priced measured rows, then among the priced estimates.
     ranked = [
-        r for r in rankings_compute(params=RankingParams(use_case="llm-serving")).rows if r.cost_per_million_tokens
+        r
+        for r in rankings_compute(params=RankingParams(use_case="llm-serving", interactivity="max")).rows
+        if r.cost_per_million_tokens
     ]
     bases = [r.perf_basis for r in ranked]
     assert bases == sorted(bases, key=lambda basis: basis != "measured")
@@ -107,12 +117,13 @@ def test_llm_rows_stay_out_of_the_relative_inference_use_cases(llm_world):
 
 
 def test_api_rankings_carry_the_llm_fields_and_check_the_size(llm_world, client):
-    data = client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b").json()
+    data = client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b&interactivity=max").json()
     assert data["params"]["model_size"] == "70b" and data["params"]["mlperf"] == "closed-available"
+    assert data["params"]["interactivity"] == "max"
     h200 = next(r for r in data["results"] if r["gpu"] == "h200-sxm-141-gb")
-    per_gpu = (34301.9 + 34485.7) / 2 / 8
+    per_gpu = 34485.7 / 8
     assert h200["measured"] and h200["cost_per_million_tokens"] == pytest.approx(3.0 / (per_gpu * 3600) * 1e6)
-    assert h200["llm_gpu_count"] == 8 and h200["llm_source_url"].startswith("https://github.com/mlcommons/")
+    assert h200["llm_gpu_count"] == 8 and h200["llm_price_basis"] == "offer"
     bad = client.get("/api/v1/rankings/?use_case=llm-chat&model_size=mixtral")
     assert bad.status_code == 400 and "model_size" in bad.json()["errors"]
     assert client.get("/api/v1/rankings/?use_case=llm-serving&model_size=nope").status_code == 400

@@ -12,14 +12,17 @@ the tensor-parallel degrees up to eight GPUs.
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
-from benchmarks_app.comparison_rules import PRECISION_FAMILIES
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
+from benchmarks_app.models import TrustLabel
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors_prices import gpu_counts_rented
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
@@ -55,6 +58,7 @@ class MeasuredServing:
     label: str
     url: str
     measured_on: dt.date
+    results: int = 1  # results behind it (community points: their median)
 
 
 # MLPerf rows of the closed division and of systems on sale, unless the page asks for all of them.
@@ -80,8 +84,20 @@ def serving_points_measured(
     if not include_all_rows:
         points = points.filter(~Q(source_kind=SourceKind.MLPERF) | _MLPERF_DEFAULT)
     scenarios = dict(Scenario.choices)
+    # A lab point counts alone; community points count once MIN_COMMUNITY_N submitters measured
+    # the same configuration, at their median (the rule of every use case).
+    groups: dict[tuple[Any, ...], list[ServingPoint]] = defaultdict(list)
+    for p in points.select_related("result").order_by("gpu_id", "gpu_count", "-measured_on", "id"):
+        lab = p.result.trust == TrustLabel.LAB
+        key = (p.result_id,) if lab else (p.gpu_id, p.gpu_count, p.model, p.weight_precision, p.quant, p.scenario,
+                                          p.concurrency, p.input_tokens, p.output_tokens, p.engine_class)  # fmt: skip
+        groups[key].append(p)
     out: dict[int, list[MeasuredServing]] = defaultdict(list)
-    for p in points.order_by("gpu_id", "gpu_count", "-measured_on", "id"):
+    for group in groups.values():
+        p = group[0]
+        if p.result.trust != TrustLabel.LAB and len({g.result.submitter_key for g in group}) < MIN_COMMUNITY_N:
+            continue
+        users = [g.tokens_per_s_per_user for g in group if g.tokens_per_s_per_user]
         label = " · ".join(
             part
             for part in (
@@ -100,11 +116,12 @@ def serving_points_measured(
                 p.model,
                 p.weight_precision,
                 p.scenario,
-                p.tokens_per_s_per_gpu,
-                p.tokens_per_s_per_user,
+                statistics.median(g.tokens_per_s_per_gpu for g in group),
+                statistics.median(users) if len(users) == len(group) else None,
                 label,
                 p.source_url,
                 p.measured_on,
+                len(group),
             )  # fmt: skip
         )
     return dict(out)
@@ -140,7 +157,7 @@ class ServingChoice:
 def _measured_at(
     points: list[MeasuredServing], *, target: float | None, allowed: frozenset[int] | None
 ) -> tuple[float, MeasuredServing, int] | None:
-    """The best measured (tokens/s per GPU, point quoted, points behind it) over the rentable counts."""
+    """The best measured (tokens/s per GPU, point quoted, results behind it) over the rentable counts."""
     by_configuration: dict[tuple[int, str, str], list[MeasuredServing]] = defaultdict(list)
     for point in points:
         if allowed is None or point.gpu_count in allowed:
@@ -155,7 +172,7 @@ def _measured_at(
         # The point the figure rests on: the one closest to it from above (or the best one).
         quoted = min(group, key=lambda p: (p.tokens_per_s_per_gpu < value, abs(p.tokens_per_s_per_gpu - value)))
         if best is None or value > best[0]:
-            best = (value, quoted, len(group))
+            best = (value, quoted, sum(p.results for p in group))
     return best
 
 
@@ -262,7 +279,7 @@ def _gpu_choice(
     if found is not None:
         value, quoted, n = found
         return choice(LlmFigure("measured", value, quoted.gpu_count, n, len({p.label for p in points}), quoted.label,
-                                quoted.url, quoted.precision, True, None, None, len(points) - n))  # fmt: skip
+                                quoted.url, quoted.precision, True, None, None, 0))  # fmt: skip
     if best is None:
         figure = LlmFigure("estimated", None, chosen.gpu_count if chosen else 0, 0, 0, curve_label, "", precision,
                            chosen is not None, None, None, 0)  # fmt: skip
