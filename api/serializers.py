@@ -13,6 +13,7 @@ from rest_framework import serializers
 from benchmarks_app.models import SubmissionStatus, TrustLabel, Workload
 from catalog.models import Precision, Provider, Segment
 from catalog.models.prices import PurchasePrice
+from llm.models import EngineClass, Interconnect, PerUserBasis, PrecisionStatus, Scenario, SourceKind
 
 
 def _nullable_float(**kwargs: object) -> serializers.FloatField:
@@ -528,3 +529,44 @@ class TierListSerializer(RankingHeaderSerializer):
     below_floor = RankingRowSerializer(many=True)
     lacking_precision = RankingRowSerializer(many=True)
     without_price = RankingRowSerializer(many=True)
+
+
+class ServingPointSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    gpu = serializers.CharField()
+    gpu_name = serializers.CharField()
+    gpu_count = serializers.IntegerField()
+    interconnect = serializers.ChoiceField(choices=Interconnect.choices)
+    model = serializers.CharField(help_text="Model key (llm.estimate.shapes), e.g. llama-3.1-70b.")
+    weight_precision = serializers.CharField(help_text="Weight format as run (after any correction).")
+    weight_precision_stated = serializers.CharField(help_text="Weight format as the source stated it.")
+    quant = serializers.CharField(help_text="GGUF type, where the source names one.")
+    kv_cache_precision = serializers.CharField(help_text="KV cache format; empty where not known.")
+    precision_status = serializers.ChoiceField(choices=PrecisionStatus.choices)
+    precision_note = serializers.CharField(help_text="Why the precision was corrected or is unknown, with the quote.")
+    precision_source_url = serializers.CharField()
+    engine = serializers.CharField()
+    engine_class = serializers.ChoiceField(choices=EngineClass.choices)
+    engine_version = serializers.CharField()
+    input_tokens = serializers.IntegerField(allow_null=True, help_text="Input length (a mean where lengths vary).")
+    output_tokens = serializers.IntegerField(allow_null=True, help_text="Output length (a mean where lengths vary).")
+    lengths_note = serializers.CharField()
+    scenario = serializers.ChoiceField(choices=Scenario.choices)
+    concurrency = serializers.IntegerField(allow_null=True)
+    ttft_limit_ms = _nullable_float(help_text="First-token latency limit of the scenario (ms, p99 for MLPerf).")
+    tpot_limit_ms = _nullable_float(help_text="Per-output-token latency limit of the scenario (ms, p99 for MLPerf).")
+    limits_note = serializers.CharField()
+    tokens_per_s_per_gpu = serializers.FloatField(help_text="Output tokens/s per GPU.")
+    tokens_per_s_per_user = _nullable_float(help_text="Output tokens/s of one user; see per_user_basis.")
+    per_user_basis = serializers.ChoiceField(
+        choices=PerUserBasis.choices, help_text="measured, a floor from the latency limit, one stream, or undefined."
+    )
+    ttft_ms = _nullable_float(help_text="Measured time to first token (ms).")
+    measured_on = serializers.DateField()
+    date_estimated = serializers.BooleanField()
+    source_kind = serializers.ChoiceField(choices=SourceKind.choices)
+    source = serializers.CharField()  # type: ignore[assignment]
+    source_title = serializers.CharField()
+    source_url = serializers.CharField()
+    result = serializers.IntegerField(help_text="id of the result it is derived from (results/).")
+    trust = serializers.ChoiceField(choices=TrustLabel.choices, help_text="Trust of that result.")

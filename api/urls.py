@@ -2,7 +2,7 @@ from django.urls import path, re_path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView
 
-from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings
+from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings, serving_points
 from api.views.base import ApiNotFoundView, PingView
 from api.views.fit import FitView
 from api.views.fit_serving import FitServingView
@@ -28,6 +28,7 @@ urlpatterns = [
     path("workloads/", benchmarks.WorkloadListView.as_view(), name="workload-list"),
     path("results/", benchmarks.ResultListView.as_view(), name="result-list"),
     path("aggregates/", benchmarks.AggregateListView.as_view(), name="aggregate-list"),
+    path("serving-points/", serving_points.ServingPointListView.as_view(), name="serving-point-list"),
     path("rankings/", rankings.RankingView.as_view(), name="rankings"),
     path("tiers/", rankings.TierListView.as_view(), name="tiers"),
     path("fit/", FitView.as_view(), name="fit"),

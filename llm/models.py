@@ -117,8 +117,15 @@ class ServingPoint(models.Model):
     engine = models.CharField(max_length=120, help_text=_("Engine as named by the source, e.g. TensorRT-LLM."))
     engine_class = models.CharField(max_length=16, choices=EngineClass.choices)
     engine_version = models.CharField(max_length=60, blank=True)
-    input_tokens = models.PositiveIntegerField(help_text=_("Input (prompt) length, tokens."))
-    output_tokens = models.PositiveIntegerField(help_text=_("Output length, tokens."))
+    input_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("Input (prompt) length, tokens; a mean where lengths vary.")
+    )
+    output_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("Output length, tokens; a mean where lengths vary.")
+    )
+    lengths_note = models.CharField(
+        max_length=300, blank=True, help_text=_("Where the lengths come from, or why one is not known.")
+    )
     scenario = models.CharField(max_length=16, choices=Scenario.choices)
     concurrency = models.PositiveIntegerField(null=True, blank=True, help_text=_("Sequences in flight, where fixed."))
     ttft_limit_ms = models.FloatField(null=True, blank=True, help_text=_("First-token latency limit (ms)."))

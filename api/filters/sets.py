@@ -24,7 +24,9 @@ from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider,
 from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
+from llm.estimate.shapes import MODEL_SHAPES
 from llm.interactivity import TARGETS
+from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint, SourceKind
 
 # --- vocabularies ----------------------------------------------------------------------------
 
@@ -190,6 +192,34 @@ class AggregateFilterSet(ApiFilterSet):
 
     class Meta:
         model = ResultAggregate
+        fields: list[str] = []
+
+
+class ServingPointFilterSet(ApiFilterSet):
+    gpu = gpu_filter()
+    model = EntityFilter(
+        field_name="model", values=fixed_values(MODEL_SHAPES), description=_("Model key, e.g. llama-3.1-70b.")
+    )
+    precision = EntityFilter(
+        field_name="weight_precision",
+        values=fixed_values(Precision.values),
+        description=_("Weight precision as run (after any correction)."),
+    )
+    precision_status = EntityFilter(
+        field_name="precision_status",
+        values=fixed_values(PrecisionStatus.values),
+        description=_("Whether the precision is as stated, corrected from a cited source, or unknown."),
+    )
+    scenario = EntityFilter(field_name="scenario", values=fixed_values(Scenario.values), description=_("Scenario."))
+    engine_class = EntityFilter(
+        field_name="engine_class", values=fixed_values(EngineClass.values), description=_("Engine class.")
+    )
+    source = EntityFilter(
+        field_name="source_kind", values=fixed_values(SourceKind.values), description=_("Where the point comes from.")
+    )
+
+    class Meta:
+        model = ServingPoint
         fields: list[str] = []
 
 

@@ -50,6 +50,8 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from benchmarks_app.services.markdown_tables import MarkdownTable, markdown_tables
+from llm.models import SourceKind
+from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "llamacpp"
 XIONGJIEDAI_URL = "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference"
@@ -467,7 +469,9 @@ def xiongjiedai_import(
     writer = _Writer(XIONGJIEDAI_DATASET, "lab:xiongjiedai", summary, GpuNameResolver(require_variant=True))
     for record in kept.to_dict("records"):
         _xiongjiedai_record(writer, record)
-    return writer.store(source_prefix=XIONGJIEDAI_URL, refresh_aggregates=refresh_aggregates)
+    summary = writer.store(source_prefix=XIONGJIEDAI_URL, refresh_aggregates=refresh_aggregates)
+    summary.notes.extend(serving_points_rebuild(source=SourceKind.LLAMACPP).as_lines())
+    return summary
 
 
 def _xiongjiedai_record(writer: _Writer, record: dict[str, Any]) -> None:
@@ -603,7 +607,9 @@ def geerling_import(
     measured_at = _date_time(day)
     for record in table.to_dict("records"):
         _geerling_record(writer, record, measured_at)
-    return writer.store(source_prefix=GEERLING_URL, refresh_aggregates=refresh_aggregates)
+    summary = writer.store(source_prefix=GEERLING_URL, refresh_aggregates=refresh_aggregates)
+    summary.notes.extend(serving_points_rebuild(source=SourceKind.EVAL_RATE).as_lines())
+    return summary
 
 
 def _geerling_record(writer: _Writer, record: dict[str, Any], measured_at: dt.datetime) -> None:

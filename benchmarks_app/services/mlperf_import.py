@@ -50,6 +50,8 @@ from benchmarks_app.services.lab_tables import (
     text_or_empty,
     workload_ensure,
 )
+from llm.models import SourceKind
+from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "mlperf"
 RESULTS_REPO = "https://github.com/mlcommons/inference_results_v{round}"
@@ -289,6 +291,7 @@ def mlperf_import_file(
         summary=summary,
         refresh_aggregates=refresh_aggregates,
     )
+    summary.notes.extend(serving_points_rebuild(source=SourceKind.MLPERF).as_lines())
     return summary
 
 

@@ -21,6 +21,7 @@ from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
+from llm.services.serving_points import ServingPointsSummary, serving_points_rebuild
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class RebuildSummary:
     results: int = 0
     aggregates: int = 0
     lab: LabImportSummary | None = None
+    serving_points: ServingPointsSummary | None = None
 
     def as_lines(self) -> list[str]:
         lines = [
@@ -52,6 +54,8 @@ class RebuildSummary:
         ]
         if self.lab is not None:
             lines.append(f"lab results: {self.lab.results_written} from {self.lab.source}")
+        if self.serving_points is not None:
+            lines.extend(self.serving_points.as_lines())
         if self.newly_rejected:
             lines.append(
                 f"rejected by the current rules, public before: {len(self.newly_rejected)} "
@@ -107,4 +111,5 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
                 )
         summary.aggregates = aggregates_rebuild()
         summary.results = BenchmarkResult.objects.count()
+        summary.serving_points = serving_points_rebuild()
     return summary

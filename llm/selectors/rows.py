@@ -40,6 +40,7 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult
 from llm.estimate.shapes import MODEL_SHAPES, model_size_class
+from llm.models import PrecisionStatus
 
 _MLPERF = re.compile(
     r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive|singlestream|multistream)-(?P<unit>[a-z-]+)$"
@@ -286,13 +287,18 @@ def llm_rows(*, gpu_ids: Iterable[int] | None = None) -> list[LlmRow]:
     rows = []
     for r in queryset.order_by().values(
         "gpu_id", "comparison_key", "workload__slug", "workload__version", "params", "precision", "gpu_count", "value",
-        "environment", "submitter_key", "trust",
+        "environment", "submitter_key", "trust", "serving_point__weight_precision", "serving_point__precision_status",
     ):  # fmt: skip
+        # The precision a run was at: its serving point's (checked for plausibility, corrected from a
+        # cited source: llm.precision); a run whose precision is unknown is no measurement of any format.
+        if r["serving_point__precision_status"] == PrecisionStatus.UNKNOWN:
+            continue
+        precision = r["serving_point__weight_precision"] or r["precision"]
         info = llm_row_classify(
             slug=r["workload__slug"],
             version=r["workload__version"],
             params=r["params"] or {},
-            precision=r["precision"],
+            precision=precision,
             gpu_count=r["gpu_count"],
             value=r["value"],
             environment=r["environment"] or {},
@@ -306,7 +312,7 @@ def llm_rows(*, gpu_ids: Iterable[int] | None = None) -> list[LlmRow]:
                 kind=info["kind"],
                 model=info["model"],
                 benchmark=info["benchmark"],
-                precision=r["precision"],
+                precision=precision,
                 quant=info["quant"],
                 gpu_count=r["gpu_count"],
                 value=info["value"],
@@ -351,11 +357,12 @@ class LlmPoint:
 
 
 def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
-    grouped: dict[tuple[int, str], list[LlmRow]] = defaultdict(list)
+    # The precision is the one each run was at (corrected where a source says so), so it splits a key.
+    grouped: dict[tuple[int, str, str], list[LlmRow]] = defaultdict(list)
     for row in rows:
-        grouped[(row.gpu_id, row.comparison_key)].append(row)
+        grouped[(row.gpu_id, row.comparison_key, row.precision)].append(row)
     points = []
-    for (gpu_id, key), group in grouped.items():
+    for (gpu_id, key, _precision), group in grouped.items():
         first = group[0]
         has_lab = any(r.trust == "lab" for r in group)
         n = len(group)

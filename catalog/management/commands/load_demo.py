@@ -19,6 +19,8 @@ from benchmarks_app.services.workloads import workload_seed
 from catalog.management.progress import tqdm_progress
 from catalog.services.catalog_import import CuratedDataError, catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
+from llm.services.serving_points import serving_points_rebuild
+from llm.services.trtllm_import import trtllm_import_bundled
 
 # Real runs of gpuatlas-bench on the lent H100 (bench_client/perf/results/ has the raw logs).
 CLIENT_RESULTS = sorted((Path(settings.BASE_DIR) / "tests" / "fixtures" / "bench").glob("*.json"))
@@ -65,8 +67,11 @@ class Command(BaseCommand):
             self.stdout.write(f"  {line}")
         self._done(started)
 
-        started = self._step("4/5 LLM inference: MLPerf Inference v4.1/v5.1/v6.1, llama.cpp and Ollama tables")
-        for table in [*mlperf_import_bundled(), xiongjiedai_import(), geerling_import()]:
+        started = self._step(
+            "4/5 LLM inference: MLPerf Inference v4.1/v5.1/v6.1, TensorRT-LLM performance overview, llama.cpp and "
+            "Ollama tables"
+        )
+        for table in [*mlperf_import_bundled(), *trtllm_import_bundled(), xiongjiedai_import(), geerling_import()]:
             for line in table.as_lines(max_skipped=0)[:4]:
                 self.stdout.write(f"  {line}")
             if table.unmatched:
@@ -84,5 +89,8 @@ class Command(BaseCommand):
             outcome.submission.refresh_from_db()
             state = "stored" if outcome.created else "already stored"
             self.stdout.write(f"  {path.name}: {state}, status {outcome.submission.status}")
+        # Every serving point derived from what is stored now (the imports and the ingest derive their own).
+        for line in serving_points_rebuild().as_lines():
+            self.stdout.write(f"  {line}")
         self._done(started)
         self.stdout.write(self.style.SUCCESS("demo data loaded"))

@@ -1,0 +1,391 @@
+"""Derive the measured LLM serving points from the stored results (rebuildable, derive on write).
+
+``serving_points_rebuild`` replaces the points of one source (or of all) by those derived from
+the stored results, in one transaction. The imports (MLPerf, llama.cpp/Ollama, TensorRT-LLM),
+the client ingest and ``rebuild_results`` call it at the end of their own transaction.
+
+What a result becomes:
+
+==================================  ====================  ==============================================
+result (workload)                   scenario              tokens/s per user
+==================================  ====================  ==============================================
+``mlperf-<llm>-offline-tokens``      offline               not defined (no latency bound)
+``mlperf-<llm>-server-tokens``       server                at least 1000 / the round's TPOT limit (floor)
+``mlperf-<llm>-interactive-tokens``  interactive           at least 1000 / the round's TPOT limit (floor)
+``trtllm-throughput``               offline               not defined (requests at an unbounded rate)
+``trtllm-serving``                  server (offline: INF)  1000 / the published mean inter-token latency
+``llamacpp-tg``, ``llm-eval-rate``  single-stream         the stream's rate (one user)
+``llm-decode`` (phase decode)       concurrency (batch)   the configuration's rate / the batch
+==================================  ====================  ==============================================
+
+Tokens/s per GPU is the result's value where the result is per GPU (MLPerf, TensorRT-LLM), the
+configuration's rate divided by its GPU count otherwise. Every point's precision is checked
+(``llm.precision``). Results of models without a shape (``llm.estimate.shapes``) give no point.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+
+from benchmarks_app.models import BenchmarkResult
+from catalog.interconnect import pcie_peak_gbs
+from llm.estimate.comm import FABRIC_VARIANTS
+from llm.estimate.shapes import MODEL_SHAPES
+from llm.mlperf_rules import mlperf_benchmark, mlperf_latency_limits
+from llm.models import EngineClass, Interconnect, PerUserBasis, Scenario, ServingPoint, SourceKind
+from llm.precision import precision_assess
+from llm.selectors.rows import CLIENT_WORKLOAD, EVAL_RATE_MODELS, llamacpp_section_title, model_slug_normalise
+
+_MLPERF = re.compile(r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive)-tokens$")
+_KV = re.compile(r"(fp8|fp16|bf16|fp4|int8|int4)\s*kv", re.IGNORECASE)
+_VERSION = re.compile(r"(\d+(?:\.\d+)+)")
+
+RESULTS_Q: dict[str, Q] = {
+    SourceKind.MLPERF: Q(workload__slug__startswith="mlperf-", workload__slug__endswith="-tokens"),
+    SourceKind.TRTLLM: Q(workload__slug__in=["trtllm-throughput", "trtllm-serving"]),
+    SourceKind.LLAMACPP: Q(workload__slug="llamacpp-tg"),
+    SourceKind.EVAL_RATE: Q(workload__slug="llm-eval-rate"),
+    SourceKind.CLIENT: Q(workload__slug=CLIENT_WORKLOAD),
+}
+
+
+@dataclass
+class ServingPointsSummary:
+    points: Counter[str] = field(default_factory=Counter)  # source kind -> points written
+    precision: Counter[str] = field(default_factory=Counter)  # precision status -> points
+    skipped: Counter[str] = field(default_factory=Counter)  # reason -> results without a point
+
+    def as_lines(self) -> list[str]:
+        lines = [
+            "serving points: " + (", ".join(f"{k} {v}" for k, v in sorted(self.points.items())) or "none"),
+            "precision: " + ", ".join(f"{k} {v}" for k, v in sorted(self.precision.items())),
+        ]
+        lines.extend(f"  no point: {reason} ({n})" for reason, n in self.skipped.most_common())
+        return lines
+
+
+def interconnect_of(*, gpu_count: int, interconnect_gbs: float | None, variant: str, bus_interface: str) -> str:
+    """How the GPUs of a configuration talk: none for one GPU; an NVLink-class fabric where the
+    catalogue lists one (or the form factor has one: SXM, OAM); PCIe where it names the bus."""
+    if gpu_count <= 1:
+        return Interconnect.NONE
+    if interconnect_gbs or variant.strip().lower() in FABRIC_VARIANTS:
+        return Interconnect.NVLINK
+    if pcie_peak_gbs(bus_interface):
+        return Interconnect.PCIE
+    return Interconnect.UNKNOWN
+
+
+def engine_class_of(engine: str) -> str:
+    """The engine class of an engine's name (MLPerf's framework text, a table's engine)."""
+    lowered = engine.lower()
+    if "tensorrt" in lowered or "trt-llm" in lowered:
+        return EngineClass.TENSORRT_LLM
+    if "vllm" in lowered or "sglang" in lowered:
+        return EngineClass.VLLM_SGLANG
+    if "llama.cpp" in lowered or "ollama" in lowered or "gguf" in lowered:
+        return EngineClass.LLAMA_CPP
+    if "pytorch" in lowered or "gpuatlas-bench" in lowered:
+        return EngineClass.PYTORCH
+    return EngineClass.OTHER
+
+
+@transaction.atomic
+def serving_points_rebuild(*, source: str | None = None) -> ServingPointsSummary:
+    """Replace the serving points of ``source`` (a SourceKind; None: every source) with those
+    derived from the stored results."""
+    kinds = [SourceKind(source)] if source else list(SourceKind)
+    ServingPoint.objects.filter(source_kind__in=kinds).delete()
+    summary = ServingPointsSummary()
+    points: list[ServingPoint] = []
+    for kind in kinds:
+        results = BenchmarkResult.objects.filter(RESULTS_Q[kind]).select_related("gpu", "workload")
+        for result in results.order_by("id").iterator(chunk_size=500):
+            point, reason = _derive(kind, result)
+            if point is None:
+                summary.skipped[f"{kind}: {reason}"] += 1
+                continue
+            points.append(point)
+            summary.points[kind] += 1
+            summary.precision[point.precision_status] += 1
+    ServingPoint.objects.bulk_create(points, batch_size=500)
+    return summary
+
+
+def _derive(kind: str, result: BenchmarkResult) -> tuple[ServingPoint | None, str]:
+    params, env = result.params or {}, result.environment or {}
+    if kind == SourceKind.MLPERF:
+        return _mlperf(result, params, env)
+    if kind == SourceKind.TRTLLM:
+        return _trtllm(result, params, env)
+    if kind in (SourceKind.LLAMACPP, SourceKind.EVAL_RATE):
+        return _one_stream(kind, result, params, env)
+    return _client(result, params, env)
+
+
+def _point(result: BenchmarkResult, *, model: str, sequence_tokens: int | None, facts: dict[str, str],
+           quant: str = "", **fields: Any) -> ServingPoint:  # fmt: skip
+    gpu = result.gpu
+    assessment = precision_assess(
+        model=model, stated=result.precision, quant=quant, memory_gib=gpu.memory_gib, gpu_count=result.gpu_count,
+        sequence_tokens=sequence_tokens, facts=facts,
+    )  # fmt: skip
+    fields.setdefault(
+        "interconnect",
+        interconnect_of(
+            gpu_count=result.gpu_count,
+            interconnect_gbs=gpu.interconnect_gbs,
+            variant=gpu.variant,
+            bus_interface=gpu.bus_interface,
+        ),  # fmt: skip
+    )
+    return ServingPoint(
+        result=result, gpu=gpu, gpu_count=result.gpu_count, model=model, quant=quant,
+        weight_precision=assessment.precision, weight_precision_stated=result.precision,
+        precision_status=assessment.status, precision_note=assessment.note[:4000],
+        precision_source_url=assessment.source_url, measured_on=result.measured_at.date(), source=result.source,
+        **fields,
+    )  # fmt: skip
+
+
+def _mlperf(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]) -> tuple[ServingPoint | None, str]:
+    found = _MLPERF.match(result.workload.slug)
+    if found is None:
+        return None, "not an LLM throughput"
+    benchmark = str(env.get("benchmark") or found["bench"])
+    family = mlperf_benchmark(benchmark)
+    model = family.model if family else model_slug_normalise(re.sub(r"-(99(\.9)?|interactive)$", "", benchmark))
+    if model is None or model not in MODEL_SHAPES:
+        return None, f"benchmark {benchmark} runs a model without a shape"
+    round_ = result.workload.version
+    scenario = found["scenario"]
+    limits = mlperf_latency_limits(round_=round_, benchmark=benchmark, scenario=scenario)
+    framework = str(env.get("framework", ""))
+    floor = limits.user_rate_floor
+    output_tokens = family.output_tokens if family else None
+    system = f"{env.get('submitter', '')}, {env.get('system', '')}"
+    return (
+        _point(
+            result,
+            model=model,
+            sequence_tokens=None,
+            facts={
+                "source_kind": SourceKind.MLPERF,
+                "round": round_,
+                "benchmark": benchmark,
+                "framework": framework,
+                "accelerator": str(env.get("accelerator_name", "")),
+                "submitter": str(env.get("submitter", "")),
+            },
+            source_kind=SourceKind.MLPERF,
+            kv_cache_precision=(_KV.search(str(env.get("weight_data_types", ""))) or [None, ""])[1].lower(),
+            engine=framework[:120] or "not stated",
+            engine_class=engine_class_of(framework),
+            engine_version=(_VERSION.search(framework) or [""])[0][:60],
+            input_tokens=None,
+            output_tokens=output_tokens,
+            lengths_note=(
+                f"mean output tokens per sample of the benchmark: {family.output_source}; input lengths vary "
+                "per sample (the reference publishes no mean)"
+            )
+            if output_tokens and family
+            else "the benchmark's lengths vary per sample; no published mean in the table",
+            scenario=scenario,
+            concurrency=None,
+            ttft_limit_ms=limits.ttft_ms,
+            tpot_limit_ms=limits.tpot_ms,
+            limits_note=limits.note,
+            tokens_per_s_per_gpu=result.value,
+            tokens_per_s_per_user=floor,
+            per_user_basis=PerUserBasis.LATENCY_FLOOR if floor else PerUserBasis.UNDEFINED,
+            ttft_ms=None,
+            date_estimated=False,
+            source_title=f"MLPerf Inference v{round_} · {benchmark} {scenario.title()} · {system}"[:300],
+            source_url=str(env.get("url", ""))[:500],
+        ),  # fmt: skip
+        "",
+    )
+
+
+def _trtllm(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]) -> tuple[ServingPoint | None, str]:
+    model = str(params.get("model", ""))
+    if model not in MODEL_SHAPES:
+        return None, f"model {model} has no shape"
+    serving = result.workload.slug == "trtllm-serving"
+    itl, qps = env.get("itl_ms"), params.get("qps")
+    per_user = 1000.0 / float(itl) if serving and itl else None
+    input_tokens, output_tokens = int(params["input_tokens"]), int(params["output_tokens"])
+    release = result.workload.version
+    if serving:
+        scenario = Scenario.OFFLINE if qps == "INF" else Scenario.SERVER
+        limits_note = (
+            f"no latency bound: requests at {'an unbounded rate' if qps == 'INF' else f'{qps} per second'}; "
+            "tokens/s per user = 1000 / the published mean inter-token latency"
+        )
+    else:
+        scenario, limits_note = Scenario.OFFLINE, "no latency bound: requests at an unbounded rate (maximum throughput)"
+    parallel = f"TP{params.get('tensor_parallel')}" + (
+        f",PP{params.get('pipeline_parallel')}" if int(params.get("pipeline_parallel", 1)) > 1 else ""
+    )
+    return (
+        _point(
+            result,
+            model=model,
+            sequence_tokens=input_tokens + output_tokens,
+            facts={"source_kind": SourceKind.TRTLLM, "round": release, "benchmark": model},
+            source_kind=SourceKind.TRTLLM,
+            kv_cache_precision="",
+            engine="TensorRT-LLM",
+            engine_class=EngineClass.TENSORRT_LLM,
+            engine_version=release,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            lengths_note="fixed lengths (synthetic requests, standard deviation 0)",
+            scenario=scenario,
+            concurrency=None,
+            ttft_limit_ms=None,
+            tpot_limit_ms=None,
+            limits_note=limits_note,
+            tokens_per_s_per_gpu=result.value,
+            tokens_per_s_per_user=per_user,
+            per_user_basis=PerUserBasis.MEASURED if per_user else PerUserBasis.UNDEFINED,
+            ttft_ms=env.get("ttft_ms") if serving else None,
+            date_estimated=bool(env.get("date_estimated", True)),
+            source_title=(
+                f"TensorRT-LLM {release} performance overview · {env.get('model_name', model)} · "
+                f"{env.get('gpu_name', '')} {parallel} · {input_tokens}/{output_tokens}"
+            )[:300],
+            source_url=str(env.get("url", ""))[:500],
+        ),  # fmt: skip
+        "",
+    )
+
+
+def _one_stream(
+    kind: str, result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
+) -> tuple[ServingPoint | None, str]:
+    if kind == SourceKind.LLAMACPP:
+        model, quant = str(params.get("model", "")), str(params.get("quant", ""))
+        output_tokens = int(params.get("tokens") or 0) or None
+        title = " · ".join(
+            (
+                llamacpp_section_title(str(params.get("section", ""))),
+                quant,
+                f"tg {params.get('tokens', '')}",
+                str(env.get("config", "")),
+            )  # fmt: skip
+        )
+        engine, input_tokens, lengths = (
+            "llama.cpp (llama-bench)",
+            0,
+            "llama-bench tg: tokens generated from an empty prompt",
+        )
+    else:
+        model, quant = EVAL_RATE_MODELS.get(str(params.get("model", "")), ""), "Q4_K_M"
+        output_tokens, input_tokens = None, None
+        title = f"Jeff Geerling's AI benchmarks · {params.get('model', '')} · {params.get('host', '')}"
+        engine, lengths = "Ollama (llama.cpp)", "Ollama eval rate of one request; lengths not published"
+    if model not in MODEL_SHAPES:
+        return None, f"model {model or params.get('model')} has no shape"
+    month = str(env.get("snapshot_month", ""))
+    return (
+        _point(
+            result,
+            model=model,
+            quant=quant,
+            sequence_tokens=(output_tokens or 0) + (input_tokens or 0) or None,
+            facts={"source_kind": kind, "benchmark": model},
+            source_kind=kind,
+            kv_cache_precision="",
+            engine=engine,
+            engine_class=EngineClass.LLAMA_CPP,
+            engine_version="",
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            lengths_note=lengths,
+            scenario=Scenario.SINGLE_STREAM,
+            concurrency=1,
+            ttft_limit_ms=None,
+            tpot_limit_ms=None,
+            limits_note="one stream: no latency bound",
+            tokens_per_s_per_gpu=result.value / result.gpu_count,
+            tokens_per_s_per_user=result.value,
+            per_user_basis=PerUserBasis.ONE_STREAM,
+            ttft_ms=None,
+            date_estimated=True,
+            source_title=(f"{title} (table of {month})" if month else title)[:300],
+            source_url=str(env.get("issue_url") or env.get("url", ""))[:500],
+        ),  # fmt: skip
+        "",
+    )
+
+
+def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]) -> tuple[ServingPoint | None, str]:
+    if str(params.get("phase", "decode")).lower() != "decode":
+        return None, "prefill result (no decode rate)"
+    model = model_slug_normalise(str(params.get("model", "")))
+    if model is None:
+        return None, f"model {params.get('model')} has no shape"
+    batch = _int(params.get("concurrency", params.get("batch", params.get("batch_size"))), 1)
+    prompt = _int(params.get("context_len", params.get("prompt_len", params.get("prompt_tokens"))), 0)
+    generated = _int(params.get("generated_tokens"), 0)
+    interconnect = str(params.get("interconnect", ""))
+    extra = {"interconnect": interconnect} if interconnect in Interconnect.values else {}
+    return (
+        _point(
+            result,
+            model=model,
+            sequence_tokens=prompt + generated or None,
+            facts={"source_kind": SourceKind.CLIENT, "benchmark": model},
+            source_kind=SourceKind.CLIENT,
+            kv_cache_precision=str(params.get("kv_precision", ""))[:8],
+            engine="gpuatlas-bench llm-decode",
+            engine_class=EngineClass.PYTORCH,
+            engine_version=result.workload.version,
+            input_tokens=prompt,
+            output_tokens=generated or None,
+            lengths_note="prompt and generated tokens of the run (params)",
+            scenario=Scenario.CONCURRENCY,
+            concurrency=batch,
+            ttft_limit_ms=None,
+            tpot_limit_ms=None,
+            limits_note="fixed batch: every sequence gets one token per decode step",
+            tokens_per_s_per_gpu=result.value / result.gpu_count,
+            tokens_per_s_per_user=result.value / batch,
+            per_user_basis=PerUserBasis.MEASURED,
+            ttft_ms=None,
+            date_estimated=False,
+            source_title=f"gpuatlas-bench {CLIENT_WORKLOAD} · batch {batch} · prompt {prompt} tokens"[:300],
+            source_url="",
+            **extra,
+        ),  # fmt: skip
+        "",
+    )
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@transaction.atomic
+def serving_points_add_for_submissions(*, submission_ids: list[int]) -> int:
+    """Derive the points of these submissions' results (the live ingest: new results, no other
+    source's points touched); returns how many were written."""
+    results = (
+        BenchmarkResult.objects.filter(RESULTS_Q[SourceKind.CLIENT], submission_id__in=submission_ids)
+        .select_related("gpu", "workload")
+        .order_by("id")
+    )
+    ServingPoint.objects.filter(result__in=results).delete()
+    points = [p for p, _ in (_derive(SourceKind.CLIENT, r) for r in results) if p is not None]
+    ServingPoint.objects.bulk_create(points)
+    return len(points)

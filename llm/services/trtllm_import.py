@@ -1,0 +1,250 @@
+"""Import NVIDIA's TensorRT-LLM performance overview tables as lab results.
+
+Each figure of a copied ``perf-overview.md`` (``llm/data/trtllm/<release>/``, parsed by
+``llm.trtllm``) becomes one ``BenchmarkResult`` (trust ``lab``): workload ``trtllm-throughput``
+(maximum-throughput runs) or ``trtllm-serving`` (fixed request rates), version = the TensorRT-LLM
+release the table names, value = output tokens/s per GPU (the published figure divided by the GPU
+count where it is the configuration's total), gpu_count = TP x PP, params = model, lengths and
+parallelism. GPU names the catalogue lacks become ``LabImportRow`` rows. Idempotent per file: a
+new import of the same file replaces what it wrote. The serving points are derived at the end of
+the same transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel, Workload
+from benchmarks_app.services.aggregates import comparison_key_for
+from benchmarks_app.services.lab_tables import (
+    GpuNameResolver,
+    LabTableError,
+    LabTableSummary,
+    WorkloadSpec,
+    lab_rows_replace,
+    memory_in_name,
+    workload_ensure,
+)
+from benchmarks_app.services.mlperf_import import accelerator_name_candidates
+from llm.models import SourceKind
+from llm.services.serving_points import serving_points_rebuild
+from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
+
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "trtllm"
+UPSTREAM = "https://github.com/NVIDIA/TensorRT-LLM/blob/{commit}/docs/source/performance/perf-overview.md"
+SOURCE_PREFIX = "TensorRT-LLM performance overview ("
+LAB_SUBMITTER_KEY = "lab:tensorrt-llm"
+
+
+@dataclass(frozen=True)
+class TrtllmFile:
+    """A copied file: its release, the upstream commit and the (estimated) dates of its tables."""
+
+    directory: str
+    release: str
+    commit: str
+    dates: dict[str, dt.date]  # release named by a table -> the month it came out (estimated)
+
+
+# llm/data/trtllm/SOURCES.md
+BUNDLED_FILES = (
+    TrtllmFile("v0.17", "0.17", "258c7540c03517def55d9a5aadfa9288af474e1b",
+               {"0.17": dt.date(2025, 2, 1), "0.14.0": dt.date(2024, 11, 1)}),
+    TrtllmFile("v1.0", "1.0", "00f37686aa854010d68bcbd0f4ab000221541ca6", {"1.0": dt.date(2025, 9, 1)}),
+)  # fmt: skip
+
+# GPU names as the files print them -> the name of the same part in MLPerf's spelling, which the
+# catalogue's aliases know. The files' hardware lists say which parts ran: "H100 SXM 80GB (DGX
+# H100)", "GH200 96GB HBM3 (480GB LPDDR5X)", "B200 180GB (DGX B200)", "GB200 192GB (GB200 NVL72)".
+# "H200 131GB HBM3" (serving table) is the same page's H200 SXM 141GB: no 131 GB H200 exists.
+GPU_NAMES = {
+    "h200 141gb hbm3": "NVIDIA H200-SXM-141GB",
+    "h200 131gb hbm3": "NVIDIA H200-SXM-141GB",
+    "h200": "NVIDIA H200-SXM-141GB",
+    "h100 80gb hbm3": "NVIDIA H100-SXM-80GB",
+    "h100": "NVIDIA H100-SXM-80GB",
+    "gh200 480gb": "NVIDIA GH200 Grace Hopper Superchip 96GB",
+    "b200": "NVIDIA B200-SXM-180GB",
+    "gb200": "NVIDIA GB200",
+    "l40s": "NVIDIA L40S",
+    "a100-sxm4-80gb": "NVIDIA A100-SXM4-80GB",
+    "rtx 6000 pro blackwell server edition": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+}
+
+
+def trtllm_import_file(
+    *, path: Path | str, release: str, commit: str, dates: dict[str, dt.date], refresh_aggregates: bool = True
+) -> LabTableSummary:
+    """Import one copied perf-overview.md (see the module doc); LabTableError names what is wrong."""
+    file_path = Path(path)
+    if not file_path.is_file():
+        raise LabTableError(f"{file_path}: file not found")
+    try:
+        parsed = trtllm_parse(file_path.read_text(encoding="utf-8"), default_version=release)
+    except (TrtllmFormatError, UnicodeDecodeError) as exc:
+        raise LabTableError(f"{file_path}: {exc}") from None
+    dates = {**{r.version: dates[release] for r in parsed if release in dates}, **dates}
+    undated = sorted({r.version for r in parsed if r.version not in dates})
+    if undated:
+        raise LabTableError(f"{file_path}: no date for the table(s) of release {', '.join(undated)}: pass one")
+    source_head = f"{SOURCE_PREFIX}{release}, {commit[:12]})"
+    summary = LabTableSummary(source=f"{source_head}: {UPSTREAM.format(commit=commit)}", rows_read=len(parsed))
+    with transaction.atomic():
+        dataset = f"trtllm-{release}-{commit[:12]}"
+        reader = _Reader(
+            summary=summary, source_head=source_head, commit=commit, dates=dates, file=file_path.name, dataset=dataset
+        )
+        for row in parsed:
+            reader.read(row)
+        lab_rows_replace(
+            result_source_prefixes=[source_head],
+            datasets=[dataset],
+            results=reader.results,
+            import_rows=reader.import_rows,
+            summary=summary,
+            refresh_aggregates=refresh_aggregates,
+        )
+        serving_points_rebuild(source=SourceKind.TRTLLM)
+    return summary
+
+
+def trtllm_import_bundled(*, refresh_aggregates: bool = True) -> list[LabTableSummary]:
+    """Import every copied release (the demo data)."""
+    return [
+        trtllm_import_file(
+            path=BUNDLED_DIR / f.directory / "perf-overview.md",
+            release=f.release,
+            commit=f.commit,
+            dates=f.dates,
+            refresh_aggregates=refresh_aggregates,
+        )  # fmt: skip
+        for f in BUNDLED_FILES
+    ]
+
+
+class _Reader:
+    def __init__(
+        self,
+        *,
+        summary: LabTableSummary,
+        source_head: str,
+        commit: str,
+        dates: dict[str, dt.date],
+        file: str,
+        dataset: str,
+    ) -> None:
+        self.summary, self.source_head, self.commit, self.dates, self.file = summary, source_head, commit, dates, file
+        self.dataset = dataset
+        self.resolver = GpuNameResolver()
+        self.now = timezone.now()
+        self.results: list[BenchmarkResult] = []
+        self.import_rows: list[LabImportRow] = []
+        self.workloads: dict[tuple[str, str], Workload] = {}
+
+    def read(self, row: TrtllmRow) -> None:
+        name = GPU_NAMES.get(row.gpu_name.strip().lower(), row.gpu_name)
+        resolved = self.resolver.resolve(
+            name=name, candidates=accelerator_name_candidates(name), memory_gib=memory_in_name(name)
+        )
+        slug = f"trtllm-{row.table}"
+        params: dict[str, Any] = {
+            "model": row.model or row.model_name,
+            "input_tokens": row.input_tokens,
+            "output_tokens": row.output_tokens,
+            "tensor_parallel": row.tensor_parallel,
+            "pipeline_parallel": row.pipeline_parallel,
+        }
+        if row.table == "serving":
+            params["qps"] = row.qps if row.qps is not None else "INF"
+        measured_at = timezone.make_aware(dt.datetime.combine(self.dates[row.version], dt.time(12)), dt.UTC)
+        source = f"{self.source_head}: {row.model_name}, {row.gpu_name}, line {row.line}"[:500]
+        if resolved.gpu_id is None:
+            self.summary.unmatched[row.gpu_name] = resolved.how
+            self.import_rows.append(
+                LabImportRow(
+                    dataset=self.dataset,
+                    outcome=LabImportRow.Outcome.UNMATCHED,
+                    name_reported=row.gpu_name,
+                    workload_slug=slug,
+                    gpu_count=row.gpu_count,
+                    precision=row.precision,
+                    params=params,
+                    row={"line": row.line, "value": row.tokens_per_s, "model": row.model_name},
+                    reason=resolved.how,
+                    source=source,
+                    measured_at=measured_at,
+                )  # fmt: skip
+            )
+            return
+        self.summary.matched[row.gpu_name] = f"{resolved.slug} ({resolved.how})"
+        workload = self._workload(slug, row.version)
+        key = comparison_key_for(
+            workload_slug=workload.slug, version=workload.version, precision=row.precision, params=params,
+            gpu_count=row.gpu_count,
+        )  # fmt: skip
+        self.results.append(
+            BenchmarkResult(
+                submission=None,
+                gpu_id=resolved.gpu_id,
+                workload=workload,
+                precision=row.precision,
+                gpu_count=row.gpu_count,
+                params=params,
+                comparison_key=key.key,
+                comparison_label=key.label,
+                value=row.tokens_per_s_per_gpu,
+                repetitions=[],
+                spread_pct=None,
+                trust=TrustLabel.LAB,
+                submitter=None,
+                submitter_key=LAB_SUBMITTER_KEY,
+                source=source,
+                environment={
+                    "dataset": "trtllm-perf-overview",
+                    "release": row.version,
+                    "commit": self.commit,
+                    "file": self.file,
+                    "table": row.table,
+                    "line": row.line,
+                    "model_name": row.model_name,
+                    "gpu_name": row.gpu_name,
+                    "published_tokens_per_s": row.tokens_per_s,
+                    "published_per_gpu": row.per_gpu,
+                    "ttft_ms": row.ttft_ms,
+                    "itl_ms": row.itl_ms,
+                    "date_estimated": True,
+                    "url": UPSTREAM.format(commit=self.commit),
+                },
+                measured_at=measured_at,
+                created_at=self.now,
+            )  # fmt: skip
+        )
+
+    def _workload(self, slug: str, version: str) -> Workload:
+        if (slug, version) not in self.workloads:
+            what = (
+                "maximum throughput (requests issued at an unbounded rate)"
+                if slug == "trtllm-throughput"
+                else "online serving at fixed request rates (mean TTFT and inter-token latency published)"
+            )
+            self.workloads[(slug, version)] = workload_ensure(
+                spec=WorkloadSpec(
+                    slug=slug,
+                    version=version,
+                    name=f"TensorRT-LLM {version} {what.split(' (')[0]}",
+                    unit="output tokens/s per GPU",
+                    higher_is_better=True,
+                    description=(
+                        f"NVIDIA's TensorRT-LLM performance overview, release {version}: {what}. The published "
+                        "output tokens/s of the configuration divided by its GPU count (TP x PP)."
+                    ),
+                    source=UPSTREAM.format(commit=self.commit),
+                )
+            )
+        return self.workloads[(slug, version)]

@@ -1,0 +1,306 @@
+"""Measured LLM serving points: MLPerf latency limits, precision plausibility on the real MLPerf
+v4.1 rows, the TensorRT-LLM performance overview in both copied layouts, llama.cpp and our
+client's llm-decode results, the rebuild and the API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks_app.models import BenchmarkResult
+from benchmarks_app.services.lab_tables import LabTableError
+from benchmarks_app.services.mlperf_import import BUNDLED_DIR as MLPERF_DIR
+from benchmarks_app.services.mlperf_import import mlperf_import_file
+from benchmarks_app.services.workloads import workload_seed
+from llm.estimate.shapes import SIZE_CLASSES
+from llm.mlperf_rules import LATENCY_LIMITS, RULES_FILES, mlperf_latency_limits
+from llm.models import PrecisionStatus, ServingPoint
+from llm.precision import corrections_load, fits_in_memory
+from llm.selectors.rows import llm_rows
+from llm.services.serving_points import serving_points_rebuild
+from llm.services.trtllm_import import BUNDLED_DIR as TRTLLM_DIR
+from llm.services.trtllm_import import trtllm_import_bundled, trtllm_import_file
+from llm.trtllm import TrtllmFormatError, trtllm_parse
+from tests.factories import document_ingest
+from tests.world import LLM_WORLD, world_build
+
+RULES_DIR = Path(__file__).resolve().parents[1] / "llm" / "data" / "mlperf_rules"
+CLIENT_FIXTURE = Path(__file__).parent / "fixtures" / "bench" / "h100_run_llm.json"
+V41 = MLPERF_DIR / "inference_results_v4.1" / "summary_results.json.gz"
+
+
+# --- MLPerf latency limits ---------------------------------------------------------------------
+
+
+def _conf_limits(text: str) -> dict[str, tuple[float, float]]:
+    found: dict[str, dict[str, float]] = {}
+    for key, kind, value in re.findall(r"^([\w.-]+)\.Server\.(ttft|tpot)_latency\s*=\s*(\d+)", text, re.MULTILINE):
+        found.setdefault(key, {})[kind] = float(value)
+    return {k: (v["ttft"], v["tpot"]) for k, v in found.items()}
+
+
+@pytest.mark.parametrize("round_", sorted(RULES_FILES))
+def test_the_limits_table_is_the_copied_mlperf_conf_of_each_round(round_):
+    in_file = _conf_limits((RULES_DIR / f"v{round_}" / "mlperf.conf").read_text())
+    in_table = {key: limits for (r, key), limits in LATENCY_LIMITS.items() if r == round_}
+    assert in_table == in_file
+
+
+def test_limits_per_scenario_and_rounds_the_table_lacks():
+    server = mlperf_latency_limits(round_="4.1", benchmark="llama2-70b-99.9", scenario="server")
+    assert (server.ttft_ms, server.tpot_ms, server.user_rate_floor) == (2000, 200, 5.0)
+    assert "379ee5345a25" in server.note
+    interactive = mlperf_latency_limits(round_="5.1", benchmark="llama2-70b-99", scenario="interactive")
+    assert (interactive.ttft_ms, interactive.tpot_ms, interactive.user_rate_floor) == (450, 40, 25.0)
+    offline = mlperf_latency_limits(round_="6.1", benchmark="llama3.1-405b", scenario="offline")
+    assert offline.tpot_ms is None and offline.user_rate_floor is None and "no latency bound" in offline.note
+    later = mlperf_latency_limits(round_="7.0", benchmark="deepseek-r1", scenario="interactive")
+    assert (later.ttft_ms, later.tpot_ms) == (1500, 15) and "v6.1" in later.note and "not in the table" in later.note
+    # v4.1 had no Interactive scenario; a benchmark no rules define gets no bound and the reason.
+    assert mlperf_latency_limits(round_="4.1", benchmark="llama2-70b-99", scenario="interactive").tpot_ms is None
+    new = mlperf_latency_limits(round_="7.0", benchmark="qwen3-moe-99", scenario="server")
+    assert new.tpot_ms is None and "qwen3-moe-99" in new.note
+
+
+# --- precision plausibility ----------------------------------------------------------------------
+
+
+def test_every_correction_cites_a_file_and_quotes_it():
+    corrections = corrections_load()
+    assert {c.id for c in corrections} >= {"mlperf-v4.1-tensorrt-hopper-llama2-70b"}
+    for correction in corrections:
+        assert correction.source_url.startswith("https://") and len(correction.quote) > 20
+
+
+@given(
+    memory=st.floats(min_value=8, max_value=300),
+    extra=st.floats(min_value=0, max_value=300),
+    gpus=st.integers(min_value=1, max_value=8),
+    precision=st.sampled_from(["fp4", "fp8", "bf16", "fp32"]),
+)
+def test_more_memory_never_makes_a_precision_implausible(memory, extra, gpus, precision):
+    def fits(gib: float) -> bool:
+        result = fits_in_memory(
+            model="llama-3.1-70b", precision=precision, quant="", memory_gib=gib, gpu_count=gpus, sequence_tokens=2048
+        )
+        assert result is not None
+        return result[0]
+
+    assert not fits(memory) or fits(memory + extra)
+
+
+def test_narrower_formats_need_less_memory():
+    def fits(precision: str) -> bool:
+        result = fits_in_memory(
+            model="llama-2-70b", precision=precision, quant="", memory_gib=96, gpu_count=1, sequence_tokens=2048
+        )
+        assert result is not None
+        return result[0]
+
+    assert fits("fp4") and fits("fp8") and not fits("fp16") and not fits("fp32")
+
+
+@pytest.mark.django_db
+def test_real_v41_rows_no_fp8_run_is_16_bit_and_gh200_96gb_is_not_fp16():
+    world_build(rows=LLM_WORLD)
+    mlperf_import_file(path=V41, published=dt.date(2024, 8, 28))
+    llama = ServingPoint.objects.filter(model="llama-2-70b", result__workload__version="4.1")
+    gh200 = llama.filter(gpu__slug="gh200-96-gb")
+    assert gh200.exists()
+    assert set(gh200.values_list("weight_precision_stated", "weight_precision", "precision_status")) == {
+        ("fp16", "fp8", PrecisionStatus.CORRECTED)
+    }
+    # Every TensorRT run on Hopper states fp16 and ran FP8; none is left as 16-bit.
+    hopper = llama.filter(engine_class="tensorrt-llm", gpu__slug__regex=r"^(h100|h200|gh200)")
+    assert hopper.count() > 100 and not hopper.exclude(weight_precision="fp8").exists()
+    # The v4.1 B200 run's format cannot be read from a cited file; a 70B in FP16 on a 64 GB Jetson is impossible.
+    for slug in ("b200", "jetson-agx-orin-64-gb"):
+        points = llama.filter(gpu__slug=slug)
+        assert points.exists() and set(points.values_list("precision_status", flat=True)) == {"unknown"}
+    assert not ServingPoint.objects.trusted().filter(precision_status="unknown").exists()
+    # The 70B ranking's rows at 16 bits: none of them is a corrected or unknown run.
+    sixteen = [
+        r for r in llm_rows() if r.model in SIZE_CLASSES["70b"].members and r.precision in ("fp16", "bf16")
+    ]  # fmt: skip
+    not_as_stated = {
+        f"{p.result.environment['submitter']} {p.result.environment['system']}"
+        for p in llama.exclude(precision_status="stated").select_related("result")
+    }
+    assert len(not_as_stated) > 20 and sixteen
+    assert not {r.system for r in sixteen} & not_as_stated
+    # Server points carry the round's limits and a per-user floor; Offline has none.
+    server = llama.filter(scenario="server").first()
+    assert server is not None and (server.ttft_limit_ms, server.tpot_limit_ms) == (2000, 200)
+    assert server.tokens_per_s_per_user == 5.0 and server.per_user_basis == "latency-floor"
+    offline = llama.filter(scenario="offline").first()
+    assert offline is not None and offline.tokens_per_s_per_user is None and offline.per_user_basis == "undefined"
+    assert offline.output_tokens == 294 and offline.result.source == offline.source
+
+
+@pytest.mark.django_db
+def test_a_future_round_with_a_new_benchmark_imports_with_its_reason(tmp_path):
+    world_build(rows=LLM_WORLD)
+    rows = [
+        {"Organization": "NVIDIA", "Availability": "available", "Division": "closed", "SystemName": "DGX H200",
+         "MlperfModel": model, "Scenario": "Server", "Result": "40000", "Units": "Tokens/s",
+         "accelerator_model_name": "NVIDIA H200-SXM-141GB", "total_accelerators": "8", "weight_data_types": "fp8",
+         "framework": "TensorRT-LLM 1.3", "version": "v7.0"}
+        for model in ("llama2-70b-99", "llama3.1-70b-99")
+    ]  # fmt: skip
+    path = tmp_path / "summary.csv"
+    header = list(rows[0])
+    path.write_text(",".join(header) + "\n" + "\n".join(",".join(r[h] for h in header) for r in rows) + "\n")
+    mlperf_import_file(path=path, published=dt.date(2027, 4, 1))
+    old = ServingPoint.objects.get(model="llama-2-70b", result__workload__version="7.0")
+    assert old.tpot_limit_ms == 200 and "v6.1" in old.limits_note
+    new = ServingPoint.objects.get(model="llama-3.1-70b", result__workload__version="7.0")
+    assert new.tpot_limit_ms is None and new.tokens_per_s_per_user is None and "llama3.1-70b-99" in new.limits_note
+    assert new.tokens_per_s_per_gpu == 5000 and new.engine_class == "tensorrt-llm"
+
+
+# --- TensorRT-LLM performance overview ------------------------------------------------------------
+
+
+def test_v017_wide_and_serving_tables():
+    rows = trtllm_parse((TRTLLM_DIR / "v0.17" / "perf-overview.md").read_text(), default_version="0.17")
+    assert len(rows) == 445
+    assert sum(r.table == "serving" for r in rows) == 72
+    h100 = next(r for r in rows if r.model == "llama-3.1-70b" and r.gpu_name == "H100 80GB HBM3"
+                and r.tensor_parallel == 1 and (r.input_tokens, r.output_tokens) == (1000, 1000) and r.table == "throughput")  # fmt: skip
+    assert (h100.precision, h100.tokens_per_s, h100.tokens_per_s_per_gpu, h100.version) == (
+        "fp8",
+        839.97,
+        839.97,
+        "0.17",
+    )
+    a100 = next(r for r in rows if r.gpu_name == "A100-SXM4-80GB" and r.model == "llama-3.1-70b" and r.tensor_parallel == 8
+                and (r.input_tokens, r.output_tokens) == (1000, 1000))  # fmt: skip
+    assert (a100.precision, a100.tokens_per_s_per_gpu) == ("fp16", pytest.approx(3320.41 / 8))
+    served = next(r for r in rows if r.table == "serving" and r.model == "llama-3.1-70b" and r.gpu_name == "H100 80GB HBM3"
+                  and r.input_tokens == 467 and r.output_tokens == 256 and r.qps == 8)  # fmt: skip
+    assert (served.precision, served.version, served.itl_ms, served.ttft_ms) == ("bf16", "0.14.0", 32, 92)
+    assert served.tokens_per_s_per_gpu == pytest.approx(1860 / 4)
+    unbounded = [r for r in rows if r.table == "serving" and r.qps is None]
+    assert len(unbounded) == 12
+
+
+def test_v10_per_model_tables_and_pipeline_parallel_columns():
+    rows = trtllm_parse((TRTLLM_DIR / "v1.0" / "perf-overview.md").read_text(), default_version="1.0")
+    assert len(rows) == 328
+    h200 = next(r for r in rows if r.model == "llama-3.3-70b" and r.gpu_name == "H200" and (r.input_tokens, r.output_tokens) == (1000, 1000))  # fmt: skip
+    assert (h200.precision, h200.tensor_parallel, h200.tokens_per_s) == ("fp8", 1, 2909)
+    rtx = next(r for r in rows if r.model == "llama-3.3-70b" and r.pipeline_parallel == 2 and (r.input_tokens, r.output_tokens) == (1000, 1000))  # fmt: skip
+    assert (rtx.gpu_name, rtx.gpu_count, rtx.precision, rtx.tokens_per_s_per_gpu) == (
+        "RTX 6000 Pro Blackwell Server Edition",
+        2,
+        "fp4",
+        pytest.approx(3707 / 2),
+    )
+    big = next(r for r in rows if r.model == "llama-3.1-405b" and r.gpu_name == "H200" and (r.input_tokens, r.output_tokens) == (1000, 1000))  # fmt: skip
+    assert (big.tensor_parallel, big.tokens_per_s_per_gpu) == (8, pytest.approx(3330 / 8))
+    assert not [r for r in rows if r.model is None and r.model_name.startswith("Llama 3")]
+
+
+def test_units_are_read_from_the_headers_and_a_file_without_tables_is_refused():
+    text = "## Throughput\nFigures in tokens/sec/gpu.\n\n#### Llama 3.1 8B\n\n| Sequence Length (ISL/OSL) | H100<br/>TP2 (FP8) |\n|---|---|\n| 128/128 | 10,000 |\n"
+    (row,) = trtllm_parse(text, default_version="9.9")
+    assert row.per_gpu and row.tokens_per_s_per_gpu == 10_000 and row.gpu_count == 2
+    with pytest.raises(TrtllmFormatError):
+        trtllm_parse("# Overview\nno tables here\n")
+
+
+@pytest.mark.django_db
+def test_import_every_copy_points_traced_and_idempotent(tmp_path):
+    world_build(rows=LLM_WORLD)
+    first = trtllm_import_bundled()
+    assert [s.results_written for s in first] == [445, 328] and not any(s.unmatched for s in first)
+    points = ServingPoint.objects.filter(source_kind="trtllm")
+    count = points.count()
+    trtllm_import_bundled()
+    assert ServingPoint.objects.filter(source_kind="trtllm").count() == count
+    assert BenchmarkResult.objects.filter(workload__slug__startswith="trtllm-").count() == 445 + 328
+    h100 = points.get(
+        model="llama-3.1-70b", gpu__slug="h100-sxm5-80-gb", gpu_count=1, input_tokens=1000, output_tokens=1000,
+        result__workload__version="0.17",
+    )  # fmt: skip
+    assert (h100.weight_precision, h100.precision_status, h100.engine_class, h100.scenario) == (
+        "fp8", "stated", "tensorrt-llm", "offline")  # fmt: skip
+    assert h100.tokens_per_s_per_gpu == pytest.approx(839.97) and h100.date_estimated
+    assert "258c7540c035" in h100.source and h100.source_url.endswith("perf-overview.md")
+    served = points.get(model="llama-3.1-70b", gpu__slug="h100-sxm5-80-gb", input_tokens=467, output_tokens=256,
+                        scenario="server", result__params__qps=8)  # fmt: skip
+    assert (served.weight_precision, served.per_user_basis, served.gpu_count, served.interconnect) == (
+        "bf16",
+        "measured",
+        4,
+        "nvlink",
+    )
+    assert served.tokens_per_s_per_user == pytest.approx(1000 / 32) and served.ttft_ms == 92
+    with pytest.raises(LabTableError, match="no date"):
+        trtllm_import_file(path=TRTLLM_DIR / "v0.17" / "perf-overview.md", release="0.17", commit="0" * 40, dates={})
+    with pytest.raises(CommandError, match="--release, --commit and --date"):
+        call_command("import_trtllm", str(tmp_path / "perf-overview.md"))
+
+
+# --- llama.cpp tables, our client, the rebuild, the API ---------------------------------------------
+
+
+@pytest.mark.django_db
+def test_client_llm_decode_results_are_points_at_their_batch(client):
+    world_build(rows=LLM_WORLD)
+    workload_seed()
+    document_ingest(json.loads(CLIENT_FIXTURE.read_text()))
+    points = ServingPoint.objects.filter(source_kind="client").order_by("weight_precision", "concurrency")
+    assert [(p.weight_precision, p.concurrency) for p in points] == [
+        ("bf16", 1),
+        ("bf16", 128),
+        ("fp8", 1),
+        ("fp8", 128),
+    ]
+    one, batched = points[0], points[1]
+    assert one.tokens_per_s_per_user == pytest.approx(131.269) and one.gpu.slug == "h100-sxm5-80-gb"
+    assert batched.tokens_per_s_per_gpu == pytest.approx(10664.2)
+    assert batched.tokens_per_s_per_user == pytest.approx(10664.2 / 128) and batched.per_user_basis == "measured"
+    assert batched.result.submission is not None  # traced back to the raw submission
+    # A rebuild derives the same points again.
+    before = sorted(points.values_list("tokens_per_s_per_user", flat=True))
+    serving_points_rebuild()
+    assert (
+        sorted(ServingPoint.objects.filter(source_kind="client").values_list("tokens_per_s_per_user", flat=True))
+        == before
+    )
+
+    page = client.get("/api/v1/serving-points/", {"source": "client", "precision": "fp8"})
+    assert page.status_code == 200
+    body = page.json()
+    assert body["count"] == 2 and {r["concurrency"] for r in body["results"]} == {1, 128}
+    row = body["results"][0]
+    assert row["gpu"] == "h100-sxm5-80-gb" and row["trust"] == ServingPoint.objects.get(pk=row["id"]).result.trust
+    bad = client.get("/api/v1/serving-points/", {"scenario": "fastest"})
+    assert bad.status_code == 400 and "scenario" in bad.json()["errors"]
+    schema = client.get("/api/v1/schema/").content.decode()
+    assert "/api/v1/serving-points/" in schema
+
+
+@pytest.mark.django_db
+def test_llamacpp_rows_are_one_stream_points():
+    from benchmarks_app.services.llamacpp_import import xiongjiedai_import
+
+    world_build(rows=LLM_WORLD)
+    xiongjiedai_import()
+    points = ServingPoint.objects.filter(source_kind="llamacpp")
+    assert points.exists()
+    assert set(points.values_list("scenario", "concurrency", "per_user_basis", "engine_class").distinct()) == {
+        ("single-stream", 1, "one-stream", "llama.cpp")
+    }
+    for point in points.select_related("result")[:50]:
+        assert point.tokens_per_s_per_user == pytest.approx(point.result.value)
+        assert point.tokens_per_s_per_gpu == pytest.approx(point.result.value / point.gpu_count)
