@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from benchmarks_app.services.llamacpp_import import geerling_import, xiongjiedai_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
@@ -16,6 +17,8 @@ from catalog.models import Gpu
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
+from llm.models import ServingModelFit
+from llm.services.serving_points import serving_points_rebuild
 from tests.factories import OfferFactory, ProviderFactory
 from tests.world import LLM_WORLD, world_build
 
@@ -133,7 +136,8 @@ def test_pages_show_tokens_cost_the_model_error_and_what_does_not_fit(llm_world,
     page = client.get(reverse("dashboard:rankings") + "?use_case=llm-serving&model_size=70b")
     html = page.content.decode()
     assert page.status_code == 200 and "per million tokens" in html and "tokens/s" in html
-    assert "typically ±" in html  # every estimate carries the model's typical error
+    # Every estimate says how far it can be off; before a serving fit is stored, that it is not known.
+    assert "error not measured yet" in html
     method = client.get(reverse("dashboard:llm-model")).content.decode()
     assert "Leave-one-GPU-out error" in method and 'id="llm-error"' in method
     assert "Mac Studio (M3 Ultra 512GB)" in method  # Apple systems shown apart
@@ -167,11 +171,14 @@ def test_client_llm_decode_results_feed_both_use_cases(llm_world):
             BenchmarkResultFactory(gpu=h100, workload=workload, precision=precision, params=params, value=value,
                                    trust=TrustLabel.COMMUNITY, comparison_key=f"{precision}-{params['phase']}-{params['batch']}",
                                    submitter=UserFactory(), submitter_key=f"user:{submitter}")  # fmt: skip
+    serving_points_rebuild(source="client")  # what the ingest derives on write
     chat = _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"]
     assert chat.perf_basis == "measured" and chat.perf == pytest.approx(131.269) and chat.n == 3
     assert "gpuatlas-bench llm-decode" in chat.llm_source
+    # Batch 128 on one GPU: 12,022 tokens/s per GPU at 12,022 / 128 = 94 tokens/s per user, which
+    # meets the default target of 20.
     serving = _rows(use_case="llm-serving", model_size="8b")["h100-sxm5-80-gb"]
-    assert serving.perf_basis == "measured" and serving.perf == pytest.approx(12022.3)
+    assert serving.perf_basis == "measured" and serving.perf == pytest.approx(12022.3) and serving.n == 3
     # Two submissions are not enough for the ranking, as for every other use case.
     BenchmarkResultFactory._meta.model.objects.filter(workload=workload, submitter_key="user:2").delete()
     assert _rows(use_case="llm-chat", model_size="8b", precision="16bit")["h100-sxm5-80-gb"].perf_basis == "estimated"
@@ -201,53 +208,67 @@ def test_mlperf_serving_figure_is_the_median_over_the_newest_rounds_systems():
     assert mlperf_serving_figure([]) is None
 
 
-def test_estimates_outside_the_measured_range_are_marked_with_their_wider_error(llm_world, client):
-    """An estimate of a class no measured row contains carries the model's error when it
-    extrapolates, is marked on the page and in the API, and the ranking says when such an
-    estimate ranks above a measured figure."""
-    from llm.selectors.figures import llm_model_state
+def _serving_fit_store() -> None:
+    """A stored serving fit whose measured range is Hopper on TensorRT-LLM over several GPUs: 12 %
+    held-out error inside it, 35 % outside."""
+    cell = {
+        "inside": {"n": 5, "median_pct": 12.0, "p90_pct": 30.0},
+        "outside": {"n": 5, "median_pct": 35.0, "p90_pct": 60.0},
+    }
+    ServingModelFit.objects.create(
+        constants={"serving": {"measured_regimes": [["hopper", "tensorrt-llm", "tp"]]}},
+        errors={"serving": {"gpu": {"scenario:server": cell, "scenario:offline": cell}}},
+        fitted_at=timezone.now(), points=10, inputs_digest="test",
+    )  # fmt: skip
 
-    ranking = rankings_compute(params=RankingParams(use_case="llm-serving", model_size="70b"))
-    rows = {r.gpu_slug: r for r in ranking.rows}
-    constants = llm_model_state().constants
-    typical, outside = constants.typical_error_pct["serving"], constants.outside_error_pct["serving"]
-    assert outside > typical
-    # This small catalogue has no host link for the RTX 4090: 70B over 8 of them is a multi-GPU
-    # configuration whose communication is not priced, never inside the measured range.
-    rtx = rows["geforce-rtx-4090"]
-    assert (rtx.perf_basis, rtx.llm_gpu_count, rtx.llm_configuration) == ("estimated", 8, "unknown")
-    assert rtx.estimate_outside_range and "configuration" in rtx.estimate_outside_reasons
-    assert rtx.estimate_error_pct == outside
-    # B200 on one GPU: Blackwell, FP4 and a single GPU are all measured.
+
+def test_estimates_outside_the_measured_range_are_marked_with_their_wider_error(llm_world, client):
+    """An estimate of a class no measured point contains carries the model's error when it
+    extrapolates and says why, on the page and in the API; one inside carries the smaller error."""
+    _serving_fit_store()
+    rows = _rows(use_case="llm-serving", model_size="70b")
+    # B200 (Blackwell): no measured point of its hardware class.
     b200 = rows["b200"]
-    assert b200.perf_basis == "estimated" and not b200.estimate_outside_range and b200.estimate_error_pct == typical
-    # Measured figures are listed first (issue 17), so no estimate outranks one.
-    assert rows["h100-sxm5-80-gb"].rank < rtx.rank
+    assert b200.perf_basis == "estimated" and b200.estimate_outside_range
+    assert b200.estimate_outside_reasons == ["architecture"] and b200.estimate_error_pct == 35.0
+    # H100 at 20 tokens/s per user: its measured points (Offline, Server at 5 per user) do not reach
+    # the target, so the model answers, inside its range when split over several GPUs.
+    h100 = rows["h100-sxm5-80-gb"]
+    assert h100.perf_basis == "estimated" and h100.llm_gpu_count in h100.llm_rented_counts
+    if h100.llm_configuration != "single":
+        assert not h100.estimate_outside_range and h100.estimate_error_pct == 12.0
+    else:
+        assert h100.estimate_outside_reasons == ["configuration"] and h100.estimate_error_pct == 35.0
+    # The RTX 4090 is rented one at a time: 70B does not fit on one, so it is not ranked at all.
+    assert "geforce-rtx-4090" not in rows
     html = client.get(reverse("dashboard:rankings") + "?use_case=llm-serving&model_size=70b").content.decode()
-    assert "outside the measured range" in html and "no measured row of this multi-GPU configuration" in html
-    data = client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b").json()
-    api = {r["gpu"]: r for r in data["results"]}
-    assert api["geforce-rtx-4090"]["estimate_outside_range"] is True
-    assert "configuration" in api["geforce-rtx-4090"]["estimate_outside_reasons"]
-    assert api["b200"]["estimate_outside_range"] is False and api["b200"]["llm_configuration"] == "single"
-    method = client.get(reverse("dashboard:llm-model")).content.decode()
-    assert 'id="llm-links"' in method and "nccl-tests/issues/212" in method and 'id="measured-range"' in method
+    assert "outside the measured range" in html and "no measured row of this architecture" in html
+    assert "±35 % when extrapolating" in html
+    api = {r["gpu"]: r for r in client.get("/api/v1/rankings/?use_case=llm-serving&model_size=70b").json()["results"]}
+    assert api["b200"]["estimate_outside_range"] is True and api["b200"]["estimate_outside_reasons"] == ["architecture"]
+    assert api["b200"]["estimate_error_pct"] == 35.0
 
 
 def test_compare_shows_llm_tokens_and_cost_per_million_at_the_default_size(llm_world, client):
     """The compare page showed the LLM use cases only as a ratio to the first GPU, with "error
-    unknown" beside estimates: now tokens/s and the cost of a million tokens, as the rankings."""
+    unknown" beside estimates: now tokens/s and the cost of a million tokens, as the rankings
+    (at their default target, 20 tokens/s per user)."""
+    _serving_fit_store()
     response = client.get(reverse("dashboard:compare"), {"gpus": "h200-sxm-141-gb,radeon-instinct-mi355x"})
     assert response.status_code == 200
     serving = _rows(use_case="llm-serving")  # the default size: 70B
     h200, mi355x = response.context["columns"]
-    assert h200.cells["llm-serving"].row.perf == pytest.approx(serving["h200-sxm-141-gb"].perf)
     html = response.content.decode()
     assert "Output tokens/s per GPU" in html and "Tokens/s of one stream" in html and "70B class" in html
-    measured, estimated = serving["h200-sxm-141-gb"], serving["radeon-instinct-mi355x"]
-    assert measured.perf_basis == "measured" and estimated.perf_basis == "estimated"
-    assert f"{measured.perf:.0f}</span> tokens/s" in html and f"{measured.cost_per_million_tokens:.3f}" in html
-    # MI355X: no AMD row in this small world, so its estimate is outside the measured range.
-    assert estimated.estimate_outside_range
-    assert f"±{estimated.estimate_error_pct:.0f} % when extrapolating" in html
-    assert mi355x.cells["llm-serving"].row.estimate_error_pct == estimated.estimate_error_pct
+    for column, slug in ((h200, "h200-sxm-141-gb"), (mi355x, "radeon-instinct-mi355x")):
+        cell, row = column.cells["llm-serving"].row, serving[slug]
+        assert (cell.perf, cell.perf_basis, cell.estimate_error_pct) == (
+            row.perf,
+            row.perf_basis,
+            row.estimate_error_pct,
+        )
+    priced = serving["h200-sxm-141-gb"]
+    assert f"{priced.perf:.0f}</span> tokens/s" in html and f"{priced.cost_per_million_tokens:.3f}" in html
+    # MI355X: no AMD point in this small world, so its estimate is outside the measured range.
+    assert serving["radeon-instinct-mi355x"].estimate_outside_range
+    assert "±35 % when extrapolating" in html

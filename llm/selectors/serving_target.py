@@ -59,6 +59,10 @@ class MeasuredServing:
     url: str
     measured_on: dt.date
     results: int = 1  # results behind it (community points: their median)
+    # The request shape and engine class: points of one curve share them.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    engine_class: str = ""
 
 
 # MLPerf rows of the closed division and of systems on sale, unless the page asks for all of them.
@@ -105,6 +109,9 @@ def serving_points_measured(
                 str(scenarios.get(p.scenario, p.scenario)),
                 p.engine,
                 p.weight_precision.upper(),
+                _("%(input)s/%(output)s tokens") % {"input": p.input_tokens, "output": p.output_tokens}
+                if p.input_tokens and p.output_tokens
+                else "",
             )
             if part
         )
@@ -122,6 +129,9 @@ def serving_points_measured(
                 p.source_url,
                 p.measured_on,
                 len(group),
+                p.input_tokens,
+                p.output_tokens,
+                p.engine_class,
             )  # fmt: skip
         )
     return dict(out)
@@ -158,10 +168,14 @@ def _measured_at(
     points: list[MeasuredServing], *, target: float | None, allowed: frozenset[int] | None
 ) -> tuple[float, MeasuredServing, int] | None:
     """The best measured (tokens/s per GPU, point quoted, results behind it) over the rentable counts."""
-    by_configuration: dict[tuple[int, str, str], list[MeasuredServing]] = defaultdict(list)
+    # A curve: one configuration (GPUs, link, precision) serving one request shape on one engine
+    # class; points of different shapes lie on different curves and are never interpolated across.
+    by_configuration: dict[tuple[Any, ...], list[MeasuredServing]] = defaultdict(list)
     for point in points:
         if allowed is None or point.gpu_count in allowed:
-            by_configuration[(point.gpu_count, point.interconnect, point.precision)].append(point)
+            key = (point.gpu_count, point.interconnect, point.precision, point.input_tokens, point.output_tokens,
+                   point.engine_class)  # fmt: skip
+            by_configuration[key].append(point)
     best: tuple[float, MeasuredServing, int] | None = None
     for group in by_configuration.values():
         value = throughput_at_target(
@@ -170,7 +184,9 @@ def _measured_at(
         if value is None:
             continue
         # The point the figure rests on: the one closest to it from above (or the best one).
-        quoted = min(group, key=lambda p: (p.tokens_per_s_per_gpu < value, abs(p.tokens_per_s_per_gpu - value)))
+        # At a target only points with a user rate can carry the figure (an Offline point cannot).
+        candidates = [p for p in group if p.tokens_per_s_per_user] if target is not None else group
+        quoted = min(candidates, key=lambda p: (p.tokens_per_s_per_gpu < value, abs(p.tokens_per_s_per_gpu - value)))
         if best is None or value > best[0]:
             best = (value, quoted, sum(p.results for p in group))
     return best
