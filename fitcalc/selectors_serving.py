@@ -135,6 +135,8 @@ def _tp_sizes(count: int) -> list[int]:
 
 
 def _lengths_match(point: ServingPoint, input_len: int, output_len: int) -> bool:
+    if point.input_tokens is None or point.output_tokens is None:
+        return False
     return (
         abs(point.input_tokens / input_len - 1) <= LENGTH_TOLERANCE
         and abs(point.output_tokens / output_len - 1) <= LENGTH_TOLERANCE
@@ -270,3 +272,38 @@ def _recommend(options: list[ServingPlan], *, fewest_gpus: bool) -> ServingPlan 
     if fewest_gpus:
         return min(priced, key=lambda o: (o.count, o.cost_per_million or 0.0))
     return min(priced, key=lambda o: (o.cost_per_million or 0.0, o.count))
+
+
+# Presets of the fit calculator served as a model of the estimate with the same architecture
+# (DeepSeek-V3 and R1 share one configuration; Llama 3.3 70B is Llama 3.1 70B's).
+SERVING_MODEL_OF_PRESET = {"deepseek-v3": "deepseek-r1", "llama-3.3-70b": "llama-3.1-70b"}
+# The calculator's weight formats as the serving model runs them.
+SERVING_PRECISION_OF = {
+    "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "fp8", "q8_0": "fp8", "int4": "int4", "gptq": "int4",
+    "awq": "int4", "q4_k_m": "int4", "mxfp4": "fp4",
+}  # fmt: skip
+
+
+def serving_target_parse(text: str | None) -> float | None:
+    """A tokens/s-per-user target from the page's ``tokens_per_user`` parameter: a number, "max"
+    (the most throughput), or the default when absent or not a positive number."""
+    if text is None or not text.strip():
+        return DEFAULT_TARGET
+    if text.strip().lower() in ("max", "maximum"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return DEFAULT_TARGET
+    return value if 0 < value <= 10_000 else DEFAULT_TARGET
+
+
+def fit_serving_answer(*, preset: str, precision: str, target: float | None) -> ServingPlans | None:
+    """The serving search for a fit-calculator job (batched LLM inference of a preset the serving
+    model knows): its weight format, and FP8 beside a 16-bit format."""
+    model = SERVING_MODEL_OF_PRESET.get(preset, preset)
+    weights = SERVING_PRECISION_OF.get(precision)
+    if model not in MODEL_SHAPES or weights is None:
+        return None
+    precisions = [weights, "fp8"] if weights in ("bf16", "fp16") else [weights]
+    return serving_plans(model=model, precisions=precisions, target=target)

@@ -18,6 +18,7 @@ from fitcalc.forms import MODE_LABELS, PRECISION_LABELS, FitForm
 from fitcalc.plan import MAX_HOURS
 from fitcalc.presets import PRESETS
 from fitcalc.selectors import fit_compute
+from fitcalc.selectors_serving import fit_serving_answer, serving_target_parse
 
 #: The page's first view: the issue's first example, "fine-tune a 7B-class model with LoRA", on
 #: 100 million tokens (about 49,000 sequences of 2,048 tokens).
@@ -61,6 +62,12 @@ def fit_view(request: HttpRequest) -> HttpResponse:
             form.add_error(error.field if error.field in form.fields else None, error.message)
     if result is not None:
         figure = fit_cost_time_figure(cost_time_points(result.fitting), currency=result.currency, max_hours=MAX_HOURS)
+    serving = None
+    target = serving_target_parse(request.GET.get("tokens_per_user"))
+    if result is not None and result.request.mode == "inference" and result.request.serving == "batched":
+        serving = fit_serving_answer(
+            preset=result.request.model.slug, precision=result.request.precision, target=target
+        )
     groups = [(key, [form[name] for name in names]) for key, names in FIELD_GROUPS]
     return render(
         request,
@@ -79,5 +86,7 @@ def fit_view(request: HttpRequest) -> HttpResponse:
             else "",
             "no_power_note": _("no electricity price given: power is not counted"),
             "precision_label": PRECISION_LABELS.get(result.request.precision, "") if result else "",
+            "serving": serving,
+            "serving_targets": (10, 20, 50, 100),
         },
     )

@@ -3,13 +3,17 @@ curated catalogue, with rental offers that are test inputs (prices and machine s
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
+from benchmarks_app.services.moderation import submissions_approve
 from catalog.models import Gpu
 from fitcalc.selectors_serving import serving_plans
-from tests.factories import OfferFactory, ProviderFactory
+from tests.factories import OfferFactory, ProviderFactory, UserFactory, document_ingest
 from tests.world import LLM_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
@@ -92,3 +96,22 @@ def test_api_answers_and_names_a_bad_parameter(offers, client):
     assert bad.status_code == 400 and "model" in bad.json()["errors"]
     bad = client.get("/api/v1/fit/serving/?model=llama-3.1-70b&target=-3")
     assert bad.status_code == 400 and "target" in bad.json()["errors"]
+
+
+def test_h200_two_gpu_plans_use_the_measured_all_reduce_of_the_real_run(client):
+    """tests/fixtures/bench/h200x2_nvlink_multigpu.json: our client's all-reduce on two NVLink H200s."""
+    world_build(rows=replace(LLM_WORLD, seed_workloads=True))
+    run = json.loads((Path(__file__).parent / "fixtures" / "bench" / "h200x2_nvlink_multigpu.json").read_text())
+    submission = document_ingest(run, submitter=UserFactory(username="h200-owner"))
+    submissions_approve(submission_ids=[submission.pk], moderator=UserFactory(username="moderator", is_staff=True))
+    provider = ProviderFactory(slug="test-cloud", name="Test Cloud")
+    gpu = Gpu.objects.get(slug="h200-sxm-141-gb")
+    for n in (1, 2, 4):
+        OfferFactory(provider=provider, gpu=gpu, gpu_count=n, instance_type=f"h200-{n}x",
+                     current_price_per_hour=Decimal("3.50") * n)  # fmt: skip
+    plans = serving_plans(model="llama-3.1-405b", precisions=["fp8"], target=None, gpu_slugs=["h200-sxm-141-gb"])
+    (four,) = [o for o in plans.options if o.count == 4]
+    assert four.tp == 4 and four.allreduce_source.startswith("datasheet")
+    plans = serving_plans(model="llama-3.1-70b", precisions=["bf16"], target=None, gpu_slugs=["h200-sxm-141-gb"])
+    (two,) = [o for o in plans.options if o.count == 2]
+    assert two.tp == 2 and two.allreduce_source.startswith("measured") and "H200" in two.allreduce_source

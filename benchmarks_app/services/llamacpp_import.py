@@ -51,6 +51,7 @@ from benchmarks_app.services.lab_tables import (
 )
 from benchmarks_app.services.markdown_tables import MarkdownTable, markdown_tables
 from llm.models import SourceKind
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "llamacpp"
@@ -471,6 +472,7 @@ def xiongjiedai_import(
         _xiongjiedai_record(writer, record)
     summary = writer.store(source_prefix=XIONGJIEDAI_URL, refresh_aggregates=refresh_aggregates)
     summary.notes.extend(serving_points_rebuild(source=SourceKind.LLAMACPP).as_lines())
+    serving_model_refit()
     return summary
 
 
@@ -609,6 +611,7 @@ def geerling_import(
         _geerling_record(writer, record, measured_at)
     summary = writer.store(source_prefix=GEERLING_URL, refresh_aggregates=refresh_aggregates)
     summary.notes.extend(serving_points_rebuild(source=SourceKind.EVAL_RATE).as_lines())
+    serving_model_refit()
     return summary
 
 

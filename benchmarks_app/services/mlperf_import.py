@@ -51,6 +51,7 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from llm.models import SourceKind
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "mlperf"
@@ -292,6 +293,7 @@ def mlperf_import_file(
         refresh_aggregates=refresh_aggregates,
     )
     summary.notes.extend(serving_points_rebuild(source=SourceKind.MLPERF).as_lines())
+    serving_model_refit()
     return summary
 
 

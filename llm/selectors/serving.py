@@ -286,7 +286,8 @@ def tp_choose(*, gpu_count: int, hw: Hardware, model: str, precision: str, input
 
 
 def serving_points_for_fit() -> list[MeasuredPoint]:
-    """Every trusted measured serving point of a model the estimate knows, as the fit's input.
+    """Every trusted measured serving point of a model the estimate knows whose prompt and output
+    lengths are known and that ran tensor parallel only, as the fit's input.
     The tensor-parallel size is the source's where it gives one (``tp`` in the result's
     parameters), else :func:`tp_choose`'s."""
     rows = list(
@@ -305,6 +306,11 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
     out: list[MeasuredPoint] = []
     for r in rows:
         hw = hardware[r.gpu_id]
+        params = r.result.params if isinstance(r.result.params, dict) else {}
+        # The model has a decode step per replica of tensor-parallel GPUs: a point whose lengths
+        # are not known, or that ran pipeline stages, is not one it can be fitted on.
+        if r.input_tokens is None or r.output_tokens is None or int(params.get("pipeline_parallel") or 1) > 1:
+            continue
         precision = r.quant or r.weight_precision
         try:
             weight_precision, bpw = weight_format(precision)
@@ -316,7 +322,6 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         def link_of(tp: int, gpu: Gpu = r.gpu) -> AllReduce:
             return serving_link(gpu, tp=tp, measured=links.get(gpu.id, ()))
 
-        params = r.result.params if isinstance(r.result.params, dict) else {}
         given = params.get("tp") or params.get("tensor_parallel")
         tp = int(given) if isinstance(given, int | float) and given >= 1 and r.gpu_count % int(given) == 0 else 0
         engine = r.engine_class

@@ -33,6 +33,7 @@ from benchmarks_app.services.lab_tables import (
 )
 from benchmarks_app.services.mlperf_import import accelerator_name_candidates
 from llm.models import SourceKind
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
 
@@ -111,6 +112,7 @@ def trtllm_import_file(
             refresh_aggregates=refresh_aggregates,
         )
         serving_points_rebuild(source=SourceKind.TRTLLM)
+        serving_model_refit()
     return summary
 
 

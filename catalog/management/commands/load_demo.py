@@ -19,6 +19,7 @@ from benchmarks_app.services.workloads import workload_seed
 from catalog.management.progress import tqdm_progress
 from catalog.services.catalog_import import CuratedDataError, catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
+from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 from llm.services.trtllm_import import trtllm_import_bundled
 
@@ -92,5 +93,7 @@ class Command(BaseCommand):
         # Every serving point derived from what is stored now (the imports and the ingest derive their own).
         for line in serving_points_rebuild().as_lines():
             self.stdout.write(f"  {line}")
+        fit = serving_model_refit()
+        self.stdout.write(f"  LLM serving model fitted on {fit.points} serving points")
         self._done(started)
         self.stdout.write(self.style.SUCCESS("demo data loaded"))
