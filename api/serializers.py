@@ -341,6 +341,24 @@ class RankingRowSerializer(serializers.Serializer):
         help_text="LLM use cases, estimates: single, layer (split across GPUs) or the link of a tensor-parallel split "
         "(fabric, pcie_p2p, pcie_host, unknown); empty for measured figures."
     )
+    llm_target = serializers.CharField(
+        help_text="LLM serving: the interactivity the figure is at, output tokens/s per user (10, 20, 50, 100) or "
+        "max (highest throughput per GPU); empty for other use cases."
+    )
+    llm_rented_counts = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="LLM serving: GPU counts current on-demand offers rent in one machine (the configurations "
+        "weighed); empty: no current offer, so the measured configurations are kept.",
+    )
+    llm_target_unreached = serializers.BooleanField(
+        help_text="LLM serving: measured, but no measured point reaches the target in a rentable configuration "
+        "and no estimate answers it (perf is null)."
+    )
+    llm_price_basis = serializers.ChoiceField(
+        choices=[("offer", "offer"), ("user", "user"), ("none", "none"), ("", "")],
+        help_text="LLM use cases, rent: offer (a current rental offer), user (the gpu_price parameter) or none "
+        "(no rental price on record); empty in buy mode and for other use cases.",
+    )
 
 
 class HostFactsSerializer(serializers.Serializer):
@@ -444,6 +462,13 @@ class RankingParamsSerializer(serializers.Serializer):
     show = serializers.CharField()
     model_size = serializers.CharField(help_text="LLM use cases; empty otherwise.")
     mlperf = serializers.CharField()
+    interactivity = serializers.CharField(
+        help_text="LLM serving: output tokens/s per user the ranking is at (10, 20, 50, 100, max); empty otherwise."
+    )
+    gpu_prices = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="Your prices per GPU-hour in the page currency, by GPU slug (the gpu_price[<slug>] parameters).",
+    )
 
 
 class UseCaseSerializer(serializers.Serializer):

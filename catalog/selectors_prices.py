@@ -192,6 +192,25 @@ def gpu_rent_prices(
     return result
 
 
+def gpu_counts_rented(*, gpu_ids: Iterable[int]) -> dict[int, frozenset[int]]:
+    """gpu id -> the whole numbers of that GPU that current on-demand offers put in one machine
+    (SKU-level offers; a fraction of a shared GPU is no configuration to serve a model on). One query."""
+    rows = (
+        Offer.objects.current()
+        .sku_level()
+        .on_demand()
+        .filter(gpu_id__in=list(gpu_ids), gpu_count__gte=1)
+        .order_by()
+        .values_list("gpu_id", "gpu_count")
+        .distinct()
+    )
+    counts: dict[int, set[int]] = {}
+    for gpu_id, count in rows:
+        if float(count).is_integer():
+            counts.setdefault(gpu_id, set()).add(int(count))
+    return {gpu_id: frozenset(found) for gpu_id, found in counts.items()}
+
+
 def snapshot_dates(*, offers: Iterable[Offer]) -> dict[tuple[str, int, dt.datetime], tuple[str, str]]:
     """(feed, provider id, snapshot time) -> (date basis, note) for the snapshots of ``offers`` (one query)."""
     offers = list(offers)

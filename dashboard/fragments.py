@@ -32,6 +32,7 @@ from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors import gpu_for_page
 from catalog.selectors_prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
+from dashboard.figures.serving import ServingCurveLine, serving_curve_line, serving_curves_figure
 from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
@@ -40,6 +41,8 @@ from dashboard.selectors.ranking_rows import Ranking
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
+from llm.interactivity import MAX_THROUGHPUT, TARGETS, target_rate
 
 # A base template that outputs nothing but the content block: with it, a page template renders
 # its body alone. The page templates take the base from ``base_template`` (default base.html)
@@ -80,6 +83,15 @@ def filter_options() -> dict[str, Any]:
         "bases": [("all", _("measured and estimated")), ("measured", _("measured only"))],
         "shows": [("eligible", _("only GPUs that can do it")), ("all", _("all GPUs"))],
         "model_size_labels": MODEL_SIZE_LABELS,
+        "interactivity_targets": [
+            (
+                target,
+                _("maximum throughput")
+                if target == MAX_THROUGHPUT
+                else _("%(rate)s tokens/s per user") % {"rate": target},
+            )
+            for target in TARGETS
+        ],
         "mlperf_rows": [
             ("closed-available", _("MLPerf: closed division, available systems")),
             ("all", _("MLPerf: also open division, preview and rdi")),
@@ -153,6 +165,7 @@ def rankings_body(*, params: RankingParams) -> str:
             currency=ranking.currency,
             price_unit=price_unit,
         ),
+        "serving_figure": _serving_figure(ranking) if ranking.serving_choices else None,
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
         **_switch_hrefs(params),
@@ -168,6 +181,28 @@ def rankings_body(*, params: RankingParams) -> str:
         **filter_options(),
     }
     return body_render(template="dashboard/rankings.html", context=context)
+
+
+def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
+    """The curves chart's lines: the ranking's GPUs in its order, at the row's price."""
+    lines = []
+    for row in ranking.rows:
+        choice = ranking.serving_choices.get(row.gpu_id)
+        price = row.price if ranking.params.mode == "rent" else None
+        line = serving_curve_line(choice=choice, key=row.gpu_slug, name=row.gpu_name, price=price) if choice else None
+        if line is not None:
+            lines.append(line)
+    return lines
+
+
+def _serving_figure(ranking: Ranking) -> dict[str, Any]:
+    model = MODEL_SHAPES[SIZE_CLASSES[ranking.params.model_size].reference].name
+    return serving_curves_figure(
+        serving_curve_lines(ranking),
+        currency=ranking.currency,
+        target=target_rate(ranking.params.interactivity),
+        title=_("Output tokens/s per GPU against tokens/s per user · %(model)s") % {"model": model},
+    )
 
 
 def _tier_bounds() -> dict[str, str]:

@@ -58,6 +58,8 @@ RANKING_ROW = {
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
     # LLM estimates outside the model's measured range, and their configuration
     "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
+    # LLM serving at a chosen interactivity: the target, the counts offers rent, and the price's basis
+    "llm_target", "llm_rented_counts", "llm_target_unreached", "llm_price_basis",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",

@@ -25,6 +25,7 @@ from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
 from llm.estimate.shapes import MODEL_SHAPES
+from llm.interactivity import TARGETS
 from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint, SourceKind
 
 # --- vocabularies ----------------------------------------------------------------------------
@@ -318,6 +319,15 @@ class RankingFilterSet(ApiFilterSet):
         method="validate_only",
         values=fixed_values(ranking_selectors.MLPERF_ROWS),
         description=_("LLM serving: MLPerf closed-division rows of available systems only (default), or all."),
+    )
+
+    interactivity = EntityFilter(
+        method="validate_only",
+        values=fixed_values(TARGETS),
+        description=_(
+            "LLM serving: output tokens/s per user the cost per million tokens is taken at (10, 20, 50, 100), or max "
+            "for the highest throughput per GPU. Default 20."
+        ),
     )
 
     class Meta:

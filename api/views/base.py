@@ -63,6 +63,8 @@ class ApiMixin:
     # pagination. Any other is a 400 naming it: a misspelt filter (``?max_price=-1``) must not
     # silently answer the unfiltered list. None: not checked.
     query_parameters: ClassVar[frozenset[str] | None] = frozenset()
+    # Families of parameters named by a prefix (``gpu_price[<gpu slug>]``), validated by the view.
+    query_parameter_prefixes: ClassVar[tuple[str, ...]] = ()
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return api_exception_handler
@@ -72,7 +74,10 @@ class ApiMixin:
         if self.query_parameters is None:
             return
         known = query_parameters_known(self)
-        unknown = sorted(name for name in request.query_params if name not in known)
+        prefixes = self.query_parameter_prefixes
+        unknown = sorted(
+            name for name in request.query_params if name not in known and not (prefixes and name.startswith(prefixes))
+        )
         if unknown:
             if known:
                 message = str(_("Unknown parameter; this endpoint takes: %(names)s.")) % {

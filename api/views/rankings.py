@@ -27,7 +27,12 @@ from api.views.base import READ_ERRORS, ApiMixin, response_cached
 from catalog.models import Gpu
 from dashboard.ranking.maths import TIER_NAMES
 from dashboard.ranking.use_cases import use_case_requirement
-from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_params import (
+    GPU_PRICE_PREFIX,
+    RankingParamError,
+    RankingParams,
+    ranking_params_from_query,
+)
 from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
@@ -88,6 +93,10 @@ ROW_FIELDS = {
     "estimate_outside_range": "estimate_outside_range",
     "estimate_outside_reasons": "estimate_outside_reasons",
     "llm_configuration": "llm_configuration",
+    "llm_target": "llm_target",
+    "llm_rented_counts": "llm_rented_counts",
+    "llm_target_unreached": "llm_target_unreached",
+    "llm_price_basis": "llm_price_basis",
 }
 
 
@@ -118,6 +127,8 @@ def _params_data(params: RankingParams) -> dict[str, Any]:
         "show": params.show,
         "model_size": params.model_size,
         "mlperf": params.mlperf,
+        "interactivity": params.interactivity,
+        "gpu_prices": params.gpu_price_map,
     }
 
 
@@ -176,13 +187,16 @@ class _RankingBase(ApiMixin, APIView):
     schema = QueryParamsSchema()
     filter_backends = [ApiFilterBackend]
     filterset_class = RankingFilterSet
+    query_parameter_prefixes = (GPU_PRICE_PREFIX,)
 
     def ranking_params(self, request: Request) -> RankingParams:
         filterset = RankingFilterSet(data=request.query_params, queryset=Gpu.objects.none())
         if not filterset.is_valid():
             raise ValidationError(filterset.errors)
         query = {
-            name: request.query_params[name] for name in RankingFilterSet.base_filters if name in request.query_params
+            name: request.query_params[name]
+            for name in request.query_params
+            if name in RankingFilterSet.base_filters or name.startswith(GPU_PRICE_PREFIX)
         }
         try:
             return ranking_params_from_query(query)
@@ -199,7 +213,10 @@ class RankingView(_RankingBase):
         description=_(
             "The rows of the rankings page (/) for the same parameters. `perf` is relative to the baseline "
             "GPU (1.0); `perf_basis`/`measured` say whether it is measured (then `n` results back it) or "
-            "estimated from specs (`n` = 0)."
+            "estimated from specs (`n` = 0). LLM serving: `interactivity` (10, 20, 50, 100 tokens/s per user, "
+            "or max; default 20) sets the point of each GPU's throughput curve the ranking is priced at, and "
+            "`gpu_price[<gpu slug>]=<price per GPU-hour>` (repeatable) prices a GPU at your own rate, replacing "
+            "any offer's price."
         ),
         responses={200: RankingSerializer, **READ_ERRORS},
     )

@@ -27,6 +27,7 @@ from catalog.selectors_prices import (
 )
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
 from dashboard.figures.scaling import allreduce_figure, scaling_figure
+from dashboard.figures.serving import serving_curve_line, serving_curves_figure
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
@@ -34,7 +35,10 @@ from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
+from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
+from llm.interactivity import DEFAULT_TARGET, target_rate
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
+from llm.selectors.serving_target import gpu_serving_choices
 
 # Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
 LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
@@ -79,6 +83,7 @@ class GpuPageData:
     warnings: list[str] = field(default_factory=list)
     llm_measurements: list[LlmGpuLine] = field(default_factory=list)
     llm_does_not_fit: list[DoesNotFitLine] = field(default_factory=list)
+    serving_figure: dict[str, Any] | None = None  # its serving curves per model (measured + model)
     multi_gpu: MultiGpuFigures = field(default_factory=MultiGpuFigures)
     scaling_figure: dict[str, Any] | None = None
     allreduce_figure: dict[str, Any] | None = None
@@ -203,6 +208,17 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
 
     baseline_name = baseline_gpu.name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
+    serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
+    serving_price = serving_row.price if serving_row is not None else None
+    serving_lines = [
+        line
+        for size, choice in gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET).items()
+        if (
+            line := serving_curve_line(
+                choice=choice, key=size, name=MODEL_SHAPES[SIZE_CLASSES[size].reference].name, price=serving_price
+            )
+        )  # fmt: skip
+    ]
     multi_gpu = (
         gpu_multi_gpu(gpu_id=gpu.id)
         if any(workload_runs_on_a_host(a.workload.submission_rules) for a in own)
@@ -225,6 +241,14 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         warnings=warnings,
         llm_measurements=llm_lines,
         llm_does_not_fit=llm_oom,
+        serving_figure=serving_curves_figure(
+            serving_lines,
+            currency=money.currency,
+            target=target_rate(DEFAULT_TARGET),
+            title=_("Output tokens/s per GPU against tokens/s per user on %(gpu)s") % {"gpu": gpu.name},
+        )
+        if serving_lines
+        else None,
         multi_gpu=multi_gpu,
         scaling_figure=scaling_figure(multi_gpu.training) if multi_gpu.measured_on_several else None,
         allreduce_figure=allreduce_figure(multi_gpu.allreduce) if multi_gpu.allreduce else None,

@@ -31,6 +31,12 @@ Stable interface (the API builds on it; change only by adding fields)
                memory floor or tensor-format need: hidden, or
                listed with the reason)
     model_size the LLM use cases' model sizes (70b, 8b ...)     the use case's first
+    interactivity  LLM serving: output tokens/s per user the     20 (llm-serving)
+               ranking is priced at: 10 | 20 | 50 | 100 | max
+               (max = the highest throughput per GPU)
+    gpu_price[<gpu slug>]  your price per GPU-hour for that     none
+               GPU, in the page currency (0 < price <= 1000;
+               repeatable): replaces any offer's price
     mlperf     closed-available | all  (LLM serving: include    closed-available
 """
 
@@ -46,6 +52,7 @@ from django.utils.translation import gettext as _
 from catalog.models import Segment
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES, UseCase
+from llm.interactivity import DEFAULT_TARGET, TARGETS
 
 CURRENCIES = ("USD", "CNY")
 MODES = ("rent", "buy")
@@ -56,6 +63,10 @@ SHOWS = ("eligible", "all")
 SORTS = ("perf_per_dollar", "perf", "perf_per_kw")
 MLPERF_ROWS = ("closed-available", "all")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
+GPU_PRICE_PREFIX = "gpu_price["
+_GPU_PRICE = re.compile(r"^gpu_price\[(?P<slug>[^\]]*)\]$")
+GPU_PRICE_MAX = 1000.0  # per GPU-hour, in USD or CNY: above any rental on record
+GPU_PRICES_MAX = 50
 
 
 class RankingParamError(ValueError):
@@ -86,6 +97,8 @@ class RankingParams:
     show: str = "eligible"
     model_size: str = ""
     mlperf: str = "closed-available"
+    interactivity: str = ""  # LLM serving: a TARGETS value
+    gpu_prices: tuple[tuple[str, float], ...] = ()  # (gpu slug, price per GPU-hour in the page currency), sorted
 
     def __post_init__(self) -> None:
         if self.price == "median":  # the former name of "typical"
@@ -94,6 +107,12 @@ class RankingParams:
             object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)
         if not self.model_size and USE_CASES[self.use_case].is_llm:
             object.__setattr__(self, "model_size", USE_CASES[self.use_case].default_model_size)
+        if not self.interactivity and USE_CASES[self.use_case].llm_mode == "batched":
+            object.__setattr__(self, "interactivity", DEFAULT_TARGET)
+
+    @property
+    def gpu_price_map(self) -> dict[str, float]:
+        return dict(self.gpu_prices)
 
     @property
     def use_case_def(self) -> UseCase:
@@ -104,8 +123,12 @@ class RankingParams:
         default = RankingParams(use_case=self.use_case)
         out = {} if self.use_case == "training" else {"use_case": self.use_case}
         for name, value in asdict(self).items():
-            if name != "use_case" and value != getattr(default, name) and value not in (None, ""):
+            if name in ("use_case", "gpu_prices"):
+                continue
+            if value != getattr(default, name) and value not in (None, ""):
                 out[name] = f"{value:g}" if isinstance(value, float) else str(value)
+        for slug, price in self.gpu_prices:
+            out[f"gpu_price[{slug}]"] = f"{price:g}"
         return out
 
     def with_changes(self, **changes: Any) -> RankingParams:
@@ -113,6 +136,8 @@ class RankingParams:
             changes["precision"] = ""
         if "use_case" in changes and "model_size" not in changes:
             changes["model_size"] = ""
+        if "use_case" in changes and "interactivity" not in changes:
+            changes["interactivity"] = ""
         return replace(self, **changes)
 
 
@@ -134,6 +159,34 @@ def _slug(query: Mapping[str, str], name: str) -> str:
     if value and not _SLUG.match(value):
         raise RankingParamError(name, _("not a valid identifier (lower-case letters, digits, dashes)"))
     return value
+
+
+def gpu_prices_from_query(query: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
+    """The ``gpu_price[<gpu slug>]=<price per GPU-hour>`` parameters, validated and sorted by slug."""
+    prices: dict[str, float] = {}
+    for name in query:
+        found = _GPU_PRICE.match(name)
+        if found is None:
+            continue
+        field = name[:140]
+        slug = found["slug"].strip().lower()
+        if not _SLUG.match(slug):
+            raise RankingParamError(field, _("not a GPU identifier (lower-case letters, digits, dashes)"))
+        raw = (query.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            price = float(raw)
+        except ValueError:
+            raise RankingParamError(field, _("not a number")) from None
+        if not (0 < price <= GPU_PRICE_MAX):  # also rejects NaN
+            raise RankingParamError(
+                field, _("a price per GPU-hour must be above 0 and at most %(most)s") % {"most": f"{GPU_PRICE_MAX:g}"}
+            )
+        prices[slug] = price
+    if len(prices) > GPU_PRICES_MAX:
+        raise RankingParamError("gpu_price", _("at most %(most)d GPUs can be priced") % {"most": GPU_PRICES_MAX})
+    return tuple(sorted(prices.items()))
 
 
 def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
@@ -178,4 +231,6 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         show=_choice(query, "show", SHOWS, "eligible"),
         model_size=_choice(query, "model_size", uc.model_sizes, uc.default_model_size) if uc.is_llm else "",
         mlperf=_choice(query, "mlperf", MLPERF_ROWS, "closed-available"),
+        interactivity=_choice(query, "interactivity", TARGETS, DEFAULT_TARGET) if uc.llm_mode == "batched" else "",
+        gpu_prices=gpu_prices_from_query(query),
     )

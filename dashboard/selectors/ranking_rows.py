@@ -11,6 +11,7 @@ from dashboard.ranking.maths import EstimateModel
 from dashboard.ranking.use_cases import UseCase
 from dashboard.scaling import interconnect_label
 from dashboard.selectors.ranking_params import RankingParams
+from llm.selectors.serving_target import ServingChoice
 
 
 @dataclass
@@ -86,6 +87,14 @@ class RankingRow:
     estimate_outside_range: bool = False
     estimate_outside_reasons: list[str] = field(default_factory=list)
     llm_configuration: str = ""
+    # LLM serving at a chosen interactivity (dashboard/selectors/llm_serving.py): the target
+    # (tokens/s per user, or "max"), the GPU counts current offers rent (empty: none on record),
+    # whether measured points exist but none reaches the target (then perf is None), and where
+    # the price comes from: "offer", "user" (gpu_price parameter) or "none".
+    llm_target: str = ""
+    llm_rented_counts: list[int] = field(default_factory=list)
+    llm_target_unreached: bool = False
+    llm_price_basis: str = ""
 
     @property
     def scaling_interconnect_label(self) -> str:
@@ -120,4 +129,7 @@ class Ranking:
     # The 100 % mark of the tiers: the best measured performance per price among the eligible rows
     # (the best estimate only where none is measured); dashboard.ranking.maths.tiers_from_measurements.
     tier_mark: float | None = None
+    # LLM serving: per GPU id, its configuration at the target with the measured points and the
+    # model's curve behind it (the curves chart).
+    serving_choices: dict[int, ServingChoice] = field(default_factory=dict)
     # LLM use cases: estimates outside the measured range ranked above a measured figure.

@@ -53,7 +53,14 @@ from django.utils.translation import gettext as _
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
+from catalog.selectors_prices import (
+    GpuRentPrice,
+    display_rate,
+    exchange_rates,
+    gpu_counts_rented,
+    gpu_purchase_prices,
+    gpu_rent_prices,
+)
 from catalog.value import per_price
 from dashboard.ranking.maths import (
     AggregatePoint,
@@ -80,8 +87,10 @@ from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
+from llm.interactivity import target_rate
 from llm.selectors.figures import llm_model_state, llm_ranking_figures, llm_row_values
 from llm.selectors.serving_points import serving_group_figures
+from llm.selectors.serving_target import ServingChoice, llm_serving_choices, serving_error_summary
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook
@@ -279,6 +288,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         prices = {gpu_id: (usd, label, 0) for gpu_id, (usd, label) in buy.items()}
         ppd_unit = _("per 1,000 %(currency)s") % {"currency": currency}
 
+    user_prices = _user_prices(params, gpus) if params.mode == "rent" else {}
+
     baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
     specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
     names = {gpu.id: gpu.name for gpu in gpus}
@@ -301,26 +312,43 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         else EstimateModel()
     )
     llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
+    serving: dict[int, ServingChoice] = {}
     if uc.is_llm:
-        state = llm_model_state()
-        llm_key = "serving" if uc.llm_mode == "batched" else "chat"
-        llm_error = state.constants.typical_error_pct.get(llm_key)
-        llm_outside_error = state.constants.outside_error_pct.get(llm_key)
-        llm_figures = llm_ranking_figures(
-            use_case=uc.slug,
-            size=params.model_size,
-            precision_family=params.precision,
-            include_all_rows=params.mlperf == "all",
-            gpus=gpus,
-            peaks_by_gpu=peaks_by_gpu,
-            state=state,
-        )
+        if uc.llm_mode == "batched":
+            llm_error, llm_outside_error = serving_error_summary(target_rate=target_rate(params.interactivity))
+            serving = llm_serving_choices(
+                size=params.model_size,
+                precision_family=params.precision,
+                include_all_rows=params.mlperf == "all",
+                target=params.interactivity,
+                target_rate=target_rate(params.interactivity),
+                gpus=gpus,
+                peaks_by_gpu=peaks_by_gpu,
+                rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
+            )
+            llm_figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
+        else:
+            state = llm_model_state()
+            llm_error = state.constants.typical_error_pct.get("chat")
+            llm_outside_error = state.constants.outside_error_pct.get("chat")
+            llm_figures = llm_ranking_figures(
+                use_case=uc.slug,
+                size=params.model_size,
+                precision_family=params.precision,
+                include_all_rows=params.mlperf == "all",
+                gpus=gpus,
+                peaks_by_gpu=peaks_by_gpu,
+                state=state,
+            )
     scaling = scaling_headlines_by_gpu(aggregates=aggregates, workloads=workloads)
     rows: list[RankingRow] = []
     skipped = 0
     for gpu in gpus:
         usd, source, providers = prices.get(gpu.id, (None, "", 0))
         price = convert(usd)
+        price_basis = "offer" if price is not None else "none"
+        if gpu.slug in user_prices:  # in the page currency already
+            price, source, providers, price_basis = user_prices[gpu.slug], _("your price"), 0, "user"
         eligibility = use_case_eligibility(
             uc,
             family=params.precision,
@@ -330,14 +358,29 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         )
         values: dict[str, Any]
         if llm_figures is not None:
-            figure = llm_figures[gpu.id]
-            if figure.tokens_per_s is None:
-                does_not_fit += figure.estimate is not None and figure.estimate.bound == "does not fit"
-                skipped += figure.estimate is None or figure.estimate.bound != "does not fit"
+            if gpu.id not in llm_figures:
+                skipped += 1
                 continue
-            if params.basis == "measured" and figure.basis != "measured":
+            figure = llm_figures[gpu.id]
+            choice = serving.get(gpu.id)
+            unreached = choice is not None and choice.measured_unreached and figure.tokens_per_s is None
+            if figure.tokens_per_s is None and not unreached:
+                not_fitting = (
+                    choice.does_not_fit
+                    if choice is not None
+                    else (figure.estimate is not None and figure.estimate.bound == "does not fit")
+                )
+                does_not_fit += not_fitting
+                skipped += not not_fitting
+                continue
+            if params.basis == "measured" and figure.basis != "measured" and not unreached:
                 continue
             values = llm_row_values(figure=figure, price=price, mode=params.mode, llm_mode=uc.llm_mode, scale=scale)
+            if unreached:  # measured, but no point reaches the target: listed, not ranked
+                values.update(perf_basis="measured", estimate_error_pct=None, llm_target_unreached=True)
+            if choice is not None:
+                values.update(llm_target=choice.target, llm_rented_counts=list(choice.rented_counts))
+            values["llm_price_basis"] = price_basis if params.mode == "rent" else ""
         else:
             m = measured.get(gpu.id)
             ratios = spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
@@ -434,8 +477,22 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         llm_typical_error_pct=llm_error,
         does_not_fit=does_not_fit,
         llm_outside_error_pct=llm_outside_error,
+        serving_choices=serving,
         tier_mark=tier_mark(candidates),
     )
+
+
+def _user_prices(params: RankingParams, gpus: list[Gpu]) -> dict[str, float]:
+    """gpu slug -> the user's price per GPU-hour (page currency); RankingParamError names a
+    ``gpu_price[...]`` parameter whose GPU is not in the catalogue."""
+    wanted = params.gpu_price_map
+    if not wanted:
+        return {}
+    known = {g.slug for g in gpus} | set(Gpu.objects.filter(slug__in=list(wanted)).values_list("slug", flat=True))
+    for slug in wanted:
+        if slug not in known:
+            raise RankingParamError(f"gpu_price[{slug}]", _("unknown GPU %(slug)r") % {"slug": slug})
+    return wanted
 
 
 def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:

@@ -1,0 +1,187 @@
+"""LLM serving curves: output tokens/s per GPU against tokens/s per user, per GPU, with the measured
+points as markers and the serving model's curve as a line; the cost of a million output tokens at
+the GPU's price on hover (the rankings' and the GPU pages' chart)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+from django.utils.translation import gettext as _
+
+from dashboard.figures.style import LAYOUT_BASE, PALETTE, esc, figure_dict, title_layout
+from llm.interactivity import cost_per_million_output_tokens
+from llm.selectors.serving_target import ServingChoice
+
+# Lines shown at first; the others wait in the legend (a click shows them).
+VISIBLE_LINES = 8
+
+
+@dataclass(frozen=True)
+class MeasuredMark:
+    tokens_per_s_per_user: float
+    tokens_per_s_per_gpu: float
+    gpu_count: int
+    label: str
+
+
+@dataclass(frozen=True)
+class ServingCurveLine:
+    """One line of the chart: a GPU's serving curve and measured points for one model (named by the
+    GPU on the rankings, by the model on a GPU's page), priced at ``price`` per GPU-hour (None: no price)."""
+
+    key: str
+    name: str
+    price: float | None
+    measured: tuple[MeasuredMark, ...]
+    curve: tuple[tuple[float, float], ...]  # (tokens/s per user, tokens/s per GPU) of the model
+    curve_label: str
+    curve_error_pct: float | None
+    offline_points: int = 0  # measured points without a per-user rate (not drawn)
+
+
+def serving_curve_line(*, choice: ServingChoice, key: str, name: str, price: float | None) -> ServingCurveLine | None:
+    """A chart line of a serving choice: its measured points that have a per-user rate and the
+    model's curve of its configuration (None when it has neither)."""
+    marks = tuple(
+        MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.gpu_count, p.label)
+        for p in choice.measured
+        if p.tokens_per_s_per_user
+    )
+    if not marks and not choice.curve:
+        return None
+    offline = sum(1 for p in choice.measured if not p.tokens_per_s_per_user)
+    return ServingCurveLine(key, name, price, marks, choice.curve, choice.curve_label, choice.curve_error_pct, offline)
+
+
+def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+    """Tick values 1, 2, 5 x 10^k between ``low`` and ``high`` with short labels (500, 1k, 20k)."""
+    values: list[float] = []
+    texts: list[str] = []
+    if low <= 0 or high <= 0:
+        return values, texts
+    for exponent in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+        for mantissa in (1, 2, 5):
+            value = mantissa * 10.0**exponent
+            if low <= value <= high:
+                values.append(value)
+                texts.append(_short(value))
+    return values, texts
+
+
+def _short(value: float) -> str:
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    if value >= 1000:
+        return f"{value / 1000:g}k"
+    return f"{value:g}"
+
+
+def _cost_text(price: float | None, tokens_per_s_per_gpu: float, currency: str) -> str:
+    cost = cost_per_million_output_tokens(price_per_gpu_hour=price, tokens_per_s_per_gpu=tokens_per_s_per_gpu)
+    if cost is None:
+        return esc(_("no price: enter yours to see the cost"))
+    return esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": f"{cost:.3f}", "currency": currency})
+
+
+def serving_curves_figure(
+    lines: Sequence[ServingCurveLine], *, currency: str, target: float | None, title: str
+) -> dict[str, Any]:
+    """The chart (module doc); ``target``: the ranking's tokens/s per user, drawn as a dashed line."""
+    fig = go.Figure()
+    xs: list[float] = []
+    ys: list[float] = []
+    per_user, per_gpu = _("tokens/s per user"), _("tokens/s per GPU")
+    for index, line in enumerate(lines):
+        colour = PALETTE[index % len(PALETTE)]
+        visible: bool | str = True if index < VISIBLE_LINES else "legendonly"
+        group = line.key
+        name = esc(line.name)
+        if line.curve:
+            error = (
+                _("serving model, typically ±%(error)s %%") % {"error": f"{line.curve_error_pct:.0f}"}
+                if line.curve_error_pct is not None
+                else _("serving model, error not measured yet")
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=[x for x, _y in line.curve],
+                    y=[y for _x, y in line.curve],
+                    mode="lines",
+                    name=name,
+                    legendgroup=group,
+                    visible=visible,
+                    line={"color": colour, "width": 2, "dash": "dot" if line.measured else "solid"},
+                    customdata=[_cost_text(line.price, y, currency) for _x, y in line.curve],
+                    hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{esc(line.curve_label)}<br>"
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata}}<extra></extra>",
+                )
+            )
+            xs += [x for x, _y in line.curve]
+            ys += [y for _x, y in line.curve]
+        if line.measured:
+            fig.add_trace(
+                go.Scatter(
+                    x=[m.tokens_per_s_per_user for m in line.measured],
+                    y=[m.tokens_per_s_per_gpu for m in line.measured],
+                    mode="markers",
+                    name=name,
+                    legendgroup=group,
+                    showlegend=not line.curve,
+                    visible=visible,
+                    marker={"color": colour, "size": 9, "symbol": "circle", "line": {"color": "white", "width": 1}},
+                    customdata=[
+                        [esc(m.label), _cost_text(line.price, m.tokens_per_s_per_gpu, currency), m.gpu_count]
+                        for m in line.measured
+                    ],
+                    hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>%{{customdata[0]}}<br>"
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[1]}}<extra></extra>",
+                )
+            )
+            xs += [m.tokens_per_s_per_user for m in line.measured]
+            ys += [m.tokens_per_s_per_gpu for m in line.measured]
+    layout: dict[str, Any] = {
+        **LAYOUT_BASE,
+        "title": title_layout(title),
+        "height": 560,
+        "xaxis": {"title": {"text": esc(per_user)}, "type": "log"},
+        "yaxis": {"title": {"text": esc(per_gpu)}, "type": "log"},
+        # Beside the plot, one GPU a line: a long list scrolls instead of squeezing the axes.
+        "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
+        "margin": {"l": 10, "r": 20, "t": 78, "b": 50},
+    }
+    if xs and ys:
+        for axis, values in (("xaxis", xs + ([target] if target else [])), ("yaxis", ys)):
+            low, high = min(v for v in values if v > 0), max(values)
+            ticks, texts = log_ticks(low / 1.5, high * 1.5)
+            layout[axis].update(tickvals=ticks, ticktext=texts)
+    if target:
+        layout["shapes"] = [
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": target,
+                "x1": target,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#5d6d7e", "width": 1, "dash": "dash"},
+            }
+        ]
+        layout["annotations"] = [
+            {
+                "x": math.log10(target),
+                "xref": "x",
+                "yref": "paper",
+                "y": 1,
+                "yanchor": "bottom",
+                "showarrow": False,
+                "text": esc(_("target: %(rate)s tokens/s per user") % {"rate": f"{target:g}"}),
+                "font": {"size": 11, "color": "#5d6d7e"},
+            }
+        ]
+    fig.update_layout(**layout)
+    return figure_dict(fig)
