@@ -179,8 +179,8 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             "updated_at",
         )  # fmt: skip
     )
-    serving = serving_group_figures(precisions=precisions) if uc.serving_points else []
-    measured_gpu_ids = {a["gpu_id"] for a in aggregates} | {s.gpu_id for s in serving}
+    serving_measured = serving_group_figures(precisions=precisions) if uc.serving_points else []
+    measured_gpu_ids = {a["gpu_id"] for a in aggregates} | {s.gpu_id for s in serving_measured}
 
     gpu_filter = Q(is_curated=True) | Q(id__in=list(measured_gpu_ids))
     gpus_qs = Gpu.objects.with_related().filter(gpu_filter)
@@ -227,7 +227,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
             distinct_submitters=s.distinct_submitters,
             has_lab=s.has_lab,
         )
-        for s in serving
+        for s in serving_measured
     ]
     measured = {} if uc.is_llm else measured_relative(points, baseline_gpu_id=baseline.id)
     baseline_measured = baseline.id in measured

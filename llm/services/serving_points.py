@@ -350,7 +350,8 @@ def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
     generated = _int(params.get("generated_tokens"), 0)
     interconnect = str(params.get("interconnect", ""))
     extra = {"interconnect": interconnect} if interconnect in Interconnect.values else {}
-    figures = env.get("extra") if isinstance(env.get("extra"), dict) else {}
+    extra_env = env.get("extra")
+    figures: dict[str, Any] = extra_env if isinstance(extra_env, dict) else {}
     per_gpu = _float(figures.get("tokens_per_s_per_gpu")) or result.value / result.gpu_count
     per_user = _float(figures.get("tokens_per_s_per_user")) or result.value / batch
     if phase == "serve":
