@@ -182,9 +182,11 @@ USE_CASES: dict[str, UseCase] = {
             slug="llm-serving",
             label=_("LLM serving (throughput, batched)"),
             description=_(
-                "Output tokens per second per GPU when serving many requests at once: MLPerf Inference Offline "
-                "results (closed division, available systems) divided by the system's GPUs, and the benchmark "
-                "client's large-batch decode; cost per million output tokens at current prices."
+                "Output tokens per second per GPU while every user gets at least the chosen tokens per second, "
+                "in each GPU's best rentable configuration: measured points first (MLPerf Server and Interactive "
+                "at their per-token latency limits, Offline for maximum throughput, TensorRT-LLM's tables, the "
+                "benchmark client's sweeps), else the serving model with its error; cost per million output "
+                "tokens at current prices or yours."
             ),
             categories=("inference",),
             precision_families=("any", "8bit", "4bit", "16bit"),
