@@ -314,6 +314,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One schema name per choice set used by several fields.
+    "ENUM_NAME_OVERRIDES": {
+        "MeasuredOrEstimatedEnum": [("measured", "measured"), ("estimated", "estimated")],
+        "TrustLabelEnum": "benchmarks_app.models.TrustLabel",
+    },
 }
 
 SIMPLE_HISTORY_REVERT_DISABLED = False

@@ -93,9 +93,10 @@ def test_rankings_measured_estimated_prices_and_tiers():
 def test_price_modes_filters_and_currency():
     world_build(rows=DASHBOARD_WORLD)
     rows = lambda **kw: {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all", **kw)).rows}  # noqa: E731
-    # typical (default; "median" is its former name): the higher middle of the providers' cheapest, 2.0 and 3.0
-    assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(3.0)
-    assert rows()["a100-sxm4-80-gb"].price == pytest.approx(3.0) and rows()["a100-sxm4-80-gb"].price_min == 2.0
+    # typical (default; "median" is its former name): the median of the providers' cheapest, 2.0 and 3.0,
+    # the middle two averaged
+    assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(2.5)
+    assert rows()["a100-sxm4-80-gb"].price == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price_min == 2.0
     spot = rows(price="spot")
     assert spot["a100-sxm4-80-gb"].price == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price is None
     assert rows(provider="lambda")["a100-sxm4-80-gb"].price == pytest.approx(2.0)

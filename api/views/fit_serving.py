@@ -22,13 +22,18 @@ from llm.serving.physics import ENGINE_CLASSES
 
 class ServingPlanQuerySerializer(serializers.Serializer):
     model = serializers.ChoiceField(choices=sorted(MODEL_SHAPES), help_text=_("Model key, e.g. llama-3.1-70b."))
-    precision = serializers.CharField(
+    precision = serializers.RegexField(
+        r"^({names})(,({names}))*$".format(names="|".join(PRECISIONS)),
         default="fp8",
         help_text=_("Weight precision(s), comma-separated: %(names)s.") % {"names": ", ".join(PRECISIONS)},
+        error_messages={"invalid": _("One or more of %(names)s, comma-separated.") % {"names": ", ".join(PRECISIONS)}},
     )
-    target = serializers.CharField(
+    # The pattern is the rule, so the schema says exactly what is accepted: 1 to 10,000, or "max".
+    target = serializers.RegexField(
+        r"^(max|maximum|[1-9][0-9]{0,3}(\.[0-9]+)?|10000)$",
         default=str(DEFAULT_TARGET),
         help_text=_('Output tokens/s per user to serve at, or "max" for the most throughput.'),
+        error_messages={"invalid": _('A number of tokens/s per user from 1 to 10,000, or "max".')},
     )
     input_len = serializers.IntegerField(default=DEFAULT_LENGTHS[0], min_value=1, max_value=1_000_000)
     output_len = serializers.IntegerField(default=DEFAULT_LENGTHS[1], min_value=1, max_value=1_000_000)
@@ -48,13 +53,7 @@ class ServingPlanQuerySerializer(serializers.Serializer):
     def validate_target(self, value: str) -> float | None:
         if value.strip().lower() in ("max", "maximum"):
             return None
-        try:
-            target = float(value)
-        except ValueError:
-            raise serializers.ValidationError(_('A number of tokens/s per user, or "max".')) from None
-        if not 0 < target <= 10_000:
-            raise serializers.ValidationError(_("Between 0 and 10,000 tokens/s per user."))
-        return target
+        return float(value)
 
 
 class ServingPlanSerializer(serializers.Serializer):
@@ -114,6 +113,13 @@ class FitServingView(ApiMixin, APIView):
         },
     )
     def get(self, request: Request) -> Response:
+        # DRF reads an empty query value as "not given" (form semantics); the schema says a value is
+        # at least one character, so an empty one is an error naming the parameter.
+        blank = sorted(
+            name for name, value in request.query_params.items() if name in self.query_parameters and not value
+        )
+        if blank:
+            raise ValidationError({name: [_("This parameter may not be blank.")] for name in blank})
         query = ServingPlanQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data

@@ -33,6 +33,9 @@ ENDPOINT_PURPOSES = {
     "rankings": _("Rankings: performance, price and value per use case (the rankings page)."),
     "tiers": _("Tier list of a use case (the tiers page)."),
     "fit": _("Will a model fit, on how many GPUs, how long and at what cost."),
+    "fit-serving": _(
+        "What to serve a model on: the configuration with the lowest cost per million tokens at a speed per user."
+    ),
     "submission-create": _("Submit a benchmark run (token required)."),
     "submission-detail": _("Status of a submission."),
     "moderation-queue": _("Submissions awaiting a curator (staff)."),

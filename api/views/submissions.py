@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from api.openapi import openapi_schema_from_json_schema
 from api.throttling import SUBMISSION_THROTTLES
-from benchmarks_app.models import RawSubmission, SubmissionStatus
+from benchmarks_app.models import RawSubmission, SubmissionStatus, TrustLabel
 from benchmarks_app.selectors import submission_get_for_viewer, submission_summary
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
 from benchmarks_app.services.intake import submission_intake
@@ -64,7 +64,7 @@ class SubmissionResultSerializer(serializers.Serializer):
     unit = serializers.CharField()
     value = serializers.FloatField(help_text="Median of the repetitions' statistics window, in the unit.")
     spread_pct = serializers.FloatField(allow_null=True)
-    trust = serializers.ChoiceField(choices=["lab", "community", "flagged"])
+    trust = serializers.ChoiceField(choices=TrustLabel.choices)
     comparison_label = serializers.CharField()
 
 

@@ -63,6 +63,7 @@ from catalog.selectors_prices import (
 )
 from catalog.value import per_price
 from dashboard.ranking.maths import (
+    BASELINE_SLUG_DEFAULT,
     AggregatePoint,
     EstimateModel,
     EstimateSample,
@@ -194,8 +195,11 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     baseline = next((g for g in gpus if g.slug == params.baseline), None)
     if baseline is None:
         baseline = Gpu.objects.with_related().filter(slug=params.baseline).first()
-        if baseline is None:
-            raise RankingParamError("baseline", _("unknown GPU %(slug)r") % {"slug": params.baseline})
+    if baseline is None and params.baseline == uc.default_baseline:
+        # A use case's own anchor missing from a smaller catalogue: the site-wide anchor serves.
+        baseline = Gpu.objects.with_related().filter(slug=BASELINE_SLUG_DEFAULT).first()
+    if baseline is None:
+        raise RankingParamError("baseline", _("unknown GPU %(slug)r") % {"slug": params.baseline})
 
     # The estimate is fitted on every measured GPU, also those the filters leave out.
     ids = {g.id for g in gpus} | {baseline.id} | measured_gpu_ids
