@@ -406,6 +406,14 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
             os.replace(temporary, spec.out_path)
         telemetry.close()
         _teardown(group, spec, meet=finished)
+    # Reached only when every case ran and the group is down. Leave without interpreter shutdown:
+    # gloo keeps transport threads in process-wide objects that outlive the process group, and
+    # destroying one of them while its thread is still joinable aborts the process ("terminate
+    # called without an active exception", SIGABRT) after all its work is done. Rank 0's file is
+    # written and replaced above, and nothing else of this process is needed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _teardown(group: Rank, spec: CollectiveSpec, *, meet: bool) -> None:
