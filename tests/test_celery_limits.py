@@ -28,10 +28,12 @@ def sent(monkeypatch):
     monkeypatch.setitem(app.conf, "task_always_eager", False)
     captured: list[tuple[str, dict]] = []
 
-    def capture(self, producer, name, message, **options):  # type: ignore[no-untyped-def]
+    def capture(producer, name, message, **options):  # type: ignore[no-untyped-def]
         captured.append((name, message.headers))
 
-    with mock.patch.object(type(app.amqp), "send_task_message", capture):
+    # On the app's own AMQP object: the message is built (and its limits checked) exactly as
+    # beat's would be, and only the publishing is replaced.
+    with mock.patch.object(app.amqp, "send_task_message", capture):
         yield captured
 
 
