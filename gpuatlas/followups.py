@@ -1,0 +1,41 @@
+"""Work that follows a write, named by its Celery task.
+
+The apps are layered (catalog, then benchmarks_app, then llm, then the pages), and an app never
+imports one above it. Yet a write low in the layers has consequences higher up: new results
+change the LLM serving model's fit, any data change makes the cached pages stale. The writer
+says so explicitly at the end of its transaction, with ``followup_after_commit(<task name>)``:
+the call site names what follows, no signal or receiver hides it, and no import points upward.
+
+The task runs once the writer's transaction commits (a rolled-back write has no consequences),
+in a worker with a broker, inline in the embedded default (``CELERY_TASK_ALWAYS_EAGER``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import current_app
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+
+def followup_run(name: str, *, countdown: float = 0, **kwargs: Any) -> None:
+    """Queue the task ``name`` now (run it now when tasks are eager).
+
+    A broker outage does not undo the write that asked for it: the follow-up is logged as lost
+    and the next write of the same kind asks again.
+    """
+    task = current_app.tasks[name]  # KeyError for a misspelt name: a bug, so it is not caught
+    try:
+        task.apply_async(kwargs=kwargs, countdown=countdown or None)
+    except Exception:
+        if current_app.conf.task_always_eager:
+            raise
+        logger.warning("the follow-up task %s could not be queued", name, exc_info=True)
+
+
+def followup_after_commit(name: str, *, countdown: float = 0, **kwargs: Any) -> None:
+    """Queue the task ``name`` once the current transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: followup_run(name, countdown=countdown, **kwargs))
