@@ -124,7 +124,7 @@ def clear() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE catalog_priceobservation, catalog_offer, benchmarks_app_resultaggregate, "
-            "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission RESTART IDENTITY"
+            "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission, llm_servingpoint RESTART IDENTITY"
         )
         cursor.execute("DELETE FROM catalog_provider WHERE slug LIKE %s", [PROVIDER_PREFIX + "%"])
         cursor.execute(
