@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from benchmarks_app.models import SubmissionStatus, TrustLabel, Workload
+from benchmarks_app.models import SourceKind, SubmissionStatus, TrustLabel, Workload
 from catalog.models import Precision, Provider, Segment
 from catalog.models.prices import PurchasePrice
-from llm.models import EngineClass, Interconnect, PerUserBasis, PrecisionStatus, Scenario, SourceKind
+from llm.models import EngineClass, Interconnect, PerUserBasis, PrecisionStatus, Scenario
 
 
 def _nullable_float(**kwargs: object) -> serializers.FloatField:

@@ -110,6 +110,16 @@ class TrustLabel(models.TextChoices):
     FLAGGED = "flagged", _("Flagged")
 
 
+class SourceKind(models.TextChoices):
+    """The sources of LLM measurements, each read by its own rule into serving points (llm)."""
+
+    MLPERF = "mlperf", "MLPerf Inference"
+    TRTLLM = "trtllm", _("TensorRT-LLM performance overview")
+    LLAMACPP = "llamacpp", _("llama.cpp tables")
+    EVAL_RATE = "eval-rate", _("Ollama eval rates")
+    CLIENT = "client", "gpuatlas-bench"
+
+
 class BenchmarkResultQuerySet(models.QuerySet["BenchmarkResult"]):
     def trusted(self) -> BenchmarkResultQuerySet:
         return self.filter(trust__in=[TrustLabel.LAB, TrustLabel.COMMUNITY])

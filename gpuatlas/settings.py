@@ -190,6 +190,8 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},
+    # The serving points and the refit that follow an import or an ingest: seconds of scipy.
+    "llm.tasks.*": {"queue": "imports"},
     # The warm-up of the busiest pages after a bump: seconds of rendering, kept off the ingest queue.
     "dashboard.tasks.*": {"queue": "imports"},
 }

@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from benchmarks_app.models import BenchmarkResult, TrustLabel
+from benchmarks_app.models import BenchmarkResult, SourceKind, TrustLabel
 from catalog.models import Gpu
 
 
@@ -51,14 +51,6 @@ class PerUserBasis(models.TextChoices):
     LATENCY_FLOOR = "latency-floor", _("At least 1000 / the per-token latency limit (a floor)")
     ONE_STREAM = "one-stream", _("One stream: the configuration's whole rate")
     UNDEFINED = "undefined", _("Not defined (throughput run without a latency bound)")
-
-
-class SourceKind(models.TextChoices):
-    MLPERF = "mlperf", "MLPerf Inference"
-    TRTLLM = "trtllm", _("TensorRT-LLM performance overview")
-    LLAMACPP = "llamacpp", _("llama.cpp tables")
-    EVAL_RATE = "eval-rate", _("Ollama eval rates")
-    CLIENT = "client", "gpuatlas-bench"
 
 
 class ServingPointQuerySet(models.QuerySet["ServingPoint"]):

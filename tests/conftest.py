@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from types import SimpleNamespace
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -11,6 +12,7 @@ from django.conf import settings
 
 from benchmarks_app.services import intake as intake_module
 from benchmarks_app.services.ingest import submission_ingest
+from gpuatlas import followups
 from gpuatlas.celery import app
 from tests.world import World, world_build
 
@@ -161,6 +163,29 @@ def eager_tasks():
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = eager
+
+
+@pytest.fixture(autouse=True)
+def followups_in_process(request: pytest.FixtureRequest, monkeypatch):  # type: ignore[no-untyped-def]
+    """Follow-ups of a write (gpuatlas/followups.py) run here, in-process, broker or not.
+
+    A test without ``transaction=True`` runs inside a transaction that is rolled back, never
+    committed: there a follow-up runs where it is asked for, inside the writer's transaction, so
+    that the test sees what follows the write (the serving points of an import) as a user would.
+    A transactional test keeps the wait for the commit.
+    """
+    marker = request.node.get_closest_marker("django_db")
+    transactional = "transactional_db" in request.fixturenames or (
+        marker is not None and bool(marker.kwargs.get("transaction", marker.args[0] if marker.args else False))
+    )
+
+    def run_in_process(name: str, *, countdown: float = 0, **kwargs: object) -> None:
+        app.loader.import_default_modules()
+        app.tasks[name].apply(kwargs=kwargs, throw=True)
+
+    monkeypatch.setattr(followups, "followup_run", run_in_process)
+    if not transactional:
+        monkeypatch.setattr(followups, "transaction", SimpleNamespace(on_commit=lambda run, **_: run()))
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from benchmarks_app.models import TrustLabel
+from benchmarks_app.models import SourceKind, TrustLabel
 from catalog.models import Gpu
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
 from dashboard.selectors.rankings import rankings_compute
-from llm.models import Interconnect, PerUserBasis, PrecisionStatus, Scenario, ServingPoint, SourceKind
+from llm.models import Interconnect, PerUserBasis, PrecisionStatus, Scenario, ServingPoint
 from tests.factories import BenchmarkResultFactory, OfferFactory, ProviderFactory, WorkloadFactory
 from tests.world import LLM_WORLD
 

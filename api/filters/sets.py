@@ -19,14 +19,14 @@ from api.filters.base import (
     TextFilter,
 )
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
-from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel, Workload
+from benchmarks_app.models import BenchmarkResult, ResultAggregate, SourceKind, TrustLabel, Workload
 from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider, Segment, TensorPeak, Vendor
 from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.interactivity import TARGETS
-from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint, SourceKind
+from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint
 
 # --- vocabularies ----------------------------------------------------------------------------
 

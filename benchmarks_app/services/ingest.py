@@ -30,8 +30,7 @@ from django.utils import timezone
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.services.derive import submissions_derive
 from gpuatlas.data_version import data_version_bump_pending
-from llm.services.serving_fit import serving_model_refit
-from llm.services.serving_points import serving_points_add_for_submissions
+from gpuatlas.followups import followup_after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +86,8 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
             outcome.update(
                 submissions_derive(submissions=live, bump_debounce_seconds=settings.DATA_VERSION_INGEST_DEBOUNCE_S)
             )
-            if serving_points_add_for_submissions(submission_ids=[s.pk for s in live]):
-                serving_model_refit()
+            # Their LLM serving points, and the serving model refitted on them (llm, above this app).
+            followup_after_commit("llm.tasks.serving_points_refresh", submission_ids=[s.pk for s in live])
         return outcome
 
 

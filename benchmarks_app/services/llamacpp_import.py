@@ -38,7 +38,7 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel
+from benchmarks_app.models import BenchmarkResult, LabImportRow, SourceKind, TrustLabel
 from benchmarks_app.services.aggregates import comparison_key_for
 from benchmarks_app.services.lab_tables import (
     GpuNameResolver,
@@ -50,9 +50,7 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from benchmarks_app.services.markdown_tables import MarkdownTable, markdown_tables
-from llm.models import SourceKind
-from llm.services.serving_fit import serving_model_refit
-from llm.services.serving_points import serving_points_rebuild
+from gpuatlas.followups import followup_after_commit
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "llamacpp"
 XIONGJIEDAI_URL = "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference"
@@ -471,9 +469,7 @@ def xiongjiedai_import(
     for record in kept.to_dict("records"):
         _xiongjiedai_record(writer, record)
     summary = writer.store(source_prefix=XIONGJIEDAI_URL, refresh_aggregates=refresh_aggregates)
-    summary.notes.extend(serving_points_rebuild(source=SourceKind.LLAMACPP).as_lines())
-    if refit:
-        serving_model_refit()
+    followup_after_commit("llm.tasks.serving_points_refresh", source=SourceKind.LLAMACPP, refit=refit)
     return summary
 
 
@@ -616,9 +612,7 @@ def geerling_import(
     for record in table.to_dict("records"):
         _geerling_record(writer, record, measured_at)
     summary = writer.store(source_prefix=GEERLING_URL, refresh_aggregates=refresh_aggregates)
-    summary.notes.extend(serving_points_rebuild(source=SourceKind.EVAL_RATE).as_lines())
-    if refit:
-        serving_model_refit()
+    followup_after_commit("llm.tasks.serving_points_refresh", source=SourceKind.EVAL_RATE, refit=refit)
     return summary
 
 

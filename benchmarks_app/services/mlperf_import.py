@@ -38,7 +38,7 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel, Workload
+from benchmarks_app.models import BenchmarkResult, LabImportRow, SourceKind, TrustLabel, Workload
 from benchmarks_app.services.aggregates import comparison_key_for
 from benchmarks_app.services.lab_tables import (
     GpuNameResolver,
@@ -50,9 +50,7 @@ from benchmarks_app.services.lab_tables import (
     text_or_empty,
     workload_ensure,
 )
-from llm.models import SourceKind
-from llm.services.serving_fit import serving_model_refit
-from llm.services.serving_points import serving_points_rebuild
+from gpuatlas.followups import followup_after_commit
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "mlperf"
 RESULTS_REPO = "https://github.com/mlcommons/inference_results_v{round}"
@@ -293,9 +291,7 @@ def mlperf_import_file(
         summary=summary,
         refresh_aggregates=refresh_aggregates,
     )
-    summary.notes.extend(serving_points_rebuild(source=SourceKind.MLPERF).as_lines())
-    if refit:
-        serving_model_refit()
+    followup_after_commit("llm.tasks.serving_points_refresh", source=SourceKind.MLPERF, refit=refit)
     return summary
 
 

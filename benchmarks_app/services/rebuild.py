@@ -21,8 +21,7 @@ from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
-from llm.services.serving_fit import serving_model_refit
-from llm.services.serving_points import ServingPointsSummary, serving_points_rebuild
+from gpuatlas.followups import followup_after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +43,6 @@ class RebuildSummary:
     results: int = 0
     aggregates: int = 0
     lab: LabImportSummary | None = None
-    serving_points: ServingPointsSummary | None = None
 
     def as_lines(self) -> list[str]:
         lines = [
@@ -55,8 +53,6 @@ class RebuildSummary:
         ]
         if self.lab is not None:
             lines.append(f"lab results: {self.lab.results_written} from {self.lab.source}")
-        if self.serving_points is not None:
-            lines.extend(self.serving_points.as_lines())
         if self.newly_rejected:
             lines.append(
                 f"rejected by the current rules, public before: {len(self.newly_rejected)} "
@@ -112,6 +108,6 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
                 )
         summary.aggregates = aggregates_rebuild()
         summary.results = BenchmarkResult.objects.count()
-        summary.serving_points = serving_points_rebuild()
-        serving_model_refit()
+        # Every LLM serving point derived again, and the model refitted (llm, above this app).
+        followup_after_commit("llm.tasks.serving_points_refresh")
     return summary

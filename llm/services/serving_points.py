@@ -34,12 +34,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from benchmarks_app.models import BenchmarkResult
+from benchmarks_app.models import BenchmarkResult, SourceKind
 from catalog.interconnect import pcie_peak_gbs
 from llm.estimate.comm import FABRIC_VARIANTS
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.mlperf_rules import mlperf_benchmark, mlperf_latency_limits
-from llm.models import EngineClass, Interconnect, PerUserBasis, Scenario, ServingPoint, SourceKind
+from llm.models import EngineClass, Interconnect, PerUserBasis, Scenario, ServingPoint
 from llm.precision import precision_assess
 from llm.selectors.rows import (
     CLIENT_TP_WORKLOAD,

@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel, Workload
+from benchmarks_app.models import BenchmarkResult, LabImportRow, SourceKind, TrustLabel, Workload
 from benchmarks_app.services.aggregates import comparison_key_for
 from benchmarks_app.services.lab_tables import (
     GpuNameResolver,
@@ -32,7 +32,6 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from benchmarks_app.services.mlperf_import import accelerator_name_candidates
-from llm.models import SourceKind
 from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
