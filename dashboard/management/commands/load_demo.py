@@ -1,4 +1,8 @@
-"""Load everything the demo needs: the real catalogue, real prices, real benchmark results."""
+"""Load everything the demo needs: the real catalogue, real prices, real benchmark results.
+
+The command belongs to the pages' app because it loads the data of every app below it
+(catalog, benchmarks_app, llm) and only an app above them may import them all.
+"""
 
 from __future__ import annotations
 
