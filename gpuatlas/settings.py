@@ -100,7 +100,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "gpuatlas.context_processors.site",
-                "gpuatlas.context_processors.prices",
+                "catalog.context_processors.prices",
             ],
         },
     },
