@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from benchmarks_app.services.llamacpp_import import geerling_import
+from benchmarks_app.services.geerling_import import geerling_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from dashboard.ranking.use_cases import USE_CASES
 from tests.world import DASHBOARD_WORLD, world_build

@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from benchmarks_app.services.llamacpp_import import geerling_import
+from benchmarks_app.services.geerling_import import geerling_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from catalog.models import SpecCitation
 from tests.factories import ResultAggregateFactory, TensorPeakFactory, WorkloadFactory

@@ -8,17 +8,15 @@ import pytest
 from django.core.management import call_command
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow
-from benchmarks_app.services.llamacpp_import import (
-    BUNDLED_DIR,
+from benchmarks_app.services.geerling_import import geerling_import, geerling_rows
+from benchmarks_app.services.llm_readme_tables import BUNDLED_DIR, consumer_name_candidates
+from benchmarks_app.services.markdown_tables import markdown_tables
+from benchmarks_app.services.xiongjiedai_import import (
     cell_value,
-    consumer_name_candidates,
-    geerling_import,
-    geerling_rows,
     quant_precision,
     xiongjiedai_import,
     xiongjiedai_rows,
 )
-from benchmarks_app.services.markdown_tables import markdown_tables
 from tests.world import LLM_WORLD, world_build
 
 CURRENT = BUNDLED_DIR / "xiongjiedai-aa72e0ec" / "README.md"

@@ -11,8 +11,9 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from benchmarks_app.services.llamacpp_import import geerling_import, xiongjiedai_import
+from benchmarks_app.services.geerling_import import geerling_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
+from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 from catalog.models import Gpu
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute

@@ -323,7 +323,7 @@ def test_the_real_tensor_parallel_sweep_gives_a_curve_per_configuration():
 
 @pytest.mark.django_db
 def test_llamacpp_rows_are_one_stream_points():
-    from benchmarks_app.services.llamacpp_import import xiongjiedai_import
+    from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 
     world_build(rows=LLM_WORLD)
     xiongjiedai_import()
@@ -342,7 +342,7 @@ def test_llamacpp_rows_are_one_stream_points():
 
 @pytest.mark.django_db
 def test_relative_inference_use_cases_rank_the_measured_llm_figures(client):
-    from benchmarks_app.services.llamacpp_import import xiongjiedai_import
+    from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
     from catalog.models import TensorPeak
     from dashboard.selectors.ranking_params import ranking_params_from_query
     from dashboard.selectors.rankings import rankings_compute

@@ -8,8 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from benchmarks_app.services.geerling_import import geerling_import
 from benchmarks_app.services.lab_tables import LabTableError, LabTableSummary
-from benchmarks_app.services.llamacpp_import import BUNDLED_DIR, geerling_import, xiongjiedai_import
+from benchmarks_app.services.llm_readme_tables import BUNDLED_DIR
+from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 
 
 class Command(BaseCommand):

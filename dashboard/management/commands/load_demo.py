@@ -14,12 +14,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmarks_app.services.errors import SubmissionInvalid
+from benchmarks_app.services.geerling_import import geerling_import
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.lab_import import BUNDLED_DIR as LAMBDA_DIR
 from benchmarks_app.services.lab_import import lambda_import_directory
-from benchmarks_app.services.llamacpp_import import geerling_import, xiongjiedai_import
 from benchmarks_app.services.mlperf_import import mlperf_import_bundled
 from benchmarks_app.services.workloads import workload_seed
+from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 from catalog.management.progress import tqdm_progress
 from catalog.services.catalog_import import CuratedDataError, catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
