@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 
-from dashboard.scaling import AllreduceLine, ScalingLine, interconnect_label
+from dashboard.multi_gpu_maths import AllreduceLine, ScalingLine, interconnect_label
 from fitcalc.plan import SCALING_EFFICIENCY_PER_DOUBLING, CountRate, scaling_speedup
 from llm.estimate.comm import GpuLink
 from llm.estimate.comm import allreduce_seconds as datasheet_allreduce_seconds

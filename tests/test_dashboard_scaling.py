@@ -1,4 +1,4 @@
-"""Multi-GPU arithmetic and figures with literals: no database (dashboard/scaling.py, dashboard/figures/scaling.py)."""
+"""Multi-GPU arithmetic and figures with literals: no database (dashboard/multi_gpu_maths.py, dashboard/figures/multi_gpu.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import datetime as dt
 
 import pytest
 
-from dashboard.figures.scaling import allreduce_figure, scaling_figure
-from dashboard.ranking.maths import AggregatePoint, best_per_group, measured_relative
-from dashboard.scaling import (
+from dashboard.figures.multi_gpu import allreduce_figure, scaling_figure
+from dashboard.multi_gpu_maths import (
     HostResult,
     allreduce_lines,
     bytes_label,
@@ -19,6 +18,7 @@ from dashboard.scaling import (
     scaling_lines,
     workload_runs_on_a_host,
 )
+from dashboard.ranking.maths import AggregatePoint, best_per_group, measured_relative
 
 DAY = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
 SHAPE = {"batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192}

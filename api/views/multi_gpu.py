@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from api.serializers import GpuMultiGpuSerializer
 from api.views.base import ERROR_404, ERROR_429, ApiMixin, response_cached
 from catalog.models import Gpu
-from dashboard.scaling import AllreduceLine, MeasuredScaling, ScalingLine
+from dashboard.multi_gpu_maths import AllreduceLine, MeasuredScaling, ScalingLine
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 
 

@@ -15,7 +15,7 @@ Method, as shown on the pages
   When a GPU has several aggregates in one group, the one with most results is used.
   The benchmark client's host runs on 2 GPUs or more (data-parallel training, all-reduce) are
   not compared: they measure the host's interconnect too, and are shown as scaling instead
-  (:func:`compared_in_relative_method`, dashboard/scaling.py).
+  (:func:`compared_in_relative_method`, dashboard/multi_gpu_maths.py).
 * A GPU that shares no comparison group with the baseline (Lambda's 2025 suite, which the
   baseline never ran) is compared the same way with the directly measured GPU it shares most
   groups with, and the ratio is multiplied by that GPU's figure (one step at most).
@@ -73,7 +73,7 @@ class AggregatePoint:
 def compared_in_relative_method(point: AggregatePoint) -> bool:
     """Whether an aggregate enters the relative figure. A host run on 2 GPUs or more measures how the
     host joins its GPUs (NVLink or PCIe, its NCCL) as much as the GPU, and its 1-GPU result of the same
-    run is already compared: it is shown as scaling (dashboard/scaling.py), never in the ratio."""
+    run is already compared: it is shown as scaling (dashboard/multi_gpu_maths.py), never in the ratio."""
     return not (point.host_run and point.group[2] > 1)
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_rent_prices
 from catalog.value import per_price
+from dashboard.multi_gpu_maths import AllreduceLine, MeasuredScaling
 from dashboard.ranking.use_cases import USE_CASES
-from dashboard.scaling import AllreduceLine, MeasuredScaling
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute

@@ -26,11 +26,11 @@ from catalog.selectors_prices import (
     gpu_price_history,
 )
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
-from dashboard.figures.scaling import allreduce_figure, scaling_figure
+from dashboard.figures.multi_gpu import allreduce_figure, scaling_figure
 from dashboard.figures.serving import serving_curve_line, serving_curves_figure
+from dashboard.multi_gpu_maths import workload_runs_on_a_host
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
-from dashboard.scaling import workload_runs_on_a_host
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute

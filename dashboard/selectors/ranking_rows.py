@@ -7,9 +7,9 @@ import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dashboard.multi_gpu_maths import interconnect_label
 from dashboard.ranking.maths import EstimateModel
 from dashboard.ranking.use_cases import UseCase
-from dashboard.scaling import interconnect_label
 from dashboard.selectors.ranking_params import RankingParams
 from llm.selectors.serving_target import ServingChoice
 
@@ -70,7 +70,7 @@ class RankingRow:
     # there is no estimate or its error is unknown.
     estimate_error_pct: float | None = None
     # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
-    # rankings (dashboard/scaling.py): throughput at N / (N x throughput at 1 GPU) of the same run,
+    # rankings (dashboard/multi_gpu_maths.py): throughput at N / (N x throughput at 1 GPU) of the same run,
     # the median over scaling_n runs. Shown beside the figure, never part of it.
     scaling_gpu_count: int | None = None
     scaling_efficiency: float | None = None

@@ -21,7 +21,7 @@ per currency unit per GPU-hour of the GPUs involved.
     the rankings (``scaling_gpu_count``, ``scaling_efficiency``, ``scaling_n``,
     ``scaling_distinct_submitters``, ``scaling_interconnect``, ``scaling_tokens_per_s_per_gpu``,
     ``scaling_one_gpu_tokens_per_s``; None/0/"" where none is measured): shown beside ``perf``, never
-    part of it (dashboard/scaling.py).
+    part of it (dashboard/multi_gpu_maths.py).
 
     With ``show=eligible`` the rows that fail the use case's eligibility are in
     ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
@@ -62,6 +62,10 @@ from catalog.selectors_prices import (
     gpu_rent_prices,
 )
 from catalog.value import per_price
+from dashboard.multi_gpu_maths import (
+    MeasuredScaling,
+    workload_runs_on_a_host,
+)
 from dashboard.ranking.maths import (
     BASELINE_SLUG_DEFAULT,
     AggregatePoint,
@@ -79,10 +83,6 @@ from dashboard.ranking.maths import (
     tiers_from_measurements,
 )
 from dashboard.ranking.use_cases import ArchitectureSupport, use_case_eligibility
-from dashboard.scaling import (
-    MeasuredScaling,
-    workload_runs_on_a_host,
-)
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.scaling import scaling_headlines_by_gpu

@@ -4,7 +4,7 @@ Stable interface (others build on it; change only by adding fields)
 ------------------------------------------------------------------
 ``scaling_measured_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, dict[int, MeasuredScaling]]``
     gpu id -> GPU count (2 or more) -> the measured data-parallel training scaling there
-    (``dashboard.scaling.MeasuredScaling``: ``efficiency`` = throughput at N / (N x throughput at
+    (``dashboard.multi_gpu_maths.MeasuredScaling``: ``efficiency`` = throughput at N / (N x throughput at
     1 GPU) of the same run, median over runs; ``n`` runs, ``distinct_submitters``,
     ``interconnect``, ``tokens_per_s_per_gpu``, ``one_gpu_tokens_per_s``, ``ranked`` = enough
     results to count in the rankings). GPUs without a measured multi-GPU run are absent. One query.
@@ -16,7 +16,7 @@ Stable interface (others build on it; change only by adding fields)
     The same for several GPUs (the compare page, the fit calculator); GPUs without a multi-GPU
     result are absent. One query.
 
-The arithmetic and the method are in dashboard/scaling.py.
+The arithmetic and the method are in dashboard/multi_gpu_maths.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import BenchmarkResult, TrustLabel
-from dashboard.scaling import (
+from dashboard.multi_gpu_maths import (
     ALLREDUCE_METHOD,
     DDP_WORKLOAD,
     HOST_WORKLOADS,
@@ -153,7 +153,7 @@ def _figures(results: list[HostResult]) -> MultiGpuFigures:
 
 
 def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
-    """Every multi-GPU figure of one GPU (see dashboard/scaling.py for the method)."""
+    """Every multi-GPU figure of one GPU (see dashboard/multi_gpu_maths.py for the method)."""
     return _figures(host_results(gpu_ids=[gpu_id]).get(gpu_id, []))
 
 

@@ -18,7 +18,7 @@ from dashboard.figures.style import (
     number_text,
     title_layout,
 )
-from dashboard.scaling import AllreduceLine, ScalingLine, bytes_label, interconnect_label
+from dashboard.multi_gpu_maths import AllreduceLine, ScalingLine, bytes_label, interconnect_label
 
 
 def _gpus(count: int) -> str:
