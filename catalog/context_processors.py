@@ -3,7 +3,7 @@
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from catalog.selectors_prices import price_status
+from catalog.selectors.prices import price_status
 
 
 def prices(request: HttpRequest) -> dict[str, object]:

@@ -7,7 +7,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog.matching.rules import name_rule_problems
 from catalog.models import GpuNameRule, Segment
-from catalog.selectors import CATALOGUE_SORTS
+from catalog.selectors.gpus import CATALOGUE_SORTS
 
 
 class GpuFilterForm(forms.Form):

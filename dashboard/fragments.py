@@ -29,8 +29,8 @@ from django.utils.translation import gettext as _
 from benchmarks_app.models import ResultAggregate
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
-from catalog.selectors import gpu_for_page
-from catalog.selectors_prices import price_status
+from catalog.selectors.gpus import gpu_for_page
+from catalog.selectors.prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
 from dashboard.figures.serving import ServingCurveLine, serving_curve_line, serving_curves_figure
 from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier

@@ -14,7 +14,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from catalog.models import Gpu
-from catalog.selectors import gpus_lookup
+from catalog.selectors.gpus import gpus_lookup
 from dashboard import fragments
 from dashboard.csv_export import csv_response
 from dashboard.figures.compare import compare_figure
@@ -189,7 +189,7 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return render(request, "dashboard/compare.html", context)
 
 
-# Where each compared price comes from (catalog.selectors_prices.PriceProvenance fields).
+# Where each compared price comes from (catalog.selectors.prices.PriceProvenance fields).
 _ORIGIN_FIELDS = ("provider", "observed_at", "date_is_estimate", "age_days")
 
 

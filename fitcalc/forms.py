@@ -63,7 +63,7 @@ SERVING_MODES = ("batched", "single")
 #: left after the weights holds (up to the calibrated model's cap per GPU), as MLPerf's Offline
 #: test does. Memory and fit are then those of one sequence beside the weights.
 FULL_LOAD_SEQUENCES = 1
-#: Rental price rules the calculator offers (catalog.selectors_prices.PRICE_RULES, on-demand only).
+#: Rental price rules the calculator offers (catalog.selectors.prices.PRICE_RULES, on-demand only).
 PRICE_RULES = ("typical", "cheapest")
 MAX_HF_ID = 193
 TRANSFORMER_KINDS = ("decoder", "encoder")

@@ -1,7 +1,7 @@
 """Reads for the fit calculator: the GPUs as :class:`fitcalc.plan.GpuFacts`, and the whole answer.
 
 ``fit_gpu_facts_list`` reads every curated GPU with a memory size, its rental price per GPU-hour
-by the chosen rule (``catalog.selectors_prices.gpu_rent_prices``: typical, the median of the
+by the chosen rule (``catalog.selectors.prices.gpu_rent_prices``: typical, the median of the
 providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
 date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
 the rate of each GPU count by the calibrated model, measured figures first
@@ -29,7 +29,7 @@ from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
 from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
-from catalog.selectors_prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
+from catalog.selectors.prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
 from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import RankingRow

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import gpu_rent_prices
+from catalog.selectors.prices import gpu_rent_prices
 from fitcalc.selectors import max_count_offered
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.models import ServingPoint

@@ -166,7 +166,7 @@ def timed(label: str, fn, repeat: int = 15) -> float:
 
 
 def bench_cheapest(total: int) -> None:
-    from catalog.selectors_prices import gpu_rent_prices
+    from catalog.selectors.prices import gpu_rent_prices
 
     generate_observations(total=total, gpus=200, offers=max(total // 50, 1))
     answer = gpu_rent_prices()

@@ -325,7 +325,7 @@ def prices(runs: int) -> None:
     import datetime as dt
 
     from catalog.matching import GpuMatcher
-    from catalog.selectors_prices import gpu_rent_prices
+    from catalog.selectors.prices import gpu_rent_prices
     from catalog.services.prices import price_import_file
     from catalog.services.prices.currency import RateBook
 

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import IntegrityError, transaction
 
 from catalog.models import Architecture, Gpu, GpuAlias, SpecCitation, TensorPeak
-from catalog.selectors import catalog_disagreements
+from catalog.selectors.gpus import catalog_disagreements
 from catalog.services.catalog_import import (
     CuratedDataError,
     architecture_import_curated,

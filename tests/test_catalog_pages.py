@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from catalog.selectors import gpu_catalogue
+from catalog.selectors.gpus import gpu_catalogue
 from tests.factories import GpuFactory, OfferFactory, TensorPeakFactory
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from catalog.selectors_prices import gpu_rent_prices
+from catalog.selectors.prices import gpu_rent_prices
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
 from tests.factories import (

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from catalog.models import Offer, PriceObservation
-from catalog.selectors_prices import display_money, display_rate, gpu_offers
+from catalog.selectors.prices import display_money, display_rate, gpu_offers
 from catalog.services.prices import (
     NoExchangeRate,
     RateBook,

@@ -229,7 +229,7 @@ def test_form_factor_words_and_memory_types_state_the_variant(real_catalogue):
 @pytest.mark.urls("tests.urls_prices_admin")
 def test_a_curator_maps_an_ambiguous_offer_and_later_snapshots_keep_it(real_catalogue, client):
     from catalog.models import Gpu, OfferGpuMapping
-    from catalog.selectors_prices import gpu_rent_prices
+    from catalog.selectors.prices import gpu_rent_prices
     from tests.factories import UserFactory
 
     path = SKYPILOT / "v8/primeintellect/vms.csv"

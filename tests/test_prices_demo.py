@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from catalog.models import Gpu, Offer
-from catalog.selectors_price_health import price_coverage
-from catalog.selectors_prices import gpu_rent_prices, price_status
+from catalog.selectors.price_health import price_coverage
+from catalog.selectors.prices import gpu_rent_prices, price_status
 from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
 

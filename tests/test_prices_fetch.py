@@ -17,7 +17,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from catalog.models import Offer, PriceFetch, PriceSnapshot
-from catalog.selectors_prices import gpu_rent_prices, price_status
+from catalog.selectors.prices import gpu_rent_prices, price_status
 from catalog.services.prices import BUNDLED_PRICES_DIR
 from catalog.services.prices.fetch import prices_fetch
 from tests.world import PRICE_WORLD, world_build

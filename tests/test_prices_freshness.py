@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from catalog.models import Offer, PriceSnapshot, Provider
-from catalog.selectors_prices import gpu_rent_prices, price_status
+from catalog.selectors.prices import gpu_rent_prices, price_status
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute

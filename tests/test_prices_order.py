@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from catalog.models import Offer, PriceObservation, PriceSnapshot
-from catalog.selectors_price_health import price_data_health
+from catalog.selectors.price_health import price_data_health
 from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file, prices_import_directory
 from catalog.services.prices.skypilot import GCP_HOST_MISSING

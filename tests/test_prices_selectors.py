@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from catalog.selectors_prices import (
+from catalog.selectors.prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
     display_money,
@@ -18,7 +18,7 @@ from catalog.selectors_prices import (
     gpu_price_history,
     gpu_rent_prices,
 )
-from catalog.selectors_providers import providers_with_stats
+from catalog.selectors.providers import providers_with_stats
 from tests.factories import GpuFactory, OfferFactory, PriceObservationFactory, ProviderFactory
 
 pytestmark = pytest.mark.django_db

@@ -19,7 +19,7 @@ from api.views.base import ERROR_404, ERROR_429, READ_ERRORS, ApiMixin, CachedLi
 from catalog.models import Architecture, Gpu, Provider, SpecCitation, TensorPeak
 from catalog.models.gpus import GpuAlias
 from catalog.models.prices import PurchasePrice
-from catalog.selectors_prices import gpu_rent_prices
+from catalog.selectors.prices import gpu_rent_prices
 
 GPU_FIELDS = {
     "slug": "slug",

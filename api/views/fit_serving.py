@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from api.serializers import ErrorSerializer
 from api.views.base import ERROR_429, ApiMixin
-from catalog.selectors_prices import PRICE_RULES
+from catalog.selectors.prices import PRICE_RULES
 from fitcalc.selectors_serving import DEFAULT_LENGTHS, DEFAULT_TARGET, PRECISIONS, ServingPlan, serving_plans
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.serving.physics import ENGINE_CLASSES

@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog.forms import GpuFilterForm
 from catalog.models import Architecture, Gpu, Vendor
-from catalog.selectors import gpu_catalogue
+from catalog.selectors.gpus import gpu_catalogue
 
 
 def gpu_list_view(request: HttpRequest) -> HttpResponse:

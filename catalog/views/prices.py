@@ -6,9 +6,9 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from catalog.selectors_price_health import price_data_health, price_fetches_latest
-from catalog.selectors_prices import price_status
-from catalog.selectors_providers import providers_with_stats
+from catalog.selectors.price_health import price_data_health, price_fetches_latest
+from catalog.selectors.prices import price_status
+from catalog.selectors.providers import providers_with_stats
 
 
 def provider_list_view(request: HttpRequest) -> HttpResponse:

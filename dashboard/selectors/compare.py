@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_rent_prices
+from catalog.selectors.prices import Money, PriceProvenance, display_money, gpu_rent_prices
 from catalog.value import per_price
 from dashboard.multi_gpu_maths import AllreduceLine, MeasuredScaling
 from dashboard.ranking.use_cases import USE_CASES

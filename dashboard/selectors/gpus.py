@@ -16,7 +16,7 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
 from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu
-from catalog.selectors_prices import (
+from catalog.selectors.prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
     Money,

@@ -35,7 +35,7 @@ Measured and estimated figures are never merged silently: ``RankingRow.perf_basi
 one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
 are 0 for estimates. The method is documented in dashboard/ranking/maths.py.
 
-Rental prices come from ``catalog.selectors_prices.gpu_rent_prices`` (current, SKU-level
+Rental prices come from ``catalog.selectors.prices.gpu_rent_prices`` (current, SKU-level
 offers only); each row carries the figure's provider, observation date and age, and the spread
 over providers (``price_min``/``price_max``, ``price_providers``).
 """
@@ -53,7 +53,7 @@ from django.utils.translation import gettext as _
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import (
+from catalog.selectors.prices import (
     GpuRentPrice,
     display_rate,
     exchange_rates,

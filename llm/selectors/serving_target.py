@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
 from benchmarks_app.models import SourceKind, TrustLabel
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import gpu_counts_rented
+from catalog.selectors.prices import gpu_counts_rented
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
 from llm.interactivity import CurvePoint, target_rate, throughput_at_target
 from llm.models import EngineClass, Scenario, ServingPoint

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from catalog.selectors import catalog_disagreements
+from catalog.selectors.gpus import catalog_disagreements
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandParser
 
 from catalog.models import Gpu
-from catalog.selectors_price_health import price_coverage
-from catalog.selectors_prices import gpu_rent_prices
+from catalog.selectors.price_health import price_coverage
+from catalog.selectors.prices import gpu_rent_prices
 
 BASELINES = ("a100-sxm4-80-gb", "h100-sxm5-80-gb", "h100-pcie-80-gb", "l4", "h200-sxm-141-gb", "geforce-rtx-4090")
 

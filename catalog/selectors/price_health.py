@@ -12,7 +12,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from catalog.models import ImportRun, Offer, PriceFetch, PriceSnapshot
-from catalog.selectors_prices import gpu_rent_prices, price_data_newest, price_status
+from catalog.selectors.prices import gpu_rent_prices, price_data_newest, price_status
 from catalog.services.prices.skypilot import CPU_ONLY, HOST_WITH_GPU
 from catalog.services.prices.writer import DUPLICATE, OLDER_PRICE
 

@@ -1,6 +1,6 @@
 """Reads for the providers page (/providers/): each provider's offers, how many are priced or
 unmatched, its newest snapshot (with how its date is known) and last import. Whether the prices
-as a whole are fresh is ``catalog.selectors_prices.price_status``'s decision, not this module's."""
+as a whole are fresh is ``catalog.selectors.prices.price_status``'s decision, not this module's."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 
 from catalog.models import Gpu, GpuAlias, Segment, TensorPeak
 from catalog.models.gpus import alias_normalise
-from catalog.selectors_prices import GpuRentPrice, gpu_rent_prices
+from catalog.selectors.prices import GpuRentPrice, gpu_rent_prices
 from gpuatlas.data_version import data_versioned
 
 

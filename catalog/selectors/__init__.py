@@ -1,0 +1,1 @@
+"""Reads of the catalogue: GPUs, rental prices, providers, price health; one module per concept."""
