@@ -39,16 +39,15 @@ from catalog.services.prices.common import (
     FileSummary,
     OfferRow,
     ParsedFile,
-    Progress,
     RowError,
     RowRejection,
-    no_progress,
     offer_row_problem,
     per_gpu,
     providers_get_or_create,
 )
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from catalog.services.prices.linking import GpuLink, GpuLinker
+from gpuatlas.progress import Progress, no_progress
 
 OLDER_PRICE = "price older than the offer's newest observation (kept in history only)"
 DUPLICATE = "duplicate row (same offer and price as an earlier row)"
