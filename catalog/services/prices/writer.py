@@ -457,7 +457,7 @@ def _record_unmatched(unmatched_rows: dict[str, tuple[str, float | None]], conte
         return
     known = {u.normalised: u for u in UnmatchedGpuName.objects.filter(normalised__in=list(unmatched_rows))}
     waiting: dict[str, int] = {}
-    for raw in Offer.objects.filter(gpu__isnull=True).values_list("gpu_name_raw", flat=True):
+    for raw in Offer.objects.unmatched().values_list("gpu_name_raw", flat=True):
         norm = alias_normalise(raw)
         if norm in unmatched_rows:
             waiting[norm] = waiting.get(norm, 0) + 1
