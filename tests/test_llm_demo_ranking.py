@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def demo(django_db_setup, django_db_blocker):
-    """Loaded once for the module (about 15 s), removed after it as a transactional test would."""
+    """Loaded once for the module (the demo load is the slow part), removed after it as a transactional test would."""
     with django_db_blocker.unblock():
         call_command("load_demo", stdout=io.StringIO())
     yield
@@ -45,7 +45,7 @@ MEASURED_UNPRICED = {
 
 @pytest.mark.parametrize("size", ["70b", "8b"])
 def test_measured_gpus_stay_in_the_serving_ranking_priced_or_not(demo, size):
-    """MI300X and the other measured GPUs used to vanish when no offer had a price."""
+    """A measured GPU (MI300X and others) stays in the ranking when no offer gives it a price."""
     rows = _serving(size, interactivity="max")
     assert rows["rtx-pro-6000-blackwell-server"].llm_price_basis == "offer"
     for slug in MEASURED_UNPRICED[size]:
