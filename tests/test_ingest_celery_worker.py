@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -25,7 +23,7 @@ from benchmarks_app.services.ingest import TERMINAL, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.tasks import submissions_enqueue
 from tests.factories import UserFactory, body, make_result, submission_document, token_client
-from tests.reliability_support import database_url_of_tests, wait_until
+from tests.reliability_support import Process, database_url_of_tests, wait_until
 from tests.world import INGEST_WORLD
 
 pytestmark = [
@@ -36,38 +34,23 @@ pytestmark = [
 ]
 WORLD = INGEST_WORLD
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-class Worker:
-    """One `celery worker` process group; kill() is SIGKILL to the parent and its pool child."""
+class Worker(Process):
+    """One `celery worker` process group on the configured broker; kill() is SIGKILL to the parent
+    and its pool child."""
 
     def __init__(self, log_path: Path) -> None:
         env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "DJANGO_SETTINGS_MODULE": "gpuatlas.settings"}
-        self.log = log_path.open("ab")
-        self.process = subprocess.Popen(
+        super().__init__(
             [
                 sys.executable, "-m", "celery", "-A", "gpuatlas", "worker",
                 "-Q", "ingest,imports", "-P", "prefork", "-c", "1",
                 "-n", f"ingest-test-{uuid.uuid4().hex[:8]}@%h",
                 "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING",
             ],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            env,
+            log_path,
         )  # fmt: skip
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
 
 
 def purge_queues() -> None:
