@@ -143,9 +143,7 @@ def choose_gpus(count: int, rng: np.random.Generator) -> list[tuple[int, float, 
         .order_by("gpu_id", "precision")
         .values_list("gpu_id", "dense_tflops")
     )
-    curated = list(
-        Gpu.objects.curated().order_by("id").values_list("id", "slug", "fp32_tflops", "memory_gib")
-    )
+    curated = list(Gpu.objects.curated().order_by("id").values_list("id", "slug", "fp32_tflops", "memory_gib"))
     others = list(
         Gpu.objects.filter(is_curated=False, fp32_tflops__gt=0, memory_gib__gt=0)
         .order_by("-release_date", "id")
