@@ -19,9 +19,10 @@ def api_token_get_active(*, key_sha256: str) -> ApiToken | None:
 def username_look_alike(*, username: str) -> str | None:
     """An existing username that looks the same as ``username`` but is another name, or None.
 
-    Every existing name's skeleton is computed here: 62 ms a sign-up at 10,000 users, 0.75 s at
-    100,000 (``python -m perf.bench_usernames``). Sign-ups are rare, and a stored skeleton
-    column would have to follow every rename in the admin; past some 50,000 users it pays.
+    Every existing name's skeleton is computed here, a cost that grows with the number of users
+    (``python -m perf.bench_usernames``; figures in perf/RESULTS.md). Sign-ups are rare, and a
+    stored skeleton column would have to follow every rename in the admin; past some 50,000 users
+    it pays.
     """
     skeleton = username_skeleton(username)
     for existing in get_user_model().objects.values_list("username", flat=True).iterator():

@@ -17,3 +17,10 @@ PRECISION_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 # An aggregate counts when it holds a lab result or at least this many community results.
 MIN_COMMUNITY_N = 3
+
+
+def figure_counts(*, has_lab: bool, n: int) -> bool:
+    """Whether a figure counts in a comparison: a lab result is checked by hand and counts alone;
+    community results count once ``MIN_COMMUNITY_N`` of them agree on one median, so that one
+    mistaken run cannot set a GPU's figure."""
+    return has_lab or n >= MIN_COMMUNITY_N

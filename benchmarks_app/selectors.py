@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, Workload
+from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, Workload
 
 # Decided submissions are public (their results are on the site); pending ones are the
 # submitter's and the curators' business only.
@@ -77,30 +77,8 @@ def submission_summary(*, submission: RawSubmission, with_results: bool = True) 
     }
 
 
-def submissions_of_user(*, user: AbstractBaseUser) -> QuerySet[RawSubmission]:
-    return RawSubmission.objects.filter(submitter_id=user.pk).select_related("gpu").order_by("-received_at")
-
-
 def submissions_needing_moderation() -> QuerySet[RawSubmission]:
     return RawSubmission.objects.needing_moderation().select_related("gpu", "submitter").order_by("received_at")
-
-
-def aggregates_for_gpu(*, gpu_id: int) -> QuerySet[ResultAggregate]:
-    """Aggregates of one GPU, lab-backed and most-run first within each workload."""
-    return (
-        ResultAggregate.objects.filter(gpu_id=gpu_id)
-        .select_related("workload")
-        .order_by("workload__category", "workload__slug", "precision", "gpu_count", "-n")
-    )
-
-
-def aggregates_for_comparison(*, comparison_key: str) -> QuerySet[ResultAggregate]:
-    """Every GPU's aggregate for one comparison key: the data of one chart axis."""
-    return (
-        ResultAggregate.objects.filter(comparison_key=comparison_key)
-        .select_related("gpu", "workload")
-        .order_by("-median")
-    )
 
 
 def workloads_for_submission() -> QuerySet[Workload]:

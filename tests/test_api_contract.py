@@ -50,10 +50,10 @@ RANKING_ROW = {
     "price_unit", "price_source", "price_providers", "currency", "perf_per_dollar", "perf_per_dollar_unit",
     "perf_per_kw", "meets_memory_floor", "tier", "eligible", "ineligible_reasons", "estimate_error_pct", "measured_via",
     "llm_gpu_count", "cost_per_million_tokens", "llm_source", "llm_source_url", "llm_precision",
-    # issue 16: the price's provenance and spread
+    # the price's provenance and spread
     "price_min", "price_max", "price_provider", "price_provider_slug", "price_instance_type", "price_region",
     "price_observed_at", "price_age_days", "price_date_basis", "price_date_estimated",
-    # issue 21: measured data-parallel scaling of the training use cases
+    # measured data-parallel scaling of the training use cases
     "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
     # LLM estimates outside the model's measured range, and their configuration

@@ -48,7 +48,7 @@ NOTE_INTERNAL = re.compile(r"seed ?0\d\d|stas00|DISAGREEMENTS|\bissue \d+|\bdbgp
 
 
 def test_curated_notes_are_readable_and_in_both_languages():
-    """The GPUs added for the MLPerf and llama.cpp tables had 'seed 001', 'stas00', 'Epoch' and no Chinese."""
+    """Every curated note reads without internal names (NOTE_INTERNAL) and has its Chinese."""
     with (CURATED_DIR / "gpus.toml").open("rb") as fh:
         gpus = tomllib.load(fh)["gpu"]
     problems = []
@@ -106,7 +106,7 @@ def _visible(html: str) -> str:
 
 @pytest.mark.django_db
 def test_gpu_pages_show_citations_and_no_internal_notes(client):
-    """The H100 page showed '(seed 001 warns)' and sources as `seed:001_f1dc36c8095f8c1a.txt`."""
+    """A GPU page names its sources by title, never by an internal note or a seed file key."""
     from catalog.services.catalog_import import architecture_import_curated, gpu_import_curated
 
     architecture_import_curated()

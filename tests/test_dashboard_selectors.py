@@ -93,7 +93,7 @@ def test_rankings_measured_estimated_prices_and_tiers():
 def test_price_modes_filters_and_currency():
     world_build(rows=DASHBOARD_WORLD)
     rows = lambda **kw: {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all", **kw)).rows}  # noqa: E731
-    # typical (default; "median" is its former name): the median of the providers' cheapest, 2.0 and 3.0,
+    # typical (default; "median" is an accepted alias): the median of the providers' cheapest, 2.0 and 3.0,
     # the middle two averaged
     assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(2.5)
     assert rows()["a100-sxm4-80-gb"].price == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price_min == 2.0
@@ -191,7 +191,7 @@ def _volta_card(name="V100 16 GB", slug="v100-16", memory=16.0):
 
 @pytest.mark.django_db
 def test_gpus_that_cannot_do_the_use_case_are_hidden_with_a_count():
-    """The issue's V100 16 GB ranked #1 for training: 16 GB and no BF16. Now hidden by default,
+    """A V100 16 GB (16 GB and no BF16) must not rank #1 for training: it is hidden by default,
     counted, and listed with its reasons on request; ranks count only the GPUs shown."""
     world = world_build(rows=DASHBOARD_WORLD)
     v100 = _volta_card()

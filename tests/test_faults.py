@@ -26,8 +26,8 @@ from django.db import connection
 from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.ingest import TERMINAL
-from tests.redis_server import PrivateRedis, needs_redis_server
-from tests.reliability_support import celery_worker, helper
+from tests.redis_server import needs_redis_server
+from tests.reliability_support import celery_worker, helper, wait_until
 from tests.world import INGEST_WORLD
 
 pytestmark = [
@@ -49,38 +49,17 @@ def token(world) -> str:
 
 
 @pytest.fixture
-def redis(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def workers(redis, tmp_path):
+def workers(private_redis, tmp_path):
     started = []
 
     def start():  # type: ignore[no-untyped-def]
-        worker = celery_worker(redis.url, tmp_path / "worker.log")
+        worker = celery_worker(private_redis.url, tmp_path / "worker.log")
         started.append(worker)
         return worker
 
     yield start
     for worker in started:
         worker.stop()
-
-
-def wait_until(predicate, *, timeout: float, every: float = 0.2, sweep=None) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    next_sweep = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        if sweep is not None and time.monotonic() >= next_sweep:
-            sweep()
-            next_sweep = time.monotonic() + 5
-        time.sleep(every)
-    return predicate()
 
 
 def assert_each_decided_exactly_once(run_uuids: list[str], *, results_per_submission: int = 2) -> Counter[str]:
@@ -100,10 +79,10 @@ def assert_each_decided_exactly_once(run_uuids: list[str], *, results_per_submis
     return statuses
 
 
-def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, token, redis, workers):
+def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, token, private_redis, workers):
     batch = 1000
     # All 1,000 are stored and queued first, so that the kills land in the middle of the batch.
-    sent = helper(["intake", "--count", str(batch), f"--token={token}"], redis.url)
+    sent = helper(["intake", "--count", str(batch), f"--token={token}"], private_redis.url)
     assert [r["status_code"] for r in sent] == [201] * batch
     run_uuids = [r["run_uuid"] for r in sent]
     ids = list(RawSubmission.objects.filter(run_uuid__in=run_uuids).values_list("pk", flat=True))
@@ -123,7 +102,7 @@ def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, t
         worker = workers()
 
     def sweep() -> None:
-        helper(["sweep", "--ahead", "400"], redis.url)
+        helper(["sweep", "--ahead", "400"], private_redis.url)
 
     assert wait_until(lambda: done() == batch, timeout=300, every=0.5, sweep=sweep), (
         f"{batch - done()} submissions never finished"
@@ -138,9 +117,9 @@ def test_sigkill_twice_during_1000_ingests_loses_and_duplicates_nothing(world, t
     )
 
 
-def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world, token, redis, workers):
+def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world, token, private_redis, workers):
     workers()
-    before = helper(["intake", "--count", "20", f"--token={token}"], redis.url)
+    before = helper(["intake", "--count", "20", f"--token={token}"], private_redis.url)
     # Decided before the outage: an ingest still running would take rows stored while Redis is
     # down into its batch straight from the database (it needs no broker), which is right, but not this test.
     before_uuids = [r["run_uuid"] for r in before]
@@ -148,8 +127,8 @@ def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world
         lambda: RawSubmission.objects.filter(run_uuid__in=before_uuids, status__in=DECIDED).count() == 20,
         timeout=120,
     ), "the worker never ingested the submissions sent before the outage"
-    redis.stop()
-    during = helper(["intake", "--count", "10", f"--token={token}"], redis.url)
+    private_redis.stop()
+    during = helper(["intake", "--count", "10", f"--token={token}"], private_redis.url)
     # Stored and answered although the broker is down: the enqueue failure is logged, not raised.
     assert [r["status_code"] for r in before + during] == [201] * 30
     slowest = max(r["seconds"] for r in during)
@@ -159,7 +138,7 @@ def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world
     time.sleep(2)
     assert RawSubmission.objects.filter(run_uuid__in=down_uuids, status=SubmissionStatus.RECEIVED).count() == 10
 
-    redis.start()  # same port, empty: whatever was queued before the stop is gone too
+    private_redis.start()  # same port, empty: whatever was queued before the stop is gone too
     all_uuids = [r["run_uuid"] for r in before + during]
 
     def decided() -> int:
@@ -168,7 +147,7 @@ def test_redis_down_during_intake_stores_and_the_sweeper_ingests_once_back(world
     sweeps = []
 
     def sweep() -> None:
-        sweeps.extend(helper(["sweep", "--ahead", "400"], redis.url))
+        sweeps.extend(helper(["sweep", "--ahead", "400"], private_redis.url))
 
     sweep()
     assert sweeps[0]["requeued"] >= 10, sweeps
@@ -200,12 +179,12 @@ DROP SEQUENCE IF EXISTS rel_fault_once;
 """
 
 
-def test_a_database_error_mid_ingest_rolls_back_and_the_task_retries(world, token, redis, workers):
+def test_a_database_error_mid_ingest_rolls_back_and_the_task_retries(world, token, private_redis, workers):
     with connection.cursor() as cursor:
         cursor.execute(TRIGGER_SQL)
     try:
         workers()
-        sent = helper(["intake", "--count", "1", f"--token={token}"], redis.url)
+        sent = helper(["intake", "--count", "1", f"--token={token}"], private_redis.url)
         run_uuid = sent[0]["run_uuid"]
         submission = RawSubmission.objects.get(run_uuid=run_uuid)
         assert wait_until(lambda: RawSubmission.objects.get(pk=submission.pk).status in DECIDED, timeout=60), (

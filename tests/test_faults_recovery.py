@@ -24,7 +24,7 @@ from accounts.services import api_token_create
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.ingest import TERMINAL
 from gpuatlas.celery import app
-from tests.redis_server import PrivateRedis, needs_redis_server
+from tests.redis_server import needs_redis_server
 from tests.reliability_support import celery_beat, celery_worker, helper
 from tests.world import INGEST_WORLD
 
@@ -37,22 +37,14 @@ pytestmark = [
 ]
 WORLD = INGEST_WORLD
 
-# Short periods so that the test takes seconds; production: 120 s, 300 s and 60 s.
+# Short periods so that the sweeper acts within the test (production uses the settings' defaults).
 FAST_SWEEP = {"INGEST_CLAIM_GRACE_S": "4", "INGEST_RECEIVED_GRACE_S": "4", "SUBMISSION_SWEEP_EVERY_S": "2"}
 BATCH = 300
 
 
-@pytest.fixture
-def redis(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
-def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval(world, redis, tmp_path):
+def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval(world, private_redis, tmp_path):
     _, key = api_token_create(user=get_user_model().objects.create(username="sweeper-fault"), name="t")
-    sent = helper(["intake", "--count", str(BATCH), f"--token={key}"], redis.url)
+    sent = helper(["intake", "--count", str(BATCH), f"--token={key}"], private_redis.url)
     accepted = [r["run_uuid"] for r in sent if r["status_code"] == 201]
     ids = list(RawSubmission.objects.filter(run_uuid__in=accepted).values_list("pk", flat=True))
 
@@ -61,7 +53,7 @@ def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval
 
     processes = []
     try:
-        worker = celery_worker(redis.url, tmp_path / "worker.log", env=FAST_SWEEP)
+        worker = celery_worker(private_redis.url, tmp_path / "worker.log", env=FAST_SWEEP)
         processes.append(worker)
         deadline = time.monotonic() + 120
         while final() < BATCH // 5 and time.monotonic() < deadline:
@@ -72,8 +64,10 @@ def test_beat_sweeps_a_killed_workers_batch_to_a_final_state_within_the_interval
         in_flight = RawSubmission.objects.filter(pk__in=ids, status=SubmissionStatus.PROCESSING).count()
         assert at_kill < BATCH, "the batch finished before the kill: nothing was tested"
         beat_env = {**FAST_SWEEP, "LOG_LEVEL": "INFO"}  # beat logs each task it sends at INFO
-        processes.append(celery_beat(redis.url, tmp_path / "beat.log", tmp_path / "beat-schedule", env=beat_env))
-        processes.append(celery_worker(redis.url, tmp_path / "worker2.log", env=FAST_SWEEP))
+        processes.append(
+            celery_beat(private_redis.url, tmp_path / "beat.log", tmp_path / "beat-schedule", env=beat_env)
+        )
+        processes.append(celery_worker(private_redis.url, tmp_path / "worker2.log", env=FAST_SWEEP))
         # Within the claim grace plus a sweep interval, plus the time to ingest what is left.
         bound = int(FAST_SWEEP["INGEST_CLAIM_GRACE_S"]) + int(FAST_SWEEP["SUBMISSION_SWEEP_EVERY_S"]) + 60
         while final() < len(ids) and time.monotonic() - killed_at < bound:
@@ -142,17 +136,17 @@ def _wait_for_line(log: Path, text: str, *, timeout: float) -> bool:
 OUTAGE_S = 20
 
 
-def test_an_imports_worker_survives_a_20_s_redis_outage_and_works_afterwards(redis, tmp_path):
+def test_an_imports_worker_survives_a_20_s_redis_outage_and_works_afterwards(private_redis, tmp_path):
     log = tmp_path / "imports.log"
-    worker = celery_worker(redis.url, log, queue="imports", concurrency=1, heartbeat=True)
+    worker = celery_worker(private_redis.url, log, queue="imports", concurrency=1, heartbeat=True)
     try:
-        before = _send_marker(redis.url, tmp_path)
+        before = _send_marker(private_redis.url, tmp_path)
         assert _wait_for_line(log, before, timeout=60), "the imports worker never ran a task"
-        redis.stop()
+        private_redis.stop()
         time.sleep(OUTAGE_S)
         assert worker.alive(), "the worker exited while Redis was down:\n" + log.read_text(errors="replace")[-3000:]
-        redis.start()  # same port, empty
-        after = _send_marker(redis.url, tmp_path)
+        private_redis.start()  # same port, empty
+        after = _send_marker(private_redis.url, tmp_path)
         recovered = _wait_for_line(log, after, timeout=90)
         text = log.read_text(errors="replace")
         assert "Unrecoverable error" not in text, text[-3000:]

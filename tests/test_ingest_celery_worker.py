@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
@@ -28,6 +23,7 @@ from benchmarks_app.services.ingest import TERMINAL, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.tasks import submissions_enqueue
 from tests.factories import UserFactory, body, make_result, submission_document, token_client
+from tests.reliability_support import Process, database_url_of_tests, wait_until
 from tests.world import INGEST_WORLD
 
 pytestmark = [
@@ -38,46 +34,23 @@ pytestmark = [
 ]
 WORLD = INGEST_WORLD
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def _test_database_url() -> str:
-    settings = connection.settings_dict
-    credentials = quote(settings["USER"] or "postgres")
-    if settings.get("PASSWORD"):
-        credentials += ":" + quote(settings["PASSWORD"])
-    return f"postgres://{credentials}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
-
-
-class Worker:
-    """One `celery worker` process group; kill() is SIGKILL to the parent and its pool child."""
+class Worker(Process):
+    """One `celery worker` process group on the configured broker; kill() is SIGKILL to the parent
+    and its pool child."""
 
     def __init__(self, log_path: Path) -> None:
-        env = {**os.environ, "DATABASE_URL": _test_database_url(), "DJANGO_SETTINGS_MODULE": "gpuatlas.settings"}
-        self.log = log_path.open("ab")
-        self.process = subprocess.Popen(
+        env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "DJANGO_SETTINGS_MODULE": "gpuatlas.settings"}
+        super().__init__(
             [
                 sys.executable, "-m", "celery", "-A", "gpuatlas", "worker",
                 "-Q", "ingest,imports", "-P", "prefork", "-c", "1",
                 "-n", f"ingest-test-{uuid.uuid4().hex[:8]}@%h",
                 "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING",
             ],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            env,
+            log_path,
         )  # fmt: skip
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
 
 
 def purge_queues() -> None:
@@ -104,19 +77,10 @@ def workers(transactional_db, tmp_path):
         worker.stop()
 
 
-def wait_until(predicate, *, timeout: float, sweep: bool = False) -> bool:
-    deadline = time.monotonic() + timeout
-    next_sweep = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        if sweep and time.monotonic() >= next_sweep:
-            # The periodic sweeper, run here every 3 s with short graces instead of by celery beat.
-            with override_settings(INGEST_CLAIM_GRACE_S=3, INGEST_RECEIVED_GRACE_S=10):
-                submissions_enqueue(submission_ids=submissions_sweep().waiting)
-            next_sweep = time.monotonic() + 3
-        time.sleep(0.2)
-    return predicate()
+def sweep_with_short_graces() -> None:
+    """The periodic sweeper, with graces short enough for a test."""
+    with override_settings(INGEST_CLAIM_GRACE_S=3, INGEST_RECEIVED_GRACE_S=10):
+        submissions_enqueue(submission_ids=submissions_sweep().waiting)
 
 
 def test_post_to_accepted_through_redis_and_a_worker(world, workers):
@@ -159,7 +123,7 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
     # worker's next batch is inside its transaction, waiting, however fast it ingests.
     store(batch // 5)
     assert wait_until(lambda: done() >= batch // 5, timeout=60), "the first worker never got going"
-    holder = psycopg.connect(_test_database_url())  # not autocommit: the lock lasts until the rollback
+    holder = psycopg.connect(database_url_of_tests())  # not autocommit: the lock lasts until the rollback
     holder.execute("SELECT id FROM catalog_gpu WHERE id = %s FOR NO KEY UPDATE", [world.gpus["h100"].pk])
     store(batch - batch // 5)
     try:
@@ -176,7 +140,9 @@ def test_sigkill_mid_batch_loses_nothing_and_ingests_nothing_twice(world, worker
     assert at_kill < batch
     assert BenchmarkResult.objects.filter(submission=victim).count() == 0  # the killed transaction left nothing
     workers()
-    assert wait_until(lambda: done() == batch, timeout=180, sweep=True), f"{batch - done()} submissions never finished"
+    assert wait_until(lambda: done() == batch, timeout=180, sweep=sweep_with_short_graces, sweep_every=3), (
+        f"{batch - done()} submissions never finished"
+    )
 
     assert set(RawSubmission.objects.filter(pk__in=ids).values_list("status", flat=True)) <= {"accepted", "flagged"}
     per_submission = dict.fromkeys(ids, 0)

@@ -4,34 +4,21 @@ serving Llama 3 70B on tensor parallelism that cost nothing over PCIe."""
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
-from django.core.management import call_command
 
 from dashboard.selectors.ranking_params import ranking_params_from_query
 from dashboard.selectors.ranking_rows import RankingRow
-from dashboard.selectors.rankings import rankings_compute
 from llm.selectors.figures import llm_model_state
 from llm.selectors.model_page import llm_landmarks
+from tests.support import ranking_by_slug
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    """Loaded once for the module (about 15 s), removed after it as a transactional test would."""
-    with django_db_blocker.unblock():
-        call_command("load_demo", stdout=io.StringIO())
-    yield
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
-
-
 def _serving(size: str, **query: str) -> dict[str, RankingRow]:
-    params = ranking_params_from_query({"use_case": "llm-serving", "model_size": size, **query})
-    return {r.gpu_slug: r for r in rankings_compute(params=params).rows}
+    return ranking_by_slug(ranking_params_from_query({"use_case": "llm-serving", "model_size": size, **query}))
 
 
 # Measured on MLPerf (closed division, available systems) for both models and rented by no
@@ -45,7 +32,7 @@ MEASURED_UNPRICED = {
 
 @pytest.mark.parametrize("size", ["70b", "8b"])
 def test_measured_gpus_stay_in_the_serving_ranking_priced_or_not(demo, size):
-    """MI300X and the other measured GPUs used to vanish when no offer had a price."""
+    """A measured GPU (MI300X and others) stays in the ranking when no offer gives it a price."""
     rows = _serving(size, interactivity="max")
     assert rows["rtx-pro-6000-blackwell-server"].llm_price_basis == "offer"
     for slug in MEASURED_UNPRICED[size]:

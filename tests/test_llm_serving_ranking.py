@@ -12,9 +12,9 @@ import pytest
 from benchmarks_app.models import SourceKind, TrustLabel
 from catalog.models import Gpu
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
-from dashboard.selectors.rankings import rankings_compute
 from llm.models import Interconnect, PerUserBasis, PrecisionStatus, Scenario, ServingPoint
 from tests.factories import BenchmarkResultFactory, OfferFactory, ProviderFactory, WorkloadFactory
+from tests.support import ranking_by_slug
 from tests.world import LLM_WORLD
 
 pytestmark = pytest.mark.django_db
@@ -60,8 +60,7 @@ def serving(world):
 
 
 def _rows(**query: str):
-    params = ranking_params_from_query({"use_case": "llm-serving", "model_size": "70b", **query})
-    return {row.gpu_slug: row for row in rankings_compute(params=params).rows}
+    return ranking_by_slug(ranking_params_from_query({"use_case": "llm-serving", "model_size": "70b", **query}))
 
 
 def test_the_default_target_is_20_tokens_per_user_and_reads_between_server_and_interactive(serving):

@@ -21,6 +21,7 @@ from dashboard.selectors.tiers import tiers_compute
 from llm.models import ServingModelFit
 from llm.services.serving_points import serving_points_rebuild
 from tests.factories import OfferFactory, ProviderFactory
+from tests.support import ranking_by_slug
 from tests.world import LLM_WORLD, world_build
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +44,7 @@ def llm_world():  # type: ignore[no-untyped-def]
 
 
 def _rows(**params: str) -> dict[str, object]:
-    return {r.gpu_slug: r for r in rankings_compute(params=RankingParams(**params)).rows}  # type: ignore[arg-type]
+    return ranking_by_slug(RankingParams(**params))  # type: ignore[arg-type]
 
 
 def test_serving_shows_measured_tokens_per_gpu_and_cost_per_million(llm_world):

@@ -15,6 +15,7 @@ from catalog.matching.rules import NAME_RULES_PATH, NameRuleError, name_rules_fr
 from catalog.models import GpuNameRule
 from catalog.services.name_rules import name_rules_import
 from tests.factories import GpuAliasFactory, GpuFactory, UserFactory
+from tests.support import command_output
 
 pytestmark = pytest.mark.django_db
 
@@ -117,9 +118,7 @@ def test_a_curator_adds_a_rule_in_the_admin_and_a_broken_one_is_refused(client):
 
 
 def match_gpu(*args: str, stdin: str = "") -> str:
-    out = io.StringIO()
-    call_command("match_gpu", *args, stdin=io.StringIO(stdin), stdout=out)
-    return out.getvalue()
+    return command_output("match_gpu", *args, stdin=stdin)
 
 
 def test_match_gpu_reads_names_and_memory_and_names_bad_input():

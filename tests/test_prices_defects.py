@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from catalog.models import Offer, PriceSnapshot
-from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file
 from catalog.services.prices.currency import ecb_rate
 from catalog.services.prices.linking import GpuLinker
@@ -26,11 +25,6 @@ SKYPILOT = BUNDLED_PRICES_DIR / "skypilot-catalog"
 TRACKER = BUNDLED_PRICES_DIR / "tugot17-gpu-price-tracker"
 FIXTURES = Path(__file__).parent / "fixtures" / "prices"
 WHEN = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def real_catalogue():
-    catalog_import()
 
 
 def offer(**filters) -> Offer:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from catalog.models import Offer
-from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file
 from catalog.services.prices.common import OfferRow
 from catalog.services.prices.currency import ecb_rate
@@ -25,11 +24,6 @@ pytestmark = pytest.mark.django_db
 SKYPILOT = BUNDLED_PRICES_DIR / "skypilot-catalog"
 FIXTURES = Path(__file__).parent / "fixtures" / "prices"
 WHEN = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def real_catalogue():
-    catalog_import()
 
 
 def offers(**filters) -> list[tuple[str, bool]]:

@@ -12,7 +12,6 @@ import pytest
 
 from catalog.models import Offer, PriceObservation, PriceSnapshot
 from catalog.selectors.price_health import price_data_health
-from catalog.services.catalog_import import catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file, prices_import_directory
 from catalog.services.prices.skypilot import GCP_HOST_MISSING
 
@@ -21,11 +20,6 @@ pytestmark = pytest.mark.django_db
 RUNPOD = BUNDLED_PRICES_DIR / "skypilot-catalog/v8/runpod/vms.csv"
 GCP = Path(__file__).parent / "fixtures" / "prices" / "gcp-accelerators" / "v8" / "gcp" / "vms.csv"
 T1, T2, T3 = (dt.datetime(2026, 11, day, tzinfo=dt.UTC) for day in (1, 10, 20))
-
-
-@pytest.fixture
-def real_catalogue():
-    catalog_import()
 
 
 def state() -> dict[tuple, tuple]:

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def real_data(django_db_setup, django_db_blocker):
-    """Loaded once for the module (about 4 s), removed after it as a transactional test would."""
+    """Loaded once for the module (the catalogue import is the slow part), removed after it as a transactional test would."""
     with django_db_blocker.unblock():
         catalog_import()
         prices_import_directory(path=BUNDLED_PRICES_DIR)

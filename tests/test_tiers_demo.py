@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.tiers import tiers_compute
-
-
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    """Loaded once for the module, removed after it as a transactional test would."""
-    with django_db_blocker.unblock():
-        call_command("load_demo", stdout=io.StringIO())
-    yield
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
 
 
 def _views():

@@ -53,10 +53,10 @@ class TimingPolicy:
     spread of the last ``min_repetitions`` is under ``target_spread_pct``, or ``max_repetitions`` or
     ``max_seconds`` (of timed repetitions) is reached. Each repetition runs the workload
     ``inner_iterations`` times, calibrated during warm-up so that one repetition lasts at least
-    ``min_repetition_seconds``, unless the workload fixes it (``fixed_inner_iterations``, as the seed
-    003 stress test does with 100). A repetition of 0.2 s averages over the GPU's power management:
-    an H100 at its 700 W limit, measured here, swung between plateaus up to 20% apart lasting
-    100-300 ms, so 25 ms repetitions caught whichever plateau was current and two runs differed by 5%.
+    ``min_repetition_seconds``, unless the workload fixes it (``fixed_inner_iterations``, as the
+    stress test does with 100). A repetition must outlast the GPU's power-management plateaus: an
+    H100 at its 700 W limit swings between plateaus up to 20% apart that last 100-300 ms, and a
+    shorter repetition times whichever plateau is current, so two runs of one GPU disagree.
     """
 
     min_repetitions: int = 10

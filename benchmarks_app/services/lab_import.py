@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from benchmarks_app.models import BenchmarkResult, TrustLabel
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs, comparison_key_for
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from benchmarks_app.services.workloads import LAMBDA_SUITES, workload_seed_lambda
+from gpuatlas.progress import Progress, no_progress
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "lambda"
 UPSTREAM_URL = "https://github.com/lambdal/deeplearning-benchmark"
@@ -36,12 +36,6 @@ FILES = [
     ("2.0", "fp16", "pytorch-train-throughput-v2-fp16.csv", None),
     ("2.0", "fp32", "pytorch-train-throughput-v2-fp32.csv", None),
 ]
-
-Progress = Callable[[Iterable[Any], int, str], Iterable[Any]]
-
-
-def _no_progress(items: Iterable[Any], total: int, label: str) -> Iterable[Any]:
-    return items
 
 
 class LabImportError(ValueError):
@@ -146,7 +140,7 @@ def _float(value: str, where: str) -> float:
 
 
 def lambda_import_directory(
-    *, path: Path | str = BUNDLED_DIR, progress: Progress = _no_progress, refresh_aggregates: bool = True
+    *, path: Path | str = BUNDLED_DIR, progress: Progress = no_progress, refresh_aggregates: bool = True
 ) -> LabImportSummary:
     """Import the Lambda throughput tables found in ``path`` as lab results (idempotent).
 

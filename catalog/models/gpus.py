@@ -86,10 +86,7 @@ class Architecture(models.Model):
 
 class GpuQuerySet(models.QuerySet["Gpu"]):
     def curated(self) -> GpuQuerySet:
-        return self.filter(is_curated=True)
-
-    def deep_learning(self) -> GpuQuerySet:
-        """GPUs worth ranking: curated ones, which carry tensor figures."""
+        """GPUs a curator has checked: they carry tensor peaks and cited figures, so they are ranked."""
         return self.filter(is_curated=True)
 
     def with_related(self) -> GpuQuerySet:

@@ -63,15 +63,19 @@ class OfferQuerySet(models.QuerySet["Offer"]):
         return self.filter(variant_ambiguous=False)
 
     def ambiguous(self) -> OfferQuerySet:
+        """Offers whose source names a GPU family but not which of its variants: kept out of prices."""
         return self.filter(variant_ambiguous=True)
 
     def on_demand(self) -> OfferQuerySet:
+        """Offers rented at a fixed price that the provider cannot take back (not spot)."""
         return self.filter(is_spot=False)
 
     def spot(self) -> OfferQuerySet:
+        """Offers on spare capacity: cheaper, and the provider may stop the machine at any time."""
         return self.filter(is_spot=True)
 
     def unmatched(self) -> OfferQuerySet:
+        """Offers whose GPU name no catalogue entry or alias matches yet: waiting for a curator."""
         return self.filter(gpu__isnull=True)
 
 

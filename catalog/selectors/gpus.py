@@ -80,7 +80,7 @@ def gpu_list(
     if max_memory is not None:
         gpus = gpus.filter(memory_gib__lte=max_memory)
     if curated_only:
-        gpus = gpus.filter(is_curated=True)
+        gpus = gpus.curated()
     return gpus.order_by("-is_curated", "-release_date", "name")
 
 

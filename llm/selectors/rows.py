@@ -37,7 +37,7 @@ from django.db.models import Q
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
-from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES, figure_counts
 from benchmarks_app.models import BenchmarkResult
 from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.models import PrecisionStatus
@@ -382,7 +382,7 @@ def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
                 n=n,
                 distinct_submitters=len({r.submitter_key for r in group}),
                 has_lab=has_lab,
-                qualifies=has_lab or n >= MIN_COMMUNITY_N,
+                qualifies=figure_counts(has_lab=has_lab, n=n),
                 default_basis=first.default_basis,
                 source_rank=first.source_rank,
                 recency=first.recency,

@@ -17,7 +17,7 @@ from .pcie import pcie_cases
 from .serve import serve_cases
 from .transformer import transformer_cases
 
-# Run order: the seed 003 stress test first (where users start), then the micro-benchmarks, then models.
+# Run order: the AutoDL performance guide's stress test first (where users start), then the micro-benchmarks, then models.
 WORKLOAD_ORDER = (
     "matmul-stress",
     "matmul",

@@ -1,4 +1,4 @@
-"""Dense matmul in each precision (fixed 8192 and the GPU's preferred size) and the seed 003 stress test."""
+"""Dense matmul in each precision (fixed 8192 and the GPU's preferred size) and the AutoDL performance guide's stress test."""
 
 from __future__ import annotations
 

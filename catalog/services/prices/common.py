@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
@@ -26,11 +25,6 @@ PRICE_QUANTUM = Decimal("0.000001")  # the 6 decimal places of the price columns
 MAX_PRICE_PER_HOUR = Decimal("1000000")
 # The offer columns' lengths (catalog.models.prices): longer text is a row rejection.
 TEXT_LIMITS = {"instance_type": 200, "region": 200, "zone": 200, "gpu_name_raw": 200, "provider": 64}
-Progress = Callable[[Iterable[Any], int, str], Iterable[Any]]
-
-
-def no_progress(items: Iterable[Any], total: int, label: str) -> Iterable[Any]:
-    return items
 
 
 class RowError(ValueError):

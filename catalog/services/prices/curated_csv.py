@@ -1,6 +1,6 @@
 """Our hand-curated price CSV (docs/prices-csv-format.md), for providers without a machine feed.
 
-Made for platforms such as the CNY-priced rental markets (seed 000): prices may be in any
+Made for platforms such as the CNY-priced rental markets (AutoDL and its peers): prices may be in any
 ISO currency and may be listed per GPU, and vCPUs and RAM may be given per GPU (they scale
 with the number of GPUs rented). Every row names its source and the date it was read.
 """

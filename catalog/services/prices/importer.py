@@ -21,8 +21,6 @@ from catalog.services.prices.common import (
     FileSummary,
     ParsedFile,
     PriceFileError,
-    Progress,
-    no_progress,
 )
 from catalog.services.prices.curated_csv import parse_curated_csv
 from catalog.services.prices.currency import RateBook, exchange_rates_import_csv
@@ -37,6 +35,7 @@ from catalog.services.prices.skypilot import GcpHostPool, gcp_host_pool, parse_s
 from catalog.services.prices.tugot17 import parse_tugot17
 from catalog.services.prices.writer import snapshot_write
 from gpuatlas.data_version import data_version_bump
+from gpuatlas.progress import Progress, no_progress
 
 logger = logging.getLogger(__name__)
 

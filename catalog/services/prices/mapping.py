@@ -23,7 +23,7 @@ def unmatched_gpu_name_resolve(*, unmatched: UnmatchedGpuName, gpu: Gpu) -> int:
     gpu_alias_upsert(gpu=gpu, alias=unmatched.name, origin=GpuAlias.Origin.CURATOR)
     waiting = [
         pk
-        for pk, raw in Offer.objects.filter(gpu__isnull=True).values_list("pk", "gpu_name_raw")
+        for pk, raw in Offer.objects.unmatched().values_list("pk", "gpu_name_raw")
         if alias_normalise(raw) == unmatched.normalised
     ]
     relinked = Offer.objects.filter(pk__in=waiting).update(gpu=gpu)

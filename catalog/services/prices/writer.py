@@ -39,16 +39,15 @@ from catalog.services.prices.common import (
     FileSummary,
     OfferRow,
     ParsedFile,
-    Progress,
     RowError,
     RowRejection,
-    no_progress,
     offer_row_problem,
     per_gpu,
     providers_get_or_create,
 )
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from catalog.services.prices.linking import GpuLink, GpuLinker
+from gpuatlas.progress import Progress, no_progress
 
 OLDER_PRICE = "price older than the offer's newest observation (kept in history only)"
 DUPLICATE = "duplicate row (same offer and price as an earlier row)"
@@ -458,7 +457,7 @@ def _record_unmatched(unmatched_rows: dict[str, tuple[str, float | None]], conte
         return
     known = {u.normalised: u for u in UnmatchedGpuName.objects.filter(normalised__in=list(unmatched_rows))}
     waiting: dict[str, int] = {}
-    for raw in Offer.objects.filter(gpu__isnull=True).values_list("gpu_name_raw", flat=True):
+    for raw in Offer.objects.unmatched().values_list("gpu_name_raw", flat=True):
         norm = alias_normalise(raw)
         if norm in unmatched_rows:
             waiting[norm] = waiting.get(norm, 0) + 1
