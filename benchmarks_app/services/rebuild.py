@@ -4,10 +4,8 @@ the other lab imports (MLPerf, llama.cpp tables) are kept as imported."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -22,15 +20,11 @@ from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
 from gpuatlas.followups import followup_after_commit
+from gpuatlas.progress import Progress, no_progress
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[Iterable[Any], int, str], Iterable[Any]]
 NEWLY_REJECTED_SHOWN = 20
-
-
-def _no_progress(items: Iterable[Any], total: int, label: str) -> Iterable[Any]:
-    return items
 
 
 @dataclass
@@ -64,7 +58,7 @@ class RebuildSummary:
         return lines
 
 
-def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Progress = _no_progress) -> RebuildSummary:
+def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Progress = no_progress) -> RebuildSummary:
     """Delete every derived row and derive it again, in one transaction.
 
     Submissions are replayed in the order they were received, so the outlier checks see the
