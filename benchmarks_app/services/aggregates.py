@@ -20,7 +20,6 @@ from django.db.models import QuerySet
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel
 from catalog.models import Gpu
-from gpuatlas.data_version import data_version_bump
 
 TRUSTED = (TrustLabel.LAB, TrustLabel.COMMUNITY)
 OUTLIER_Z = 3.5
@@ -203,14 +202,13 @@ class AggregateInput:
     has_lab: bool = False
 
 
-def aggregates_write(*, items: Sequence[AggregateInput], bump_debounce_seconds: float = 0) -> list[ResultAggregate]:
+def aggregates_write(*, items: Sequence[AggregateInput]) -> list[ResultAggregate]:
     """Store these aggregates in one upsert; an item without a summary (no trusted result) loses its row.
 
     Each summary must cover all trusted results of its pair, computed while holding the
-    GPU's lock (``aggregate_locks``), so that the aggregate is exact. The data version is
-    bumped when this commits (the live ingest debounces it: ``data_version_bump``).
+    GPU's lock (``aggregate_locks``), so that the aggregate is exact. The writer that called it
+    bumps the data version at the end of its transaction.
     """
-    data_version_bump(debounce_seconds=bump_debounce_seconds)  # cached rankings and GPU pages read these
     for item in items:
         if item.summary is None:
             ResultAggregate.objects.filter(gpu_id=item.gpu_id, comparison_key=item.comparison_key).delete()
@@ -295,7 +293,8 @@ def aggregates_refresh_pairs(*, pairs: Iterable[tuple[int, str]]) -> int:
 
 
 def aggregates_rebuild() -> int:
-    """Recompute every aggregate from the stored results; returns how many were written."""
+    """Recompute every aggregate from the stored results; returns how many were written (the
+    caller bumps the data version)."""
     items = _aggregate_inputs(BenchmarkResult.objects.trusted(), pairs=None)
     with transaction.atomic():
         ResultAggregate.objects.all().delete()

@@ -260,7 +260,6 @@ def submissions_derive(
     snapshot: CatalogSnapshot | None = None,
     maintain_aggregates: bool = True,
     peer_cache: PeerCache | None = None,
-    bump_debounce_seconds: float = 0,
 ) -> dict[int, str]:
     """Re-derive these submissions, in this order, inside the caller's transaction.
 
@@ -328,7 +327,7 @@ def submissions_derive(
                 )
                 for (gpu_id, key), g in grown.items()
             ]
-            for row in aggregates_write(items=items, bump_debounce_seconds=bump_debounce_seconds):
+            for row in aggregates_write(items=items):
                 grown[(row.gpu_id, row.comparison_key)].peer_set.version = (row.n, row.updated_at)
         aggregates_refresh_pairs(pairs=touched - set(grown))
 

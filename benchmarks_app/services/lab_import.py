@@ -23,6 +23,7 @@ from benchmarks_app.models import BenchmarkResult, TrustLabel
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs, comparison_key_for
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from benchmarks_app.services.workloads import LAMBDA_SUITES, workload_seed_lambda
+from gpuatlas.data_version import data_version_bump
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "lambda"
 UPSTREAM_URL = "https://github.com/lambdal/deeplearning-benchmark"
@@ -252,4 +253,5 @@ def lambda_import_directory(
         if refresh_aggregates:
             aggregates_refresh_pairs(pairs=touched)
             summary.aggregates_refreshed = len(touched)
+        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
     return summary

@@ -21,6 +21,7 @@ from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
+from gpuatlas.data_version import data_version_bump
 from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import ServingPointsSummary, serving_points_rebuild
 
@@ -111,6 +112,7 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
                     f"{first['field']}: {first['reason']}" if first else "rejected"
                 )
         summary.aggregates = aggregates_rebuild()
+        data_version_bump()  # every cached ranking and GPU page read the rebuilt results
         summary.results = BenchmarkResult.objects.count()
         summary.serving_points = serving_points_rebuild()
         serving_model_refit()
