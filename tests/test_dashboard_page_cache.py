@@ -234,7 +234,12 @@ def test_a_warm_up_the_broker_lost_is_asked_for_again_by_the_next_bump(settings,
     from gpuatlas import data_version as module
 
     asked: list[str] = []
-    monkeypatch.setattr(module, "followup_run", lambda name, countdown=0: asked.append(name) and False)
+
+    def followup_run(name: str, *, countdown: float = 0) -> bool:
+        asked.append(name)
+        return False  # the broker did not take it
+
+    monkeypatch.setattr(module, "followup_run", followup_run)
     settings.DATA_VERSION_DEBOUNCE_S = 0
     settings.CACHE_URL = "redis://cache.example:6379/0"
     data_version_bump()
