@@ -20,15 +20,11 @@ from django.db.models import F, JSONField
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrustLabel
-from benchmarks_app.services.aggregates import (
-    AggregateInput,
-    ComparisonKey,
-    aggregate_locks,
-    aggregates_refresh_pairs,
-    aggregates_write,
-    canonical_json,
-)
+from benchmarks_app.services.aggregates import AggregateInput, aggregates_refresh_pairs, aggregates_write
+from benchmarks_app.services.canonical_json import canonical_json
+from benchmarks_app.services.comparison_keys import ComparisonKey
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
+from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerCache, PeerSet, live_peers
 from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, intake_impossible, peak_for, result_check

@@ -20,7 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, TrustLabel
-from benchmarks_app.services.aggregates import aggregates_refresh_pairs, comparison_key_for
+from benchmarks_app.services.aggregates import aggregates_refresh_pairs
+from benchmarks_app.services.comparison_keys import comparison_key_for
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from benchmarks_app.services.workloads import LAMBDA_SUITES, workload_seed_lambda
 from gpuatlas.data_version import data_version_bump

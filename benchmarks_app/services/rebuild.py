@@ -13,11 +13,12 @@ from django.db import transaction
 from django.db.models import Q
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
-from benchmarks_app.services.aggregates import aggregate_locks, aggregates_rebuild
+from benchmarks_app.services.aggregates import aggregates_rebuild
 from benchmarks_app.services.derive import submission_derive
 from benchmarks_app.services.ingest import TERMINAL
 from benchmarks_app.services.lab_import import BUNDLED_DIR, LabImportSummary, lambda_import_directory
 from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
+from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
