@@ -192,6 +192,8 @@ CELERY_TASK_ROUTES = {
     "benchmarks_app.tasks.*": {"queue": "ingest"},
     # The warm-up of the busiest pages after a bump: seconds of rendering, kept off the ingest queue.
     "dashboard.tasks.*": {"queue": "imports"},
+    # The data-version bump the debounce delayed to its period's end: one cache write.
+    "gpuatlas.data_version.*": {"queue": "ingest"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
