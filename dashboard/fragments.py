@@ -1,11 +1,12 @@
-"""Page bodies of the rankings, tier list and GPU page, rendered once per data version.
+"""Page bodies of the rankings, tier list and GPU page, rendered once per data version: with the
+API's bodies (api/views/base.py), the site's one cache layer.
 
-At scale most of a warm request went into building Plotly figures over hundreds of points and
+At scale most of a request goes into building Plotly figures over hundreds of points and
 rendering hundreds of table rows, not into SQL. The bodies depend only on the page's
 parameters, the active language and the data, so each is rendered to HTML once and cached under
 ``data_versioned`` (the key holds the parameters, the language and the data version; writers
-bump the version when they commit, so a price import or an ingest verdict shows on the next
-request). ``pages_warm`` renders the busiest ones after a bump.
+bump the version when they commit, so a price import or an ingest verdict shows within the
+debounce period). ``pages_warm`` renders the busiest ones; the bump asks for it (gpuatlas/data_version.py).
 
 The bodies are rendered without a request: no context processor runs, so nothing of the user
 (name, CSRF token, messages) can end up in a shared entry; ``page_response`` renders the page
@@ -134,7 +135,7 @@ def _switch_hrefs(params: RankingParams) -> dict[str, str]:
     }
 
 
-@data_versioned("page:rankings")  # perf: figures and 600 rows cost ~0.5 s to build and render
+@data_versioned("page:rankings")
 def rankings_body(*, params: RankingParams) -> str:
     """The rankings page body for valid parameters; RankingParamError for an unknown baseline."""
     ranking = rankings_compute(params=params)
@@ -219,7 +220,7 @@ def _tier_bounds() -> dict[str, str]:
     return bounds
 
 
-@data_versioned("page:tiers")  # perf
+@data_versioned("page:tiers")
 def tiers_body(*, params: RankingParams) -> str:
     """The tier list page body for valid parameters; RankingParamError for an unknown baseline."""
     tier_list = tiers_compute(params=params)
@@ -253,7 +254,7 @@ def tiers_body(*, params: RankingParams) -> str:
     return body_render(template="dashboard/tiers.html", context=context)
 
 
-@data_versioned("page:gpu", key=lambda gpu, currency: (gpu.pk, currency))  # perf: offers, figures
+@data_versioned("page:gpu", key=lambda gpu, currency: (gpu.pk, currency))
 def gpu_page_body(*, gpu: Gpu, currency: str) -> str:
     """The GPU page body: the catalogue's specification part (citations, tensor peaks, aliases)
     and what the dashboard adds (standings, offers, price history, results)."""

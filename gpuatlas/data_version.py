@@ -2,40 +2,60 @@
 
 Computed views (rankings, tiers, the GPU page's standings) depend on prices, results and the
 catalogue. Instead of deleting every cached variant when one of them changes, the writers
-(price import, ingest, lab import, moderation, catalogue import, aggregate rebuild) call
-``data_version_bump()`` and readers put ``data_version()`` into their cache keys
-(``data_version_cached``, ``data_versioned``): entries of an older version are never read again.
+(price import, ingest, lab import, moderation, catalogue import, rebuild, the serving fit) call
+``data_version_bump()`` at the end of their transaction, and readers put ``data_version()`` into
+their cache keys (``data_version_cached``, ``data_versioned``): entries of an older version are
+never read again.
 
-The bump runs when the writer's transaction commits (``transaction.on_commit``), so a reader
-that sees the new version also sees the new data. After a bump, ``data_version_bumped`` is sent:
-the dashboard warms its busiest pages in a task, so that readers do not wait for them (and
-again just after midnight, when the day in the key turns).
+What a bump sets off, in order, once the writer's transaction commits (so that a reader who sees
+the new version also sees the new data):
+
+1. The debounce: at most one new version per ``DATA_VERSION_DEBOUNCE_S``. The live ingest
+   commits several batches a second under load, and each new version would make every busy
+   page cold again. A bump inside the period is not dropped but delayed: one bump is scheduled
+   for the period's end, so every write shows within that period.
+2. The new version.
+3. The warm-up of the busiest pages (``dashboard.tasks.pages_warm_task``, named, not imported:
+   the pages sit above every writer), so that readers do not wait for them. Only with a shared
+   cache (a worker's renders would stay in its own memory otherwise), at most one waiting, and
+   started at most once per ``PAGES_WARM_INTERVAL_S`` (a warm-up renders every busy page).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import get_language
 
 from gpuatlas.cache import DATA_VERSION_KEY
+from gpuatlas.followups import followup_run
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 # Deleted by the cache backend when Redis answers again after an outage (gpuatlas/cache.py).
 CACHE_KEY = DATA_VERSION_KEY
-# Sent (no arguments) once a bump is made, after the writer's commit.
-data_version_bumped = Signal()
+# Holds the Unix time at which the debounce period of the last bump ends.
+BUMP_GATE_KEY = "gpuatlas:data-version:gate"
+# Set while a bump held back by the debounce waits for its period's end: one is enough.
+BUMP_SCHEDULED_KEY = "gpuatlas:data-version:scheduled"
+# Set while a warm-up waits in the queue: bumps meanwhile need no other one (it renders the
+# version current when it runs), so a stream of bumps keeps at most one run waiting.
+WARM_QUEUED_KEY = "gpuatlas:pages-warm:queued"
+# When the last warm-up started (a Unix time; the warm-up task sets it).
+WARM_STARTED_KEY = "gpuatlas:pages-warm:started"
+WARM_TASK = "dashboard.tasks.pages_warm_task"
+BUMP_TASK = "gpuatlas.data_version.data_version_bump_task"
 
 
 def data_version() -> str:
@@ -49,44 +69,58 @@ def data_version() -> str:
     return version
 
 
-def _bump() -> None:
-    cache.set(CACHE_KEY, uuid.uuid4().hex[:12], timeout=None)
-    data_version_bumped.send(sender=None)
-
-
-def data_version_bump(*, debounce_seconds: float = 0) -> None:
-    """Mark cached computations stale, once the current transaction (if any) commits.
-
-    A no-op while versioned caching is off (DATA_VERSION_CACHE_SECONDS=0). With
-    ``debounce_seconds`` (the live ingest) at most one bump per that period, the rest noted as
-    pending for ``data_version_bump_pending``: the ingest commits several batches a second
-    under load, and each bump would otherwise recompute every busy page.
-    """
+def data_version_bump() -> None:
+    """Mark cached computations stale once the current transaction (if any) commits; then warm
+    the busiest pages (module docstring). A no-op while versioned caching is off
+    (DATA_VERSION_CACHE_SECONDS=0)."""
     if data_version_cache_seconds() <= 0:
         return
-    if debounce_seconds > 0:
-        transaction.on_commit(functools.partial(_bump_debounced, debounce_seconds))
-    else:
-        transaction.on_commit(_bump)
+    transaction.on_commit(_bump_debounced)
 
 
-_BUMP_GATE_KEY = "gpuatlas:data-version:gate"
-_BUMP_PENDING_KEY = "gpuatlas:data-version:pending"
-
-
-def _bump_debounced(seconds: float) -> None:
-    if cache.add(_BUMP_GATE_KEY, 1, timeout=max(1, round(seconds))):
-        _bump()
-    else:
-        cache.set(_BUMP_PENDING_KEY, 1, timeout=None)
-
-
-def data_version_bump_pending() -> bool:
-    """Make a bump that debouncing held back (the ingest calls it once drained); True when there was one."""
-    if data_version_cache_seconds() <= 0 or not cache.delete(_BUMP_PENDING_KEY):
-        return False
+@shared_task(name=BUMP_TASK, ignore_result=True)
+def data_version_bump_task() -> None:
+    """The bump the debounce held back, at the end of its period (at once when tasks are eager:
+    without a broker nothing can wait); it starts a new period."""
+    cache.delete(BUMP_SCHEDULED_KEY)
+    if data_version_cache_seconds() <= 0:
+        return
+    period = int(settings.DATA_VERSION_DEBOUNCE_S)
+    if period > 0:
+        cache.set(BUMP_GATE_KEY, time.time() + period, timeout=period)
     _bump()
-    return True
+
+
+def _bump_debounced() -> None:
+    period = int(settings.DATA_VERSION_DEBOUNCE_S)
+    now = time.time()
+    if period <= 0 or cache.add(BUMP_GATE_KEY, now + period, timeout=period):
+        _bump()
+        return
+    if cache.add(BUMP_SCHEDULED_KEY, 1, timeout=period + 60):
+        opens = cache.get(BUMP_GATE_KEY)
+        if not followup_run(BUMP_TASK, countdown=max(0.0, (opens or now) - now)):
+            cache.delete(BUMP_SCHEDULED_KEY)
+            _bump()  # without a broker to delay it, a bump now rather than none
+
+
+def _bump() -> None:
+    cache.set(CACHE_KEY, uuid.uuid4().hex[:12], timeout=None)
+    _pages_warm_request()
+
+
+def pages_warm_delay_seconds(*, started: float | None, now: float, interval: float) -> float:
+    """How long a new warm-up waits: warm-ups start at most once per ``interval``."""
+    return 0.0 if started is None else max(0.0, started + interval - now)
+
+
+def _pages_warm_request() -> None:
+    interval = settings.PAGES_WARM_INTERVAL_S
+    if not settings.CACHE_URL or not cache.add(WARM_QUEUED_KEY, 1, timeout=interval + 600):
+        return
+    delay = pages_warm_delay_seconds(started=cache.get(WARM_STARTED_KEY), now=time.time(), interval=interval)
+    if not followup_run(WARM_TASK, countdown=delay):
+        cache.delete(WARM_QUEUED_KEY)  # the pages are rendered by their next visitors; the next bump asks again
 
 
 def data_version_cache_seconds() -> int:

@@ -21,8 +21,8 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 
-def followup_run(name: str, *, countdown: float = 0, **kwargs: Any) -> None:
-    """Queue the task ``name`` now (run it now when tasks are eager).
+def followup_run(name: str, *, countdown: float = 0, **kwargs: Any) -> bool:
+    """Queue the task ``name`` now (run it now when tasks are eager); False when it was lost.
 
     A broker outage does not undo the write that asked for it: the follow-up is logged as lost
     and the next write of the same kind asks again.
@@ -37,6 +37,8 @@ def followup_run(name: str, *, countdown: float = 0, **kwargs: Any) -> None:
         if current_app.conf.task_always_eager:
             raise
         logger.warning("the follow-up task %s could not be queued", name, exc_info=True)
+        return False
+    return True
 
 
 def followup_after_commit(name: str, *, countdown: float = 0, **kwargs: Any) -> None:

@@ -194,6 +194,8 @@ CELERY_TASK_ROUTES = {
     "llm.tasks.*": {"queue": "imports"},
     # The warm-up of the busiest pages after a bump: seconds of rendering, kept off the ingest queue.
     "dashboard.tasks.*": {"queue": "imports"},
+    # The data-version bump the debounce delayed to its period's end: one cache write.
+    "gpuatlas.data_version.*": {"queue": "ingest"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
@@ -300,9 +302,9 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
 # (gpuatlas/data_version.py). They live this long (0: off; off by default with the per-process
 # local-memory cache, which a worker's bump cannot reach): a bump replaces them, not time.
 DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CACHE_URL else 0, minimum=0)
-# The live ingest bumps the version at most once per this many seconds (and once more when
-# nothing is left waiting), so that a stream of submissions does not keep every page cold.
-DATA_VERSION_INGEST_DEBOUNCE_S = env_int("DATA_VERSION_INGEST_DEBOUNCE_S", 10, minimum=0)
+# The version changes at most once per this many seconds; a bump inside the period is made at
+# its end, so that a stream of submissions does not keep every page cold (0: every bump at once).
+DATA_VERSION_DEBOUNCE_S = env_int("DATA_VERSION_DEBOUNCE_S", 10, minimum=0)
 # The warm-up of the busiest pages after a bump starts at most once per this many seconds.
 PAGES_WARM_INTERVAL_S = env_int("PAGES_WARM_INTERVAL_S", 300, minimum=0)
 SPECTACULAR_SETTINGS = {

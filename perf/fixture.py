@@ -292,7 +292,7 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
 
 def load_results(args: argparse.Namespace, rng: np.random.Generator, gpus: list) -> None:
     from benchmarks_app.models import Workload
-    from benchmarks_app.services.aggregates import comparison_key_for
+    from benchmarks_app.services.comparison_keys import comparison_key_for
 
     workloads = {(w.slug, w.version): w.id for w in Workload.objects.all()}
     configs = []

@@ -387,7 +387,7 @@ class SubmissionDocuments:
         self.lock = threading.Lock()
 
     def make(self, rng: random.Random) -> dict:
-        from benchmarks_app.services.aggregates import comparison_key_for
+        from benchmarks_app.services.comparison_keys import comparison_key_for
         from perf.bench_ingest import make_document
 
         with self.lock:

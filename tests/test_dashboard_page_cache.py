@@ -16,7 +16,7 @@ from benchmarks_app.services.aggregates import aggregates_rebuild
 from dashboard import tasks
 from dashboard.tasks import pages_warm_task
 from gpuatlas.celery import app
-from gpuatlas.data_version import data_version_bump
+from gpuatlas.data_version import data_version_bump, pages_warm_delay_seconds
 from tests.factories import BenchmarkResultFactory, GpuAliasFactory, OfferFactory, UserFactory, cheap_offer_import
 from tests.world import DASHBOARD_WORLD, HOSTILE_GPU, HOSTILE_PROVIDER, world_build
 
@@ -82,7 +82,9 @@ def test_new_results_show_on_the_next_request(client, settings):
         BenchmarkResultFactory(
             gpu=world.gpus["rtx4090"], workload__slug="resnet50", value=130.0 + i, submitter_key=f"new-{i}"
         )
-    aggregates_rebuild()  # through aggregates_write, the writer of every ingest verdict
+    with transaction.atomic():  # what every writer of results does (ingest, moderation, lab import, rebuild)
+        aggregates_rebuild()
+        data_version_bump()
     for url in _urls(world):
         after = _html(client.get(url))
         assert after != before[url], url
@@ -199,8 +201,17 @@ def test_after_a_bump_the_warm_up_task_renders_the_busiest_pages(client):
 
 
 def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
+    from gpuatlas import data_version as module
+
     queued: list[float] = []
-    monkeypatch.setattr(tasks.pages_warm_task, "apply_async", lambda countdown: queued.append(countdown))
+
+    def followup_run(name: str, *, countdown: float = 0) -> bool:
+        assert name == "dashboard.tasks.pages_warm_task" and name in app.tasks
+        queued.append(countdown)
+        return True
+
+    monkeypatch.setattr(module, "followup_run", followup_run)
+    settings.DATA_VERSION_DEBOUNCE_S = 0  # every bump at once: this test is about the warm-up's own rules
     settings.CACHE_URL = ""  # local memory
     data_version_bump()
     assert queued == []  # a worker's renders would stay in the worker
@@ -219,10 +230,27 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
     assert len(queued) == 2 and 295 < queued[1] <= 300
 
 
+def test_a_warm_up_the_broker_lost_is_asked_for_again_by_the_next_bump(settings, monkeypatch):
+    from gpuatlas import data_version as module
+
+    asked: list[str] = []
+
+    def followup_run(name: str, *, countdown: float = 0) -> bool:
+        asked.append(name)
+        return False  # the broker did not take it
+
+    monkeypatch.setattr(module, "followup_run", followup_run)
+    settings.DATA_VERSION_DEBOUNCE_S = 0
+    settings.CACHE_URL = "redis://cache.example:6379/0"
+    data_version_bump()
+    data_version_bump()
+    assert len(asked) == 2  # the first was not queued: nothing waits, so the second asks again
+
+
 def test_warm_ups_start_at_most_once_per_interval():
-    assert tasks.pages_warm_delay_seconds(started=None, now=1000.0, interval=300) == 0
-    assert tasks.pages_warm_delay_seconds(started=900.0, now=1000.0, interval=300) == 200
-    assert tasks.pages_warm_delay_seconds(started=500.0, now=1000.0, interval=300) == 0
+    assert pages_warm_delay_seconds(started=None, now=1000.0, interval=300) == 0
+    assert pages_warm_delay_seconds(started=900.0, now=1000.0, interval=300) == 200
+    assert pages_warm_delay_seconds(started=500.0, now=1000.0, interval=300) == 0
 
 
 def test_beat_warms_the_pages_when_the_day_in_their_keys_turns(settings):

@@ -149,27 +149,58 @@ def test_catalogue_import_bumps_the_version(tmp_path) -> None:
     assert data_version() != before
 
 
-@pytest.mark.django_db(transaction=True)
-@override_settings(DATA_VERSION_CACHE_SECONDS=60)
-def test_debounced_bumps_make_one_bump_then_one_pending() -> None:
-    from gpuatlas.data_version import data_version_bump_pending
+def _scheduled_bumps(monkeypatch) -> list[float]:  # type: ignore[no-untyped-def]
+    """Capture what the debounce schedules for later (a worker would run it at the period's end)."""
+    from gpuatlas import data_version as module
+    from gpuatlas.celery import app
 
+    scheduled: list[float] = []
+
+    def followup_run(name: str, *, countdown: float = 0) -> bool:
+        assert name == module.BUMP_TASK and name in app.tasks  # a worker knows it by that name
+        scheduled.append(countdown)
+        return True
+
+    monkeypatch.setattr(module, "followup_run", followup_run)
+    return scheduled
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_DEBOUNCE_S=30)
+def test_bumps_inside_the_debounce_period_make_one_bump_at_its_end(monkeypatch) -> None:
+    from gpuatlas.data_version import BUMP_GATE_KEY, data_version_bump_task
+
+    scheduled = _scheduled_bumps(monkeypatch)
     start = data_version()
-    data_version_bump(debounce_seconds=30)  # the first of a period: at once
+    data_version_bump()  # the first of a period: at once
     first = data_version()
-    assert first != start
+    assert first != start and scheduled == []
     for _ in range(3):  # a stream of ingest batches
         with transaction.atomic():
-            data_version_bump(debounce_seconds=30)
+            data_version_bump()
         assert data_version() == first
-    assert data_version_bump_pending() is True  # the drained ingest shows what was held back
+    assert len(scheduled) == 1 and 28 < scheduled[0] <= 30  # one bump, delayed to the period's end, not dropped
+    cache.delete(BUMP_GATE_KEY)  # the period ends
+    data_version_bump_task.apply()
     assert data_version() != first
-    assert data_version_bump_pending() is False
+    with transaction.atomic():
+        data_version_bump()
+    assert len(scheduled) == 2  # the delayed bump started a new period
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_INGEST_DEBOUNCE_S=30, INGEST_BATCH_SIZE=1)
-def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
+@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_DEBOUNCE_S=30)
+def test_without_a_broker_a_held_back_bump_is_made_at_once() -> None:
+    data_version_bump()
+    first = data_version()
+    with transaction.atomic():
+        data_version_bump()  # eager tasks: the delayed bump runs now
+    assert data_version() != first
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_DEBOUNCE_S=30, INGEST_BATCH_SIZE=1)
+def test_the_live_ingest_bumps_each_batch_and_the_debounce_delays_it(monkeypatch) -> None:
     from django.contrib.auth import get_user_model
 
     from benchmarks_app.services import intake as intake_module
@@ -177,7 +208,7 @@ def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     from benchmarks_app.services.intake import submission_intake
     from benchmarks_app.services.peers import live_peers
     from benchmarks_app.services.snapshot import catalog_snapshot_clear
-    from benchmarks_app.tasks import ingest_submission
+    from gpuatlas.data_version import BUMP_GATE_KEY, data_version_bump_task
     from tests.factories import body, submission_document
     from tests.world import INGEST_WORLD, world_build
 
@@ -186,14 +217,16 @@ def test_the_live_ingest_debounces_and_its_task_flushes(monkeypatch) -> None:
     monkeypatch.setattr(intake_module, "submission_enqueue", lambda **_: True)  # ingested below, one by one
     world_build(rows=INGEST_WORLD)
     user = get_user_model().objects.create(username="debounce")
-    stored = [submission_intake(body=body(submission_document()), submitter=user).submission for _ in range(3)]
+    stored = [submission_intake(body=body(submission_document()), submitter=user).submission for _ in range(2)]
+    scheduled = _scheduled_bumps(monkeypatch)
     start = data_version()
     assert submission_ingest(submission_id=stored[0].pk) == "accepted"
     after_first = data_version()
     assert after_first != start
     submission_ingest(submission_id=stored[1].pk)
-    assert data_version() == after_first  # held back: pending
-    ingest_submission.apply(args=[stored[2].pk])  # the task that leaves nothing waiting makes the pending bump
+    assert data_version() == after_first and len(scheduled) == 1  # held back to the period's end
+    cache.delete(BUMP_GATE_KEY)
+    data_version_bump_task.apply()
     assert data_version() != after_first
 
 

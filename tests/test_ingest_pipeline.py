@@ -15,13 +15,14 @@ from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, TrustLabel
 from benchmarks_app.services import ingest as ingest_module
-from benchmarks_app.services.aggregates import comparison_key_for, modified_z_score, summarise
+from benchmarks_app.services.comparison_keys import comparison_key_for
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.ingest import submission_ingest, submissions_claim, submissions_sweep
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.moderation import gpu_name_map, submissions_approve, submissions_reject
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.report import report_read
+from benchmarks_app.services.robust_statistics import modified_z_score, summarise
 from benchmarks_app.services.snapshot import catalog_snapshot_clear
 from benchmarks_app.tasks import ingest_submission, submissions_enqueue
 from catalog.models import GpuAlias, UnmatchedGpuName

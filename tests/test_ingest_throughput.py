@@ -10,10 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from benchmarks_app.models import TrustLabel
-from benchmarks_app.services.aggregates import is_outlier, modified_z_score, summarise
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerCache, PeerSet
+from benchmarks_app.services.robust_statistics import is_outlier, modified_z_score, summarise
 from tests.factories import BenchmarkResultFactory, GpuFactory, WorkloadFactory
 
 

@@ -20,15 +20,11 @@ from django.db.models import F, JSONField
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrustLabel
-from benchmarks_app.services.aggregates import (
-    AggregateInput,
-    ComparisonKey,
-    aggregate_locks,
-    aggregates_refresh_pairs,
-    aggregates_write,
-    canonical_json,
-)
+from benchmarks_app.services.aggregates import AggregateInput, aggregates_refresh_pairs, aggregates_write
+from benchmarks_app.services.canonical_json import canonical_json
+from benchmarks_app.services.comparison_keys import ComparisonKey
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
+from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.payload import json_parse_strict
 from benchmarks_app.services.peers import PeerCache, PeerSet, live_peers
 from benchmarks_app.services.plausibility import PEAK_TOLERANCE, GpuPeaks, intake_impossible, peak_for, result_check
@@ -260,7 +256,6 @@ def submissions_derive(
     snapshot: CatalogSnapshot | None = None,
     maintain_aggregates: bool = True,
     peer_cache: PeerCache | None = None,
-    bump_debounce_seconds: float = 0,
 ) -> dict[int, str]:
     """Re-derive these submissions, in this order, inside the caller's transaction.
 
@@ -328,7 +323,7 @@ def submissions_derive(
                 )
                 for (gpu_id, key), g in grown.items()
             ]
-            for row in aggregates_write(items=items, bump_debounce_seconds=bump_debounce_seconds):
+            for row in aggregates_write(items=items):
                 grown[(row.gpu_id, row.comparison_key)].peer_set.version = (row.n, row.updated_at)
         aggregates_refresh_pairs(pairs=touched - set(grown))
 

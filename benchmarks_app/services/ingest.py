@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.services.derive import submissions_derive
-from gpuatlas.data_version import data_version_bump_pending
+from gpuatlas.data_version import data_version_bump
 from gpuatlas.followups import followup_after_commit
 
 logger = logging.getLogger(__name__)
@@ -68,8 +68,6 @@ def submission_ingest(*, submission_id: int) -> str | None:
     if not ids:
         return None
     outcome = _ingest_claimed(ids, claimed_at)
-    if not RawSubmission.objects.filter(status=SubmissionStatus.RECEIVED).exists():
-        _data_version_bump_pending()  # nothing left to ingest: show what debouncing held back
     return outcome.get(submission_id)
 
 
@@ -83,11 +81,10 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
         outcome = {s.pk: _give_up(s) for s in submissions if s.attempts > MAX_ATTEMPTS}
         live = [s for s in submissions if s.pk not in outcome]
         if live:
-            outcome.update(
-                submissions_derive(submissions=live, bump_debounce_seconds=settings.DATA_VERSION_INGEST_DEBOUNCE_S)
-            )
+            outcome.update(submissions_derive(submissions=live))
             # Their LLM serving points, and the serving model refitted on them (llm, above this app).
             followup_after_commit("llm.tasks.serving_points_refresh", submission_ids=[s.pk for s in live])
+            data_version_bump()  # cached rankings and GPU pages read the results and aggregates
         return outcome
 
 
@@ -133,13 +130,6 @@ def _give_up(submission: RawSubmission) -> str:
     return SubmissionStatus.ON_HOLD
 
 
-def _data_version_bump_pending() -> None:
-    try:
-        data_version_bump_pending()
-    except Exception:  # the cache is down: the pending bump waits for the next ingest or sweep
-        logger.warning("could not make the pending data-version bump", exc_info=True)
-
-
 @dataclass
 class SweepSummary:
     waiting: list[int] = field(default_factory=list)  # to queue again
@@ -169,5 +159,4 @@ def submissions_sweep(*, now: dt.datetime | None = None, limit: int = 1000) -> S
         older_than=now - dt.timedelta(seconds=settings.INGEST_RECEIVED_GRACE_S)
     ) | RawSubmission.objects.filter(pk__in=retry)
     summary.waiting = list(waiting.order_by("pk").values_list("pk", flat=True)[:limit])
-    _data_version_bump_pending()
     return summary

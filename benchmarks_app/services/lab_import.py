@@ -19,9 +19,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, TrustLabel
-from benchmarks_app.services.aggregates import aggregates_refresh_pairs, comparison_key_for
+from benchmarks_app.services.aggregates import aggregates_refresh_pairs
+from benchmarks_app.services.comparison_keys import comparison_key_for
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from benchmarks_app.services.workloads import LAMBDA_SUITES, workload_seed_lambda
+from gpuatlas.data_version import data_version_bump
 from gpuatlas.progress import Progress, no_progress
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "lambda"
@@ -246,4 +248,5 @@ def lambda_import_directory(
         if refresh_aggregates:
             aggregates_refresh_pairs(pairs=touched)
             summary.aggregates_refreshed = len(touched)
+        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
     return summary

@@ -24,6 +24,7 @@ from django.db import transaction
 from benchmarks_app.models import BenchmarkResult, LabImportRow, Workload
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
+from gpuatlas.data_version import data_version_bump
 
 
 class LabTableError(ValueError):
@@ -206,6 +207,7 @@ def lab_rows_replace(
         if refresh_aggregates:
             aggregates_refresh_pairs(pairs=touched)
             summary.aggregates_refreshed = len(touched)
+        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
 
 
 def json_clean(value: Any) -> Any:

@@ -30,7 +30,7 @@ from typing import Any
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow, TrustLabel
-from benchmarks_app.services.aggregates import comparison_key_for
+from benchmarks_app.services.comparison_keys import comparison_key_for
 from benchmarks_app.services.lab_tables import (
     GpuNameResolver,
     LabTableSummary,

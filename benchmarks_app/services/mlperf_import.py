@@ -39,7 +39,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow, SourceKind, TrustLabel, Workload
-from benchmarks_app.services.aggregates import comparison_key_for
+from benchmarks_app.services.comparison_keys import comparison_key_for
 from benchmarks_app.services.lab_tables import (
     GpuNameResolver,
     LabTableError,

@@ -16,6 +16,7 @@ from benchmarks_app.tasks import submission_enqueue
 from catalog.models import Gpu, GpuAlias, UnmatchedGpuName
 from catalog.models.gpus import alias_normalise
 from catalog.services.catalog_import import gpu_alias_upsert
+from gpuatlas.data_version import data_version_bump
 
 
 @dataclass
@@ -51,6 +52,7 @@ def submissions_approve(*, submission_ids: Iterable[int], moderator: AbstractBas
         pairs = set(results.values_list("gpu_id", "comparison_key"))
         results.update(trust=TrustLabel.COMMUNITY)
         aggregates_refresh_pairs(pairs=pairs)
+        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
     return summary
 
 
@@ -75,6 +77,7 @@ def submissions_reject(*, submission_ids: Iterable[int], moderator: AbstractBase
         pairs = set(results.values_list("gpu_id", "comparison_key"))
         results.delete()
         aggregates_refresh_pairs(pairs=pairs)
+        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
     return summary
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, TrustLabel
-from benchmarks_app.services.aggregates import Summary, is_outlier, summary_of_sorted
+from benchmarks_app.services.robust_statistics import Summary, is_outlier, summary_of_sorted
 
 Version = tuple[int, dt.datetime] | None
 _INVALID = ("invalid",)

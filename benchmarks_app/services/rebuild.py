@@ -11,14 +11,16 @@ from django.db import transaction
 from django.db.models import Q
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
-from benchmarks_app.services.aggregates import aggregate_locks, aggregates_rebuild
+from benchmarks_app.services.aggregates import aggregates_rebuild
 from benchmarks_app.services.derive import submission_derive
 from benchmarks_app.services.ingest import TERMINAL
 from benchmarks_app.services.lab_import import BUNDLED_DIR, LabImportSummary, lambda_import_directory
 from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
+from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.peers import PeerCache
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
+from gpuatlas.data_version import data_version_bump
 from gpuatlas.followups import followup_after_commit
 from gpuatlas.progress import Progress, no_progress
 
@@ -101,6 +103,7 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
                     f"{first['field']}: {first['reason']}" if first else "rejected"
                 )
         summary.aggregates = aggregates_rebuild()
+        data_version_bump()  # every cached ranking and GPU page read the rebuilt results
         summary.results = BenchmarkResult.objects.count()
         # Every LLM serving point derived again, and the model refitted (llm, above this app).
         followup_after_commit("llm.tasks.serving_points_refresh")

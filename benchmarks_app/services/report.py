@@ -25,7 +25,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from benchmarks_app.services.aggregates import ComparisonKey, canonical_json, comparison_key_for
+from benchmarks_app.services.canonical_json import canonical_json
+from benchmarks_app.services.comparison_keys import ComparisonKey, comparison_key_for
 from benchmarks_app.services.errors import FieldError
 from benchmarks_app.services.schema import MAX_ERRORS, schema_errors
 from benchmarks_app.services.snapshot import CatalogSnapshot, WorkloadInfo, catalog_snapshot_refresh_if_changed

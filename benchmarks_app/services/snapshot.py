@@ -1,8 +1,9 @@
-"""A per-process, read-only snapshot of what the ingest needs from the catalogue.
+"""A per-process, read-only snapshot of what the intake and the ingest need from the catalogue.
 
-Loading the matcher (every GPU and alias), the peaks and the workloads costs tens of
-milliseconds; doing it once per worker process instead of once per submission is what
-makes the ingest fast. The snapshot is reloaded when it is older than ``SNAPSHOT_TTL_S``,
+Loading the matcher (every GPU and alias of the whole catalogue), the peaks and the workloads
+costs more than a whole submission's intake may take (perf/RESULTS.md), and checking whether the
+catalogue changed costs several queries; so a process keeps the snapshot, and checks it on a
+schedule rather than per submission. The snapshot is reloaded when it is older than ``SNAPSHOT_TTL_S``,
 when a name or workload misses and the catalogue changed since (a curator just mapped an
 alias), and at once when a catalogue row is saved in this process (see apps.py).
 """
@@ -18,8 +19,8 @@ from typing import Any
 from django.db.models import Count, Max
 
 from benchmarks_app.models import Workload
-from benchmarks_app.services.aggregates import version_major_minor
 from benchmarks_app.services.plausibility import GpuPeaks
+from benchmarks_app.services.versions import version_major_minor
 from benchmarks_app.services.workload_rules import WorkloadRules, workload_rules_parse
 from catalog.matching import GpuMatcher, MatchResult
 from catalog.models import Gpu, GpuAlias, GpuNameRule, TensorPeak

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from benchmarks_app.models import Workload
-from benchmarks_app.services.aggregates import version_major_minor
+from benchmarks_app.services.versions import version_major_minor
 from benchmarks_app.services.workload_rules import workload_rules_from_entry
 
 LAMBDA_SOURCE = "https://github.com/lambdal/deeplearning-benchmark (pytorch/, commit aa5addb6a536)"

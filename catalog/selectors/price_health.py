@@ -135,7 +135,8 @@ def price_data_health(*, now: dt.datetime | None = None) -> dict[str, Any]:
         .order_by("-offers", "provider__name")[:200]
     )
     unmatched = list(
-        Offer.objects.unmatched().filter(available=True)
+        Offer.objects.unmatched()
+        .filter(available=True)
         .values("provider__name", "gpu_name_raw")
         .annotate(offers=Count("id"))
         .order_by("-offers", "provider__name")[:200]

@@ -432,7 +432,6 @@ ALL_ON_DEMAND = gettext_noop("all providers: cheapest on-demand")
 ALL_SPOT = gettext_noop("all providers: cheapest spot")
 
 
-@data_versioned("gpu_price_history", key=lambda gpu, money: (gpu.pk, money.currency, money.usd_per_unit))  # perf
 def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date, float]]]:
     """Series name -> lowest price per GPU-hour per day, in one query: first the cheapest over
     all providers (on-demand, then spot), then one series per provider (spot marked)."""

@@ -2,9 +2,10 @@
 
 A ranking shows, per measured GPU, how many distinct submitters stand behind its figure: a
 ``COUNT(DISTINCT submitter_key)`` over the GPU's trusted results of the use case's workloads and
-precisions. At a million results that count is most of a cold ranking (about 1.4 s of 2 s,
-reading ~900,000 rows), and under a stream of submissions every debounced data-version bump
-makes the rankings cold again, although a batch touches a handful of GPUs.
+precisions. At scale that count reads most trusted results and is most of a cold ranking
+(perf/RESULTS.md), and under a stream of submissions every data-version bump makes the rankings
+cold again, although a batch touches a handful of GPUs. It is the one cache kept beside the page
+and API bodies: without it each bump makes the first visitor of every ranking wait for the count.
 
 So each GPU's count is cached under a fingerprint of its aggregates for those workloads and
 precisions: every change to a GPU's trusted results rewrites an aggregate row of it (its n and

@@ -18,7 +18,6 @@ from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, LabImportRow
 from catalog.models import Gpu, TensorPeak
 from catalog.value import per_price
-from gpuatlas.data_version import data_versioned
 from llm.estimate.comm import GpuLink, layer_split_token_seconds
 from llm.estimate.constants import LlmConstants, constants_default, constants_from_dict
 from llm.estimate.coverage import Regime, configuration_of
@@ -196,7 +195,6 @@ def llm_model_inputs_fingerprint() -> tuple[Any, ...]:
     return (results["n"], results["last"], gpus["updated"], peaks["n"], peaks["last"])
 
 
-@data_versioned("llm_model_state")
 def llm_model_state() -> LlmModelState:
     """The estimate's constants and leave-one-GPU-out report as the last fit stored them
     (``llm.services.serving_fit.serving_model_refit``); the committed defaults before any fit.
