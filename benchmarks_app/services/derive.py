@@ -355,7 +355,7 @@ def results_insert(*, results: list[BenchmarkResult]) -> None:
     if connection.vendor != "postgresql":
         BenchmarkResult.objects.bulk_create(results, batch_size=1000)
         return
-    # One COPY, written out: bulk_create costs about 2 ms more CPU a submission (perf/run), too much for 100/s.
+    # One COPY, written out: bulk_create costs more CPU per submission than the ingest rate target allows (perf/RESULTS.md).
     fields = [field for field in BenchmarkResult._meta.concrete_fields if not field.primary_key]
     json_columns = [isinstance(field, JSONField) for field in fields]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)  # type: ignore[arg-type]
