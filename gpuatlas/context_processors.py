@@ -3,9 +3,8 @@
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
+from catalog.money import CURRENCIES
 from catalog.selectors_prices import price_status
-
-CURRENCIES = ("USD", "CNY")
 
 
 def site(request: HttpRequest) -> dict[str, object]:

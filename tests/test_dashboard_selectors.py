@@ -78,7 +78,7 @@ def test_rankings_measured_estimated_prices_and_tiers():
     assert small.perf_basis == "estimated" and small.n == 0 and small.perf_measured is None
     assert small.perf == pytest.approx(math.sqrt(50 / 300 * 360 / 2000))
     # cheapest on-demand per GPU-hour: 8-GPU instance at 16.00 beats the 3.00 single
-    assert base.price == pytest.approx(2.0) and base.price_providers == 2
+    assert base.price.amount == pytest.approx(2.0) and base.price.providers == 2
     assert base.perf_per_dollar == pytest.approx(0.5)
     assert base.perf_per_kw == pytest.approx(2.5)
     # ranked by perf per dollar, best first
@@ -95,12 +95,12 @@ def test_price_modes_filters_and_currency():
     rows = lambda **kw: {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all", **kw)).rows}  # noqa: E731
     # typical (default; "median" is its former name): the median of the providers' cheapest, 2.0 and 3.0,
     # the middle two averaged
-    assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(2.5)
-    assert rows()["a100-sxm4-80-gb"].price == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price_min == 2.0
+    assert rows(price="median")["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5)
+    assert rows()["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price.minimum == 2.0
     spot = rows(price="spot")
-    assert spot["a100-sxm4-80-gb"].price == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price is None
-    assert rows(provider="lambda")["a100-sxm4-80-gb"].price == pytest.approx(2.0)
-    assert rows(region="eu-")["a100-sxm4-80-gb"].price == pytest.approx(3.0)
+    assert spot["a100-sxm4-80-gb"].price.amount == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price.amount is None
+    assert rows(provider="lambda")["a100-sxm4-80-gb"].price.amount == pytest.approx(2.0)
+    assert rows(region="eu-")["a100-sxm4-80-gb"].price.amount == pytest.approx(3.0)
     assert set(rows(min_vram=30)) == {"a100-sxm4-80-gb", "h100-sxm5-80-gb"}
     assert set(rows(segment="consumer")) == {"rtx-4090", "rtx-3060", "hostile-card"}
     assert set(rows(basis="measured")) == {"a100-sxm4-80-gb", "h100-sxm5-80-gb", "rtx-4090"}
@@ -111,7 +111,7 @@ def test_price_modes_filters_and_currency():
     base = next(r for r in cny.rows if r.gpu_slug == "a100-sxm4-80-gb")
     ecb = ecb_rate("CNY", dt.date.today())
     assert cny.currency == "CNY" and base.currency == "CNY" and cny.exchange_rate["date"] == ecb.date
-    assert base.price == pytest.approx(2.0 / float(ecb.usd_per_unit), rel=1e-3)
+    assert base.price.amount == pytest.approx(2.0 / float(ecb.usd_per_unit), rel=1e-3)
 
 
 @pytest.mark.django_db
@@ -122,17 +122,17 @@ def test_buy_mode_uses_purchase_prices_then_launch_price():
     ExchangeRateFactory(currency="CNY", usd_per_unit="0.125")
     PurchasePriceFactory(gpu=world.gpus["small"], condition="used", price="800", currency="CNY")
     new = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy")).rows}
-    assert new["a100-sxm4-80-gb"].price == pytest.approx(10000) and new[
+    assert new["a100-sxm4-80-gb"].price.amount == pytest.approx(10000) and new[
         "a100-sxm4-80-gb"
     ].perf_per_dollar == pytest.approx(0.1)
-    assert new["rtx-4090"].price == pytest.approx(1599) and "launch" in new["rtx-4090"].price_source
+    assert new["rtx-4090"].price.amount == pytest.approx(1599) and "launch" in new["rtx-4090"].price.source
     used = {
         r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy", condition="used", show="all")).rows
     }
-    assert used["rtx-4090"].price == pytest.approx(1000)
+    assert used["rtx-4090"].price.amount == pytest.approx(1000)
     observed_on = PurchasePrice.objects.get(gpu=world.gpus["small"]).observed_on
-    assert used["rtx-3060"].price == pytest.approx(800 * float(ecb_rate("CNY", observed_on).usd_per_unit))
-    assert used["a100-sxm4-80-gb"].price is None
+    assert used["rtx-3060"].price.amount == pytest.approx(800 * float(ecb_rate("CNY", observed_on).usd_per_unit))
+    assert used["a100-sxm4-80-gb"].price.amount is None
 
 
 @pytest.mark.django_db

@@ -222,7 +222,7 @@ def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
     assert (h100.typical_price, h100.cheapest_price) == (3.5, 2.0)
     assert h100.typical_origin == typical.provenance and h100.cheapest_origin.provider == "Third Cloud"
     ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
-    assert ranking["h100-sxm5-80-gb"].price == h100.typical_price
+    assert ranking["h100-sxm5-80-gb"].price.amount == h100.typical_price
     html = response.content.decode()
     # The offers have no snapshot recording how their date is known: estimated, so no age.
     assert "Third Cloud · price date unknown, snapshot of" in html and "d old" not in html

@@ -98,23 +98,23 @@ def test_a_pcie_run_is_not_compared_with_an_nvlink_run(client, world):
 def test_ranking_rows_carry_the_measured_scaling_at_the_largest_count(world):
     rows = {row.gpu_slug: row for row in _training().rows}
     h100 = rows[world.gpus["h100"].slug]
-    assert h100.scaling_gpu_count == 2
-    assert h100.scaling_efficiency == pytest.approx(0.95)
-    assert (h100.scaling_n, h100.scaling_distinct_submitters, h100.scaling_interconnect) == (3, 3, "nvlink")
-    assert h100.scaling_tokens_per_s_per_gpu == pytest.approx(1_500_000.0)
-    assert h100.scaling_one_gpu_tokens_per_s == pytest.approx(1_600_000.0)
-    assert rows[world.gpus["a100_80"].slug].scaling_efficiency == pytest.approx(0.95)
+    assert h100.scaling.gpu_count == 2
+    assert h100.scaling.efficiency == pytest.approx(0.95)
+    assert (h100.scaling.n, h100.scaling.distinct_submitters, h100.scaling.interconnect) == (3, 3, "nvlink")
+    assert h100.scaling.tokens_per_s_per_gpu == pytest.approx(1_500_000.0)
+    assert h100.scaling.one_gpu_tokens_per_s == pytest.approx(1_600_000.0)
+    assert rows[world.gpus["a100_80"].slug].scaling.efficiency == pytest.approx(0.95)
     fine_tuning = rankings_compute(params=RankingParams(use_case="fine-tuning", show="all"))
-    assert next(r for r in fine_tuning.rows if r.gpu_slug == world.gpus["h100"].slug).scaling_gpu_count == 2
+    assert next(r for r in fine_tuning.rows if r.gpu_slug == world.gpus["h100"].slug).scaling.gpu_count == 2
     inference = rankings_compute(params=RankingParams(use_case="inference-16bit", show="all"))
-    assert all(r.scaling_efficiency is None and r.scaling_n == 0 for r in inference.rows)
+    assert all(r.scaling is None for r in inference.rows)
 
 
 def test_fewer_than_three_runs_are_shown_on_the_gpu_page_but_not_ranked(world):
     for i in range(2):
         _host_run("NVIDIA H100 NVL", 1_400_000.0, 2_660_000.0, user=f"nvl-{i}", memory_mib=95830)
     nvl = next(r for r in _training().rows if r.gpu_slug == world.gpus["h100_nvl"].slug)
-    assert nvl.scaling_efficiency is None and nvl.scaling_n == 0
+    assert nvl.scaling is None
     measured = scaling_measured_by_gpu(gpu_ids=[world.gpus["h100_nvl"].pk, world.gpus["h100"].pk])
     assert measured[world.gpus["h100_nvl"].pk][2].efficiency == pytest.approx(0.95)
     assert measured[world.gpus["h100_nvl"].pk][2].n == 2 and not measured[world.gpus["h100_nvl"].pk][2].ranked

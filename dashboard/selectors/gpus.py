@@ -209,7 +209,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     baseline_name = baseline_gpu.name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
-    serving_price = serving_row.price if serving_row is not None else None
+    serving_price = serving_row.price.amount if serving_row is not None else None
     serving_lines = [
         line
         for size, choice in gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET).items()
