@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
+from catalog.money import display_money
 from catalog.selectors import gpu_for_page
-from catalog.selectors_prices import display_money, gpu_offers
+from catalog.selectors_prices import gpu_offers
 from dashboard.csv_export import csv_response
 from dashboard.fragments import gpu_page_body, page_response
 

@@ -9,7 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors_prices import Money, PriceProvenance, display_money, gpu_rent_prices
+from catalog.money import Money, display_money
+from catalog.selectors_prices import PriceProvenance, gpu_rent_prices
 from catalog.value import per_price
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.scaling import AllreduceLine, MeasuredScaling

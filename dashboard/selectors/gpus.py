@@ -16,12 +16,11 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
 from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu
+from catalog.money import Money, display_money
 from catalog.selectors_prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
-    Money,
     OfferLine,
-    display_money,
     gpu_offers,
     gpu_price_history,
 )
