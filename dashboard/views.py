@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from catalog.models import Gpu
+from catalog.money import CURRENCIES, currency_from_query
 from catalog.selectors import gpus_lookup
 from dashboard import fragments
 from dashboard.csv_export import csv_response
@@ -22,7 +23,7 @@ from dashboard.open_data import TABLES
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, USE_CASES, UseCase
 from dashboard.selectors.architectures import architecture_timeline, architectures_compute
 from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
-from dashboard.selectors.ranking_params import CURRENCIES, RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
 from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
@@ -125,9 +126,7 @@ def _compare_texts(request: HttpRequest) -> list[str]:
 
 def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     texts = _compare_texts(request)
-    currency = request.GET.get("currency", "USD").upper()
-    if currency not in CURRENCIES:
-        currency = "USD"
+    currency = currency_from_query(request.GET.get("currency"))
     context: dict[str, Any] = {
         "picker": (texts + [""] * COMPARE_MAX)[:COMPARE_MAX] if len(texts) <= COMPARE_MAX else texts,
         "choices": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),

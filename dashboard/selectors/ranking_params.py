@@ -50,11 +50,11 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from catalog.models import Segment
+from catalog.money import CURRENCIES
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES, UseCase
 from llm.interactivity import DEFAULT_TARGET, TARGETS
 
-CURRENCIES = ("USD", "CNY")
 MODES = ("rent", "buy")
 PRICE_HOW = ("typical", "cheapest", "spot", "median")  # "median": the former name of "typical"
 CONDITIONS = ("new", "used")
