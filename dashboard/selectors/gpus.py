@@ -30,10 +30,9 @@ from dashboard.figures.serving import serving_curve_line, serving_curves_figure
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.scaling import workload_runs_on_a_host
-from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
-from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
+from dashboard.selectors.standings import gpu_standings_compute
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.interactivity import DEFAULT_TARGET, target_rate
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
@@ -194,16 +193,11 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
 
     efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
 
-    standings = []
-    for slug, uc in USE_CASES.items():
-        try:
-            ranking = rankings_compute(
-                params=RankingParams(use_case=slug, currency=currency, baseline=baseline, show="all")
-            )
-        except ValueError:
-            ranking = None
-        row = next((r for r in ranking.rows if r.gpu_id == gpu.id), None) if ranking else None
-        standings.append(UseCaseStanding(slug, str(uc.label), row, uc.memory_floor_gib))
+    by_use_case = gpu_standings_compute(gpus=[gpu], currency=currency, baseline=baseline, graded=True)
+    standings = [
+        UseCaseStanding(slug, str(uc.label), by_use_case[slug].rows.get(gpu.id), uc.memory_floor_gib)
+        for slug, uc in USE_CASES.items()
+    ]
 
     baseline_name = baseline_gpu.name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)

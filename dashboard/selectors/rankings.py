@@ -42,7 +42,7 @@ and the spread over providers (``minimum``/``maximum`` over ``providers``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -185,14 +185,22 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     )
 
 
-def ranking_inputs_read(*, params: RankingParams) -> RankingInputs:
+def ranking_inputs_read(
+    *,
+    params: RankingParams,
+    rows_for: Collection[int] | None = None,
+    rent_prices: Mapping[int, GpuRentPrice] | None = None,
+) -> RankingInputs:
     """Every query of a ranking: the use case's results, the GPUs the filters keep, the baseline,
     tensor peaks, prices in the page currency, the LLM figures and measured scaling.
 
-    Raises RankingParamError for an unknown baseline or a ``gpu_price`` of an unknown GPU."""
+    ``rows_for``: the ids of the only GPUs to read figures and prices for (a GPU's standings);
+    the measured figures and the spec estimate are still made from every GPU's results.
+    ``rent_prices``: the rental prices by ``params``' rule, provider and region, already read
+    (several use cases' standings share one read). Raises RankingParamError for an unknown baseline or a ``gpu_price`` of an unknown GPU."""
     uc = params.use_case_def
     measured = _measured_read(use_case=uc, precision=params.precision)
-    gpus = _gpus_read(params=params, measured_gpu_ids=measured.gpu_ids)
+    gpus = _gpus_read(params=params, measured_gpu_ids=measured.gpu_ids, rows_for=rows_for)
     baseline = _baseline_read(params=params, gpus=gpus)
     peaks_by_gpu = _peaks_read(gpu_ids={g.id for g in gpus} | {baseline.id} | measured.gpu_ids)
     specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
@@ -210,7 +218,7 @@ def ranking_inputs_read(*, params: RankingParams) -> RankingInputs:
                 )
                 % {"name": baseline.name}
             )
-    prices = _prices_read(params=params, gpus=gpus, warnings=warnings)
+    prices = _prices_read(params=params, gpus=gpus, rent_prices=rent_prices, warnings=warnings)
     return RankingInputs(
         use_case=uc,
         gpus=gpus,
@@ -282,9 +290,12 @@ def _measured_read(*, use_case: UseCase, precision: str) -> MeasuredInputs:
     return MeasuredInputs(workloads=workloads, aggregates=aggregates, gpu_ids=gpu_ids, points=points)
 
 
-def _gpus_read(*, params: RankingParams, measured_gpu_ids: set[int]) -> list[Gpu]:
-    """The curated GPUs and those with a result of the use case, as the page's filters keep them."""
+def _gpus_read(*, params: RankingParams, measured_gpu_ids: set[int], rows_for: Collection[int] | None) -> list[Gpu]:
+    """The curated GPUs and those with a result of the use case, as the page's filters keep them
+    (and among them only ``rows_for``, when given)."""
     gpus = Gpu.objects.with_related().filter(Q(is_curated=True) | Q(id__in=list(measured_gpu_ids)))
+    if rows_for is not None:
+        gpus = gpus.filter(id__in=list(rows_for))
     if params.vendor:
         gpus = gpus.filter(vendor__slug=params.vendor)
     if params.segment:
@@ -357,7 +368,13 @@ def _measured_relate(
         )
 
 
-def _prices_read(*, params: RankingParams, gpus: list[Gpu], warnings: list[str]) -> PriceInputs:
+def _prices_read(
+    *,
+    params: RankingParams,
+    gpus: list[Gpu],
+    rent_prices: Mapping[int, GpuRentPrice] | None,
+    warnings: list[str],
+) -> PriceInputs:
     """Each GPU's price by the page's rule (rent) or condition (buy), in the page currency, with
     the user's own prices (``gpu_price``) in place of the offers'. Appends a warning when the
     page currency has no rate (prices are then in USD)."""
@@ -382,10 +399,15 @@ def _prices_read(*, params: RankingParams, gpus: list[Gpu], warnings: list[str])
         "cheapest": _("cheapest on-demand offer"),
         "spot": _("cheapest spot offer"),
     }[params.price]
-    rent = gpu_rent_prices(
-        gpu_ids=[g.id for g in gpus], rule=params.price, provider=params.provider, region=params.region
-    )
-    by_gpu = {gpu_id: _rent_row_price(price, money=money, unit=unit, source=source) for gpu_id, price in rent.items()}
+    if rent_prices is None:
+        rent_prices = gpu_rent_prices(
+            gpu_ids=[g.id for g in gpus], rule=params.price, provider=params.provider, region=params.region
+        )
+    by_gpu = {
+        gpu.id: _rent_row_price(rent_prices[gpu.id], money=money, unit=unit, source=source)
+        for gpu in gpus
+        if gpu.id in rent_prices
+    }
     user = _user_prices(params, gpus)
     for gpu in gpus:
         if gpu.slug in user:  # in the page currency already; the offer's provenance stays beside it
@@ -580,10 +602,7 @@ def ranking_rows_order(
     """Grades the eligible rows into tiers, sorts by ``params.sort`` (rows without it last) and
     numbers the ranks. Returns the rows shown, the ineligible rows ``show=eligible`` hides, and
     the tiers' 100 % mark."""
-    candidates = [TierCandidate(r.gpu_slug, r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible]
-    tiers = tiers_from_measurements(candidates)
-    for row in rows:
-        row.tier = tiers.get(row.gpu_slug)
+    mark = ranking_rows_grade(rows=rows)
     sort_key = params.sort
     # LLM use cases list measured figures first: their estimates extrapolate a fitted model to
     # GPUs and configurations the measurements may not contain.
@@ -605,7 +624,18 @@ def ranking_rows_order(
         if getattr(row, sort_key) is not None:
             rank += 1
             row.rank = rank
-    return rows, hidden, tier_mark(candidates)
+    return rows, hidden, mark
+
+
+def ranking_rows_grade(*, rows: list[RankingRow]) -> float | None:
+    """Sets each eligible row's tier against the best performance per price among them
+    (dashboard.ranking.maths.tiers_from_measurements); returns that 100 % mark. Only rows with a
+    price can be graded or set the mark, so rows without one may be left out."""
+    candidates = [TierCandidate(r.gpu_slug, r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible]
+    tiers = tiers_from_measurements(candidates)
+    for row in rows:
+        row.tier = tiers.get(row.gpu_slug)
+    return tier_mark(candidates)
 
 
 def _percent(fraction: float | None) -> float | None:
