@@ -11,12 +11,17 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from api.serializers import RankingRowSerializer
 from benchmarks_app.models import Workload
-from catalog.models import PurchasePrice
+from catalog.models import Gpu, PurchasePrice
 from catalog.services.prices.currency import ecb_rate
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_rows import ROW_COLUMNS
 from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.standings import gpu_standings_compute
 from dashboard.selectors.tiers import tiers_compute
+from dashboard.views import RANKING_CSV_COLUMNS, RANKING_CSV_HEADER
 from tests.factories import (
     ArchitectureFactory,
     ExchangeRateFactory,
@@ -96,7 +101,9 @@ def test_price_modes_filters_and_currency():
     # typical (default; "median" is its former name): the median of the providers' cheapest, 2.0 and 3.0,
     # the middle two averaged
     assert rows(price="median")["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5)
-    assert rows()["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price.minimum == 2.0
+    assert (
+        rows()["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price.minimum == 2.0
+    )
     spot = rows(price="spot")
     assert spot["a100-sxm4-80-gb"].price.amount == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price.amount is None
     assert rows(provider="lambda")["a100-sxm4-80-gb"].price.amount == pytest.approx(2.0)
@@ -322,3 +329,28 @@ def test_a_gpu_measured_only_on_a_newer_suite_is_measured_via_a_bridge():
     h100 = math.sqrt(2.5 * 3.0)
     assert row.perf_basis == "measured" and row.perf == pytest.approx(1.6 * h100)
     assert row.measured_via == "H100 SXM5 80 GB" and row.n == 1
+
+
+@pytest.mark.django_db
+def test_standings_are_the_rankings_rows_of_those_gpus():
+    world_build(rows=DASHBOARD_WORLD)
+    gpus = list(Gpu.objects.filter(slug__in=["a100-sxm4-80-gb", "h100-sxm5-80-gb", "rtx-4090", "rtx-3060"]))
+    standings = gpu_standings_compute(gpus=gpus, graded=True)
+    compared = gpu_standings_compute(gpus=gpus)
+    for use_case in USE_CASES:
+        ranking = rankings_compute(params=RankingParams(use_case=use_case, show="all"))
+        full = {row.gpu_id: row for row in ranking.rows if row.gpu_id in {g.id for g in gpus}}
+        read = standings[use_case].rows
+        assert set(read) == set(full) == set(compared[use_case].rows), use_case
+        for gpu_id, row in full.items():
+            shown = (row.perf, row.perf_basis, row.n, row.price, row.perf_per_dollar, row.eligible, row.tier)
+            got = read[gpu_id]
+            assert (got.perf, got.perf_basis, got.n, got.price, got.perf_per_dollar, got.eligible, got.tier) == shown
+            assert compared[use_case].rows[gpu_id].perf == row.perf
+        assert standings[use_case].baseline_name == ranking.baseline_name
+
+
+def test_the_api_row_and_the_csv_read_the_published_columns():
+    assert list(RankingRowSerializer().fields) == list(ROW_COLUMNS)
+    assert set(RANKING_CSV_COLUMNS) <= set(ROW_COLUMNS)
+    assert RANKING_CSV_HEADER[:4] == ("rank", "gpu_slug", "gpu_name", "vendor")
