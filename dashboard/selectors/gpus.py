@@ -120,18 +120,17 @@ def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[Effic
     return sorted(rows, key=lambda r: order[r.kind])
 
 
-def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
-    """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
-    money = display_money(currency=currency)
-    warnings = []
-    if money.missing:
-        warnings.append(
-            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": currency}
-        )
-    offers, offers_total = gpu_offers(gpu=gpu, money=money)
-    history = gpu_price_history(gpu=gpu, money=money)
+@dataclass
+class GpuResults:
+    own: list[ResultAggregate]  # the GPU's aggregates, with their workloads
+    lines: list[AggregateLine]
+    boxes: list[ResultBox]  # relative to the baseline, at the smallest GPU count measured
+    box_gpu_count: int
 
-    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+
+def _gpu_results(*, gpu: Gpu, baseline_gpu: Gpu | None) -> GpuResults:
+    """The GPU's results table and box plot, each result relative to the baseline's in the same
+    comparison group (None where the baseline has none)."""
     own = list(
         ResultAggregate.objects.filter(gpu=gpu)
         .select_related("workload")
@@ -191,6 +190,23 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
                 )
             )
 
+    return GpuResults(own=own, lines=aggregates, boxes=boxes, box_gpu_count=box_gpu_count)
+
+
+def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
+    """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
+    money = display_money(currency=currency)
+    warnings = []
+    if money.missing:
+        warnings.append(
+            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": currency}
+        )
+    offers, offers_total = gpu_offers(gpu=gpu, money=money)
+    history = gpu_price_history(gpu=gpu, money=money)
+
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
+    own = results.own
     efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
 
     by_use_case = gpu_standings_compute(gpus=[gpu], currency=currency, baseline=baseline, graded=True)
@@ -226,8 +242,10 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         )
         if history
         else None,
-        aggregates=aggregates,
-        box_figure=results_box_figure(boxes, relative_to=baseline_name, gpu_count=box_gpu_count) if boxes else None,
+        aggregates=results.lines,
+        box_figure=results_box_figure(results.boxes, relative_to=baseline_name, gpu_count=results.box_gpu_count)
+        if results.boxes
+        else None,
         efficiency=efficiency,
         standings=standings,
         baseline_name=baseline_name,

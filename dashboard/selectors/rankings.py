@@ -42,7 +42,7 @@ and the spread over providers (``minimum``/``maximum`` over ``providers``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -97,8 +97,8 @@ class MeasuredInputs:
     """The use case's results: the aggregates and serving points of its workloads at its precisions,
     each GPU's figure relative to the baseline, and the spec estimate fitted on them."""
 
-    workloads: dict[int, dict[str, Any]]
-    aggregates: list[dict[str, Any]]
+    workloads: Mapping[int, Mapping[str, Any]]
+    aggregates: Sequence[Mapping[str, Any]]
     gpu_ids: set[int]  # GPUs with a result of the use case, whatever the page's filters
     points: list[AggregatePoint] = field(default_factory=list)
     measured: dict[int, MeasuredPerf] = field(default_factory=dict)
