@@ -24,6 +24,7 @@ from dashboard.figures.style import (
     number_text,
     title_layout,
 )
+from dashboard.selectors.ranking_rows import RowPrice
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class RankedPoint:
     perf_basis: str
     n: int
     distinct_submitters: int
-    price: float | None
+    price: RowPrice  # its amount in the page currency
     perf_per_dollar: float | None
     memory_gib: float | None
     tier: str | None = None
