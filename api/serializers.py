@@ -1,18 +1,22 @@
 """Response shapes of API v1.
 
 List endpoints build rows straight from ``values()`` (one query per page, no model instances);
-these serializers are the contract those rows follow: drf-spectacular turns them into the
+these serializers are the contract those rows follow, and the rankings' and tier lists'
+responses are rendered by theirs: drf-spectacular turns them into the
 OpenAPI schema, schemathesis checks every response against it, and tests/test_api_contract.py
 pins the field names. Decimal figures (prices) are JSON numbers, not strings.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from benchmarks_app.models import SourceKind, SubmissionStatus, TrustLabel, Workload
 from catalog.models import Precision, Provider, Segment
 from catalog.models.prices import PurchasePrice
+from dashboard.selectors.ranking_rows import RankingRow, ranking_row_columns
 from llm.models import EngineClass, Interconnect, PerUserBasis, PrecisionStatus, Scenario
 
 
@@ -251,6 +255,12 @@ class ModerationSubmissionSerializer(serializers.Serializer):
 
 
 class RankingRowSerializer(serializers.Serializer):
+    """A ranking row (dashboard.selectors.ranking_rows.RankingRow) under its published column
+    names; ``ROW_COLUMNS`` says where each is read, so the API and the CSV read the same values."""
+
+    def to_representation(self, instance: RankingRow) -> dict[str, Any]:
+        return super().to_representation(ranking_row_columns(instance))
+
     rank = serializers.IntegerField(allow_null=True, help_text="Position by the sort key; null without that value.")
     gpu = serializers.CharField(help_text="GPU slug.")
     gpu_name = serializers.CharField()
@@ -467,15 +477,18 @@ class RankingParamsSerializer(serializers.Serializer):
     )
     gpu_prices = serializers.DictField(
         child=serializers.FloatField(),
+        source="gpu_price_map",
         help_text="Your prices per GPU-hour in the page currency, by GPU slug (the gpu_price[<slug>] parameters).",
     )
 
 
 class UseCaseSerializer(serializers.Serializer):
-    slug = serializers.CharField()
-    label = serializers.CharField()  # type: ignore[assignment]
-    memory_floor_gib = serializers.FloatField()
-    memory_floor_source = serializers.CharField()
+    """A ranking's use case at the ranking's precision (read from the Ranking)."""
+
+    slug = serializers.CharField(source="use_case.slug")
+    label = serializers.CharField(source="use_case.label")  # type: ignore[assignment]
+    memory_floor_gib = serializers.FloatField(source="use_case.memory_floor_gib")
+    memory_floor_source = serializers.CharField(source="use_case.memory_floor_source")
     required_tensor_formats = serializers.ListField(child=serializers.CharField())
     requirement = serializers.CharField(help_text="What a GPU needs for the use case, in words.")
 
@@ -490,9 +503,13 @@ class EstimateSerializer(serializers.Serializer):
 
 
 class BaselineSerializer(serializers.Serializer):
-    gpu = serializers.CharField()
-    gpu_name = serializers.CharField()
-    measured = serializers.BooleanField(help_text="Whether the baseline has measurements for this use case.")
+    """A ranking's baseline GPU (read from the Ranking)."""
+
+    gpu = serializers.CharField(source="baseline_slug")
+    gpu_name = serializers.CharField(source="baseline_name")
+    measured = serializers.BooleanField(
+        source="baseline_measured", help_text="Whether the baseline has measurements for this use case."
+    )
 
 
 class ExchangeRateSerializer(serializers.Serializer):
@@ -502,31 +519,44 @@ class ExchangeRateSerializer(serializers.Serializer):
 
 
 class RankingHeaderSerializer(serializers.Serializer):
-    params = RankingParamsSerializer(help_text="The parameters as applied, defaults filled in.")
-    use_case = UseCaseSerializer()
-    estimate = EstimateSerializer(help_text="The spec estimate and how far it misses the measured GPUs.")
-    hidden_ineligible = serializers.IntegerField(help_text="GPUs left out because they cannot do the use case.")
-    baseline = BaselineSerializer()
-    currency = serializers.CharField(help_text="Currency of prices (USD when no rate exists for the one asked).")
-    exchange_rate = ExchangeRateSerializer(allow_null=True)
-    warnings = serializers.ListField(child=serializers.CharField())
-    skipped_without_data = serializers.IntegerField(help_text="GPUs with neither measurements nor specs.")
+    """What a ranking and a tier list say besides their rows, read from ``.ranking`` (a Ranking
+    is its own)."""
+
+    params = RankingParamsSerializer(
+        source="ranking.params", help_text="The parameters as applied, defaults filled in."
+    )
+    use_case = UseCaseSerializer(source="ranking")
+    estimate = EstimateSerializer(
+        source="ranking.estimate", help_text="The spec estimate and how far it misses the measured GPUs."
+    )
+    hidden_ineligible = serializers.IntegerField(
+        source="ranking.hidden_ineligible", help_text="GPUs left out because they cannot do the use case."
+    )
+    baseline = BaselineSerializer(source="ranking")
+    currency = serializers.CharField(
+        source="ranking.currency", help_text="Currency of prices (USD when no rate exists for the one asked)."
+    )
+    exchange_rate = ExchangeRateSerializer(source="ranking.exchange_rate", allow_null=True)
+    warnings = serializers.ListField(source="ranking.warnings", child=serializers.CharField())
+    skipped_without_data = serializers.IntegerField(
+        source="ranking.skipped_without_data", help_text="GPUs with neither measurements nor specs."
+    )
 
 
 class RankingSerializer(RankingHeaderSerializer):
-    count = serializers.IntegerField()
-    results = RankingRowSerializer(many=True)
+    count = serializers.IntegerField(source="rows_count")
+    results = RankingRowSerializer(many=True, source="rows")
 
 
 class TierSerializer(serializers.Serializer):
-    tier = serializers.CharField()
+    tier = serializers.CharField(source="name")
     min_relative_value = _nullable_float(help_text="Lower bound of value relative to the best; null for D.")
-    results = RankingRowSerializer(many=True)
+    results = RankingRowSerializer(many=True, source="rows")
 
 
 class TierListSerializer(RankingHeaderSerializer):
     memory_floor_gib = serializers.FloatField()
-    tiers = TierSerializer(many=True)
+    tiers = TierSerializer(many=True, source="tier_groups")
     below_floor = RankingRowSerializer(many=True)
     lacking_precision = RankingRowSerializer(many=True)
     without_price = RankingRowSerializer(many=True)

@@ -140,9 +140,13 @@ def rankings_body(*, params: RankingParams) -> str:
     """The rankings page body for valid parameters; RankingParamError for an unknown baseline."""
     ranking = rankings_compute(params=params)
     labels = _labels(ranking)
-    price_unit = ranking.rows[0].price_unit if ranking.rows else ""
+    price_unit = ranking.rows[0].price.unit if ranking.rows else ""
     frontier = pareto_frontier(
-        [(r.gpu_slug, r.price, r.perf) for r in ranking.rows if r.price is not None and r.perf is not None]
+        [
+            (r.gpu_slug, r.price.amount, r.perf)
+            for r in ranking.rows
+            if r.price.amount is not None and r.perf is not None
+        ]
     )
     context = {
         "params": params,
@@ -189,7 +193,7 @@ def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
     lines = []
     for row in ranking.rows:
         choice = ranking.serving_choices.get(row.gpu_id)
-        price = row.price if ranking.params.mode == "rent" else None
+        price = row.price.amount if ranking.params.mode == "rent" else None
         line = serving_curve_line(choice=choice, key=row.gpu_slug, name=row.gpu_name, price=price) if choice else None
         if line is not None:
             lines.append(line)
@@ -235,7 +239,7 @@ def tiers_body(*, params: RankingParams) -> str:
             tier_list.tiers,
             thresholds=tier_list.thresholds,
             currency=tier_list.ranking.currency,
-            price_unit=str(tier_list.ranking.rows[0].price_unit) if tier_list.ranking.rows else "",
+            price_unit=str(tier_list.ranking.rows[0].price.unit) if tier_list.ranking.rows else "",
             mark=tier_list.ranking.tier_mark,
         )
         if any(tier_list.tiers.values())

@@ -1,4 +1,4 @@
-"""The GPU page (/gpus/<slug>/, named catalog:gpu-detail): the catalogue's specs with the
+"""The GPU page (/gpus/<slug>/, named dashboard:gpu-detail): the catalogue's specs with the
 dashboard's offers, price history, results and standings (dashboard/gpu_detail.html extends the
 catalogue's template), and its offers as CSV."""
 
@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
+from catalog.money import currency_from_query, display_money
 from catalog.selectors.gpus import gpu_for_page
-from catalog.selectors.prices import display_money, gpu_offers
+from catalog.selectors.prices import gpu_offers
 from dashboard.csv_export import csv_response
 from dashboard.fragments import gpu_page_body, page_response
 
@@ -16,8 +17,7 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
     gpu = gpu_for_page(slug=slug)
     if gpu is None:
         raise Http404(f"No GPU with the slug {slug!r}.")
-    currency = request.GET.get("currency", "USD").upper()
-    currency = currency if currency in ("USD", "CNY") else "USD"
+    currency = currency_from_query(request.GET.get("currency"))
     if request.GET.get("format") == "csv":
         money = display_money(currency=currency)
         offers, _total = gpu_offers(gpu=gpu, money=money, limit=None)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import views
+from dashboard import gpu_views, views
 
 app_name = "dashboard"
 
@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.rankings_view, name="rankings"),
     path("tiers/", views.tiers_view, name="tiers"),
     path("compare/", views.compare_view, name="compare"),
+    path("gpus/<slug:slug>/", gpu_views.gpu_detail_view, name="gpu-detail"),
     path("architectures/", views.architectures_view, name="architectures"),
     path("open-data/", views.open_data_view, name="open-data"),
     path("llm-model/", views.llm_model_view, name="llm-model"),

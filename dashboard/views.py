@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from catalog.models import Gpu
+from catalog.money import CURRENCIES, currency_from_query
 from catalog.selectors.gpus import gpus_lookup
 from dashboard import fragments
 from dashboard.csv_export import csv_response
@@ -22,14 +23,16 @@ from dashboard.open_data import TABLES
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, USE_CASES, UseCase
 from dashboard.selectors.architectures import architecture_timeline, architectures_compute
 from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
-from dashboard.selectors.ranking_params import CURRENCIES, RankingParamError, RankingParams, ranking_params_from_query
-from dashboard.selectors.ranking_rows import RankingRow
+from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from llm.selectors.model_page import llm_model_page
 
-RANKING_CSV_HEADER = (
-    "rank", "gpu_slug", "gpu_name", "vendor", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
+# The CSV's columns: published row columns (ranking_rows.ROW_COLUMNS, the API's names), in the
+# CSV's order; two keep the names the CSV had before the API existed.
+RANKING_CSV_COLUMNS = (
+    "rank", "gpu", "gpu_name", "vendor_name", "segment", "memory_gib", "perf", "perf_basis", "perf_measured",
     "perf_estimated", "n", "distinct_submitters", "price", "currency", "price_unit", "price_source",
     "perf_per_dollar", "perf_per_dollar_unit", "perf_per_kw", "tier", "meets_memory_floor", "eligible",
     "ineligible_reasons", "estimate_error_pct", "measured_via",
@@ -41,14 +44,16 @@ RANKING_CSV_HEADER = (
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
     "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
 )  # fmt: skip
+_CSV_NAMES = {"gpu": "gpu_slug", "vendor_name": "vendor"}
+RANKING_CSV_HEADER = tuple(_CSV_NAMES.get(name, name) for name in RANKING_CSV_COLUMNS)
 
 
 def _ranking_csv_rows(rows: list[RankingRow]) -> list[list[Any]]:
     def cell(row: RankingRow, name: str) -> Any:
-        value = getattr(row, name)
+        value = ranking_row_column(row, name)
         return "; ".join(value) if isinstance(value, list) else value
 
-    return [[cell(r, name) for name in RANKING_CSV_HEADER] for r in rows]
+    return [[cell(r, name) for name in RANKING_CSV_COLUMNS] for r in rows]
 
 
 def _params_or_error(request: HttpRequest) -> tuple[RankingParams, RankingParamError | None]:
@@ -121,9 +126,7 @@ def _compare_texts(request: HttpRequest) -> list[str]:
 
 def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     texts = _compare_texts(request)
-    currency = request.GET.get("currency", "USD").upper()
-    if currency not in CURRENCIES:
-        currency = "USD"
+    currency = currency_from_query(request.GET.get("currency"))
     context: dict[str, Any] = {
         "picker": (texts + [""] * COMPARE_MAX)[:COMPARE_MAX] if len(texts) <= COMPARE_MAX else texts,
         "choices": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),

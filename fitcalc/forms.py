@@ -30,6 +30,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from catalog.money import CURRENCIES
 from fitcalc.errors import FitInputError
 from fitcalc.hub import hf_model_spec
 from fitcalc.memory import (
@@ -54,7 +55,6 @@ from fitcalc.presets import (
 )
 from fitcalc.quant import WEIGHT_FORMATS, KvPrecision, Precision
 
-CURRENCIES = ("USD", "CNY")
 CONDITIONS = ("new", "used")
 WORK_FIELDS = ("tokens", "samples", "epochs")
 CUSTOM_ONLY_FIELDS = ("kind", "layers", "hidden", "heads", "kv_heads", "head_dim")

@@ -99,7 +99,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "gpuatlas.context_processors.site",
+                "catalog.context_processors.currency",
                 "catalog.context_processors.prices",
             ],
         },

@@ -31,7 +31,7 @@ def _page_rows(ranking) -> list[dict]:  # type: ignore[no-untyped-def]
             "perf": row.perf,
             "perf_basis": row.perf_basis,
             "n": row.n,
-            "price": row.price,
+            "price": row.price.amount,
             "perf_per_dollar": row.perf_per_dollar,
             "perf_per_kw": row.perf_per_kw,
             "tier": row.tier,

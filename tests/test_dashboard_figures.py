@@ -20,13 +20,22 @@ from dashboard.figures.rankings import (
     tiers_figure,
 )
 from dashboard.figures.style import esc
+from dashboard.selectors.ranking_rows import RowPrice
 
 EVIL = "<script>alert(1)</script> & Co"
 
 
 def _row(slug, name, perf, price, basis="measured", n=3):
     return RankedPoint(
-        slug, name, perf, basis, n if basis == "measured" else 0, 1, price, perf / price if price else None, 24.0
+        slug,
+        name,
+        perf,
+        basis,
+        n if basis == "measured" else 0,
+        1,
+        RowPrice(amount=price),
+        perf / price if price else None,
+        24.0,
     )
 
 

@@ -28,7 +28,7 @@ def _urls(world) -> list[str]:  # type: ignore[no-untyped-def]
     return [
         reverse("dashboard:rankings"),
         reverse("dashboard:tiers"),
-        reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug]),
+        reverse("dashboard:gpu-detail", args=[world.gpus["rtx4090"].slug]),
     ]
 
 
@@ -72,7 +72,7 @@ def test_a_price_import_shows_on_the_next_request(client, tmp_path, settings):
         assert after == _uncached(client, url, settings), url
     # The default price is the typical one over providers; the cheap listing shows as the cheapest.
     assert "0.07" in _html(client.get(reverse("dashboard:rankings") + "?price=cheapest"))
-    assert "cheap.1x" in _html(client.get(reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug])))
+    assert "cheap.1x" in _html(client.get(reverse("dashboard:gpu-detail", args=[world.gpus["rtx4090"].slug])))
 
 
 def test_new_results_show_on_the_next_request(client, settings):
@@ -115,12 +115,12 @@ def test_each_language_has_its_own_body(client):
 
 def test_cached_bodies_keep_user_supplied_names_escaped(client):
     world = world_build(rows=DASHBOARD_WORLD)
-    urls = [*_urls(world), reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug])]
+    urls = [*_urls(world), reverse("dashboard:gpu-detail", args=[world.gpus["hostile"].slug])]
     for url in urls:
         for _ in range(2):  # rendered, then from the cache
             html = client.get(url).content.decode()
             assert HOSTILE_GPU not in html and HOSTILE_PROVIDER not in html
-    html = client.get(reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug])).content.decode()
+    html = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["hostile"].slug])).content.decode()
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt; Card" in html
 
 
@@ -139,12 +139,12 @@ def test_query_parameters_are_part_of_the_key(client):
 def test_an_unknown_gpu_is_a_404_cold_and_warm(client):
     world_build(rows=DASHBOARD_WORLD)
     for _ in range(2):
-        assert client.get(reverse("catalog:gpu-detail", args=["no-such-gpu"])).status_code == 404
+        assert client.get(reverse("dashboard:gpu-detail", args=["no-such-gpu"])).status_code == 404
 
 
 def test_a_catalogue_edit_shows_on_the_gpu_page(client):
     world = world_build(rows=DASHBOARD_WORLD)
-    url = reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug])
+    url = reverse("dashboard:gpu-detail", args=[world.gpus["rtx4090"].slug])
     assert "RTX 4090" in _html(client.get(url))
     world.gpus["rtx4090"].name = "RTX 4090 (renamed by a curator)"
     world.gpus["rtx4090"].save()
@@ -188,7 +188,7 @@ def test_after_a_bump_the_warm_up_task_renders_the_busiest_pages(client):
         reverse("dashboard:rankings") + "?use_case=inference-8bit",
         reverse("dashboard:tiers"),
         reverse("dashboard:tiers") + "?use_case=inference-8bit",
-        reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug]),  # measured: among the busiest
+        reverse("dashboard:gpu-detail", args=[world.gpus["rtx4090"].slug]),  # measured: among the busiest
     ]
     data_version_bump()  # outside a transaction: at once
     assert pages_warm_task.apply().get() > len(urls)

@@ -11,12 +11,17 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from api.serializers import RankingRowSerializer
 from benchmarks_app.models import Workload
-from catalog.models import PurchasePrice
+from catalog.models import Gpu, PurchasePrice
 from catalog.services.prices.currency import ecb_rate
+from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
+from dashboard.selectors.ranking_rows import ROW_COLUMNS
 from dashboard.selectors.rankings import rankings_compute
+from dashboard.selectors.standings import gpu_standings_compute
 from dashboard.selectors.tiers import tiers_compute
+from dashboard.views import RANKING_CSV_COLUMNS, RANKING_CSV_HEADER
 from tests.factories import (
     ArchitectureFactory,
     ExchangeRateFactory,
@@ -78,7 +83,7 @@ def test_rankings_measured_estimated_prices_and_tiers():
     assert small.perf_basis == "estimated" and small.n == 0 and small.perf_measured is None
     assert small.perf == pytest.approx(math.sqrt(50 / 300 * 360 / 2000))
     # cheapest on-demand per GPU-hour: 8-GPU instance at 16.00 beats the 3.00 single
-    assert base.price == pytest.approx(2.0) and base.price_providers == 2
+    assert base.price.amount == pytest.approx(2.0) and base.price.providers == 2
     assert base.perf_per_dollar == pytest.approx(0.5)
     assert base.perf_per_kw == pytest.approx(2.5)
     # ranked by perf per dollar, best first
@@ -95,12 +100,14 @@ def test_price_modes_filters_and_currency():
     rows = lambda **kw: {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all", **kw)).rows}  # noqa: E731
     # typical (default; "median" is an accepted alias): the median of the providers' cheapest, 2.0 and 3.0,
     # the middle two averaged
-    assert rows(price="median")["a100-sxm4-80-gb"].price == pytest.approx(2.5)
-    assert rows()["a100-sxm4-80-gb"].price == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price_min == 2.0
+    assert rows(price="median")["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5)
+    assert (
+        rows()["a100-sxm4-80-gb"].price.amount == pytest.approx(2.5) and rows()["a100-sxm4-80-gb"].price.minimum == 2.0
+    )
     spot = rows(price="spot")
-    assert spot["a100-sxm4-80-gb"].price == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price is None
-    assert rows(provider="lambda")["a100-sxm4-80-gb"].price == pytest.approx(2.0)
-    assert rows(region="eu-")["a100-sxm4-80-gb"].price == pytest.approx(3.0)
+    assert spot["a100-sxm4-80-gb"].price.amount == pytest.approx(1.0) and spot["h100-sxm5-80-gb"].price.amount is None
+    assert rows(provider="lambda")["a100-sxm4-80-gb"].price.amount == pytest.approx(2.0)
+    assert rows(region="eu-")["a100-sxm4-80-gb"].price.amount == pytest.approx(3.0)
     assert set(rows(min_vram=30)) == {"a100-sxm4-80-gb", "h100-sxm5-80-gb"}
     assert set(rows(segment="consumer")) == {"rtx-4090", "rtx-3060", "hostile-card"}
     assert set(rows(basis="measured")) == {"a100-sxm4-80-gb", "h100-sxm5-80-gb", "rtx-4090"}
@@ -111,7 +118,7 @@ def test_price_modes_filters_and_currency():
     base = next(r for r in cny.rows if r.gpu_slug == "a100-sxm4-80-gb")
     ecb = ecb_rate("CNY", dt.date.today())
     assert cny.currency == "CNY" and base.currency == "CNY" and cny.exchange_rate["date"] == ecb.date
-    assert base.price == pytest.approx(2.0 / float(ecb.usd_per_unit), rel=1e-3)
+    assert base.price.amount == pytest.approx(2.0 / float(ecb.usd_per_unit), rel=1e-3)
 
 
 @pytest.mark.django_db
@@ -122,17 +129,17 @@ def test_buy_mode_uses_purchase_prices_then_launch_price():
     ExchangeRateFactory(currency="CNY", usd_per_unit="0.125")
     PurchasePriceFactory(gpu=world.gpus["small"], condition="used", price="800", currency="CNY")
     new = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy")).rows}
-    assert new["a100-sxm4-80-gb"].price == pytest.approx(10000) and new[
+    assert new["a100-sxm4-80-gb"].price.amount == pytest.approx(10000) and new[
         "a100-sxm4-80-gb"
     ].perf_per_dollar == pytest.approx(0.1)
-    assert new["rtx-4090"].price == pytest.approx(1599) and "launch" in new["rtx-4090"].price_source
+    assert new["rtx-4090"].price.amount == pytest.approx(1599) and "launch" in new["rtx-4090"].price.source
     used = {
         r.gpu_slug: r for r in rankings_compute(params=RankingParams(mode="buy", condition="used", show="all")).rows
     }
-    assert used["rtx-4090"].price == pytest.approx(1000)
+    assert used["rtx-4090"].price.amount == pytest.approx(1000)
     observed_on = PurchasePrice.objects.get(gpu=world.gpus["small"]).observed_on
-    assert used["rtx-3060"].price == pytest.approx(800 * float(ecb_rate("CNY", observed_on).usd_per_unit))
-    assert used["a100-sxm4-80-gb"].price is None
+    assert used["rtx-3060"].price.amount == pytest.approx(800 * float(ecb_rate("CNY", observed_on).usd_per_unit))
+    assert used["a100-sxm4-80-gb"].price.amount is None
 
 
 @pytest.mark.django_db
@@ -322,3 +329,28 @@ def test_a_gpu_measured_only_on_a_newer_suite_is_measured_via_a_bridge():
     h100 = math.sqrt(2.5 * 3.0)
     assert row.perf_basis == "measured" and row.perf == pytest.approx(1.6 * h100)
     assert row.measured_via == "H100 SXM5 80 GB" and row.n == 1
+
+
+@pytest.mark.django_db
+def test_standings_are_the_rankings_rows_of_those_gpus():
+    world_build(rows=DASHBOARD_WORLD)
+    gpus = list(Gpu.objects.filter(slug__in=["a100-sxm4-80-gb", "h100-sxm5-80-gb", "rtx-4090", "rtx-3060"]))
+    standings = gpu_standings_compute(gpus=gpus, graded=True)
+    compared = gpu_standings_compute(gpus=gpus)
+    for use_case in USE_CASES:
+        ranking = rankings_compute(params=RankingParams(use_case=use_case, show="all"))
+        full = {row.gpu_id: row for row in ranking.rows if row.gpu_id in {g.id for g in gpus}}
+        read = standings[use_case].rows
+        assert set(read) == set(full) == set(compared[use_case].rows), use_case
+        for gpu_id, row in full.items():
+            shown = (row.perf, row.perf_basis, row.n, row.price, row.perf_per_dollar, row.eligible, row.tier)
+            got = read[gpu_id]
+            assert (got.perf, got.perf_basis, got.n, got.price, got.perf_per_dollar, got.eligible, got.tier) == shown
+            assert compared[use_case].rows[gpu_id].perf == row.perf
+        assert standings[use_case].baseline_name == ranking.baseline_name
+
+
+def test_the_api_row_and_the_csv_read_the_published_columns():
+    assert list(RankingRowSerializer().fields) == list(ROW_COLUMNS)
+    assert set(RANKING_CSV_COLUMNS) <= set(ROW_COLUMNS)
+    assert RANKING_CSV_HEADER[:4] == ("rank", "gpu_slug", "gpu_name", "vendor")

@@ -116,7 +116,7 @@ def test_tiers_page(client):
 
 def test_gpu_page_has_offers_history_results_and_tiers(client):
     world = world_build(rows=DASHBOARD_WORLD)
-    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["baseline"].slug]))
+    response = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["baseline"].slug]))
     html = response.content.decode()
     assert response.status_code == 200
     assert "gpu_8x_a100" in html and "Other Cloud" in html
@@ -135,7 +135,7 @@ def test_gpu_page_has_offers_history_results_and_tiers(client):
     # observed 10 days apart: steps broken across the gaps, not a line claiming the days between
     assert history["data"][0]["y"] == [pytest.approx(2.2), None, pytest.approx(2.2), None, pytest.approx(2.0)]
     assert "Specifications" in html  # the catalogue's part is kept
-    rows = _csv(client.get(reverse("catalog:gpu-detail", args=[world.gpus["baseline"].slug]), {"format": "csv"}))
+    rows = _csv(client.get(reverse("dashboard:gpu-detail", args=[world.gpus["baseline"].slug]), {"format": "csv"}))
     assert sorted(float(r["price_per_gpu_hour"]) for r in rows) == [1.0, 2.0, 3.0]
 
 
@@ -143,7 +143,7 @@ def test_gpu_page_efficiency_against_peak(client):
     world = world_build(rows=DASHBOARD_WORLD)
     matmul = WorkloadFactory(slug="matmul", category="micro", unit="TFLOPS")
     ResultAggregateFactory(gpu=world.gpus["h100"], workload=matmul, precision="bf16", median=750.0)
-    html = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).content.decode()
+    html = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug])).content.decode()
     assert "75 %" in html
 
 
@@ -222,7 +222,7 @@ def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
     assert (h100.typical_price, h100.cheapest_price) == (3.5, 2.0)
     assert h100.typical_origin == typical.provenance and h100.cheapest_origin.provider == "Third Cloud"
     ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(show="all")).rows}
-    assert ranking["h100-sxm5-80-gb"].price == h100.typical_price
+    assert ranking["h100-sxm5-80-gb"].price.amount == h100.typical_price
     html = response.content.decode()
     # The offers have no snapshot recording how their date is known: estimated, so no age.
     assert "Third Cloud · price date unknown, snapshot of" in html and "d old" not in html
@@ -241,7 +241,7 @@ def test_gpu_page_compares_an_llm_figure_only_with_the_same_configuration(client
     ResultAggregateFactory(gpu=world.gpus["baseline"], workload=pp, median=6000.0, comparison_key="8b")
     ResultAggregateFactory(gpu=world.gpus["rtx4090"], workload=pp, median=9000.0, comparison_key="8b")
     ResultAggregateFactory(gpu=world.gpus["rtx4090"], workload=pp, median=700.0, comparison_key="13b")
-    page = client.get(reverse("catalog:gpu-detail", args=[world.gpus["rtx4090"].slug])).context["page"]
+    page = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["rtx4090"].slug])).context["page"]
     relative = {a.median: a.relative for a in page.aggregates if a.workload == pp.name}
     assert relative == {9000.0: pytest.approx(1.5), 700.0: None}
     assert {a.category for a in page.aggregates if a.workload == pp.name} == {"Inference"}
@@ -271,7 +271,7 @@ def test_hostile_names_are_escaped_in_html_and_figures(client):
     for url in (
         reverse("dashboard:rankings") + "?segment=consumer&show=all",
         reverse("dashboard:tiers") + "?use_case=inference-16bit",
-        reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug]),
+        reverse("dashboard:gpu-detail", args=[world.gpus["hostile"].slug]),
         reverse("dashboard:compare") + f"?gpus={world.gpus['hostile'].slug},rtx-4090",
     ):
         html = client.get(url).content.decode()
@@ -284,7 +284,7 @@ def test_hostile_names_are_escaped_in_html_and_figures(client):
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt; Card" in labels
     hover = [c[0] for t in bar["data"] for c in t["customdata"]]
     assert HOSTILE_GPU not in hover
-    page = client.get(reverse("catalog:gpu-detail", args=[world.gpus["hostile"].slug])).content.decode()
+    page = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["hostile"].slug])).content.decode()
     assert "&lt;img src=x onerror=window.__pwned=2&gt; Cloud" in page
     history = _figure(page, "fig-history")
     assert any(t["name"].startswith("&lt;img") for t in history["data"])
@@ -315,7 +315,7 @@ def _bulk(extra: int) -> None:
         # Ranked in USD to rent, no use case reads the exchange-rate table.
         # The 8-bit and 16-bit inference use cases read the measured serving points (1 each).
         (
-            lambda w: reverse("catalog:gpu-detail", args=[w.gpus["baseline"].slug]),
+            lambda w: reverse("dashboard:gpu-detail", args=[w.gpus["baseline"].slug]),
             66,
             ("A100 SXM4 80 GB", "gpu_8x_a100"),
         ),
@@ -351,7 +351,7 @@ def test_gpu_page_separates_pcie_from_memory_and_names_workloads(client):
         ResultAggregateFactory(
             gpu=world.gpus["h100"], workload=workload, precision="bf16" if slug == "matmul" else "fp32", median=median
         )
-    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
+    response = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug]))
     pcie = next(e for e in response.context["page"].efficiency if e.kind == "host link")
     assert pcie.peak == pytest.approx(63.0, abs=0.1) and pcie.efficiency == pytest.approx(55.1 / 63.0, rel=1e-3)
     memory = next(e for e in response.context["page"].efficiency if e.kind == "memory")

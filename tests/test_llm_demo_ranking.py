@@ -38,11 +38,11 @@ def test_measured_gpus_stay_in_the_serving_ranking_priced_or_not(demo, size):
     for slug in MEASURED_UNPRICED[size]:
         row = rows[slug]
         assert row.perf_basis == "measured", slug
-        assert row.llm_price_basis == "none" and row.price is None and row.cost_per_million_tokens is None, slug
+        assert row.llm_price_basis == "none" and row.price.amount is None and row.cost_per_million_tokens is None, slug
     priced = _serving(size, interactivity="max", **{f"gpu_price[{s}]": "2.00" for s in MEASURED_UNPRICED[size]})
     for slug in MEASURED_UNPRICED[size]:
         row = priced[slug]
-        assert row.llm_price_basis == "user" and row.price == 2.0 and row.rank is not None, slug
+        assert row.llm_price_basis == "user" and row.price.amount == 2.0 and row.rank is not None, slug
         assert row.cost_per_million_tokens == pytest.approx(2.0 / (row.perf * 3600) * 1e6), slug
 
 

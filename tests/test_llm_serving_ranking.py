@@ -84,7 +84,7 @@ def test_higher_interactivity_means_fewer_tokens_per_gpu_and_a_higher_cost(servi
 
 def test_a_measured_gpu_nobody_rents_stays_in_the_ranking_without_a_price(serving):
     row = _rows()[MI300X]
-    assert row.perf_basis == "measured" and row.price is None and row.llm_price_basis == "none"
+    assert row.perf_basis == "measured" and row.price.amount is None and row.llm_price_basis == "none"
     assert row.cost_per_million_tokens is None and row.tier is None and row.rank is None
     assert row.llm_rented_counts == []
 
@@ -92,9 +92,9 @@ def test_a_measured_gpu_nobody_rents_stays_in_the_ranking_without_a_price(servin
 def test_your_price_prices_it_and_overrides_an_offer(serving):
     rows = _rows(**{f"gpu_price[{MI300X}]": "2.10", f"gpu_price[{H100}]": "1.00"})
     mi300x, h100 = rows[MI300X], rows[H100]
-    assert mi300x.price == 2.10 and mi300x.llm_price_basis == "user" and mi300x.rank is not None
+    assert mi300x.price.amount == 2.10 and mi300x.llm_price_basis == "user" and mi300x.rank is not None
     assert mi300x.cost_per_million_tokens == pytest.approx(2.10 / (mi300x.perf * 3600) * 1e6)
-    assert h100.price == 1.00 and h100.llm_price_basis == "user"
+    assert h100.price.amount == 1.00 and h100.llm_price_basis == "user"
     assert h100.cost_per_million_tokens == pytest.approx(1.00 / (h100.perf * 3600) * 1e6)
 
 

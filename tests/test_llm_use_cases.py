@@ -143,7 +143,7 @@ def test_pages_show_tokens_cost_the_model_error_and_what_does_not_fit(llm_world,
     method = client.get(reverse("dashboard:llm-model")).content.decode()
     assert "Leave-one-GPU-out error" in method and 'id="llm-error"' in method
     assert "Mac Studio (M3 Ultra 512GB)" in method  # Apple systems shown apart
-    gpu = client.get(reverse("catalog:gpu-detail", args=["geforce-rtx-4090"])).content.decode()
+    gpu = client.get(reverse("dashboard:gpu-detail", args=["geforce-rtx-4090"])).content.decode()
     assert 'id="llm"' in gpu and "ran partly on the CPU" in gpu and "Llama 3.1 70B" in gpu
 
 

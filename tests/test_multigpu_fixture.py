@@ -50,7 +50,7 @@ def test_the_h200_pair_appears_on_its_page_the_compare_page_and_the_api(client, 
     # Small collectives scatter with latency (53 % at 1 MiB): their medians count all the same.
     assert busbw[1 << 20] == pytest.approx(42.59, rel=1e-3) and busbw[8 << 20] == pytest.approx(167.763, rel=1e-3)
 
-    page = _text(client.get(reverse("catalog:gpu-detail", args=[H200])).content.decode())
+    page = _text(client.get(reverse("dashboard:gpu-detail", args=[H200])).content.decode())
     section = page[page.index("Several GPUs: scaling and all-reduce") :]
     assert "95 %" in section and "328.1 GB/s" in section and "1 GiB" in section and "NVLink" in section
     assert "NV18" in section and "NCCL_NVLS_ENABLE" not in section  # topology yes, submitter text no

@@ -85,7 +85,7 @@ def test_a_pcie_run_is_not_compared_with_an_nvlink_run(client, world):
     h100 = next(row for row in _training().rows if row.gpu_slug == world.gpus["h100"].slug)
     assert h100.groups == 1 and h100.n == 6
     assert h100.perf == pytest.approx(1.6)
-    lines = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).context["page"].aggregates
+    lines = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug])).context["page"].aggregates
     relative = {
         re.search(r"interconnect=(\w+)", line.label).group(1): line.relative  # type: ignore[union-attr]
         for line in lines
@@ -98,23 +98,23 @@ def test_a_pcie_run_is_not_compared_with_an_nvlink_run(client, world):
 def test_ranking_rows_carry_the_measured_scaling_at_the_largest_count(world):
     rows = {row.gpu_slug: row for row in _training().rows}
     h100 = rows[world.gpus["h100"].slug]
-    assert h100.scaling_gpu_count == 2
-    assert h100.scaling_efficiency == pytest.approx(0.95)
-    assert (h100.scaling_n, h100.scaling_distinct_submitters, h100.scaling_interconnect) == (3, 3, "nvlink")
-    assert h100.scaling_tokens_per_s_per_gpu == pytest.approx(1_500_000.0)
-    assert h100.scaling_one_gpu_tokens_per_s == pytest.approx(1_600_000.0)
-    assert rows[world.gpus["a100_80"].slug].scaling_efficiency == pytest.approx(0.95)
+    assert h100.scaling.gpu_count == 2
+    assert h100.scaling.efficiency == pytest.approx(0.95)
+    assert (h100.scaling.n, h100.scaling.distinct_submitters, h100.scaling.interconnect) == (3, 3, "nvlink")
+    assert h100.scaling.tokens_per_s_per_gpu == pytest.approx(1_500_000.0)
+    assert h100.scaling.one_gpu_tokens_per_s == pytest.approx(1_600_000.0)
+    assert rows[world.gpus["a100_80"].slug].scaling.efficiency == pytest.approx(0.95)
     fine_tuning = rankings_compute(params=RankingParams(use_case="fine-tuning", show="all"))
-    assert next(r for r in fine_tuning.rows if r.gpu_slug == world.gpus["h100"].slug).scaling_gpu_count == 2
+    assert next(r for r in fine_tuning.rows if r.gpu_slug == world.gpus["h100"].slug).scaling.gpu_count == 2
     inference = rankings_compute(params=RankingParams(use_case="inference-16bit", show="all"))
-    assert all(r.scaling_efficiency is None and r.scaling_n == 0 for r in inference.rows)
+    assert all(r.scaling is None for r in inference.rows)
 
 
 def test_fewer_than_three_runs_are_shown_on_the_gpu_page_but_not_ranked(world):
     for i in range(2):
         _host_run("NVIDIA H100 NVL", 1_400_000.0, 2_660_000.0, user=f"nvl-{i}", memory_mib=95830)
     nvl = next(r for r in _training().rows if r.gpu_slug == world.gpus["h100_nvl"].slug)
-    assert nvl.scaling_efficiency is None and nvl.scaling_n == 0
+    assert nvl.scaling is None
     measured = scaling_measured_by_gpu(gpu_ids=[world.gpus["h100_nvl"].pk, world.gpus["h100"].pk])
     assert measured[world.gpus["h100_nvl"].pk][2].efficiency == pytest.approx(0.95)
     assert measured[world.gpus["h100_nvl"].pk][2].n == 2 and not measured[world.gpus["h100_nvl"].pk][2].ranked
@@ -130,7 +130,7 @@ def test_rankings_page_shows_the_scaling_line(client, world):
 
 
 def test_gpu_page_shows_per_gpu_throughput_efficiency_n_and_the_host(client, world):
-    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
+    response = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug]))
     section = response.context["page"].multi_gpu
     one, two = section.training
     assert (one.gpu_count, one.n, one.efficiency) == (1, 3, None)
@@ -155,7 +155,7 @@ def test_gpu_page_shows_per_gpu_throughput_efficiency_n_and_the_host(client, wor
 
 
 def test_gpu_page_shows_all_reduce_by_message_size_and_not_against_memory_bandwidth(client, world):
-    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
+    response = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug]))
     page = response.context["page"]
     lines = page.multi_gpu.allreduce
     assert [(line.gpu_count, line.size_label, line.n) for line in lines] == [(2, "64 MiB", 1), (2, "1 GiB", 1)]
@@ -169,7 +169,7 @@ def test_gpu_page_shows_all_reduce_by_message_size_and_not_against_memory_bandwi
 
 def test_gpu_page_in_chinese(client, world):
     client.cookies["django_language"] = "zh-hans"
-    html = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).content.decode()
+    html = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug])).content.decode()
     for text in ("多 GPU：扩展与 all-reduce", "扩展效率", "3 次运行的中位数，93–97 %", "总线带宽"):
         assert text in html, text
     for english in ("Scaling efficiency", "median of 3 runs", "Newest run", "Hosts", "Message per GPU", "peer access"):
@@ -182,7 +182,7 @@ def test_a_gpu_measured_on_one_gpu_only_says_so(client):
     document["host"]["link_matrix"] = None
     submission = document_ingest(document, submitter=UserFactory(username="one-gpu"))
     assert submission.status == SubmissionStatus.ACCEPTED, submission.reasons
-    response = client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug]))
+    response = client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug]))
     section = response.context["page"].multi_gpu
     assert not section.measured_on_several and [line.gpu_count for line in section.training] == [1]
     html = response.content.decode()
@@ -233,7 +233,7 @@ def test_multi_gpu_reads_are_one_query_each_whatever_the_runs(client, world):
 
     def multi_gpu_queries():
         with CaptureQueriesContext(connection) as page:
-            assert client.get(reverse("catalog:gpu-detail", args=[world.gpus["h100"].slug])).status_code == 200
+            assert client.get(reverse("dashboard:gpu-detail", args=[world.gpus["h100"].slug])).status_code == 200
         with CaptureQueriesContext(connection) as ranking:
             _training()
         mine = [

@@ -11,7 +11,8 @@ from decimal import Decimal
 import pytest
 
 from catalog.models import Offer, PriceObservation
-from catalog.selectors.prices import display_money, display_rate, gpu_offers
+from catalog.money import display_money, display_rate
+from catalog.selectors.prices import gpu_offers
 from catalog.services.prices import (
     NoExchangeRate,
     RateBook,

@@ -105,13 +105,13 @@ def test_demo_top_ten_rows_use_current_on_demand_sku_level_prices_with_provider_
             chosen = Offer.objects.get(pk=prices.provenance.offer_id)
             assert not chosen.is_spot and not chosen.variant_ambiguous and chosen.available
             assert chosen.last_seen >= newest - window
-            assert row.price_provider == chosen.provider.name and row.price_observed_at == chosen.last_seen
+            assert row.price.provider == chosen.provider.name and row.price.observed_at == chosen.last_seen
             snapshot = PriceSnapshot.objects.get(
                 feed=chosen.source, provider=chosen.provider, observed_at=chosen.last_seen
             )
-            assert row.price_date_estimated == (snapshot.date_basis == PriceSnapshot.DateBasis.ESTIMATE)
+            assert row.price.date_estimated == (snapshot.date_basis == PriceSnapshot.DateBasis.ESTIMATE)
         page = client.get("/", {"use_case": use_case}).content.decode()
         for row in top:
-            date = f"{row.price_observed_at:%Y-%m-%d}"
-            shown = f"price date unknown, snapshot of {date}" if row.price_date_estimated else date
-            assert f"{row.price_provider} · {shown}" in page
+            date = f"{row.price.observed_at:%Y-%m-%d}"
+            shown = f"price date unknown, snapshot of {date}" if row.price.date_estimated else date
+            assert f"{row.price.provider} · {shown}" in page

@@ -10,10 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from catalog.money import display_money
 from catalog.selectors.prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
-    display_money,
     gpu_offers,
     gpu_price_history,
     gpu_rent_prices,

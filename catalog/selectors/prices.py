@@ -6,7 +6,7 @@ tiers, compare, GPU page, catalogue, fit calculator, API, CSV): the figure by th
 and its provenance (provider, observation date, age, how the date is known).
 ``gpu_purchase_prices`` is the newest purchase price per GPU (rankings' buy mode, fit
 calculator); ``gpu_offers`` and ``gpu_price_history`` are the GPU page's offers table and price
-chart; ``display_rate``/``display_money`` how USD figures are shown in the page currency.
+chart. How USD figures are shown in the page currency: catalog/money.py.
 
 The "now" selectors read the denormalised ``Offer.current_*`` fields through
 ``Offer.objects.current()``, which matches the partial index ``offer_gpu_spot_price``
@@ -22,7 +22,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 import pandas as pd
 from django.conf import settings
@@ -33,7 +32,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from catalog.models import Gpu, Offer, PriceObservation, PriceSnapshot, PurchasePrice
-from catalog.services.prices.currency import USD, NoExchangeRate, RateBook
+from catalog.money import Money
+from catalog.money import display_rate as display_rate  # the fit calculator imports it from here
+from catalog.services.prices.currency import NoExchangeRate, RateBook
 from gpuatlas.data_version import data_versioned
 
 # typical: the median of each provider's cheapest current on-demand offer (for an even count, the
@@ -273,25 +274,6 @@ def exchange_rates() -> RateBook:
     return RateBook.load()
 
 
-def display_rate(*, currency: str, rates: RateBook | None = None) -> dict[str, Any]:
-    """How USD prices are shown in ``currency``: {currency, rate_date, units_per_usd, source, missing}."""
-    currency = currency.upper()
-    if currency == USD:
-        return {"currency": USD, "rate_date": None, "units_per_usd": Decimal(1), "source": "", "missing": False}
-    rates = rates or RateBook.load()
-    try:
-        rate = rates.rate(currency)
-    except NoExchangeRate:
-        return {"currency": currency, "rate_date": None, "units_per_usd": None, "source": "", "missing": True}
-    return {
-        "currency": currency,
-        "rate_date": rate.date,
-        "units_per_usd": (Decimal(1) / rate.usd_per_unit).quantize(Decimal("0.0001")),
-        "source": rate.source,
-        "missing": False,
-    }
-
-
 @dataclass(frozen=True)
 class GpuPurchasePrice:
     """The newest purchase price recorded for a GPU in one condition, as recorded and in USD.
@@ -344,34 +326,6 @@ def _to_usd(rates: RateBook, amount: Decimal, currency: str, on: dt.date | None)
         return float(rates.to_usd(amount, currency, on))
     except NoExchangeRate:
         return None
-
-
-@dataclass
-class Money:
-    """Converts USD amounts to the page currency, or says why it cannot."""
-
-    do_not_call_in_templates = True  # templates read .currency; calling needs an amount
-
-    currency: str
-    usd_per_unit: float | None
-    rate_date: dt.date | None = None
-    rate_source: str = ""
-    missing: bool = False
-
-    def __call__(self, usd: float | None) -> float | None:
-        if usd is None:
-            return None
-        return usd / self.usd_per_unit if self.usd_per_unit else usd
-
-
-def display_money(*, currency: str) -> Money:
-    """USD, or CNY at the newest ECB rate (its date kept); falls back to USD (missing=True) without one."""
-    if currency == "USD":
-        return Money("USD", None)
-    rate = display_rate(currency=currency)
-    if rate["missing"]:
-        return Money("USD", None, missing=True)
-    return Money(currency, float(1 / rate["units_per_usd"]), rate["rate_date"], rate["source"])
 
 
 @dataclass

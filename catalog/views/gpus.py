@@ -1,4 +1,4 @@
-"""Catalogue pages: the searchable GPU list (the GPU page is the dashboard's: dashboard/gpu_views.py)."""
+"""Catalogue pages: the searchable GPU list (the GPU page is the dashboard's: dashboard/urls.py, dashboard/gpu_views.py)."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from dashboard.figures.style import (
     number_text,
     title_layout,
 )
+from dashboard.selectors.ranking_rows import RowPrice
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class RankedPoint:
     perf_basis: str
     n: int
     distinct_submitters: int
-    price: float | None
+    price: RowPrice  # its amount in the page currency
     perf_per_dollar: float | None
     memory_gib: float | None
     tier: str | None = None
@@ -52,7 +53,9 @@ def _row_hover(row: Any, currency: str, price_unit: str) -> list[str]:
         esc(row.gpu_name),
         f"{number_text(row.perf)} ({esc(basis_label(row.perf_basis))})",
         esc(sample),
-        f"{number_text(row.price)} {esc(currency)} {esc(price_unit)}" if row.price is not None else esc(_("no price")),
+        f"{number_text(row.price.amount)} {esc(currency)} {esc(price_unit)}"
+        if row.price.amount is not None
+        else esc(_("no price")),
         number_text(row.perf_per_dollar),
         f"{row.memory_gib:g} GiB" if row.memory_gib else "—",
     ]
@@ -223,7 +226,7 @@ def perf_price_scatter_figure(
     price_unit: str,
 ) -> dict[str, Any]:
     """Performance against price; the Pareto frontier (nothing cheaper is faster) as a line."""
-    priced = [r for r in rows if r.price is not None and r.perf is not None]
+    priced = [r for r in rows if r.price.amount is not None and r.perf is not None]
     fig = go.Figure()
     for basis, colour, symbol in (
         ("measured", MEASURED_COLOUR, "circle"),
@@ -233,7 +236,7 @@ def perf_price_scatter_figure(
         fig.add_scatter(
             name=esc(basis_label(basis)),
             mode="markers",
-            x=[r.price for r in subset],
+            x=[r.price.amount for r in subset],
             y=[r.perf for r in subset],
             marker={"color": colour, "symbol": symbol, "size": 11, "line": {"width": 1.5, "color": colour}},
             customdata=[_row_hover(r, currency, price_unit) for r in subset],
@@ -241,18 +244,18 @@ def perf_price_scatter_figure(
         )
     by_slug = {r.gpu_slug: r for r in priced}
     front = [by_slug[s] for s in frontier if s in by_slug]
-    x_range = log_axis_range([r.price for r in priced])
+    x_range = log_axis_range([r.price.amount for r in priced])
     y_range = [0.0, max((r.perf for r in priced), default=1.0) * 1.15]
     placed = frontier_labels(
-        [(r.gpu_name, r.price, r.perf) for r in front],
+        [(r.gpu_name, r.price.amount, r.perf) for r in front],
         x_range=x_range,
         y_range=y_range,
-        others=[(r.price, r.perf) for r in priced if r.gpu_slug not in set(frontier)],
+        others=[(r.price.amount, r.perf) for r in priced if r.gpu_slug not in set(frontier)],
     )
     fig.add_scatter(
         name=esc(_("Pareto frontier")),
         mode="lines+markers+text",
-        x=[r.price for r in front],
+        x=[r.price.amount for r in front],
         y=[r.perf for r in front],
         text=[esc(text) for text, _position in placed],
         customdata=[esc(r.gpu_name) for r in front],

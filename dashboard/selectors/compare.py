@@ -1,5 +1,6 @@
 """Reads for the comparison of two to four GPUs. Its prices come from the shared rent price
-selector (``gpu_rent_prices``); its performance from the rankings; its multi-GPU figures from the
+selector (``gpu_rent_prices``); its performance from the rankings' rows of these GPUs
+(dashboard/selectors/standings.py); its multi-GPU figures from the
 GPU pages' reads (dashboard/selectors/scaling.py)."""
 
 from __future__ import annotations
@@ -9,14 +10,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors.prices import Money, PriceProvenance, display_money, gpu_rent_prices
+from catalog.money import Money, display_money
+from catalog.selectors.prices import PriceProvenance, gpu_rent_prices
 from catalog.value import per_price
 from dashboard.multi_gpu_maths import AllreduceLine, MeasuredScaling
-from dashboard.ranking.use_cases import USE_CASES
-from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
-from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
+from dashboard.selectors.standings import gpu_standings_compute
 
 COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 
@@ -101,13 +101,11 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
         column.scaling = list(figures.by_count.values())
         column.allreduce = largest_messages(figures)
     baseline_name = ""
-    for use_case in USE_CASES:
-        ranking = rankings_compute(params=RankingParams(use_case=use_case, currency=currency, show="all"))
-        baseline_name = ranking.baseline_name
-        by_id = {r.gpu_id: r for r in ranking.rows}
-        first = by_id.get(gpus[0].id)
+    for use_case, standings in gpu_standings_compute(gpus=gpus, currency=currency).items():
+        baseline_name = standings.baseline_name or baseline_name
+        first = standings.rows.get(gpus[0].id)
         for column in columns:
-            row = by_id.get(column.gpu.id)
+            row = standings.rows.get(column.gpu.id)
             relative = row.perf / first.perf if row and first and row.perf and first.perf else None
             measured = row is not None and first is not None and row.perf_basis == first.perf_basis == "measured"
             column.cells[use_case] = CompareCell(

@@ -16,12 +16,11 @@ from benchmarks_app.models import ResultAggregate
 from benchmarks_app.workload_text import workload_display_name, workload_display_unit
 from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu
+from catalog.money import Money, display_money
 from catalog.selectors.prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
-    Money,
     OfferLine,
-    display_money,
     gpu_offers,
     gpu_price_history,
 )
@@ -31,10 +30,9 @@ from dashboard.figures.serving import serving_curve_line, serving_curves_figure
 from dashboard.multi_gpu_maths import workload_runs_on_a_host
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
-from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
-from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
+from dashboard.selectors.standings import gpu_standings_compute
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.interactivity import DEFAULT_TARGET, target_rate
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
@@ -122,18 +120,17 @@ def gpu_efficiency(*, gpu: Gpu, aggregates: list[ResultAggregate]) -> list[Effic
     return sorted(rows, key=lambda r: order[r.kind])
 
 
-def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
-    """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
-    money = display_money(currency=currency)
-    warnings = []
-    if money.missing:
-        warnings.append(
-            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": currency}
-        )
-    offers, offers_total = gpu_offers(gpu=gpu, money=money)
-    history = gpu_price_history(gpu=gpu, money=money)
+@dataclass
+class GpuResults:
+    own: list[ResultAggregate]  # the GPU's aggregates, with their workloads
+    lines: list[AggregateLine]
+    boxes: list[ResultBox]  # relative to the baseline, at the smallest GPU count measured
+    box_gpu_count: int
 
-    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+
+def _gpu_results(*, gpu: Gpu, baseline_gpu: Gpu | None) -> GpuResults:
+    """The GPU's results table and box plot, each result relative to the baseline's in the same
+    comparison group (None where the baseline has none)."""
     own = list(
         ResultAggregate.objects.filter(gpu=gpu)
         .select_related("workload")
@@ -193,23 +190,35 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
                 )
             )
 
+    return GpuResults(own=own, lines=aggregates, boxes=boxes, box_gpu_count=box_gpu_count)
+
+
+def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT) -> GpuPageData:
+    """Everything the GPU page adds to the specs: offers, price history, results, tiers."""
+    money = display_money(currency=currency)
+    warnings = []
+    if money.missing:
+        warnings.append(
+            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": currency}
+        )
+    offers, offers_total = gpu_offers(gpu=gpu, money=money)
+    history = gpu_price_history(gpu=gpu, money=money)
+
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
+    own = results.own
     efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
 
-    standings = []
-    for slug, uc in USE_CASES.items():
-        try:
-            ranking = rankings_compute(
-                params=RankingParams(use_case=slug, currency=currency, baseline=baseline, show="all")
-            )
-        except ValueError:
-            ranking = None
-        row = next((r for r in ranking.rows if r.gpu_id == gpu.id), None) if ranking else None
-        standings.append(UseCaseStanding(slug, str(uc.label), row, uc.memory_floor_gib))
+    by_use_case = gpu_standings_compute(gpus=[gpu], currency=currency, baseline=baseline, graded=True)
+    standings = [
+        UseCaseStanding(slug, str(uc.label), by_use_case[slug].rows.get(gpu.id), uc.memory_floor_gib)
+        for slug, uc in USE_CASES.items()
+    ]
 
     baseline_name = baseline_gpu.name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
-    serving_price = serving_row.price if serving_row is not None else None
+    serving_price = serving_row.price.amount if serving_row is not None else None
     serving_lines = [
         line
         for size, choice in gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET).items()
@@ -233,8 +242,10 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         )
         if history
         else None,
-        aggregates=aggregates,
-        box_figure=results_box_figure(boxes, relative_to=baseline_name, gpu_count=box_gpu_count) if boxes else None,
+        aggregates=results.lines,
+        box_figure=results_box_figure(results.boxes, relative_to=baseline_name, gpu_count=results.box_gpu_count)
+        if results.boxes
+        else None,
         efficiency=efficiency,
         standings=standings,
         baseline_name=baseline_name,

@@ -37,7 +37,11 @@ Stable interface (the API builds on it; change only by adding fields)
     gpu_price[<gpu slug>]  your price per GPU-hour for that     none
                GPU, in the page currency (0 < price <= 1000;
                repeatable): replaces any offer's price
-    mlperf     closed-available | all  (LLM serving: include    closed-available
+    mlperf     closed-available | all  (LLM use cases: include    closed-available
+               MLPerf results of the open division and of
+               preview or research systems, or only closed
+               results on available systems)
+    ========== ================================================ =================
 """
 
 from __future__ import annotations
@@ -50,13 +54,13 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from catalog.models import Segment
+from catalog.money import CURRENCIES
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES, UseCase
 from llm.interactivity import DEFAULT_TARGET, TARGETS
 
-CURRENCIES = ("USD", "CNY")
 MODES = ("rent", "buy")
-PRICE_HOW = ("typical", "cheapest", "spot", "median")  # "median": the former name of "typical"
+PRICE_HOW = ("typical", "cheapest", "spot", "median")  # "median" is read as "typical": shared links use it
 CONDITIONS = ("new", "used")
 BASES = ("all", "measured")
 SHOWS = ("eligible", "all")
@@ -101,7 +105,7 @@ class RankingParams:
     gpu_prices: tuple[tuple[str, float], ...] = ()  # (gpu slug, price per GPU-hour in the page currency), sorted
 
     def __post_init__(self) -> None:
-        if self.price == "median":  # the former name of "typical"
+        if self.price == "median":
             object.__setattr__(self, "price", "typical")
         if not self.precision:
             object.__setattr__(self, "precision", USE_CASES[self.use_case].default_precision)

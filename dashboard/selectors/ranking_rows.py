@@ -4,18 +4,45 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.multi_gpu_maths import interconnect_label
+from dashboard.multi_gpu_maths import MeasuredScaling
 from dashboard.ranking.maths import EstimateModel
-from dashboard.ranking.use_cases import UseCase
+from dashboard.ranking.use_cases import UseCase, use_case_requirement
 from dashboard.selectors.ranking_params import RankingParams
 from llm.selectors.serving_target import ServingChoice
 
 
+@dataclass(frozen=True)
+class RowPrice:
+    """The price a ranking row is valued at, in the page currency, and where it comes from.
+
+    ``amount`` is None without a price. A rental price is one offer (its provider, instance,
+    region, when it was observed, whether that date is an estimate) and the spread over the
+    providers' cheapest offers (``minimum``..``maximum`` over ``providers``)."""
+
+    amount: float | None = None
+    unit: str = ""  # "per GPU-hour" | "per GPU"
+    source: str = ""  # e.g. "cheapest on-demand offer", "launch price", "your price"
+    providers: int = 0
+    minimum: float | None = None
+    maximum: float | None = None
+    provider: str = ""
+    provider_slug: str = ""
+    instance_type: str = ""
+    region: str = ""
+    observed_at: dt.datetime | None = None
+    age_days: float | None = None
+    date_basis: str = ""  # PriceSnapshot.DateBasis
+    date_estimated: bool = False
+
+
 @dataclass
 class RankingRow:
+    """One GPU in a ranking: its figure (measured or estimated), its price and value, whether
+    it can do the use case, and for LLM use cases the configuration the figure is for."""
+
     gpu_id: int
     gpu_slug: str
     gpu_name: str
@@ -32,10 +59,7 @@ class RankingRow:
     n: int
     distinct_submitters: int
     groups: int  # comparison groups behind the measured figure
-    price: float | None
-    price_unit: str  # "per GPU-hour" | "per GPU"
-    price_source: str  # e.g. "cheapest on-demand offer", "launch price (new)"
-    price_providers: int
+    price: RowPrice
     currency: str
     perf_per_dollar: float | None
     perf_per_dollar_unit: str
@@ -46,19 +70,6 @@ class RankingRow:
     eligible: bool = True  # meets the use case's memory floor and has the tensor format it needs
     ineligible_reasons: list[str] = field(default_factory=list)
     measured_via: str = ""  # the GPU a measured figure is chained through (no workload shared with the baseline)
-    # Provenance of a rental price: the offer it is, its provider, when it was observed (the
-    # newest snapshot that listed it) and whether that date is an estimate; the spread over
-    # providers' cheapest offers in the page currency.
-    price_provider: str = ""
-    price_provider_slug: str = ""
-    price_instance_type: str = ""
-    price_region: str = ""
-    price_observed_at: dt.datetime | None = None
-    price_age_days: float | None = None
-    price_date_basis: str = ""
-    price_date_estimated: bool = False
-    price_min: float | None = None
-    price_max: float | None = None
     # LLM use cases: perf is tokens/s (per GPU for serving, of the stream for chat) on llm_gpu_count GPUs.
     llm_gpu_count: int | None = None
     cost_per_million_tokens: float | None = None
@@ -70,16 +81,8 @@ class RankingRow:
     # there is no estimate or its error is unknown.
     estimate_error_pct: float | None = None
     # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
-    # rankings (dashboard/multi_gpu_maths.py): throughput at N / (N x throughput at 1 GPU) of the same run,
-    # the median over scaling_n runs. Shown beside the figure, never part of it.
-    scaling_gpu_count: int | None = None
-    scaling_efficiency: float | None = None
-    scaling_n: int = 0
-    scaling_distinct_submitters: int = 0
-    scaling_interconnect: str = ""
-    scaling_tokens_per_s_per_gpu: float | None = None
-    scaling_one_gpu_tokens_per_s: float | None = None
-
+    # rankings (dashboard/multi_gpu_maths.py); None where none is measured. Shown beside the figure, never part of it.
+    scaling: MeasuredScaling | None = None
     # LLM estimates outside the model's measured range (llm.estimate.coverage): the reasons
     # (vendor, architecture, configuration, precision); estimate_error_pct is then the error the
     # model makes when it extrapolates. llm_configuration: single, layer, or the link of a
@@ -97,32 +100,26 @@ class RankingRow:
     llm_price_basis: str = ""
 
     @property
-    def scaling_interconnect_label(self) -> str:
-        return interconnect_label(self.scaling_interconnect)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def measured(self) -> bool:
+        return self.perf_basis == "measured"
 
 
 @dataclass
 class Ranking:
+    """The rows of one use case for one set of parameters, and what the page says around them."""
+
     params: RankingParams
     use_case: UseCase
     baseline_slug: str
     baseline_name: str
     baseline_measured: bool  # whether the baseline has measurements for this use case
     rows: list[RankingRow]
-    currency: str  # the currency prices are shown in (USD when no CNY rate exists)
-    exchange_rate: dict[str, Any] | None  # {"usd_per_unit", "date", "source"} for CNY
+    currency: str  # the currency prices are shown in (USD when the one asked for has no rate)
+    exchange_rate: dict[str, Any] | None  # catalog.money.Money.exchange_rate; None in USD
     warnings: list[str] = field(default_factory=list)
     skipped_without_data: int = 0  # GPUs with neither a measurement nor the specs to estimate
     estimate: EstimateModel = field(default_factory=EstimateModel)
     ineligible_rows: list[RankingRow] = field(default_factory=list)  # hidden with show=eligible
-
-    @property
-    def hidden_ineligible(self) -> int:
-        return len(self.ineligible_rows)
-
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
     llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
@@ -132,4 +129,109 @@ class Ranking:
     # LLM serving: per GPU id, its configuration at the target with the measured points and the
     # model's curve behind it (the curves chart).
     serving_choices: dict[int, ServingChoice] = field(default_factory=dict)
-    # LLM use cases: estimates outside the measured range ranked above a measured figure.
+
+    @property
+    def hidden_ineligible(self) -> int:
+        return len(self.ineligible_rows)
+
+    @property
+    def rows_count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def ranking(self) -> Ranking:
+        """Itself: a ranking and a tier list (which holds one) are read alike by the API's header."""
+        return self
+
+    @property
+    def required_tensor_formats(self) -> list[str]:
+        return list(self.use_case.required_precisions(self.params.precision))
+
+    @property
+    def requirement(self) -> str:
+        """What a GPU needs for the use case at the ranking's precision, in words."""
+        return use_case_requirement(self.use_case, family=self.params.precision)
+
+
+# The published columns of a ranking row (the API's rows, the CSV's columns): name -> where on
+# RankingRow it is read. The API's serializer declares each column's type and meaning under the
+# same names; the CSV chooses among them.
+ROW_COLUMNS: dict[str, str] = {
+    "rank": "rank",
+    "gpu": "gpu_slug",
+    "gpu_name": "gpu_name",
+    "vendor": "vendor_slug",
+    "vendor_name": "vendor",
+    "segment": "segment",
+    "architecture_name": "architecture",
+    "memory_gib": "memory_gib",
+    "tdp_w": "tdp_w",
+    "perf": "perf",
+    "perf_basis": "perf_basis",
+    "measured": "measured",
+    "perf_measured": "perf_measured",
+    "perf_estimated": "perf_estimated",
+    "n": "n",
+    "distinct_submitters": "distinct_submitters",
+    "groups": "groups",
+    "price": "price.amount",
+    "price_unit": "price.unit",
+    "price_source": "price.source",
+    "price_providers": "price.providers",
+    "price_min": "price.minimum",
+    "price_max": "price.maximum",
+    "price_provider": "price.provider",
+    "price_provider_slug": "price.provider_slug",
+    "price_instance_type": "price.instance_type",
+    "price_region": "price.region",
+    "price_observed_at": "price.observed_at",
+    "price_age_days": "price.age_days",
+    "price_date_basis": "price.date_basis",
+    "price_date_estimated": "price.date_estimated",
+    "currency": "currency",
+    "perf_per_dollar": "perf_per_dollar",
+    "perf_per_dollar_unit": "perf_per_dollar_unit",
+    "perf_per_kw": "perf_per_kw",
+    "meets_memory_floor": "meets_memory_floor",
+    "tier": "tier",
+    "eligible": "eligible",
+    "ineligible_reasons": "ineligible_reasons",
+    "measured_via": "measured_via",
+    "llm_gpu_count": "llm_gpu_count",
+    "cost_per_million_tokens": "cost_per_million_tokens",
+    "llm_source": "llm_source",
+    "llm_source_url": "llm_source_url",
+    "llm_precision": "llm_precision",
+    "scaling_gpu_count": "scaling.gpu_count",
+    "scaling_efficiency": "scaling.efficiency",
+    "scaling_n": "scaling.n",
+    "scaling_distinct_submitters": "scaling.distinct_submitters",
+    "scaling_interconnect": "scaling.interconnect",
+    "scaling_tokens_per_s_per_gpu": "scaling.tokens_per_s_per_gpu",
+    "scaling_one_gpu_tokens_per_s": "scaling.one_gpu_tokens_per_s",
+    "estimate_error_pct": "estimate_error_pct",
+    "estimate_outside_range": "estimate_outside_range",
+    "estimate_outside_reasons": "estimate_outside_reasons",
+    "llm_configuration": "llm_configuration",
+    "llm_target": "llm_target",
+    "llm_rented_counts": "llm_rented_counts",
+    "llm_target_unreached": "llm_target_unreached",
+    "llm_price_basis": "llm_price_basis",
+}
+# What a column reads when the object it is read through is absent (a row without measured scaling).
+_ABSENT: dict[str, Any] = {"scaling_n": 0, "scaling_distinct_submitters": 0, "scaling_interconnect": ""}
+
+
+def ranking_row_column(row: RankingRow, name: str) -> Any:
+    """The value of the published column ``name`` of ``row`` (ROW_COLUMNS)."""
+    value: Any = row
+    for attribute in ROW_COLUMNS[name].split("."):
+        if value is None:
+            return _ABSENT.get(name)
+        value = getattr(value, attribute)
+    return value
+
+
+def ranking_row_columns(row: RankingRow) -> dict[str, Any]:
+    """Every published column of ``row``, by name (ROW_COLUMNS)."""
+    return {name: ranking_row_column(row, name) for name in ROW_COLUMNS}

@@ -2,31 +2,30 @@
 
 Stable interface (the API builds on it; change only by adding fields)
 --------------------------------------------------------------------
-(the parameters: dashboard/selectors/ranking_params.py)
+(the parameters: dashboard/selectors/ranking_params.py; the rows: dashboard/selectors/ranking_rows.py)
 
-    ========== ================================================ =================
+``rankings_compute(*, params: RankingParams) -> Ranking``
+    ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
+    sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
+    Issues a fixed number of SQL queries (at most 9) whatever the data size, one more for the
+    training use cases when a GPU has data-parallel results on several GPUs. It is three steps,
+    each callable on its own: ``ranking_inputs_read`` (every query), ``ranking_rows_build`` (one
+    row per GPU with data) and ``ranking_rows_order`` (tiers, order, ranks).
+
+    Training rows carry the measured data-parallel scaling at the largest GPU count that counts in
+    the rankings (``RankingRow.scaling``, None where none is measured): shown beside ``perf``,
+    never part of it (dashboard/multi_gpu_maths.py).
+
+    With ``show=eligible`` the rows that fail the use case's eligibility are in
+    ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
+    ``eligible`` and ``ineligible_reasons`` whichever ``show`` is asked for.
 
 LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output tokens/s per GPU
 (serving) or of the one stream (chat), measured (llm/selectors/rows.py) or estimated by
 llm.estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
 per currency unit per GPU-hour of the GPUs involved.
 
-``rankings_compute(*, params: RankingParams) -> Ranking``
-    ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
-    sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
-    Issues a fixed number of SQL queries (at most 9) whatever the data size, one more for the
-    training use cases when a GPU has data-parallel results on several GPUs.
-
-    Training rows carry the measured data-parallel scaling at the largest GPU count that counts in
-    the rankings (``scaling_gpu_count``, ``scaling_efficiency``, ``scaling_n``,
-    ``scaling_distinct_submitters``, ``scaling_interconnect``, ``scaling_tokens_per_s_per_gpu``,
-    ``scaling_one_gpu_tokens_per_s``; None/0/"" where none is measured): shown beside ``perf``, never
-    part of it (dashboard/multi_gpu_maths.py).
-
-    With ``show=eligible`` the rows that fail the use case's eligibility are in
-    ``Ranking.ineligible_rows`` instead (their count in ``hidden_ineligible``); every row carries
-
-``tiers_compute(*, params: RankingParams) -> TierList``
+``tiers_compute(*, params: RankingParams) -> TierList`` (dashboard/selectors/tiers.py)
     S/A/B/C/D over the eligible rows that have a price, relative to ``Ranking.tier_mark`` (the best
     measured performance per price; dashboard.ranking.maths.tiers_from_measurements); an estimated
     row is never above tier A.
@@ -36,15 +35,15 @@ one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``di
 are 0 for estimates. The method is documented in dashboard/ranking/maths.py.
 
 Rental prices come from ``catalog.selectors.prices.gpu_rent_prices`` (current, SKU-level
-offers only); each row carries the figure's provider, observation date and age, and the spread
-over providers (``price_min``/``price_max``, ``price_providers``).
+offers only); each row's ``RowPrice`` carries the figure's provider, observation date and age,
+and the spread over providers (``minimum``/``maximum`` over ``providers``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
@@ -53,19 +52,16 @@ from django.utils.translation import gettext as _
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import ResultAggregate, Workload
 from catalog.models import Gpu, TensorPeak
+from catalog.money import Money, display_money
 from catalog.selectors.prices import (
     GpuRentPrice,
-    display_rate,
     exchange_rates,
     gpu_counts_rented,
     gpu_purchase_prices,
     gpu_rent_prices,
 )
 from catalog.value import per_price
-from dashboard.multi_gpu_maths import (
-    MeasuredScaling,
-    workload_runs_on_a_host,
-)
+from dashboard.multi_gpu_maths import MeasuredScaling, workload_runs_on_a_host
 from dashboard.ranking.maths import (
     BASELINE_SLUG_DEFAULT,
     AggregatePoint,
@@ -82,19 +78,564 @@ from dashboard.ranking.maths import (
     tier_mark,
     tiers_from_measurements,
 )
-from dashboard.ranking.use_cases import ArchitectureSupport, use_case_eligibility
+from dashboard.ranking.use_cases import ArchitectureSupport, UseCase, use_case_eligibility
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
-from dashboard.selectors.ranking_rows import Ranking, RankingRow
+from dashboard.selectors.ranking_rows import Ranking, RankingRow, RowPrice
 from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
-from gpuatlas.data_version import data_versioned
 from llm.interactivity import target_rate
-from llm.selectors.figures import llm_model_state, llm_ranking_figures, llm_row_values
+from llm.selectors.figures import LlmFigure, llm_model_state, llm_ranking_figures, llm_row_values
 from llm.selectors.serving_points import serving_group_figures
 from llm.selectors.serving_target import ServingChoice, llm_serving_choices, serving_error_summary
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook
+
+
+@dataclass
+class MeasuredInputs:
+    """The use case's results: the aggregates and serving points of its workloads at its precisions,
+    each GPU's figure relative to the baseline, and the spec estimate fitted on them."""
+
+    workloads: Mapping[int, Mapping[str, Any]]
+    aggregates: Sequence[Mapping[str, Any]]
+    gpu_ids: set[int]  # GPUs with a result of the use case, whatever the page's filters
+    points: list[AggregatePoint] = field(default_factory=list)
+    measured: dict[int, MeasuredPerf] = field(default_factory=dict)
+    distinct_by_gpu: dict[int, int] = field(default_factory=dict)
+    estimate: EstimateModel = field(default_factory=EstimateModel)
+    names: dict[int, str] = field(default_factory=dict)  # every GPU a figure may be chained through
+
+
+@dataclass
+class PriceInputs:
+    """Each GPU's price in the page currency (``money``), the unit it is per, and the unit of value."""
+
+    money: Money
+    by_gpu: dict[int, RowPrice]
+    unit: str
+    scale: float  # value is per 1 currency unit (rent) or per 1,000 (buy)
+    value_unit: str
+    user_priced: frozenset[str] = frozenset()  # GPU slugs priced by the gpu_price parameter
+
+
+@dataclass
+class LlmInputs:
+    """The LLM use cases' figures per GPU id, their configuration at the serving target, and the
+    model's typical error inside and outside the measured range."""
+
+    figures: dict[int, LlmFigure]
+    serving: dict[int, ServingChoice] = field(default_factory=dict)
+    error_pct: float | None = None
+    outside_error_pct: float | None = None
+
+
+@dataclass
+class RankingInputs:
+    """Everything a ranking is computed from, read from the database in a fixed number of queries."""
+
+    use_case: UseCase
+    gpus: list[Gpu]  # those the page's filters keep
+    baseline: Gpu
+    peaks_by_gpu: dict[int, dict[str, float | None]]
+    measured: MeasuredInputs
+    prices: PriceInputs
+    baseline_specs: SpecFigures
+    specs: dict[int, SpecFigures]
+    scaling: dict[int, MeasuredScaling]
+    llm: LlmInputs | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def baseline_measured(self) -> bool:
+        return self.baseline.id in self.measured.measured
+
+
+@dataclass
+class BuiltRows:
+    rows: list[RankingRow]
+    skipped_without_data: int = 0
+    does_not_fit: int = 0
+
+
+def rankings_compute(*, params: RankingParams) -> Ranking:
+    """Performance, price and value of every GPU with data for the use case (see module doc)."""
+    inputs = ranking_inputs_read(params=params)
+    built = ranking_rows_build(params=params, inputs=inputs)
+    rows, hidden, mark = ranking_rows_order(params=params, rows=built.rows)
+    llm = inputs.llm or LlmInputs(figures={})
+    return Ranking(
+        params=params,
+        use_case=inputs.use_case,
+        baseline_slug=inputs.baseline.slug,
+        baseline_name=inputs.baseline.name,
+        baseline_measured=inputs.baseline_measured,
+        rows=rows,
+        currency=inputs.prices.money.currency,
+        exchange_rate=inputs.prices.money.exchange_rate,
+        warnings=inputs.warnings,
+        skipped_without_data=built.skipped_without_data,
+        estimate=inputs.measured.estimate,
+        ineligible_rows=hidden,
+        llm_typical_error_pct=llm.error_pct,
+        does_not_fit=built.does_not_fit,
+        llm_outside_error_pct=llm.outside_error_pct,
+        serving_choices=llm.serving,
+        tier_mark=mark,
+    )
+
+
+def ranking_inputs_read(
+    *,
+    params: RankingParams,
+    rows_for: Collection[int] | None = None,
+    rent_prices: Mapping[int, GpuRentPrice] | None = None,
+) -> RankingInputs:
+    """Every query of a ranking: the use case's results, the GPUs the filters keep, the baseline,
+    tensor peaks, prices in the page currency, the LLM figures and measured scaling.
+
+    ``rows_for``: the ids of the only GPUs to read figures and prices for (a GPU's standings);
+    the measured figures and the spec estimate are still made from every GPU's results.
+    ``rent_prices``: the rental prices by ``params``' rule, provider and region, already read
+    (several use cases' standings share one read). Raises RankingParamError for an unknown baseline or a ``gpu_price`` of an unknown GPU."""
+    uc = params.use_case_def
+    measured = _measured_read(use_case=uc, precision=params.precision)
+    gpus = _gpus_read(params=params, measured_gpu_ids=measured.gpu_ids, rows_for=rows_for)
+    baseline = _baseline_read(params=params, gpus=gpus)
+    peaks_by_gpu = _peaks_read(gpu_ids={g.id for g in gpus} | {baseline.id} | measured.gpu_ids)
+    specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
+    baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
+    measured.names = {gpu.id: gpu.name for gpu in gpus}
+    warnings: list[str] = []
+    if not uc.is_llm:
+        _measured_relate(
+            measured=measured, baseline=baseline, gpus=gpus, specs=specs, peaks_by_gpu=peaks_by_gpu, params=params
+        )
+        if measured.gpu_ids and baseline.id not in measured.measured:
+            warnings.append(
+                _(
+                    "The baseline %(name)s has no qualifying measurement for this use case, so every figure is estimated from specs."
+                )
+                % {"name": baseline.name}
+            )
+    prices = _prices_read(params=params, gpus=gpus, rent_prices=rent_prices, warnings=warnings)
+    return RankingInputs(
+        use_case=uc,
+        gpus=gpus,
+        baseline=baseline,
+        peaks_by_gpu=peaks_by_gpu,
+        measured=measured,
+        prices=prices,
+        baseline_specs=baseline_specs,
+        specs=specs,
+        scaling=scaling_headlines_by_gpu(aggregates=measured.aggregates, workloads=measured.workloads),
+        llm=_llm_read(params=params, gpus=gpus, peaks_by_gpu=peaks_by_gpu) if uc.is_llm else None,
+        warnings=warnings,
+    )
+
+
+def _measured_read(*, use_case: UseCase, precision: str) -> MeasuredInputs:
+    """The use case's workloads, their aggregates at the precision family's formats and, for
+    serving use cases, the serving points' configurations as groups of their own."""
+    precisions = PRECISION_FAMILIES[precision][0]
+    workloads = {
+        w["id"]: w
+        for w in Workload.objects.filter(category__in=use_case.categories).values(
+            "id", "slug", "category", "higher_is_better", "submission_rules"
+        )
+        if use_case.includes_workload(slug=w["slug"], category=w["category"])
+    }
+    aggregates = list(
+        ResultAggregate.objects.filter(workload_id__in=list(workloads), precision__in=precisions).values(
+            "gpu_id",
+            "workload_id",
+            "precision",
+            "gpu_count",
+            "median",
+            "n",
+            "distinct_submitters",
+            "has_lab",
+            "comparison_key",
+            "updated_at",
+        )  # fmt: skip
+    )
+    serving = serving_group_figures(precisions=precisions) if use_case.serving_points else []
+    points = [
+        AggregatePoint(
+            gpu_id=a["gpu_id"],
+            group=(a["workload_id"], a["precision"], a["gpu_count"]),
+            median=a["median"],
+            n=a["n"],
+            distinct_submitters=a["distinct_submitters"],
+            has_lab=a["has_lab"],
+            higher_is_better=workloads[a["workload_id"]]["higher_is_better"],
+            host_run=workload_runs_on_a_host(workloads[a["workload_id"]]["submission_rules"]),
+        )
+        for a in aggregates
+    ]
+    # Serving-point configurations are groups of their own, numbered below every workload id.
+    serving_groups: dict[str, int] = {}
+    points += [
+        AggregatePoint(
+            gpu_id=s.gpu_id,
+            group=(-serving_groups.setdefault(s.group, len(serving_groups) + 1), s.precision, s.gpu_count),
+            median=s.median,
+            n=s.n,
+            distinct_submitters=s.distinct_submitters,
+            has_lab=s.has_lab,
+        )
+        for s in serving
+    ]
+    gpu_ids = {a["gpu_id"] for a in aggregates} | {s.gpu_id for s in serving}
+    return MeasuredInputs(workloads=workloads, aggregates=aggregates, gpu_ids=gpu_ids, points=points)
+
+
+def _gpus_read(*, params: RankingParams, measured_gpu_ids: set[int], rows_for: Collection[int] | None) -> list[Gpu]:
+    """The curated GPUs and those with a result of the use case, as the page's filters keep them
+    (and among them only ``rows_for``, when given)."""
+    gpus = Gpu.objects.with_related().filter(Q(is_curated=True) | Q(id__in=list(measured_gpu_ids)))
+    if rows_for is not None:
+        gpus = gpus.filter(id__in=list(rows_for))
+    if params.vendor:
+        gpus = gpus.filter(vendor__slug=params.vendor)
+    if params.segment:
+        gpus = gpus.filter(segment=params.segment)
+    if params.min_vram is not None:
+        gpus = gpus.filter(memory_gib__gte=params.min_vram)
+    return list(gpus)
+
+
+def _baseline_read(*, params: RankingParams, gpus: list[Gpu]) -> Gpu:
+    """The baseline GPU, also when the filters leave it out; RankingParamError when unknown."""
+    baseline = next((g for g in gpus if g.slug == params.baseline), None)
+    if baseline is None:
+        baseline = Gpu.objects.with_related().filter(slug=params.baseline).first()
+    if baseline is None and params.baseline == params.use_case_def.default_baseline:
+        # A use case's own anchor missing from a smaller catalogue: the site-wide anchor serves.
+        baseline = Gpu.objects.with_related().filter(slug=BASELINE_SLUG_DEFAULT).first()
+    if baseline is None:
+        raise RankingParamError("baseline", _("unknown GPU %(slug)r") % {"slug": params.baseline})
+    return baseline
+
+
+def _peaks_read(*, gpu_ids: set[int]) -> dict[int, dict[str, float | None]]:
+    """gpu id -> precision -> dense tensor TFLOPS (None: the format is not supported)."""
+    peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
+    for peak in TensorPeak.objects.filter(gpu_id__in=gpu_ids).values(
+        "gpu_id", "precision", "supported", "dense_tflops"
+    ):
+        peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
+    return peaks
+
+
+def _measured_relate(
+    *,
+    measured: MeasuredInputs,
+    baseline: Gpu,
+    gpus: list[Gpu],
+    specs: dict[int, SpecFigures],
+    peaks_by_gpu: Mapping[int, Mapping[str, float | None]],
+    params: RankingParams,
+) -> None:
+    """Fills in each measured GPU's figure relative to the baseline, its distinct submitters and
+    the spec estimate. The estimate is fitted on every measured GPU, also those the filters leave
+    out: their specs and names are read here and added to ``specs`` and ``measured.names``."""
+    measured.measured = measured_relative(measured.points, baseline_gpu_id=baseline.id)
+    fingerprints = aggregate_fingerprints(measured.aggregates)
+    measured.distinct_by_gpu = distinct_submitters_by_gpu(
+        fingerprints={gpu_id: fingerprints[gpu_id] for gpu_id in measured.measured if gpu_id in fingerprints},
+        workload_ids=measured.workloads,
+        precisions=PRECISION_FAMILIES[params.precision][0],
+    )
+    classes = {gpu.id: (gpu.vendor.slug, gpu.segment) for gpu in gpus}
+    filtered_out = set(measured.measured) - set(specs)
+    if filtered_out:
+        for gpu in (
+            Gpu.objects.filter(id__in=filtered_out)
+            .only("id", "name", "memory_bandwidth_gbs", "fp32_tflops", "segment", "vendor__slug")
+            .select_related("vendor")
+        ):
+            specs[gpu.id] = _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {}))
+            measured.names[gpu.id] = gpu.name
+            classes[gpu.id] = (gpu.vendor.slug, gpu.segment)
+    if baseline.id in measured.measured:
+        measured.estimate = _estimate_model(
+            measured=measured.measured,
+            specs=specs,
+            classes=classes,
+            baseline_specs=_spec_figures(baseline, peaks_by_gpu.get(baseline.id, {})),
+            family=params.precision,
+        )
+
+
+def _prices_read(
+    *,
+    params: RankingParams,
+    gpus: list[Gpu],
+    rent_prices: Mapping[int, GpuRentPrice] | None,
+    warnings: list[str],
+) -> PriceInputs:
+    """Each GPU's price by the page's rule (rent) or condition (buy), in the page currency, with
+    the user's own prices (``gpu_price``) in place of the offers'. Appends a warning when the
+    page currency has no rate (prices are then in USD)."""
+    # Rented in USD, nothing is converted: the rate table is read only for another currency or to buy.
+    rates = exchange_rates() if params.currency != "USD" or params.mode != "rent" else None
+    money = display_money(currency=params.currency, rates=rates)
+    if money.missing:
+        warnings.append(
+            _("No %(currency)s exchange rate is recorded, so prices are shown in USD.") % {"currency": params.currency}
+        )
+    if params.mode == "buy":
+        unit = _("per GPU")
+        by_gpu = {
+            gpu_id: RowPrice(amount=money(usd), unit=unit, source=label)
+            for gpu_id, (usd, label) in _buy_prices(params, gpus, rates or exchange_rates()).items()
+        }
+        value_unit = _("per 1,000 %(currency)s") % {"currency": money.currency}
+        return PriceInputs(money=money, by_gpu=by_gpu, unit=unit, scale=1000.0, value_unit=value_unit)
+    unit = _("per GPU-hour")
+    source = {
+        "typical": _("typical on-demand price"),
+        "cheapest": _("cheapest on-demand offer"),
+        "spot": _("cheapest spot offer"),
+    }[params.price]
+    if rent_prices is None:
+        rent_prices = gpu_rent_prices(
+            gpu_ids=[g.id for g in gpus], rule=params.price, provider=params.provider, region=params.region
+        )
+    by_gpu = {
+        gpu.id: _rent_row_price(rent_prices[gpu.id], money=money, unit=unit, source=source)
+        for gpu in gpus
+        if gpu.id in rent_prices
+    }
+    user = _user_prices(params, gpus)
+    for gpu in gpus:
+        if gpu.slug in user:  # in the page currency already; the offer's provenance stays beside it
+            offer = by_gpu.get(gpu.id, RowPrice(unit=unit))
+            by_gpu[gpu.id] = replace(offer, amount=user[gpu.slug], source=_("your price"), providers=0)
+    value_unit = _("per %(currency)s/GPU-hour") % {"currency": money.currency}
+    return PriceInputs(
+        money=money, by_gpu=by_gpu, unit=unit, scale=1.0, value_unit=value_unit, user_priced=frozenset(user)
+    )
+
+
+def _rent_row_price(rent: GpuRentPrice, *, money: Money, unit: str, source: str) -> RowPrice:
+    """A rental price in the page currency with its offer's provenance and the providers' spread."""
+    origin = rent.provenance
+    return RowPrice(
+        amount=money(float(rent.price_usd)),
+        unit=unit,
+        source=source,
+        providers=rent.providers,
+        minimum=money(float(rent.minimum_usd)),
+        maximum=money(float(rent.maximum_usd)),
+        provider=origin.provider,
+        provider_slug=origin.provider_slug,
+        instance_type=origin.instance_type,
+        region=origin.region,
+        observed_at=origin.observed_at,
+        age_days=origin.age_days,
+        date_basis=origin.date_basis,
+        date_estimated=origin.date_is_estimate,
+    )
+
+
+def _llm_read(
+    *, params: RankingParams, gpus: list[Gpu], peaks_by_gpu: Mapping[int, Mapping[str, float | None]]
+) -> LlmInputs:
+    """The LLM figure of each GPU: serving at the interactivity target in the configurations
+    current offers rent (batched), or the chat model's estimate beside the measured rows."""
+    uc = params.use_case_def
+    if uc.llm_mode == "batched":
+        rate = target_rate(params.interactivity)
+        error, outside = serving_error_summary(target_rate=rate)
+        serving = llm_serving_choices(
+            size=params.model_size,
+            precision_family=params.precision,
+            include_all_rows=params.mlperf == "all",
+            target=params.interactivity,
+            target_rate=rate,
+            gpus=gpus,
+            peaks_by_gpu=peaks_by_gpu,
+            rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
+        )
+        figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
+        return LlmInputs(figures=figures, serving=serving, error_pct=error, outside_error_pct=outside)
+    state = llm_model_state()
+    figures = llm_ranking_figures(
+        use_case=uc.slug,
+        size=params.model_size,
+        precision_family=params.precision,
+        include_all_rows=params.mlperf == "all",
+        gpus=gpus,
+        peaks_by_gpu=peaks_by_gpu,
+        state=state,
+    )
+    return LlmInputs(
+        figures=figures,
+        error_pct=state.constants.typical_error_pct.get("chat"),
+        outside_error_pct=state.constants.outside_error_pct.get("chat"),
+    )
+
+
+# Why a GPU has no row: no figure at all, or (LLM) the model does not fit on it; or the page asks
+# for measured figures only.
+_NO_DATA, _DOES_NOT_FIT, _NOT_MEASURED = "no data", "does not fit", "not measured"
+
+
+def ranking_rows_build(*, params: RankingParams, inputs: RankingInputs) -> BuiltRows:
+    """One row per GPU the filters keep that has a figure (measured, or estimated unless the page
+    asks for measured figures only), with its price, value and eligibility; counts the GPUs left
+    out for want of data and (LLM) those the model does not fit on."""
+    built = BuiltRows(rows=[])
+    prices = inputs.prices
+    for gpu in inputs.gpus:
+        price = prices.by_gpu.get(gpu.id) or RowPrice(unit=prices.unit)
+        eligibility = use_case_eligibility(
+            inputs.use_case,
+            family=params.precision,
+            memory_gib=gpu.memory_gib,
+            peaks=inputs.peaks_by_gpu.get(gpu.id, {}),
+            architecture=_architecture_support(gpu),
+        )
+        if inputs.llm is not None:
+            values = _llm_values(params=params, gpu=gpu, llm=inputs.llm, price=price, prices=prices)
+        else:
+            values = _spec_values(params=params, gpu=gpu, inputs=inputs, price=price)
+        if isinstance(values, str):
+            built.skipped_without_data += values == _NO_DATA
+            built.does_not_fit += values == _DOES_NOT_FIT
+            continue
+        values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
+        built.rows.append(
+            RankingRow(
+                gpu_id=gpu.id,
+                gpu_slug=gpu.slug,
+                gpu_name=gpu.name,
+                vendor=gpu.vendor.name,
+                vendor_slug=gpu.vendor.slug,
+                segment=gpu.segment,
+                architecture=gpu.architecture.name if gpu.architecture else "",
+                memory_gib=gpu.memory_gib,
+                tdp_w=gpu.tdp_w,
+                price=price,
+                currency=prices.money.currency,
+                perf_per_dollar_unit=prices.value_unit,
+                perf_per_kw=per_kilowatt(values["perf"], gpu.tdp_w),
+                eligible=eligibility.eligible and values["meets_memory_floor"],
+                ineligible_reasons=list(eligibility.reasons),
+                **values,
+            )
+        )
+    return built
+
+
+def _spec_values(*, params: RankingParams, gpu: Gpu, inputs: RankingInputs, price: RowPrice) -> dict[str, Any] | str:
+    """The row fields of a GPU in a non-LLM use case: its measured figure relative to the
+    baseline, else the spec estimate; or why it has no row."""
+    m = inputs.measured.measured.get(gpu.id)
+    estimate_model = inputs.measured.estimate
+    ratios = spec_ratios(inputs.specs[gpu.id], inputs.baseline_specs, family=params.precision)
+    estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
+    if m is None and estimate is None:
+        return _NO_DATA
+    if params.basis == "measured" and m is None:
+        return _NOT_MEASURED
+    perf = m.value if m else estimate
+    error = estimate_error_for(estimate_model, vendor=gpu.vendor.slug, gpu_class=gpu.segment)
+    outside = m is None and error.scope == "outside"
+    return {
+        "perf": perf,
+        "perf_basis": "measured" if m else "estimated",
+        "perf_measured": m.value if m else None,
+        "perf_estimated": estimate,
+        "n": m.n if m else 0,
+        "distinct_submitters": inputs.measured.distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
+        "groups": m.groups if m else 0,
+        "perf_per_dollar": per_price(perf, price.amount, scale=inputs.prices.scale),
+        "estimate_error_pct": _percent(error.error) if estimate is not None else None,
+        "estimate_outside_range": estimate is not None and outside,
+        "estimate_outside_reasons": ["vendor"] if outside else [],
+        "measured_via": inputs.measured.names.get(m.via, "") if m and m.via is not None else "",
+        "scaling": inputs.scaling.get(gpu.id),
+    }
+
+
+def _llm_values(
+    *, params: RankingParams, gpu: Gpu, llm: LlmInputs, price: RowPrice, prices: PriceInputs
+) -> dict[str, Any] | str:
+    """The row fields of a GPU in an LLM use case: tokens/s measured or estimated in its
+    configuration (at the serving target), or why it has no row. A GPU measured but reaching the
+    target in no rentable configuration is listed without a figure, not ranked."""
+    figure = llm.figures.get(gpu.id)
+    if figure is None:
+        return _NO_DATA
+    choice = llm.serving.get(gpu.id)
+    unreached = choice is not None and choice.measured_unreached and figure.tokens_per_s is None
+    if figure.tokens_per_s is None and not unreached:
+        not_fitting = (
+            choice.does_not_fit
+            if choice is not None
+            else (figure.estimate is not None and figure.estimate.bound == "does not fit")
+        )
+        return _DOES_NOT_FIT if not_fitting else _NO_DATA
+    if params.basis == "measured" and figure.basis != "measured" and not unreached:
+        return _NOT_MEASURED
+    values = llm_row_values(
+        figure=figure, price=price.amount, mode=params.mode, llm_mode=params.use_case_def.llm_mode, scale=prices.scale
+    )
+    if unreached:
+        values.update(perf_basis="measured", estimate_error_pct=None, llm_target_unreached=True)
+    if choice is not None:
+        values.update(llm_target=choice.target, llm_rented_counts=list(choice.rented_counts))
+    if params.mode == "rent":
+        priced = "offer" if price.amount is not None else "none"
+        values["llm_price_basis"] = "user" if gpu.slug in prices.user_priced else priced
+    else:
+        values["llm_price_basis"] = ""
+    return values
+
+
+def ranking_rows_order(
+    *, params: RankingParams, rows: list[RankingRow]
+) -> tuple[list[RankingRow], list[RankingRow], float | None]:
+    """Grades the eligible rows into tiers, sorts by ``params.sort`` (rows without it last) and
+    numbers the ranks. Returns the rows shown, the ineligible rows ``show=eligible`` hides, and
+    the tiers' 100 % mark."""
+    mark = ranking_rows_grade(rows=rows)
+    sort_key = params.sort
+    # LLM use cases list measured figures first: their estimates extrapolate a fitted model to
+    # GPUs and configurations the measurements may not contain.
+    measured_first = params.use_case_def.is_llm
+    rows = sorted(
+        rows,
+        key=lambda r: (
+            getattr(r, sort_key) is None,
+            measured_first and r.perf_basis != "measured",
+            -(getattr(r, sort_key) or 0),
+            r.gpu_name,
+        ),
+    )
+    hidden = [r for r in rows if not r.eligible] if params.show == "eligible" else []
+    if hidden:
+        rows = [r for r in rows if r.eligible]
+    rank = 0
+    for row in rows:
+        if getattr(row, sort_key) is not None:
+            rank += 1
+            row.rank = rank
+    return rows, hidden, mark
+
+
+def ranking_rows_grade(*, rows: list[RankingRow]) -> float | None:
+    """Sets each eligible row's tier against the best performance per price among them
+    (dashboard.ranking.maths.tiers_from_measurements); returns that 100 % mark. Only rows with a
+    price can be graded or set the mark, so rows without one may be left out."""
+    candidates = [TierCandidate(r.gpu_slug, r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible]
+    tiers = tiers_from_measurements(candidates)
+    for row in rows:
+        row.tier = tiers.get(row.gpu_slug)
+    return tier_mark(candidates)
 
 
 def _percent(fraction: float | None) -> float | None:
@@ -152,340 +693,6 @@ def _estimate_model(
     return estimate_model_fit(samples)
 
 
-@data_versioned("rankings_compute")  # perf: cached per params until prices or results change
-def rankings_compute(*, params: RankingParams) -> Ranking:
-    """Performance, price and value of every GPU with data for the use case (see module doc)."""
-    uc = params.use_case_def
-    precisions = PRECISION_FAMILIES[params.precision][0]
-    warnings: list[str] = []
-
-    workloads = {
-        w["id"]: w
-        for w in Workload.objects.filter(category__in=uc.categories).values(
-            "id", "slug", "category", "higher_is_better", "submission_rules"
-        )
-        if uc.includes_workload(slug=w["slug"], category=w["category"])
-    }
-    aggregates = list(
-        ResultAggregate.objects.filter(workload_id__in=list(workloads), precision__in=precisions).values(
-            "gpu_id",
-            "workload_id",
-            "precision",
-            "gpu_count",
-            "median",
-            "n",
-            "distinct_submitters",
-            "has_lab",
-            "comparison_key",
-            "updated_at",
-        )  # fmt: skip
-    )
-    serving_measured = serving_group_figures(precisions=precisions) if uc.serving_points else []
-    measured_gpu_ids = {a["gpu_id"] for a in aggregates} | {s.gpu_id for s in serving_measured}
-
-    gpu_filter = Q(is_curated=True) | Q(id__in=list(measured_gpu_ids))
-    gpus_qs = Gpu.objects.with_related().filter(gpu_filter)
-    if params.vendor:
-        gpus_qs = gpus_qs.filter(vendor__slug=params.vendor)
-    if params.segment:
-        gpus_qs = gpus_qs.filter(segment=params.segment)
-    if params.min_vram is not None:
-        gpus_qs = gpus_qs.filter(memory_gib__gte=params.min_vram)
-    gpus = list(gpus_qs)
-    baseline = next((g for g in gpus if g.slug == params.baseline), None)
-    if baseline is None:
-        baseline = Gpu.objects.with_related().filter(slug=params.baseline).first()
-    if baseline is None and params.baseline == uc.default_baseline:
-        # A use case's own anchor missing from a smaller catalogue: the site-wide anchor serves.
-        baseline = Gpu.objects.with_related().filter(slug=BASELINE_SLUG_DEFAULT).first()
-    if baseline is None:
-        raise RankingParamError("baseline", _("unknown GPU %(slug)r") % {"slug": params.baseline})
-
-    # The estimate is fitted on every measured GPU, also those the filters leave out.
-    ids = {g.id for g in gpus} | {baseline.id} | measured_gpu_ids
-    peaks_by_gpu: dict[int, dict[str, float | None]] = defaultdict(dict)
-    for peak in TensorPeak.objects.filter(gpu_id__in=ids).values("gpu_id", "precision", "supported", "dense_tflops"):
-        peaks_by_gpu[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
-
-    points = [
-        AggregatePoint(
-            gpu_id=a["gpu_id"],
-            group=(a["workload_id"], a["precision"], a["gpu_count"]),
-            median=a["median"],
-            n=a["n"],
-            distinct_submitters=a["distinct_submitters"],
-            has_lab=a["has_lab"],
-            higher_is_better=workloads[a["workload_id"]]["higher_is_better"],
-            host_run=workload_runs_on_a_host(workloads[a["workload_id"]]["submission_rules"]),
-        )
-        for a in aggregates
-    ]
-    # Serving-point configurations are groups of their own, numbered below every workload id.
-    serving_groups: dict[str, int] = {}
-    points += [
-        AggregatePoint(
-            gpu_id=s.gpu_id,
-            group=(-serving_groups.setdefault(s.group, len(serving_groups) + 1), s.precision, s.gpu_count),
-            median=s.median,
-            n=s.n,
-            distinct_submitters=s.distinct_submitters,
-            has_lab=s.has_lab,
-        )
-        for s in serving_measured
-    ]
-    measured = {} if uc.is_llm else measured_relative(points, baseline_gpu_id=baseline.id)
-    baseline_measured = baseline.id in measured
-    if measured_gpu_ids and not baseline_measured and not uc.is_llm:
-        warnings.append(
-            _(
-                "The baseline %(name)s has no qualifying measurement for this use case, so every figure is estimated from specs."
-            )
-            % {"name": baseline.name}
-        )
-    fingerprints = aggregate_fingerprints(aggregates)
-    distinct_by_gpu = distinct_submitters_by_gpu(
-        fingerprints={gpu_id: fingerprints[gpu_id] for gpu_id in measured if gpu_id in fingerprints},
-        workload_ids=workloads,
-        precisions=precisions,
-    )
-
-    # Rented in USD, nothing is converted: the rate table is read only for another currency or to buy.
-    rates = exchange_rates() if params.currency != "USD" or params.mode != "rent" else None
-    currency, exchange = params.currency, None
-    if params.currency != "USD":
-        rate = display_rate(currency=params.currency, rates=rates)
-        if rate["missing"]:
-            currency = "USD"
-            warnings.append(
-                _("No %(currency)s exchange rate is recorded, so prices are shown in USD.")
-                % {"currency": params.currency}
-            )
-        else:
-            exchange = {
-                "usd_per_unit": float(1 / rate["units_per_usd"]),
-                "units_per_usd": float(rate["units_per_usd"]),
-                "date": rate["rate_date"],
-                "source": rate["source"],
-            }
-
-    def convert(usd: float | None) -> float | None:
-        if usd is None or exchange is None:
-            return usd
-        return usd / exchange["usd_per_unit"]
-
-    rent: dict[int, GpuRentPrice] = {}
-    if params.mode == "rent":
-        rent = gpu_rent_prices(
-            gpu_ids=[g.id for g in gpus], rule=params.price, provider=params.provider, region=params.region
-        )
-        price_unit, scale = _("per GPU-hour"), 1.0
-        source_label = {
-            "typical": _("typical on-demand price"),
-            "cheapest": _("cheapest on-demand offer"),
-            "spot": _("cheapest spot offer"),
-        }[params.price]
-        prices = {gpu_id: (float(p.price_usd), source_label, p.providers) for gpu_id, p in rent.items()}
-        ppd_unit = _("per %(currency)s/GPU-hour") % {"currency": currency}
-    else:
-        buy = _buy_prices(params, gpus, rates or exchange_rates())
-        price_unit, scale = _("per GPU"), 1000.0
-        prices = {gpu_id: (usd, label, 0) for gpu_id, (usd, label) in buy.items()}
-        ppd_unit = _("per 1,000 %(currency)s") % {"currency": currency}
-
-    user_prices = _user_prices(params, gpus) if params.mode == "rent" else {}
-
-    baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
-    specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
-    names = {gpu.id: gpu.name for gpu in gpus}
-    classes = {gpu.id: (gpu.vendor.slug, gpu.segment) for gpu in gpus}
-    filtered_out = set(measured) - set(specs)
-    if filtered_out:
-        for gpu in (
-            Gpu.objects.filter(id__in=filtered_out)
-            .only("id", "name", "memory_bandwidth_gbs", "fp32_tflops", "segment", "vendor__slug")
-            .select_related("vendor")
-        ):
-            specs[gpu.id] = _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {}))
-            names[gpu.id] = gpu.name
-            classes[gpu.id] = (gpu.vendor.slug, gpu.segment)
-    estimate_model = (
-        _estimate_model(
-            measured=measured, specs=specs, classes=classes, baseline_specs=baseline_specs, family=params.precision
-        )
-        if baseline_measured and not uc.is_llm
-        else EstimateModel()
-    )
-    llm_figures, llm_error, llm_outside_error, does_not_fit = None, None, None, 0
-    serving: dict[int, ServingChoice] = {}
-    if uc.is_llm:
-        if uc.llm_mode == "batched":
-            llm_error, llm_outside_error = serving_error_summary(target_rate=target_rate(params.interactivity))
-            serving = llm_serving_choices(
-                size=params.model_size,
-                precision_family=params.precision,
-                include_all_rows=params.mlperf == "all",
-                target=params.interactivity,
-                target_rate=target_rate(params.interactivity),
-                gpus=gpus,
-                peaks_by_gpu=peaks_by_gpu,
-                rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
-            )
-            llm_figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
-        else:
-            state = llm_model_state()
-            llm_error = state.constants.typical_error_pct.get("chat")
-            llm_outside_error = state.constants.outside_error_pct.get("chat")
-            llm_figures = llm_ranking_figures(
-                use_case=uc.slug,
-                size=params.model_size,
-                precision_family=params.precision,
-                include_all_rows=params.mlperf == "all",
-                gpus=gpus,
-                peaks_by_gpu=peaks_by_gpu,
-                state=state,
-            )
-    scaling = scaling_headlines_by_gpu(aggregates=aggregates, workloads=workloads)
-    rows: list[RankingRow] = []
-    skipped = 0
-    for gpu in gpus:
-        usd, source, providers = prices.get(gpu.id, (None, "", 0))
-        price = convert(usd)
-        price_basis = "offer" if price is not None else "none"
-        if gpu.slug in user_prices:  # in the page currency already
-            price, source, providers, price_basis = user_prices[gpu.slug], _("your price"), 0, "user"
-        eligibility = use_case_eligibility(
-            uc,
-            family=params.precision,
-            memory_gib=gpu.memory_gib,
-            peaks=peaks_by_gpu.get(gpu.id, {}),
-            architecture=_architecture_support(gpu),
-        )
-        values: dict[str, Any]
-        if llm_figures is not None:
-            if gpu.id not in llm_figures:
-                skipped += 1
-                continue
-            figure = llm_figures[gpu.id]
-            choice = serving.get(gpu.id)
-            unreached = choice is not None and choice.measured_unreached and figure.tokens_per_s is None
-            if figure.tokens_per_s is None and not unreached:
-                not_fitting = (
-                    choice.does_not_fit
-                    if choice is not None
-                    else (figure.estimate is not None and figure.estimate.bound == "does not fit")
-                )
-                does_not_fit += not_fitting
-                skipped += not not_fitting
-                continue
-            if params.basis == "measured" and figure.basis != "measured" and not unreached:
-                continue
-            values = llm_row_values(figure=figure, price=price, mode=params.mode, llm_mode=uc.llm_mode, scale=scale)
-            if unreached:  # measured, but no point reaches the target: listed, not ranked
-                values.update(perf_basis="measured", estimate_error_pct=None, llm_target_unreached=True)
-            if choice is not None:
-                values.update(llm_target=choice.target, llm_rented_counts=list(choice.rented_counts))
-            values["llm_price_basis"] = price_basis if params.mode == "rent" else ""
-        else:
-            m = measured.get(gpu.id)
-            ratios = spec_ratios(specs[gpu.id], baseline_specs, family=params.precision)
-            estimate = estimate_model.predict(compute_ratio=ratios[0], bandwidth_ratio=ratios[1]) if ratios else None
-            if m is None and estimate is None:
-                skipped += 1
-                continue
-            if params.basis == "measured" and m is None:
-                continue
-            perf = m.value if m else estimate
-            error = estimate_error_for(estimate_model, vendor=gpu.vendor.slug, gpu_class=gpu.segment)
-            values = {
-                "perf": perf,
-                "perf_basis": "measured" if m else "estimated",
-                "perf_measured": m.value if m else None,
-                "perf_estimated": estimate,
-                "n": m.n if m else 0,
-                "distinct_submitters": distinct_by_gpu.get(gpu.id, m.distinct_submitters_max) if m else 0,
-                "groups": m.groups if m else 0,
-                "perf_per_dollar": per_price(perf, price, scale=scale),
-                "meets_memory_floor": eligibility.meets_memory_floor,
-                "estimate_error_pct": _percent(error.error) if estimate is not None else None,
-                "estimate_outside_range": estimate is not None and m is None and error.scope == "outside",
-                "estimate_outside_reasons": ["vendor"] if m is None and error.scope == "outside" else [],
-                "measured_via": names.get(m.via, "") if m and m.via is not None else "",
-                **_scaling_values(scaling.get(gpu.id)),
-            }
-        values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
-        rows.append(
-            _with_provenance(
-                RankingRow(
-                    gpu_id=gpu.id,
-                    gpu_slug=gpu.slug,
-                    gpu_name=gpu.name,
-                    vendor=gpu.vendor.name,
-                    vendor_slug=gpu.vendor.slug,
-                    segment=gpu.segment,
-                    architecture=gpu.architecture.name if gpu.architecture else "",
-                    memory_gib=gpu.memory_gib,
-                    tdp_w=gpu.tdp_w,
-                    price=price,
-                    price_unit=price_unit,
-                    price_source=source,
-                    price_providers=providers,
-                    currency=currency,
-                    perf_per_dollar_unit=ppd_unit,
-                    perf_per_kw=per_kilowatt(values["perf"], gpu.tdp_w),
-                    eligible=eligibility.eligible and values["meets_memory_floor"],
-                    ineligible_reasons=list(eligibility.reasons),
-                    **values,
-                ),
-                rent.get(gpu.id),
-                convert,
-            )
-        )
-
-    candidates = [TierCandidate(r.gpu_slug, r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible]
-    tiers = tiers_from_measurements(candidates)
-    for row in rows:
-        row.tier = tiers.get(row.gpu_slug)
-    sort_key = params.sort
-    # LLM use cases list measured figures first (issue 17): their estimates extrapolate a fitted
-    # model to GPUs and configurations the measurements may not contain.
-    measured_first = uc.is_llm
-    rows.sort(
-        key=lambda r: (
-            getattr(r, sort_key) is None,
-            measured_first and r.perf_basis != "measured",
-            -(getattr(r, sort_key) or 0),
-            r.gpu_name,
-        )
-    )
-    hidden = [r for r in rows if not r.eligible] if params.show == "eligible" else []
-    if hidden:
-        rows = [r for r in rows if r.eligible]
-    rank = 0
-    for row in rows:
-        if getattr(row, sort_key) is not None:
-            rank += 1
-            row.rank = rank
-    return Ranking(
-        params=params,
-        use_case=uc,
-        baseline_slug=baseline.slug,
-        baseline_name=baseline.name,
-        baseline_measured=baseline_measured,
-        rows=rows,
-        currency=currency,
-        exchange_rate=exchange,
-        warnings=warnings,
-        skipped_without_data=skipped,
-        estimate=estimate_model,
-        ineligible_rows=hidden,
-        llm_typical_error_pct=llm_error,
-        does_not_fit=does_not_fit,
-        llm_outside_error_pct=llm_outside_error,
-        serving_choices=serving,
-        tier_mark=tier_mark(candidates),
-    )
-
-
 def _user_prices(params: RankingParams, gpus: list[Gpu]) -> dict[str, float]:
     """gpu slug -> the user's price per GPU-hour (page currency); RankingParamError names a
     ``gpu_price[...]`` parameter whose GPU is not in the catalogue."""
@@ -497,39 +704,3 @@ def _user_prices(params: RankingParams, gpus: list[Gpu]) -> dict[str, float]:
         if slug not in known:
             raise RankingParamError(f"gpu_price[{slug}]", _("unknown GPU %(slug)r") % {"slug": slug})
     return wanted
-
-
-def _scaling_values(scaling: MeasuredScaling | None) -> dict[str, Any]:
-    if scaling is None:
-        return {}
-    return {
-        "scaling_gpu_count": scaling.gpu_count,
-        "scaling_efficiency": scaling.efficiency,
-        "scaling_n": scaling.n,
-        "scaling_distinct_submitters": scaling.distinct_submitters,
-        "scaling_interconnect": scaling.interconnect,
-        "scaling_tokens_per_s_per_gpu": scaling.tokens_per_s_per_gpu,
-        "scaling_one_gpu_tokens_per_s": scaling.one_gpu_tokens_per_s,
-    }
-
-
-def _with_provenance(
-    row: RankingRow, rent: GpuRentPrice | None, convert: Callable[[float | None], float | None]
-) -> RankingRow:
-    """The row with its rental price's provider, date, age and spread (rent mode)."""
-    if rent is None:
-        return row
-    origin = rent.provenance
-    return replace(
-        row,
-        price_provider=origin.provider,
-        price_provider_slug=origin.provider_slug,
-        price_instance_type=origin.instance_type,
-        price_region=origin.region,
-        price_observed_at=origin.observed_at,
-        price_age_days=origin.age_days,
-        price_date_basis=origin.date_basis,
-        price_date_estimated=origin.date_is_estimate,
-        price_min=convert(float(rent.minimum_usd)),
-        price_max=convert(float(rent.maximum_usd)),
-    )

@@ -16,6 +16,13 @@ from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.rankings import rankings_compute
 
 
+@dataclass(frozen=True)
+class TierGroup:
+    name: str  # "S".."D"
+    min_relative_value: float | None  # lower bound of value relative to the tiers' mark; None for D
+    rows: list[RankingRow]  # best first
+
+
 @dataclass
 class TierList:
     ranking: Ranking
@@ -25,6 +32,10 @@ class TierList:
     thresholds: dict[str, float]
     memory_floor_gib: float
     lacking_precision: list[RankingRow] = field(default_factory=list)  # enough memory, no tensor format
+
+    @property
+    def tier_groups(self) -> list[TierGroup]:
+        return [TierGroup(name, self.thresholds.get(name), self.tiers[name]) for name in TIER_NAMES]
 
 
 def tiers_compute(*, params: RankingParams) -> TierList:
