@@ -27,6 +27,7 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import ResultAggregate
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
@@ -34,7 +35,7 @@ from catalog.selectors.gpus import gpu_for_page
 from catalog.selectors.prices import price_status
 from dashboard.figures.rankings import perf_price_scatter_figure, rankings_bar_figure, tiers_figure
 from dashboard.figures.serving import ServingCurveLine, serving_curve_line, serving_curves_figure
-from dashboard.ranking.maths import MIN_COMMUNITY_N, MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
+from dashboard.ranking.maths import MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, pareto_frontier
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
 from dashboard.selectors.ranking_params import CURRENCIES, RankingParams, ranking_params_from_query
@@ -73,7 +74,7 @@ def filter_options() -> dict[str, Any]:
         "vendors": list(Vendor.objects.filter(gpus__is_curated=True).distinct().values_list("slug", "name")),
         "segments": Segment.choices,
         "providers": list(Provider.objects.values_list("slug", "name")),
-        "baselines": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
+        "baselines": list(Gpu.objects.curated().order_by("name").values_list("slug", "name")),
         "currencies": CURRENCIES,
         "price_how": [
             ("typical", _("typical (median of providers)")),

@@ -129,7 +129,7 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     currency = currency_from_query(request.GET.get("currency"))
     context: dict[str, Any] = {
         "picker": (texts + [""] * COMPARE_MAX)[:COMPARE_MAX] if len(texts) <= COMPARE_MAX else texts,
-        "choices": list(Gpu.objects.filter(is_curated=True).order_by("name").values_list("slug", "name")),
+        "choices": list(Gpu.objects.curated().order_by("name").values_list("slug", "name")),
         "currency": currency,
         "currencies": CURRENCIES,
         "precisions": COMPARE_PRECISIONS,

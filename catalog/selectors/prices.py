@@ -40,7 +40,7 @@ from gpuatlas.data_version import data_versioned
 # typical: the median of each provider's cheapest current on-demand offer (for an even count, the
 # mean of the two middle ones: with two providers at 1.38 and 2.79 a buyer expects about 2.09,
 # not the dearer one); cheapest: the cheapest current on-demand offer; spot: the cheapest
-# current spot offer. "median" is the former name of "typical", still accepted.
+# current spot offer. "median" is an alias of "typical", accepted so that saved links keep working.
 PRICE_RULES = ("typical", "cheapest", "spot")
 
 
@@ -116,7 +116,8 @@ def gpu_rent_prices(
     rule = "typical" if rule == "median" else rule
     if rule not in PRICE_RULES:
         raise ValueError(f"unknown price rule {rule!r}; expected one of {', '.join(PRICE_RULES)}")
-    offers = Offer.objects.current().sku_level().filter(is_spot=rule == "spot")
+    current = Offer.objects.current().sku_level()
+    offers = current.spot() if rule == "spot" else current.on_demand()
     if gpu_ids is not None:
         offers = offers.filter(gpu_id__in=list(gpu_ids))
     if provider:
@@ -250,10 +251,6 @@ class PriceStatus:
     def newest_is_estimate(self) -> bool:
         """The newest prices come from a snapshot whose observation date is unknown (estimated)."""
         return self.newest is not None and self.newest != self.newest_dated
-
-    @property
-    def cache_key(self) -> str:
-        return f"live:{self.live}:{self.as_of}"
 
 
 def price_status(*, now: dt.datetime | None = None) -> PriceStatus:

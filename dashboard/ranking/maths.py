@@ -44,7 +44,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchmarks_app.comparison_rules import MIN_COMMUNITY_N, PRECISION_FAMILIES, figure_counts  # noqa: F401 (dashboard.fragments reads MIN_COMMUNITY_N here)
+from benchmarks_app.comparison_rules import PRECISION_FAMILIES, figure_counts
 
 BASELINE_SLUG_DEFAULT = "a100-sxm4-80-gb"
 ESTIMATE_COMPUTE_WEIGHT = 0.5

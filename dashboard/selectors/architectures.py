@@ -45,7 +45,7 @@ def architectures_compute() -> list[ArchitectureCard]:
     archs = Architecture.objects.select_related("vendor").prefetch_related(
         Prefetch(
             "gpus",
-            queryset=Gpu.objects.filter(is_curated=True).order_by("release_date", "name"),
+            queryset=Gpu.objects.curated().order_by("release_date", "name"),
             to_attr="curated_gpus",
         )
     )
