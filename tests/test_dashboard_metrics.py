@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from catalog.value import per_price
 from dashboard.ranking.maths import (
-    MIN_COMMUNITY_N,
     MIN_FIT_GPUS,
     AggregatePoint,
     EstimateModel,
