@@ -1,4 +1,5 @@
-"""Serializers of GET /api/v1/fit/ (api/views/fit.py): its inputs, answer and parameters."""
+"""Serializers of the fit calculator's API: GET /api/v1/fit/ (api/views/fit.py), its inputs, answer
+and parameters; POST /api/v1/fit/models/ (api/views/fit_models.py), the import of a Hugging Face model."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from fitcalc.forms import (
     SERVING_MODES,
 )
 from fitcalc.memory import LoraTargets, Mode
+from fitcalc.models import MAX_HF_ID, HfModel
 from fitcalc.plan import SCALINGS
 from fitcalc.presets import MODEL_KINDS
 from fitcalc.quant import KvPrecision, Precision
@@ -290,3 +292,26 @@ class FitResponseSerializer(serializers.Serializer):
 
 
 # --- parameters ------------------------------------------------------------------------------
+
+
+# --- POST /api/v1/fit/models/ ----------------------------------------------------------------
+
+
+class HfModelImportSerializer(serializers.Serializer):
+    """The import's input: a Hugging Face model id."""
+
+    hf_id = serializers.CharField(
+        max_length=MAX_HF_ID, help_text="Hugging Face model id, owner/name (e.g. Qwen/Qwen3-8B)."
+    )
+
+
+class HfModelSerializer(serializers.ModelSerializer):
+    """A model imported from Hugging Face, as stored: the fit API reads it by ``hf_id``."""
+
+    hf_id = serializers.CharField(source="repo_id")
+    config = serializers.DictField(help_text="The config.json as the Hub served it.")
+    revision = serializers.CharField(help_text="The commit the config was read at; empty if the Hub did not say.")
+
+    class Meta:
+        model = HfModel
+        fields = ("hf_id", "revision", "source_url", "fetched_at", "config")

@@ -1,4 +1,5 @@
-"""A model by its Hugging Face id: its config.json through ``huggingface_hub``, read into a ModelSpec.
+"""A model's config.json from the Hugging Face Hub through ``huggingface_hub``: the network side of
+importing a model (:func:`fitcalc.services.hf_model_import`); nothing that answers a read calls it.
 
 Only where the deployment allows it (setting ``FITCALC_HF_ONLINE``, off by default: the demo and
 the tests are offline). The endpoint is the ``HF_ENDPOINT`` setting (``huggingface_hub``'s own
@@ -12,9 +13,9 @@ answering an error, a config.json that is not JSON or lacks the keys the calcula
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,12 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import validate_repo_id
 
 from fitcalc.errors import FitInputError
-from fitcalc.presets import Citation, ModelSpec, model_spec_from_config
 
 FIELD = "hf_model"
 #: Owner and name as the Hub allows them (letters, digits, ``-``, ``_``, ``.``; 96 characters each).
 REPO_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 MAX_CONFIG_BYTES = 1_000_000
+COMMIT_PATTERN = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _error_kind(error: BaseException) -> str:
@@ -88,7 +89,18 @@ def hf_repo_id_check(*, repo_id: str) -> str:
     return text
 
 
-def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HubConfig:
+    """A config.json as the Hub served it: the parsed object, the commit it was read at (empty if
+    the Hub did not say) and the page that shows it."""
+
+    repo_id: str
+    config: dict[str, Any]
+    revision: str
+    source_url: str
+
+
+def hf_config_fetch(*, repo_id: str) -> HubConfig:
     """The parsed config.json of ``repo_id`` from the configured endpoint (see the module docstring)."""
     if not settings.FITCALC_HF_ONLINE:
         raise FitInputError(
@@ -150,31 +162,16 @@ def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
         raise FitInputError(FIELD, _("%(id)s's config.json is not valid JSON") % {"id": repo_id}) from None
     if not isinstance(config, dict):
         raise FitInputError(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id})
-    return config
-
-
-def hf_model_spec(*, repo_id: str, today: dt.date | None = None) -> ModelSpec:
-    """The ModelSpec of ``repo_id`` from its config.json, cited with the date it was read."""
-    config = hf_config_fetch(repo_id=repo_id)
-    repo_id = repo_id.strip()
-    url = f"{settings.HF_ENDPOINT.rstrip('/')}/{repo_id}/blob/main/config.json"
-    citation = Citation(
-        title=f"{repo_id}: config.json",
-        publisher="Hugging Face",
-        date=(today or dt.date.today()).isoformat(),
-        url=url,
-    )
-    quantization = config.get("quantization_config")
-    native = None
-    if isinstance(quantization, dict):
-        method = str(quantization.get("quant_method", "")).lower()
-        native = {"fp8": "fp8", "mxfp4": "mxfp4", "gptq": "gptq", "awq": "awq"}.get(method)
-    return model_spec_from_config(
+    # huggingface_hub stores each download under snapshots/<commit>/ in its cache.
+    revision = file.parent.name if COMMIT_PATTERN.match(file.parent.name) else ""
+    return HubConfig(
+        repo_id=repo_id,
         config=config,
-        slug=f"hf:{repo_id}",
-        name=repo_id,
-        hf_repo=repo_id,
-        citations=(citation,),
-        native_precision=native,
-        notes=(_("shapes read from %(id)s's config.json on Hugging Face") % {"id": repo_id},),
+        revision=revision,
+        source_url=hf_config_source_url(repo_id=repo_id, revision=revision),
     )
+
+
+def hf_config_source_url(*, repo_id: str, revision: str) -> str:
+    """The page of the config.json that was read, at its commit where the Hub said it."""
+    return f"{settings.HF_ENDPOINT.rstrip('/')}/{repo_id}/blob/{revision or 'main'}/config.json"

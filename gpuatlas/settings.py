@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "benchmarks_app",
     "llm",
     "dashboard",
+    "fitcalc",
 ]
 
 MIDDLEWARE = [

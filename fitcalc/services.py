@@ -1,0 +1,39 @@
+"""The fit calculator's one write: import a model's config.json from Hugging Face."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from fitcalc.hub import hf_config_fetch
+from fitcalc.models import HfModel
+from fitcalc.selectors.hf_models import hf_model_spec_from_row
+
+
+def hf_model_import(*, repo_id: str) -> HfModel:
+    """Fetch ``repo_id``'s config.json from the Hub and store it, replacing an earlier import.
+
+    The config is checked before it is stored: one the calculator can't read (a vision model
+    without ``num_hidden_layers``, say) is refused here, so every stored model can be read.
+    Raises FitInputError on field ``hf_model`` naming the problem (fitcalc.hub). Nothing follows
+    the write: the fit page and API read the row when asked."""
+    fetched = hf_config_fetch(repo_id=repo_id)
+    row = HfModel(
+        repo_id=fetched.repo_id,
+        config=fetched.config,
+        source_url=fetched.source_url,
+        revision=fetched.revision,
+        fetched_at=timezone.now(),
+    )
+    hf_model_spec_from_row(row=row)
+    with transaction.atomic():
+        stored, _created = HfModel.objects.update_or_create(
+            repo_id=row.repo_id,
+            defaults={
+                "config": row.config,
+                "source_url": row.source_url,
+                "revision": row.revision,
+                "fetched_at": row.fetched_at,
+            },
+        )
+    return stored
