@@ -143,7 +143,7 @@ def hf_model_import_view(request: HttpRequest) -> HttpResponse:
     form = FitForm(data={"hf_model": repo_id})
     try:
         if not importing.is_valid():
-            raise FitInputError("hf_model", importing.errors["hf_id"][0])
+            raise FitInputError("hf_model", str(importing.errors["hf_id"][0]))
         stored = hf_model_import(repo_id=importing.cleaned_data["hf_id"])
     except FitInputError as error:
         if form.is_valid() or not form.has_error("hf_model"):
