@@ -1,4 +1,4 @@
-"""Reads for the fit calculator: the GPUs as :class:`fitcalc.plan.GpuFacts`, and the whole answer.
+"""Reads for the fit calculator: every GPU as :class:`fitcalc.plan.GpuFacts` for one request.
 
 ``fit_gpu_facts_list`` reads every curated GPU with a memory size, its rental price per GPU-hour
 by the chosen rule (``catalog.selectors_prices.gpu_rent_prices``: typical, the median of the
@@ -10,7 +10,7 @@ fine-tuning ranking figure made a rate by the anchor GPU's measured FLOP rate: f
 and the rate of each count with its communication priced over the GPU's link, measured where the
 client measured it (fitcalc.parallel). GPUs that cannot run a training job's format natively (BF16,
 FP8) are left out, and a warning names them. A fixed number of queries, whatever the number of GPUs.
-``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
+:func:`fitcalc.selectors.fit.fit_compute` adds the pure calculation (fit, time, cost, buy versus rent).
 """
 
 from __future__ import annotations
