@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
@@ -127,7 +127,6 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
     )
 
 
-@require_GET
 def fit_view(request: HttpRequest) -> HttpResponse:
     """GET /fit/: with no parameters, the default example; otherwise the submitted inputs."""
     submitted = any(name in request.GET for name in FitForm.base_fields)
