@@ -13,6 +13,7 @@ from fitcalc.forms import (
     PRICE_RULES,
     SERVING_MODES,
 )
+from fitcalc.hub import REPO_ID_PATTERN
 from fitcalc.memory import LoraTargets, Mode
 from fitcalc.models import MAX_HF_ID, HfModel
 from fitcalc.plan import SCALINGS
@@ -300,8 +301,11 @@ class FitResponseSerializer(serializers.Serializer):
 class HfModelImportSerializer(serializers.Serializer):
     """The import's input: a Hugging Face model id."""
 
-    hf_id = serializers.CharField(
-        max_length=MAX_HF_ID, help_text="Hugging Face model id, owner/name (e.g. Qwen/Qwen3-8B)."
+    hf_id = serializers.RegexField(
+        REPO_ID_PATTERN,
+        max_length=MAX_HF_ID,
+        help_text="Hugging Face model id, owner/name (e.g. Qwen/Qwen3-8B).",
+        error_messages={"invalid": "Write a Hugging Face model id as owner/name, e.g. Qwen/Qwen3-8B."},
     )
 
 

@@ -34,7 +34,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import validate_repo_id
 
-from fitcalc.errors import FitInputError
+from fitcalc.errors import FitInputError, HubRefusal
 
 FIELD = "hf_model"
 #: Owner and name as the Hub allows them (letters, digits, ``-``, ``_``, ``.``; 96 characters each).
@@ -54,7 +54,7 @@ def _error_kind(error: BaseException) -> str:
     return ""
 
 
-def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInputError:
+def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> HubRefusal:
     """The error to show when the Hub did not deliver: a timeout, an HTTP status, or unreachable."""
     causes: list[BaseException] = []
     current: BaseException | None = error
@@ -63,15 +63,20 @@ def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInpu
         current = current.__cause__ or current.__context__
     for cause in causes:
         if _error_kind(cause) == "timeout":
-            return FitInputError(FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout})
+            return HubRefusal(
+                FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout}, kind="unavailable"
+            )
         status = getattr(getattr(cause, "response", None), "status_code", None)
         if isinstance(cause, HfHubHTTPError) and status:
-            return FitInputError(
+            return HubRefusal(
                 FIELD,
                 _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
                 % {"status": status, "id": repo_id},
+                kind="unavailable",
             )
-    return FitInputError(FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id})
+    return HubRefusal(
+        FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id}, kind="unavailable"
+    )
 
 
 def hf_repo_id_check(*, repo_id: str) -> str:
@@ -103,12 +108,13 @@ class HubConfig:
 def hf_config_fetch(*, repo_id: str) -> HubConfig:
     """The parsed config.json of ``repo_id`` from the configured endpoint (see the module docstring)."""
     if not settings.FITCALC_HF_ONLINE:
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _(
                 "this deployment is offline, so models can't be loaded from Hugging Face: "
                 "choose one of the presets or give the parameter count"
             ),
+            kind="offline",
         )
     repo_id = hf_repo_id_check(repo_id=repo_id)
     timeout = settings.FITCALC_HF_TIMEOUT_S
@@ -126,28 +132,33 @@ def hf_config_fetch(*, repo_id: str) -> HubConfig:
         # Hub's own failure (a timeout, an HTTP error, no connection) is the cause.
         raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
     except GatedRepoError:
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _("%(id)s is gated on Hugging Face: its config can only be read after accepting its licence there")
             % {"id": repo_id},
+            kind="gated",
         ) from None
     except RepositoryNotFoundError:
-        raise FitInputError(
-            FIELD, _("there is no public model called %(id)s on Hugging Face") % {"id": repo_id}
+        raise HubRefusal(
+            FIELD, _("there is no public model called %(id)s on Hugging Face") % {"id": repo_id}, kind="missing"
         ) from None
     except RevisionNotFoundError:
-        raise FitInputError(FIELD, _("%(id)s has no main branch on Hugging Face") % {"id": repo_id}) from None
+        raise HubRefusal(
+            FIELD, _("%(id)s has no main branch on Hugging Face") % {"id": repo_id}, kind="missing"
+        ) from None
     except EntryNotFoundError:
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _("%(id)s has no config.json: it is not a transformers model the calculator can read") % {"id": repo_id},
+            kind="missing",
         ) from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
             % {"status": status, "id": repo_id},
+            kind="unavailable",
         ) from None
     except Exception as error:  # transport errors of huggingface_hub's HTTP client, by class name
         if not _error_kind(error):
@@ -155,13 +166,19 @@ def hf_config_fetch(*, repo_id: str) -> HubConfig:
         raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
     file = Path(path)
     if file.stat().st_size > MAX_CONFIG_BYTES:
-        raise FitInputError(FIELD, _("%(id)s's config.json is too large to be a model configuration") % {"id": repo_id})
+        raise HubRefusal(
+            FIELD,
+            _("%(id)s's config.json is too large to be a model configuration") % {"id": repo_id},
+            kind="unreadable",
+        )
     try:
         config = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise FitInputError(FIELD, _("%(id)s's config.json is not valid JSON") % {"id": repo_id}) from None
+        raise HubRefusal(
+            FIELD, _("%(id)s's config.json is not valid JSON") % {"id": repo_id}, kind="unreadable"
+        ) from None
     if not isinstance(config, dict):
-        raise FitInputError(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id})
+        raise HubRefusal(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id}, kind="unreadable")
     # huggingface_hub stores each download under snapshots/<commit>/ in its cache.
     revision = file.parent.name if COMMIT_PATTERN.match(file.parent.name) else ""
     return HubConfig(

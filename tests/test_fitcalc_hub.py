@@ -86,20 +86,28 @@ def test_importing_again_replaces_the_stored_config(online: HTTPServer) -> None:
     assert HfModel.objects.count() == 1 and second.pk == first.pk and second.fetched_at >= first.fetched_at
 
 
+#: (repo, body served, status served, Hub error code, fragment of the reason, status of the import API)
 FAILURES = [
-    ("nobody/nothing", None, 404, "RepoNotFound", "no public model called nobody/nothing"),
-    ("meta-llama/Llama-3.1-8B", None, 403, "GatedRepo", "gated"),
-    ("someone/weights-only", None, 404, "EntryNotFound", "has no config.json"),
-    ("someone/broken", b"{not json", 200, "", "not valid JSON"),
-    ("someone/list", b"[1, 2]", 200, "", "not a JSON object"),
-    ("someone/vision", json.dumps({"model_type": "siglip", "hidden_size": 8}).encode(), 200, "", "num_hidden_layers"),
-    ("someone/down", None, 500, "", "answered 500"),
+    ("nobody/nothing", None, 404, "RepoNotFound", "no public model called nobody/nothing", 404),
+    ("meta-llama/Llama-3.1-8B", None, 403, "GatedRepo", "gated", 403),
+    ("someone/weights-only", None, 404, "EntryNotFound", "has no config.json", 404),
+    ("someone/broken", b"{not json", 200, "", "not valid JSON", 400),
+    ("someone/list", b"[1, 2]", 200, "", "not a JSON object", 400),
+    (
+        "someone/vision",
+        json.dumps({"model_type": "siglip", "hidden_size": 8}).encode(),
+        200,
+        "",
+        "num_hidden_layers",
+        400,
+    ),
+    ("someone/down", None, 500, "", "answered 500", 400),
 ]
 
 
-@pytest.mark.parametrize(("repo", "body", "status", "error_code", "fragment"), FAILURES)
+@pytest.mark.parametrize(("repo", "body", "status", "error_code", "fragment", "api_status"), FAILURES)
 def test_hub_failures_name_the_problem_and_store_nothing(
-    online: HTTPServer, repo, body, status, error_code, fragment
+    online: HTTPServer, repo, body, status, error_code, fragment, api_status
 ) -> None:  # type: ignore[no-untyped-def]
     serve(online, repo, body, status=status, error_code=error_code)
     with pytest.raises(FitInputError) as caught:
@@ -109,13 +117,13 @@ def test_hub_failures_name_the_problem_and_store_nothing(
     assert not HfModel.objects.exists()
 
 
-@pytest.mark.parametrize(("repo", "body", "status", "error_code", "fragment"), FAILURES)
-def test_api_import_failures_are_400_naming_hf_id(
-    client, online: HTTPServer, repo, body, status, error_code, fragment
+@pytest.mark.parametrize(("repo", "body", "status", "error_code", "fragment", "api_status"), FAILURES)
+def test_api_import_failures_are_4xx_naming_hf_id(
+    client, online: HTTPServer, repo, body, status, error_code, fragment, api_status
 ) -> None:  # type: ignore[no-untyped-def]
     serve(online, repo, body, status=status, error_code=error_code)
     response = client.post(MODELS_URL, {"hf_id": repo}, content_type="application/json")
-    assert response.status_code == 400, response.content
+    assert response.status_code == api_status, response.content
     assert any(fragment in message for message in response.json()["errors"]["hf_id"]), response.json()
 
 
@@ -145,6 +153,8 @@ def test_offline_deployments_say_so(settings, client) -> None:  # type: ignore[n
     with pytest.raises(FitInputError) as caught:
         hf_model_import(repo_id="Qwen/Qwen3-8B")
     assert "offline" in caught.value.message and "presets" in caught.value.message
+    refused = client.post(MODELS_URL, {"hf_id": "Qwen/Qwen3-8B"}, content_type="application/json")
+    assert refused.status_code == 403 and "offline" in refused.json()["errors"]["hf_id"][0]
     body = client.get(URL, {"hf_model": "Qwen/Qwen3-8B"}).json()
     assert any("offline" in message for message in body["errors"]["hf_model"])
     page = client.get(PAGE, {"hf_model": "Qwen/Qwen3-8B"}).content.decode()

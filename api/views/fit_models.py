@@ -14,9 +14,18 @@ from rest_framework.views import APIView
 from api.serializers import ErrorSerializer
 from api.serializers_fit import HfModelImportSerializer, HfModelSerializer
 from api.views.base import ERROR_429, ApiMixin
-from fitcalc.errors import FitInputError
+from fitcalc.errors import FitInputError, HubRefusal
 from fitcalc.selectors.hf_models import hf_model_list
 from fitcalc.services import hf_model_import
+
+#: The status of each kind of refusal: 4xx, each naming ``hf_id`` with the reason.
+REFUSAL_STATUS = {
+    "missing": status.HTTP_404_NOT_FOUND,
+    "gated": status.HTTP_403_FORBIDDEN,
+    "offline": status.HTTP_403_FORBIDDEN,
+    "unreadable": status.HTTP_400_BAD_REQUEST,
+    "unavailable": status.HTTP_400_BAD_REQUEST,
+}
 
 
 class FitModelsView(ApiMixin, APIView):
@@ -33,14 +42,19 @@ class FitModelsView(ApiMixin, APIView):
         summary="Import a model's config.json from Hugging Face",
         description=(
             "Fetches config.json of `hf_id` from the Hub (no token: gated and private models are refused) and "
-            "stores it, replacing an earlier import. A 400 names `hf_id` with the reason: a malformed id, an "
-            "offline deployment, no such model, a gated model, no config.json, a config the calculator can't "
-            "read, or the Hub down or too slow."
+            "stores it, replacing an earlier import. A refusal names `hf_id` with the reason: 400 for a "
+            "malformed id, a config the calculator can't read, or the Hub down, too slow or answering an "
+            "error; 403 for a gated model or a deployment that does not reach the Hub; 404 for no such "
+            "public model or no config.json."
         ),
         request=HfModelImportSerializer,
         responses={
             201: HfModelSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="The id can't be imported; `errors.hf_id` says why."),
+            400: OpenApiResponse(
+                ErrorSerializer, description="Malformed, unreadable, or the Hub failed; `errors.hf_id` says which."
+            ),
+            403: OpenApiResponse(ErrorSerializer, description="Gated, or this deployment is offline."),
+            404: OpenApiResponse(ErrorSerializer, description="No such public model, or no config.json."),
             429: ERROR_429,
         },
     )
@@ -49,6 +63,10 @@ class FitModelsView(ApiMixin, APIView):
         given.is_valid(raise_exception=True)
         try:
             stored = hf_model_import(repo_id=given.validated_data["hf_id"])
+        except HubRefusal as refusal:
+            return Response(
+                {"detail": refusal.message, "errors": {"hf_id": [refusal.message]}}, status=REFUSAL_STATUS[refusal.kind]
+            )
         except FitInputError as error:
             raise ValidationError({"hf_id": [error.message]}) from None
         return Response(HfModelSerializer(stored).data, status=status.HTTP_201_CREATED)
