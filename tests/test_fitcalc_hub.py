@@ -200,3 +200,11 @@ def test_the_page_escapes_the_id_it_echoes(client, online: HTTPServer) -> None: 
         assert response.status_code in (200, 400) and "<script>alert(1)</script>" not in html
         assert "&lt;script&gt;" in html
     assert not online.log
+
+
+def test_the_import_speaks_chinese(client, online: HTTPServer) -> None:  # type: ignore[no-untyped-def]
+    client.cookies["django_language"] = "zh-hans"
+    html = client.get(PAGE, {"hf_model": "Qwen/Qwen3-8B"}).content.decode()
+    assert "Qwen/Qwen3-8B 尚未导入" in html and "从 Hugging Face 导入此模型" in html
+    body = client.get(URL, {"hf_model": "Qwen/Qwen3-8B"}, HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    assert "尚未导入" in body["errors"]["hf_model"][0]
