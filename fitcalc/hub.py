@@ -117,6 +117,20 @@ def hf_config_fetch(*, repo_id: str) -> HubConfig:
             kind="offline",
         )
     repo_id = hf_repo_id_check(repo_id=repo_id)
+    file = _config_download(repo_id=repo_id)
+    config = _config_read(file=file, repo_id=repo_id)
+    # huggingface_hub stores each download under snapshots/<commit>/ in its cache.
+    revision = file.parent.name if COMMIT_PATTERN.match(file.parent.name) else ""
+    return HubConfig(
+        repo_id=repo_id,
+        config=config,
+        revision=revision,
+        source_url=hf_config_source_url(repo_id=repo_id, revision=revision),
+    )
+
+
+def _config_download(*, repo_id: str) -> Path:
+    """The local file of ``repo_id``'s config.json, or the HubRefusal saying why the Hub didn't give it."""
     timeout = settings.FITCALC_HF_TIMEOUT_S
     try:
         path = hf_hub_download(
@@ -164,7 +178,11 @@ def hf_config_fetch(*, repo_id: str) -> HubConfig:
         if not _error_kind(error):
             raise
         raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
-    file = Path(path)
+    return Path(path)
+
+
+def _config_read(*, file: Path, repo_id: str) -> dict[str, Any]:
+    """The config.json as a JSON object, or the HubRefusal saying why it can't be one."""
     if file.stat().st_size > MAX_CONFIG_BYTES:
         raise HubRefusal(
             FIELD,
@@ -179,14 +197,7 @@ def hf_config_fetch(*, repo_id: str) -> HubConfig:
         ) from None
     if not isinstance(config, dict):
         raise HubRefusal(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id}, kind="unreadable")
-    # huggingface_hub stores each download under snapshots/<commit>/ in its cache.
-    revision = file.parent.name if COMMIT_PATTERN.match(file.parent.name) else ""
-    return HubConfig(
-        repo_id=repo_id,
-        config=config,
-        revision=revision,
-        source_url=hf_config_source_url(repo_id=repo_id, revision=revision),
-    )
+    return config
 
 
 def hf_config_source_url(*, repo_id: str, revision: str) -> str:

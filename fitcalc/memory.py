@@ -375,6 +375,24 @@ def _check_mode_precision(*, mode: Mode, chosen: Precision) -> None:
         )
 
 
+def _chosen_kv_precision(*, weights: Precision, kv_cache_precision: KvPrecision | str | None) -> KvPrecision:
+    """The KV cache's format: the one given, else FP32 beside FP32 weights and BF16 beside any other."""
+    if kv_cache_precision is None:
+        return KvPrecision.FP32 if weights is Precision.FP32 else KvPrecision.BF16
+    return _enum_value(KvPrecision, kv_cache_precision, "kv_cache_precision")
+
+
+def _model_notes(*, model: ModelSpec, context: int) -> list[str]:
+    """The model's own notes, and a context beyond its published maximum."""
+    notes = list(model.notes)
+    if model.max_context is not None and model.is_transformer and context > model.max_context:
+        notes.append(
+            _("context %(context)s exceeds the model's published maximum of %(maximum)s tokens")
+            % {"context": f"{context:,}", "maximum": f"{model.max_context:,}"}
+        )
+    return notes
+
+
 def _check_activation_gib(value: float | None) -> None:
     if value is not None and (
         isinstance(value, bool)
@@ -511,21 +529,12 @@ def memory_estimate(
     context = _check_int("context", context, minimum=1, maximum=MAX_CONTEXT)
     batch = _check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
     _check_mode_precision(mode=chosen_mode, chosen=chosen_precision)
-    if kv_cache_precision is None:
-        cache_precision = KvPrecision.FP32 if chosen_precision is Precision.FP32 else KvPrecision.BF16
-    else:
-        cache_precision = _enum_value(KvPrecision, kv_cache_precision, "kv_cache_precision")
+    cache_precision = _chosen_kv_precision(weights=chosen_precision, kv_cache_precision=kv_cache_precision)
     _check_activation_gib(activation_gib_per_sample)
     training = chosen_mode in TRAINING_MODES
     checkpointing = training and (
         (chosen_mode is not Mode.TRAIN) if activation_checkpointing is None else activation_checkpointing
     )
-    notes: list[str] = list(model.notes)
-    if model.max_context is not None and model.is_transformer and context > model.max_context:
-        notes.append(
-            _("context %(context)s exceeds the model's published maximum of %(maximum)s tokens")
-            % {"context": f"{context:,}", "maximum": f"{model.max_context:,}"}
-        )
     state = _trained_state(
         model=model, mode=chosen_mode, precision=chosen_precision, lora_rank=lora_rank, lora_targets=lora_targets
     )
@@ -562,6 +571,6 @@ def memory_estimate(
         cuda_context_gib=CUDA_CONTEXT_GIB,
         fragmentation_gib=fragmentation_bytes / GIB,
         fragmentation_factor=FRAGMENTATION_FACTOR,
-        notes=(*notes, *state.notes, *kv_notes, *activation_notes),
+        notes=(*_model_notes(model=model, context=context), *state.notes, *kv_notes, *activation_notes),
         kv_shards=(model.kv_shards or model.kv_heads or 1) if chosen_mode is Mode.INFERENCE else 1,
     )

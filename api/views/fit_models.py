@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.parsers import BoundedJSONParser
 from api.serializers import ErrorSerializer
 from api.serializers_fit import HfModelImportSerializer, HfModelSerializer
 from api.views.base import ERROR_429, ApiMixin
@@ -30,6 +31,9 @@ REFUSAL_STATUS = {
 
 class FitModelsView(ApiMixin, APIView):
     """The Hugging Face models the fit calculator can read, and their import."""
+
+    # JSON only, as the schema says: the page's import button posts to its own form view.
+    parser_classes = [BoundedJSONParser]
 
     @extend_schema(
         summary="Hugging Face models imported into the fit calculator",
@@ -55,6 +59,9 @@ class FitModelsView(ApiMixin, APIView):
             ),
             403: OpenApiResponse(ErrorSerializer, description="Gated, or this deployment is offline."),
             404: OpenApiResponse(ErrorSerializer, description="No such public model, or no config.json."),
+            413: OpenApiResponse(
+                ErrorSerializer, description='The body is over the size limit; `errors["$"]` says by how much.'
+            ),
             429: ERROR_429,
         },
     )
