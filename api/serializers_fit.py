@@ -1,4 +1,5 @@
-"""Serializers of GET /api/v1/fit/ (api/views/fit.py): its inputs, answer and parameters."""
+"""Serializers of the fit calculator's API: GET /api/v1/fit/ (api/views/fit.py), its inputs, answer
+and parameters; POST /api/v1/fit/models/ (api/views/fit_models.py), the import of a Hugging Face model."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from fitcalc.forms import (
     PRICE_RULES,
     SERVING_MODES,
 )
+from fitcalc.hub import REPO_ID_PATTERN
 from fitcalc.memory import LoraTargets, Mode
+from fitcalc.models import MAX_HF_ID, HfModel
 from fitcalc.plan import SCALINGS
 from fitcalc.presets import MODEL_KINDS
 from fitcalc.quant import KvPrecision, Precision
@@ -290,3 +293,29 @@ class FitResponseSerializer(serializers.Serializer):
 
 
 # --- parameters ------------------------------------------------------------------------------
+
+
+# --- POST /api/v1/fit/models/ ----------------------------------------------------------------
+
+
+class HfModelImportSerializer(serializers.Serializer):
+    """The import's input: a Hugging Face model id."""
+
+    hf_id = serializers.RegexField(
+        REPO_ID_PATTERN,
+        max_length=MAX_HF_ID,
+        help_text="Hugging Face model id, owner/name (e.g. Qwen/Qwen3-8B).",
+        error_messages={"invalid": "Write a Hugging Face model id as owner/name, e.g. Qwen/Qwen3-8B."},
+    )
+
+
+class HfModelSerializer(serializers.ModelSerializer):
+    """A model imported from Hugging Face, as stored: the fit API reads it by ``hf_id``."""
+
+    hf_id = serializers.CharField(source="repo_id")
+    config = serializers.DictField(help_text="The config.json as the Hub served it.")
+    revision = serializers.CharField(help_text="The commit the config was read at; empty if the Hub did not say.")
+
+    class Meta:
+        model = HfModel
+        fields = ("hf_id", "revision", "source_url", "fetched_at", "config")

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings, serving_points
 from api.views.base import ApiNotFoundView, PingView
 from api.views.fit import FitView
+from api.views.fit_models import FitModelsView
 from api.views.fit_serving import FitServingView
 from api.views.index import ApiIndexView, LocalisedRedocView, LocalisedSwaggerView
 from api.views.submissions import SubmissionCreateView, SubmissionDetailView
@@ -33,6 +34,7 @@ urlpatterns = [
     path("tiers/", rankings.TierListView.as_view(), name="tiers"),
     path("fit/", FitView.as_view(), name="fit"),
     path("fit/serving/", FitServingView.as_view(), name="fit-serving"),
+    path("fit/models/", FitModelsView.as_view(), name="fit-models"),
     path("submissions/", SubmissionCreateView.as_view(), name="submission-create"),
     path("submissions/<uuid:run_uuid>/", SubmissionDetailView.as_view(), name="submission-detail"),
     path("moderation/submissions/", moderation.ModerationQueueView.as_view(), name="moderation-queue"),

@@ -1,11 +1,18 @@
 """Fit calculator: will a model fit, on how many GPUs, how long and at what cost; buy or rent.
 
-Pure functions over plain data (no Django, no database):
+The calculator itself is pure functions over plain data (no Django, no database):
 
 * :mod:`fitcalc.presets` - :class:`ModelSpec`, published model presets, custom models.
+* :mod:`fitcalc.configs` - a decoder's shapes counted from its config.json.
 * :mod:`fitcalc.memory` - :func:`memory_estimate` -> :class:`MemoryBreakdown` (GiB, itemised).
 * :mod:`fitcalc.plan` - :func:`fit_plan` over GPUs x counts 1/2/4/8; :func:`buy_vs_rent`.
 * :mod:`fitcalc.llm` - LLM inference per GPU count with the calibrated model (``llm.estimate``).
+* :mod:`fitcalc.request` - :class:`FitRequest`, everything one answer needs, with its defaults.
+
+Around it, the Django side: :mod:`fitcalc.forms` validates each input; :mod:`fitcalc.selectors`
+builds the request (``fit_request``), reads the GPUs (``gpu_facts``, ``llm_jobs``) and answers
+(``fit``, ``serving_plans``); :mod:`fitcalc.models` stores the Hugging Face models that
+:mod:`fitcalc.services` imports through :mod:`fitcalc.hub`, the only module that calls the Hub.
 
 Every input error is a :class:`FitInputError` (a ``ValueError``) carrying the field name.
 """

@@ -133,19 +133,149 @@ def _sliding_layers(config: Mapping[str, Any], model_type: str, layers: int) -> 
     return None, 0
 
 
-def config_shapes(config: Mapping[str, Any]) -> ConfigShapes:
-    """Count a decoder's parameters and KV cache from its config.json (see the module docstring).
-
-    Raises :class:`FitInputError` on field ``hf_model`` when a needed key is missing or not a number.
-    """
+def _checked_config(config: Any) -> tuple[Mapping[str, Any], str]:
+    """The language model's config (``text_config`` where nested) and its model type, or
+    FitInputError when a key every decoder has is missing."""
     if not isinstance(config, Mapping):
         raise FitInputError("hf_model", "config.json is not a JSON object")
     config = text_config(config)
     for key in REQUIRED_KEYS:
         if key not in config:
             raise FitInputError("hf_model", f"config.json has no {key!r}, which the calculator needs")
-    model_type = str(config.get("model_type") or "")
-    notes: list[Any] = []  # lazy translations: presets are read at import time
+    return config, str(config.get("model_type") or "")
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """One layer's attention: its parameters, KV cache values per token, and LoRA in+out widths."""
+
+    params: int
+    kv_values: int
+    kv_shards: int
+    head_dim: int
+    lora_width: int
+    latent: bool
+
+
+def _latent_attention(config: Mapping[str, Any], *, h: int, heads: int) -> AttentionShape:
+    """DeepSeek's multi-head latent attention: low-rank queries, one compressed latent for K and V."""
+    q_lora = _int(config, "q_lora_rank", default=0)
+    kv_lora = _int(config, "kv_lora_rank")
+    nope = _int(config, "qk_nope_head_dim")
+    rope = _int(config, "qk_rope_head_dim")
+    v_dim = _int(config, "v_head_dim")
+    q = (h * q_lora + q_lora + q_lora * heads * (nope + rope)) if q_lora else h * heads * (nope + rope)
+    lora = (h + heads * (nope + rope)) + (h + kv_lora + rope) + (kv_lora + heads * (nope + v_dim))
+    return AttentionShape(
+        params=q + h * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim) + heads * v_dim * h,
+        kv_values=kv_lora + rope,
+        kv_shards=1,
+        head_dim=v_dim,
+        lora_width=lora + heads * v_dim + h,
+        latent=True,
+    )
+
+
+def _attention(
+    config: Mapping[str, Any], model_type: str, *, h: int, heads: int, kv_heads: int, head_dim: int
+) -> AttentionShape:
+    """Grouped-query attention (latent attention where the config has a KV LoRA rank)."""
+    if model_type == "deepseek_v3" or "kv_lora_rank" in config:
+        return _latent_attention(config, h=h, heads=heads)
+    q_out, kv_out = heads * head_dim, kv_heads * head_dim
+    params = h * q_out + 2 * h * kv_out + q_out * h
+    if model_type == "qwen2" or bool(config.get("attention_bias", False)):
+        params += q_out + 2 * kv_out
+    if model_type == "gpt_oss":
+        params += h + heads  # o bias, and gpt-oss's per-head attention sinks
+    if model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
+        params += 2 * head_dim  # query and key norms
+    return AttentionShape(
+        params=params,
+        kv_values=2 * kv_out,
+        kv_shards=kv_heads,
+        head_dim=head_dim,
+        lora_width=(h + q_out) + 2 * (h + kv_out) + (q_out + h),
+        latent=False,
+    )
+
+
+@dataclass(frozen=True)
+class MlpShape:
+    """The MLPs of all layers: parameters, those of experts (all, and inactive per token), the
+    width a token goes through, and the LoRA in+out widths."""
+
+    params: int
+    expert_params: int
+    inactive: int
+    active_width: int
+    lora_width: int
+    experts: int | None
+    top_k: int | None
+
+
+def _moe_mlp(
+    config: Mapping[str, Any], model_type: str, *, h: int, layers: int, experts: int, dense_width: int, mlp_bias: bool
+) -> MlpShape:
+    """Mixture-of-experts MLPs, with the dense layers some models keep first (DeepSeek, Qwen)."""
+    top_k = _int(config, "num_experts_per_tok", default=config.get("experts_per_token"))
+    expert_width = _int(config, "moe_intermediate_size", default=dense_width or None)
+    dense_layers = _int(config, "first_k_dense_replace", default=0)
+    mlp_only = config.get("mlp_only_layers") or []
+    dense_layers += len(mlp_only) if isinstance(mlp_only, list) else 0
+    moe_layers = layers - dense_layers
+    one_expert = 3 * h * expert_width
+    if model_type == "gpt_oss":
+        one_expert += 2 * expert_width + h  # gate_up and down biases
+    shared = _int(config, "n_shared_experts", default=0)
+    router = h * experts + (experts if model_type in ("gpt_oss", "deepseek_v3") else 0)
+    moe_layer = experts * one_expert + shared * one_expert + router
+    dense_layer = 3 * h * dense_width + (2 * dense_width + h if mlp_bias else 0)
+    return MlpShape(
+        params=moe_layers * moe_layer + dense_layers * dense_layer,
+        expert_params=moe_layers * experts * one_expert,
+        inactive=moe_layers * (experts - top_k) * one_expert,
+        active_width=(top_k + shared) * expert_width,
+        lora_width=moe_layers * (experts + shared) * 3 * (h + expert_width) + dense_layers * 3 * (h + dense_width),
+        experts=experts,
+        top_k=top_k,
+    )
+
+
+def _mlp(config: Mapping[str, Any], model_type: str, *, h: int, layers: int) -> MlpShape:
+    """Gated MLPs (three matrices), dense or mixture of experts."""
+    experts = config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts")
+    mlp_bias = bool(config.get("mlp_bias", False))
+    dense_width = _int(config, "intermediate_size", default=0)
+    if isinstance(experts, int) and experts > 1:
+        return _moe_mlp(
+            config, model_type, h=h, layers=layers, experts=experts, dense_width=dense_width, mlp_bias=mlp_bias
+        )
+    if not dense_width:
+        raise FitInputError("hf_model", "config.json has no 'intermediate_size', which the calculator needs")
+    return MlpShape(
+        params=layers * (3 * h * dense_width + (2 * dense_width + h if mlp_bias else 0)),
+        expert_params=0,
+        inactive=0,
+        active_width=dense_width,
+        lora_width=layers * 3 * (h + dense_width),
+        experts=None,
+        top_k=None,
+    )
+
+
+def _shape_notes(
+    config: Mapping[str, Any],
+    model_type: str,
+    *,
+    attention: AttentionShape,
+    layers: int,
+    window: int | None,
+    sliding: int,
+) -> tuple[Any, ...]:
+    """What a reader should know about how the shapes were read (lazy translations: presets are
+    read at import time)."""
+    notes: list[Any] = []
     if model_type not in KNOWN_MODEL_TYPES:
         notes.append(
             format_lazy(
@@ -155,98 +285,16 @@ def config_shapes(config: Mapping[str, Any]) -> ConfigShapes:
                 type=model_type or "unknown",
             )
         )
-    h = _int(config, "hidden_size")
-    layers = _int(config, "num_hidden_layers")
-    heads = _int(config, "num_attention_heads")
-    kv_heads = _int(config, "num_key_value_heads", default=heads)
-    if min(h, layers, heads, kv_heads) <= 0:
-        raise FitInputError("hf_model", "config.json gives a zero size")
-    head_dim = _int(config, "head_dim", default=h // heads)
-    vocab = _int(config, "vocab_size")
-    tied = bool(config.get("tie_word_embeddings", model_type in ("gemma2", "gemma3_text")))
-    max_context = config.get("max_position_embeddings")
-    max_context = int(max_context) if isinstance(max_context, int) and max_context > 0 else None
-
-    latent = model_type == "deepseek_v3" or "kv_lora_rank" in config
-    qkv_bias = model_type == "qwen2" or bool(config.get("attention_bias", False))
-    o_bias = model_type == "gpt_oss"
-    qk_norm = model_type in ("qwen3", "qwen3_moe", "gemma3_text")
-    norms_per_layer = 4 if model_type in ("gemma2", "gemma3_text") else 2
-
-    # Attention.
-    if latent:
-        q_lora = _int(config, "q_lora_rank", default=0)
-        kv_lora = _int(config, "kv_lora_rank")
-        nope = _int(config, "qk_nope_head_dim")
-        rope = _int(config, "qk_rope_head_dim")
-        v_dim = _int(config, "v_head_dim")
-        q = (h * q_lora + q_lora + q_lora * heads * (nope + rope)) if q_lora else h * heads * (nope + rope)
-        attention = q + h * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim) + heads * v_dim * h
-        kv_values = kv_lora + rope
-        kv_shards = 1
-        head_dim = v_dim
-        lora_attention = (h + heads * (nope + rope)) + (h + kv_lora + rope) + (kv_lora + heads * (nope + v_dim))
-        lora_attention += heads * v_dim + h
-    else:
-        q_out, kv_out = heads * head_dim, kv_heads * head_dim
-        attention = h * q_out + 2 * h * kv_out + q_out * h
-        if qkv_bias:
-            attention += q_out + 2 * kv_out
-        if o_bias:
-            attention += h + heads  # o bias, and gpt-oss's per-head attention sinks
-        if qk_norm:
-            attention += 2 * head_dim
-        kv_values = 2 * kv_out
-        kv_shards = kv_heads
-        lora_attention = (h + q_out) + 2 * (h + kv_out) + (q_out + h)
-
-    # MLP: dense layers, MoE layers, experts.
-    experts = config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts")
-    experts = int(experts) if isinstance(experts, int) and experts > 1 else None
-    mlp_bias = bool(config.get("mlp_bias", False))
-    dense_width = _int(config, "intermediate_size", default=0)
-    expert_params = 0
-    if experts:
-        top_k = _int(config, "num_experts_per_tok", default=config.get("experts_per_token"))
-        expert_width = _int(config, "moe_intermediate_size", default=dense_width or None)
-        dense_layers = _int(config, "first_k_dense_replace", default=0)
-        mlp_only = config.get("mlp_only_layers") or []
-        dense_layers += len(mlp_only) if isinstance(mlp_only, list) else 0
-        moe_layers = layers - dense_layers
-        one_expert = 3 * h * expert_width
-        if model_type == "gpt_oss":
-            one_expert += 2 * expert_width + h  # gate_up and down biases
-        shared = _int(config, "n_shared_experts", default=0)
-        router = h * experts + (experts if model_type in ("gpt_oss", "deepseek_v3") else 0)
-        moe_layer = experts * one_expert + shared * one_expert + router
-        dense_layer = 3 * h * dense_width + (2 * dense_width + h if mlp_bias else 0)
-        mlp_total = moe_layers * moe_layer + dense_layers * dense_layer
-        expert_params = moe_layers * experts * one_expert
-        inactive = moe_layers * (experts - top_k) * one_expert
-        active_width = (top_k + shared) * expert_width
-        lora_mlp = moe_layers * (experts + shared) * 3 * (h + expert_width) + dense_layers * 3 * (h + dense_width)
-    else:
-        if not dense_width:
-            raise FitInputError("hf_model", "config.json has no 'intermediate_size', which the calculator needs")
-        top_k = None
-        mlp_total = layers * (3 * h * dense_width + (2 * dense_width + h if mlp_bias else 0))
-        inactive = 0
-        active_width = dense_width
-        lora_mlp = layers * 3 * (h + dense_width)
-
-    embedding = vocab * h * (1 if tied else 2)
-    params = layers * (attention + norms_per_layer * h) + mlp_total + embedding + h
-    window, sliding = _sliding_layers(config, model_type, layers)
     if model_type == "deepseek_v3" and config.get("num_nextn_predict_layers"):
         notes.append(_("the multi-token-prediction module (speculative decoding only) is not counted"))
-    if latent:
+    if attention.latent:
         notes.append(
             format_lazy(
                 _(
                     "multi-head latent attention: the KV cache holds the compressed latent and rotary key "
                     "({values} values per token and layer), not full keys and values"
                 ),
-                values=kv_values,
+                values=attention.kv_values,
             )
         )
     if window and sliding:
@@ -260,29 +308,54 @@ def config_shapes(config: Mapping[str, Any]) -> ConfigShapes:
                 window=f"{window:,}",
             )
         )
+    return tuple(notes)
+
+
+def config_shapes(config: Mapping[str, Any]) -> ConfigShapes:
+    """Count a decoder's parameters and KV cache from its config.json (see the module docstring).
+
+    Raises :class:`FitInputError` on field ``hf_model`` when a needed key is missing or not a number.
+    """
+    config, model_type = _checked_config(config)
+    h = _int(config, "hidden_size")
+    layers = _int(config, "num_hidden_layers")
+    heads = _int(config, "num_attention_heads")
+    kv_heads = _int(config, "num_key_value_heads", default=heads)
+    if min(h, layers, heads, kv_heads) <= 0:
+        raise FitInputError("hf_model", "config.json gives a zero size")
+    head_dim = _int(config, "head_dim", default=h // heads)
+    vocab = _int(config, "vocab_size")
+    tied = bool(config.get("tie_word_embeddings", model_type in ("gemma2", "gemma3_text")))
+    max_context = config.get("max_position_embeddings")
+    norms_per_layer = 4 if model_type in ("gemma2", "gemma3_text") else 2
+    attention = _attention(config, model_type, h=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim)
+    mlp = _mlp(config, model_type, h=h, layers=layers)
+    embedding = vocab * h * (1 if tied else 2)
+    params = layers * (attention.params + norms_per_layer * h) + mlp.params + embedding + h
+    window, sliding = _sliding_layers(config, model_type, layers)
     return ConfigShapes(
         model_type=model_type,
         params=params,
-        active_params=params - inactive,
-        expert_params=expert_params,
+        active_params=params - mlp.inactive,
+        expert_params=mlp.expert_params,
         embedding_params=embedding,
         layers=layers,
         hidden=h,
         heads=heads,
-        kv_heads=kv_heads if not latent else 1,
-        head_dim=head_dim,
-        intermediate=active_width,
+        kv_heads=kv_heads if not attention.latent else 1,
+        head_dim=attention.head_dim,
+        intermediate=mlp.active_width,
         vocab=vocab,
         tied_embeddings=tied,
-        max_context=max_context,
-        experts=experts,
-        experts_active=top_k,
-        kv_values_per_token_layer=kv_values,
-        kv_shards=kv_shards,
+        max_context=int(max_context) if isinstance(max_context, int) and max_context > 0 else None,
+        experts=mlp.experts,
+        experts_active=mlp.top_k,
+        kv_values_per_token_layer=attention.kv_values,
+        kv_shards=attention.kv_shards,
         sliding_window=window if sliding else None,
         sliding_layers=sliding,
-        lora_attention_width=lora_attention,
-        lora_mlp_width=lora_mlp,
-        latent_attention=latent,
-        notes=tuple(notes),
+        lora_attention_width=attention.lora_width,
+        lora_mlp_width=mlp.lora_width,
+        latent_attention=attention.latent,
+        notes=_shape_notes(config, model_type, attention=attention, layers=layers, window=window, sliding=sliding),
     )

@@ -66,7 +66,7 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
     """Cost to finish against time to finish (both log scales), one marker per GPU and count.
 
     Measured and estimated throughput apart (estimates hollow); each GPU's recommended count
-    ringed; a dashed line at ``max_hours`` (seed 000: a run should finish within 24 hours).
+    ringed; a dashed line at ``max_hours`` (the GPU selection help page: a run should finish within 24 hours).
     """
     fig = go.Figure()
     hover = (

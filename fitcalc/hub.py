@@ -1,4 +1,5 @@
-"""A model by its Hugging Face id: its config.json through ``huggingface_hub``, read into a ModelSpec.
+"""A model's config.json from the Hugging Face Hub through ``huggingface_hub``: the network side of
+importing a model (:func:`fitcalc.services.hf_model_import`); nothing that answers a read calls it.
 
 Only where the deployment allows it (setting ``FITCALC_HF_ONLINE``, off by default: the demo and
 the tests are offline). The endpoint is the ``HF_ENDPOINT`` setting (``huggingface_hub``'s own
@@ -12,9 +13,9 @@ answering an error, a config.json that is not JSON or lacks the keys the calcula
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,13 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import validate_repo_id
 
-from fitcalc.errors import FitInputError
-from fitcalc.presets import Citation, ModelSpec, model_spec_from_config
+from fitcalc.errors import FitInputError, HubRefusal
 
 FIELD = "hf_model"
 #: Owner and name as the Hub allows them (letters, digits, ``-``, ``_``, ``.``; 96 characters each).
 REPO_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 MAX_CONFIG_BYTES = 1_000_000
+COMMIT_PATTERN = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _error_kind(error: BaseException) -> str:
@@ -53,7 +54,7 @@ def _error_kind(error: BaseException) -> str:
     return ""
 
 
-def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInputError:
+def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> HubRefusal:
     """The error to show when the Hub did not deliver: a timeout, an HTTP status, or unreachable."""
     causes: list[BaseException] = []
     current: BaseException | None = error
@@ -62,15 +63,20 @@ def _unreachable(error: BaseException, *, repo_id: str, timeout: int) -> FitInpu
         current = current.__cause__ or current.__context__
     for cause in causes:
         if _error_kind(cause) == "timeout":
-            return FitInputError(FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout})
+            return HubRefusal(
+                FIELD, _("Hugging Face did not answer within %(seconds)s s") % {"seconds": timeout}, kind="unavailable"
+            )
         status = getattr(getattr(cause, "response", None), "status_code", None)
         if isinstance(cause, HfHubHTTPError) and status:
-            return FitInputError(
+            return HubRefusal(
                 FIELD,
                 _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
                 % {"status": status, "id": repo_id},
+                kind="unavailable",
             )
-    return FitInputError(FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id})
+    return HubRefusal(
+        FIELD, _("Hugging Face could not be reached to load %(id)s") % {"id": repo_id}, kind="unavailable"
+    )
 
 
 def hf_repo_id_check(*, repo_id: str) -> str:
@@ -88,17 +94,43 @@ def hf_repo_id_check(*, repo_id: str) -> str:
     return text
 
 
-def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HubConfig:
+    """A config.json as the Hub served it: the parsed object, the commit it was read at (empty if
+    the Hub did not say) and the page that shows it."""
+
+    repo_id: str
+    config: dict[str, Any]
+    revision: str
+    source_url: str
+
+
+def hf_config_fetch(*, repo_id: str) -> HubConfig:
     """The parsed config.json of ``repo_id`` from the configured endpoint (see the module docstring)."""
     if not settings.FITCALC_HF_ONLINE:
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _(
                 "this deployment is offline, so models can't be loaded from Hugging Face: "
                 "choose one of the presets or give the parameter count"
             ),
+            kind="offline",
         )
     repo_id = hf_repo_id_check(repo_id=repo_id)
+    file = _config_download(repo_id=repo_id)
+    config = _config_read(file=file, repo_id=repo_id)
+    # huggingface_hub stores each download under snapshots/<commit>/ in its cache.
+    revision = file.parent.name if COMMIT_PATTERN.match(file.parent.name) else ""
+    return HubConfig(
+        repo_id=repo_id,
+        config=config,
+        revision=revision,
+        source_url=hf_config_source_url(repo_id=repo_id, revision=revision),
+    )
+
+
+def _config_download(*, repo_id: str) -> Path:
+    """The local file of ``repo_id``'s config.json, or the HubRefusal saying why the Hub didn't give it."""
     timeout = settings.FITCALC_HF_TIMEOUT_S
     try:
         path = hf_hub_download(
@@ -114,67 +146,60 @@ def hf_config_fetch(*, repo_id: str) -> dict[str, Any]:
         # Hub's own failure (a timeout, an HTTP error, no connection) is the cause.
         raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
     except GatedRepoError:
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _("%(id)s is gated on Hugging Face: its config can only be read after accepting its licence there")
             % {"id": repo_id},
+            kind="gated",
         ) from None
     except RepositoryNotFoundError:
-        raise FitInputError(
-            FIELD, _("there is no public model called %(id)s on Hugging Face") % {"id": repo_id}
+        raise HubRefusal(
+            FIELD, _("there is no public model called %(id)s on Hugging Face") % {"id": repo_id}, kind="missing"
         ) from None
     except RevisionNotFoundError:
-        raise FitInputError(FIELD, _("%(id)s has no main branch on Hugging Face") % {"id": repo_id}) from None
+        raise HubRefusal(
+            FIELD, _("%(id)s has no main branch on Hugging Face") % {"id": repo_id}, kind="missing"
+        ) from None
     except EntryNotFoundError:
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _("%(id)s has no config.json: it is not a transformers model the calculator can read") % {"id": repo_id},
+            kind="missing",
         ) from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        raise FitInputError(
+        raise HubRefusal(
             FIELD,
             _("Hugging Face answered %(status)s when asked for %(id)s's config.json")
             % {"status": status, "id": repo_id},
+            kind="unavailable",
         ) from None
     except Exception as error:  # transport errors of huggingface_hub's HTTP client, by class name
         if not _error_kind(error):
             raise
         raise _unreachable(error, repo_id=repo_id, timeout=timeout) from None
-    file = Path(path)
+    return Path(path)
+
+
+def _config_read(*, file: Path, repo_id: str) -> dict[str, Any]:
+    """The config.json as a JSON object, or the HubRefusal saying why it can't be one."""
     if file.stat().st_size > MAX_CONFIG_BYTES:
-        raise FitInputError(FIELD, _("%(id)s's config.json is too large to be a model configuration") % {"id": repo_id})
+        raise HubRefusal(
+            FIELD,
+            _("%(id)s's config.json is too large to be a model configuration") % {"id": repo_id},
+            kind="unreadable",
+        )
     try:
         config = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise FitInputError(FIELD, _("%(id)s's config.json is not valid JSON") % {"id": repo_id}) from None
+        raise HubRefusal(
+            FIELD, _("%(id)s's config.json is not valid JSON") % {"id": repo_id}, kind="unreadable"
+        ) from None
     if not isinstance(config, dict):
-        raise FitInputError(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id})
+        raise HubRefusal(FIELD, _("%(id)s's config.json is not a JSON object") % {"id": repo_id}, kind="unreadable")
     return config
 
 
-def hf_model_spec(*, repo_id: str, today: dt.date | None = None) -> ModelSpec:
-    """The ModelSpec of ``repo_id`` from its config.json, cited with the date it was read."""
-    config = hf_config_fetch(repo_id=repo_id)
-    repo_id = repo_id.strip()
-    url = f"{settings.HF_ENDPOINT.rstrip('/')}/{repo_id}/blob/main/config.json"
-    citation = Citation(
-        title=f"{repo_id}: config.json",
-        publisher="Hugging Face",
-        date=(today or dt.date.today()).isoformat(),
-        url=url,
-    )
-    quantization = config.get("quantization_config")
-    native = None
-    if isinstance(quantization, dict):
-        method = str(quantization.get("quant_method", "")).lower()
-        native = {"fp8": "fp8", "mxfp4": "mxfp4", "gptq": "gptq", "awq": "awq"}.get(method)
-    return model_spec_from_config(
-        config=config,
-        slug=f"hf:{repo_id}",
-        name=repo_id,
-        hf_repo=repo_id,
-        citations=(citation,),
-        native_precision=native,
-        notes=(_("shapes read from %(id)s's config.json on Hugging Face") % {"id": repo_id},),
-    )
+def hf_config_source_url(*, repo_id: str, revision: str) -> str:
+    """The page of the config.json that was read, at its commit where the Hub said it."""
+    return f"{settings.HF_ENDPOINT.rstrip('/')}/{repo_id}/blob/{revision or 'main'}/config.json"

@@ -66,7 +66,7 @@ several GPUs see :mod:`fitcalc.plan`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -352,6 +352,157 @@ def _inference_activation_bytes(*, model: ModelSpec, context: int, batch: int) -
     return working_set + logits
 
 
+def _chosen_precision(*, model: ModelSpec, mode: Mode, precision: Precision | str | None) -> Precision:
+    """The weights' format: the one given, the model's release format for inference, else the mode's default."""
+    if precision is not None:
+        return _enum_value(Precision, precision, "precision")
+    if mode is Mode.INFERENCE and model.native_precision:
+        return Precision(model.native_precision)
+    return DEFAULT_PRECISION[mode]
+
+
+def _check_mode_precision(*, mode: Mode, chosen: Precision) -> None:
+    """qlora is 4-bit only; full updates need a float format."""
+    if mode is Mode.QLORA and chosen is not Precision.INT4:
+        raise FitInputError(
+            "precision", "qlora keeps the base weights in 4-bit NF4; use mode=lora for 8, 16 or 32-bit base weights"
+        )
+    if mode in (Mode.FULL_FINETUNE, Mode.TRAIN) and WEIGHT_FORMATS[chosen].quantised:
+        raise FitInputError(
+            "precision",
+            f"{mode.value} updates every weight, which can't be done in {chosen.value}; "
+            "use fp32, bf16 or fp16, or mode=qlora / lora for a quantised base",
+        )
+
+
+def _chosen_kv_precision(*, weights: Precision, kv_cache_precision: KvPrecision | str | None) -> KvPrecision:
+    """The KV cache's format: the one given, else FP32 beside FP32 weights and BF16 beside any other."""
+    if kv_cache_precision is None:
+        return KvPrecision.FP32 if weights is Precision.FP32 else KvPrecision.BF16
+    return _enum_value(KvPrecision, kv_cache_precision, "kv_cache_precision")
+
+
+def _model_notes(*, model: ModelSpec, context: int) -> list[str]:
+    """The model's own notes, and a context beyond its published maximum."""
+    notes = list(model.notes)
+    if model.max_context is not None and model.is_transformer and context > model.max_context:
+        notes.append(
+            _("context %(context)s exceeds the model's published maximum of %(maximum)s tokens")
+            % {"context": f"{context:,}", "maximum": f"{model.max_context:,}"}
+        )
+    return notes
+
+
+def _check_activation_gib(value: float | None) -> None:
+    if value is not None and (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or value > 1e6
+    ):
+        raise FitInputError("activation_gib_per_sample", "must be a non-negative number of GiB below 1,000,000")
+
+
+@dataclass(frozen=True)
+class TrainedState:
+    """Bytes of the weights (with any adapters), gradients and optimizer, and the trainable parameters."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    trainable: int
+    notes: tuple[str, ...]
+
+
+def _lora_state(*, model: ModelSpec, weights: float, lora_rank: int, lora_targets: LoraTargets | str) -> TrainedState:
+    """LoRA and QLoRA: the base weights frozen, the adapters trained with Adam."""
+    targets = _enum_value(LoraTargets, lora_targets, "lora_targets")
+    computed = lora_trainable_params(model=model, rank=lora_rank, targets=targets)
+    if computed is None:
+        trainable = round(model.params * LORA_FALLBACK_FRACTION)
+        note = _("model shapes unknown: LoRA trainable parameters taken as %(share)s of the total") % {
+            "share": f"{LORA_FALLBACK_FRACTION:.0%}"
+        }
+    else:
+        trainable = computed
+        note = _("LoRA rank %(rank)d on %(targets)s: %(trainable)s trainable parameters") % {
+            "rank": lora_rank,
+            "targets": targets.value,
+            "trainable": f"{trainable:,}",
+        }
+    return TrainedState(
+        weights=weights + trainable * ADAPTER_WEIGHT_BYTES,
+        gradients=trainable * ADAPTER_GRADIENT_BYTES,
+        optimizer=trainable * ADAPTER_OPTIMIZER_BYTES,
+        trainable=trainable,
+        notes=(note,),
+    )
+
+
+def _trained_state(
+    *, model: ModelSpec, mode: Mode, precision: Precision, lora_rank: int, lora_targets: LoraTargets | str
+) -> TrainedState:
+    """Weights, gradients and optimizer states of the mode: inference keeps the weights only."""
+    weights, notes = _weights_bytes(model=model, precision=precision, qlora=mode is Mode.QLORA)
+    if mode in (Mode.LORA, Mode.QLORA):
+        lora = _lora_state(model=model, weights=weights, lora_rank=lora_rank, lora_targets=lora_targets)
+        return replace(lora, notes=(*notes, *lora.notes))
+    if mode in (Mode.FULL_FINETUNE, Mode.TRAIN):
+        weight_b, grad_b, optim_b = FP32_ADAM_BYTES if precision is Precision.FP32 else MIXED_ADAM_BYTES
+        return TrainedState(
+            weights=model.params * weight_b,
+            gradients=model.params * grad_b,
+            optimizer=model.params * optim_b,
+            trainable=model.params,
+            notes=tuple(notes),
+        )
+    return TrainedState(weights=weights, gradients=0.0, optimizer=0.0, trainable=0, notes=tuple(notes))
+
+
+def _kv_bytes(
+    *, model: ModelSpec, mode: Mode, context: int, batch: int, kv_precision: KvPrecision
+) -> tuple[float, list[str]]:
+    """The KV cache: autoregressive inference only."""
+    if mode is not Mode.INFERENCE:
+        return 0.0, []
+    if model.kind == "encoder":
+        return 0.0, [_("encoder model: no KV cache")]
+    if model.kind != "decoder":
+        return 0.0, []
+    cache = kv_cache_bytes(model=model, context=context, sequences=batch, kv_precision=kv_precision)
+    if cache is None:
+        return 0.0, [_("KV cache not estimated: layers, KV heads and head dim are unknown")]
+    return cache, []
+
+
+def _activation_bytes(
+    *,
+    model: ModelSpec,
+    precision: Precision,
+    context: int,
+    batch: int,
+    training: bool,
+    checkpointing: bool,
+    flash_attention: bool,
+    activation_gib_per_sample: float | None,
+) -> tuple[float, list[str]]:
+    """Activations: the given GiB per sample, else the transformer formulas (module docstring)."""
+    if activation_gib_per_sample is not None:
+        note = _("activations from the given %(gib)s GiB per sample") % {"gib": f"{activation_gib_per_sample:g}"}
+        return activation_gib_per_sample * batch * GIB, [note]
+    if not model.is_transformer:
+        return 0.0, []
+    if not (model.layers and model.hidden and model.heads):
+        return 0.0, [_("activations not estimated: layers, hidden size and heads are unknown")]
+    if not training:
+        return _inference_activation_bytes(model=model, context=context, batch=batch), []
+    stored = _training_activation_bytes(
+        model=model, context=context, batch=batch, checkpointing=checkpointing, flash_attention=flash_attention
+    )
+    return stored * 2 if precision is Precision.FP32 else stored, []
+
+
 def memory_estimate(
     *,
     model: ModelSpec,
@@ -374,113 +525,33 @@ def memory_estimate(
     field for impossible or unsupported input.
     """
     chosen_mode = _enum_value(Mode, mode, "mode")
-    if precision is not None:
-        chosen_precision = _enum_value(Precision, precision, "precision")
-    elif chosen_mode is Mode.INFERENCE and model.native_precision:
-        chosen_precision = Precision(model.native_precision)
-    else:
-        chosen_precision = DEFAULT_PRECISION[chosen_mode]
+    chosen_precision = _chosen_precision(model=model, mode=chosen_mode, precision=precision)
     context = _check_int("context", context, minimum=1, maximum=MAX_CONTEXT)
     batch = _check_int("batch", batch, minimum=1, maximum=MAX_BATCH)
-    if chosen_mode is Mode.QLORA and chosen_precision is not Precision.INT4:
-        raise FitInputError(
-            "precision", "qlora keeps the base weights in 4-bit NF4; use mode=lora for 8, 16 or 32-bit base weights"
-        )
-    if chosen_mode in (Mode.FULL_FINETUNE, Mode.TRAIN) and WEIGHT_FORMATS[chosen_precision].quantised:
-        raise FitInputError(
-            "precision",
-            f"{chosen_mode.value} updates every weight, which can't be done in {chosen_precision.value}; "
-            "use fp32, bf16 or fp16, or mode=qlora / lora for a quantised base",
-        )
-    if kv_cache_precision is None:
-        cache_precision = KvPrecision.FP32 if chosen_precision is Precision.FP32 else KvPrecision.BF16
-    else:
-        cache_precision = _enum_value(KvPrecision, kv_cache_precision, "kv_cache_precision")
-    if activation_gib_per_sample is not None and (
-        isinstance(activation_gib_per_sample, bool)
-        or not isinstance(activation_gib_per_sample, int | float)
-        or not math.isfinite(activation_gib_per_sample)
-        or activation_gib_per_sample < 0
-        or activation_gib_per_sample > 1e6
-    ):
-        raise FitInputError("activation_gib_per_sample", "must be a non-negative number of GiB below 1,000,000")
+    _check_mode_precision(mode=chosen_mode, chosen=chosen_precision)
+    cache_precision = _chosen_kv_precision(weights=chosen_precision, kv_cache_precision=kv_cache_precision)
+    _check_activation_gib(activation_gib_per_sample)
     training = chosen_mode in TRAINING_MODES
-    checkpointing = (chosen_mode is not Mode.TRAIN) if activation_checkpointing is None else activation_checkpointing
-    if not training:
-        checkpointing = False
-    notes: list[str] = list(model.notes)
-    if model.max_context is not None and model.is_transformer and context > model.max_context:
-        notes.append(
-            _("context %(context)s exceeds the model's published maximum of %(maximum)s tokens")
-            % {"context": f"{context:,}", "maximum": f"{model.max_context:,}"}
-        )
-
-    # Weights (+ LoRA adapters), gradients, optimizer.
-    weights_bytes, weight_notes = _weights_bytes(
-        model=model, precision=chosen_precision, qlora=chosen_mode is Mode.QLORA
+    checkpointing = training and (
+        (chosen_mode is not Mode.TRAIN) if activation_checkpointing is None else activation_checkpointing
     )
-    notes.extend(weight_notes)
-    gradients_bytes = 0.0
-    optimizer_bytes = 0.0
-    trainable = 0
-    if chosen_mode in (Mode.LORA, Mode.QLORA):
-        targets = _enum_value(LoraTargets, lora_targets, "lora_targets")
-        computed = lora_trainable_params(model=model, rank=lora_rank, targets=targets)
-        if computed is None:
-            trainable = round(model.params * LORA_FALLBACK_FRACTION)
-            notes.append(
-                _("model shapes unknown: LoRA trainable parameters taken as %(share)s of the total")
-                % {"share": f"{LORA_FALLBACK_FRACTION:.0%}"}
-            )
-        else:
-            trainable = computed
-            notes.append(
-                _("LoRA rank %(rank)d on %(targets)s: %(trainable)s trainable parameters")
-                % {"rank": lora_rank, "targets": targets.value, "trainable": f"{trainable:,}"}
-            )
-        weights_bytes += trainable * ADAPTER_WEIGHT_BYTES
-        gradients_bytes = trainable * ADAPTER_GRADIENT_BYTES
-        optimizer_bytes = trainable * ADAPTER_OPTIMIZER_BYTES
-    elif chosen_mode in (Mode.FULL_FINETUNE, Mode.TRAIN):
-        trainable = model.params
-        weight_b, grad_b, optim_b = FP32_ADAM_BYTES if chosen_precision is Precision.FP32 else MIXED_ADAM_BYTES
-        weights_bytes = model.params * weight_b
-        gradients_bytes = model.params * grad_b
-        optimizer_bytes = model.params * optim_b
-
-    # KV cache: autoregressive inference only.
-    kv_bytes = 0.0
-    if chosen_mode is Mode.INFERENCE and model.kind == "decoder":
-        cache = kv_cache_bytes(model=model, context=context, sequences=batch, kv_precision=cache_precision)
-        if cache is not None:
-            kv_bytes = cache
-        else:
-            notes.append(_("KV cache not estimated: layers, KV heads and head dim are unknown"))
-    elif chosen_mode is Mode.INFERENCE and model.kind == "encoder":
-        notes.append(_("encoder model: no KV cache"))
-
-    # Activations.
-    activation_bytes = 0.0
-    if activation_gib_per_sample is not None:
-        activation_bytes = activation_gib_per_sample * batch * GIB
-        notes.append(_("activations from the given %(gib)s GiB per sample") % {"gib": f"{activation_gib_per_sample:g}"})
-    elif model.is_transformer and model.layers and model.hidden and model.heads:
-        if training:
-            activation_bytes = _training_activation_bytes(
-                model=model,
-                context=context,
-                batch=batch,
-                checkpointing=checkpointing,
-                flash_attention=flash_attention,
-            )
-            if chosen_precision is Precision.FP32:
-                activation_bytes *= 2
-        else:
-            activation_bytes = _inference_activation_bytes(model=model, context=context, batch=batch)
-    elif model.is_transformer:
-        notes.append(_("activations not estimated: layers, hidden size and heads are unknown"))
-
-    fragmentation_bytes = FRAGMENTATION_FACTOR * (activation_bytes + gradients_bytes + kv_bytes)
+    state = _trained_state(
+        model=model, mode=chosen_mode, precision=chosen_precision, lora_rank=lora_rank, lora_targets=lora_targets
+    )
+    kv_bytes, kv_notes = _kv_bytes(
+        model=model, mode=chosen_mode, context=context, batch=batch, kv_precision=cache_precision
+    )
+    activation_bytes, activation_notes = _activation_bytes(
+        model=model,
+        precision=chosen_precision,
+        context=context,
+        batch=batch,
+        training=training,
+        checkpointing=checkpointing,
+        flash_attention=flash_attention,
+        activation_gib_per_sample=activation_gib_per_sample,
+    )
+    fragmentation_bytes = FRAGMENTATION_FACTOR * (activation_bytes + state.gradients + kv_bytes)
     return MemoryBreakdown(
         model_slug=model.slug,
         model_name=model.name,
@@ -490,16 +561,16 @@ def memory_estimate(
         context=context,
         batch=batch,
         params=model.params,
-        trainable_params=trainable,
+        trainable_params=state.trainable,
         activation_checkpointing=checkpointing,
-        weights_gib=weights_bytes / GIB,
+        weights_gib=state.weights / GIB,
         kv_cache_gib=kv_bytes / GIB,
         activations_gib=activation_bytes / GIB,
-        gradients_gib=gradients_bytes / GIB,
-        optimizer_gib=optimizer_bytes / GIB,
+        gradients_gib=state.gradients / GIB,
+        optimizer_gib=state.optimizer / GIB,
         cuda_context_gib=CUDA_CONTEXT_GIB,
         fragmentation_gib=fragmentation_bytes / GIB,
         fragmentation_factor=FRAGMENTATION_FACTOR,
-        notes=tuple(notes),
+        notes=(*_model_notes(model=model, context=context), *state.notes, *kv_notes, *activation_notes),
         kv_shards=(model.kv_shards or model.kv_heads or 1) if chosen_mode is Mode.INFERENCE else 1,
     )

@@ -25,10 +25,10 @@ where the client measured it: fitcalc.parallel). Otherwise
 spec-sheet estimate flagged ``throughput_is_estimate``) and n GPUs run ``n x e^log2(n)`` times as
 fast, with ``e`` = :data:`SCALING_EFFICIENCY_PER_DOUBLING` = 0.9: each doubling of the GPU count
 keeps 90% of the per-GPU rate (speed-ups 1, 1.8, 3.24, 5.83 for 1, 2, 4, 8 GPUs). That is an
-assumption for data-parallel training within one host, not a measurement; seed 000 reports that a
+assumption for data-parallel training within one host, not a measurement; the GPU selection help page reports that a
 16-GPU DGX-2 did not reach twice the 8-GPU throughput, so real scaling can be worse.
 
-``hours = work_units / rate(n) / 3600``; ``cost = hours x price_per_gpu_hour x n``. Plans over :data:`MAX_HOURS` = 24 h are flagged (seed 000: one training
+``hours = work_units / rate(n) / 3600``; ``cost = hours x price_per_gpu_hour x n``. Plans over :data:`MAX_HOURS` = 24 h are flagged (the GPU selection help page: one training
 run should finish within 24 hours, so the next day's run can use what it taught).
 
 Buy versus rent

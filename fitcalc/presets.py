@@ -330,6 +330,69 @@ def _check_count(field_name: str, value: int | float | None, *, maximum: int | f
     return round(value)
 
 
+@dataclass
+class CustomShapes:
+    """A custom transformer's shapes while they are derived one from another (None: unknown yet),
+    with a note for each derivation."""
+
+    layers: int | None
+    hidden: int | None
+    heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    intermediate: int | None
+    mlp_matrices: int = 3
+    notes: list[str] = field(default_factory=list)
+
+
+def _derive_depth_and_width(shapes: CustomShapes, *, params: int) -> None:
+    """hidden from heads x head_dim; else hidden or layers from params ~= 12 x layers x hidden^2."""
+    if shapes.hidden is None and shapes.heads is not None and shapes.head_dim is not None:
+        shapes.hidden = shapes.heads * shapes.head_dim
+        shapes.notes.append(f"hidden size derived as heads x head_dim = {shapes.hidden}")
+    if shapes.hidden is None and shapes.layers is not None:
+        derived = math.sqrt(params / (12 * shapes.layers))
+        shapes.hidden = max(DEFAULT_HEAD_DIM, round(derived / DEFAULT_HEAD_DIM) * DEFAULT_HEAD_DIM)
+        shapes.notes.append(f"hidden size derived from params ~= 12 x layers x hidden^2: {shapes.hidden}")
+    if shapes.layers is None and shapes.hidden is not None:
+        shapes.layers = max(1, round(params / (12 * shapes.hidden * shapes.hidden)))
+        shapes.notes.append(f"layer count derived from params ~= 12 x layers x hidden^2: {shapes.layers}")
+
+
+def _derive_heads(shapes: CustomShapes) -> None:
+    """heads and head dim from the hidden size (head dim 128 when neither is given); KV heads = heads."""
+    if shapes.hidden is not None:
+        if shapes.heads is None and shapes.head_dim is None:
+            shapes.head_dim = DEFAULT_HEAD_DIM
+            shapes.notes.append(f"head dim not given: assumed {DEFAULT_HEAD_DIM}")
+        if shapes.heads is None and shapes.head_dim is not None:
+            shapes.heads = max(1, shapes.hidden // shapes.head_dim)
+            shapes.notes.append(f"heads derived as hidden / head_dim = {shapes.heads}")
+        if shapes.head_dim is None and shapes.heads is not None:
+            shapes.head_dim = max(1, shapes.hidden // shapes.heads)
+            shapes.notes.append(f"head dim derived as hidden / heads = {shapes.head_dim}")
+    if shapes.heads is not None and shapes.kv_heads is None:
+        shapes.kv_heads = shapes.heads
+        shapes.notes.append("KV heads not given: assumed equal to heads (no grouped-query attention)")
+    if shapes.heads is not None and shapes.kv_heads is not None and shapes.kv_heads > shapes.heads:
+        raise FitInputError("kv_heads", f"{shapes.kv_heads} KV heads is more than the {shapes.heads} attention heads")
+
+
+def _derive_transformer(shapes: CustomShapes, *, params: int) -> None:
+    """Every shape the given ones determine (see model_spec_custom), and what stays unknown."""
+    _derive_depth_and_width(shapes, params=params)
+    _derive_heads(shapes)
+    if shapes.intermediate is None and shapes.hidden is not None:
+        shapes.intermediate = 4 * shapes.hidden
+        shapes.mlp_matrices = 2
+        shapes.notes.append("MLP width not given: assumed 4 x hidden with a plain two-matrix MLP")
+    if shapes.layers is None or shapes.hidden is None:
+        shapes.notes.append(
+            "layers and hidden size unknown: KV cache and transformer activations are not estimated; "
+            "give layers, hidden, heads, kv_heads and head_dim for a complete estimate"
+        )
+
+
 def model_spec_custom(
     *,
     params: int | float,
@@ -363,72 +426,37 @@ def model_spec_custom(
         raise FitInputError("kind", f"unknown model kind {kind!r}; known kinds: {', '.join(MODEL_KINDS)}")
     n_params = _check_count("params", params, maximum=MAX_PARAMS)
     assert n_params is not None
-    n_layers = _check_count("layers", layers, maximum=MAX_LAYERS)
-    n_hidden = _check_count("hidden", hidden, maximum=MAX_HIDDEN)
-    n_heads = _check_count("heads", heads, maximum=MAX_HIDDEN)
-    n_kv = _check_count("kv_heads", kv_heads, maximum=MAX_HIDDEN)
-    n_head_dim = _check_count("head_dim", head_dim, maximum=MAX_HIDDEN)
-    n_inter = _check_count("intermediate", intermediate, maximum=MAX_HIDDEN * 16)
+    shapes = CustomShapes(
+        layers=_check_count("layers", layers, maximum=MAX_LAYERS),
+        hidden=_check_count("hidden", hidden, maximum=MAX_HIDDEN),
+        heads=_check_count("heads", heads, maximum=MAX_HIDDEN),
+        kv_heads=_check_count("kv_heads", kv_heads, maximum=MAX_HIDDEN),
+        head_dim=_check_count("head_dim", head_dim, maximum=MAX_HIDDEN),
+        intermediate=_check_count("intermediate", intermediate, maximum=MAX_HIDDEN * 16),
+    )
     n_vocab = _check_count("vocab", vocab, maximum=MAX_VOCAB)
-    notes: list[str] = []
-    mlp_matrices = 3
-
     if kind in ("decoder", "encoder"):
-        if n_hidden is None and n_heads is not None and n_head_dim is not None:
-            n_hidden = n_heads * n_head_dim
-            notes.append(f"hidden size derived as heads x head_dim = {n_hidden}")
-        if n_hidden is None and n_layers is not None:
-            derived = math.sqrt(n_params / (12 * n_layers))
-            n_hidden = max(DEFAULT_HEAD_DIM, round(derived / DEFAULT_HEAD_DIM) * DEFAULT_HEAD_DIM)
-            notes.append(f"hidden size derived from params ~= 12 x layers x hidden^2: {n_hidden}")
-        if n_layers is None and n_hidden is not None:
-            n_layers = max(1, round(n_params / (12 * n_hidden * n_hidden)))
-            notes.append(f"layer count derived from params ~= 12 x layers x hidden^2: {n_layers}")
-        if n_hidden is not None:
-            if n_heads is None and n_head_dim is None:
-                n_head_dim = DEFAULT_HEAD_DIM
-                notes.append(f"head dim not given: assumed {DEFAULT_HEAD_DIM}")
-            if n_heads is None and n_head_dim is not None:
-                n_heads = max(1, n_hidden // n_head_dim)
-                notes.append(f"heads derived as hidden / head_dim = {n_heads}")
-            if n_head_dim is None and n_heads is not None:
-                n_head_dim = max(1, n_hidden // n_heads)
-                notes.append(f"head dim derived as hidden / heads = {n_head_dim}")
-        if n_heads is not None and n_kv is None:
-            n_kv = n_heads
-            notes.append("KV heads not given: assumed equal to heads (no grouped-query attention)")
-        if n_heads is not None and n_kv is not None and n_kv > n_heads:
-            raise FitInputError("kv_heads", f"{n_kv} KV heads is more than the {n_heads} attention heads")
-        if n_inter is None and n_hidden is not None:
-            n_inter = 4 * n_hidden
-            mlp_matrices = 2
-            notes.append("MLP width not given: assumed 4 x hidden with a plain two-matrix MLP")
-        if n_layers is None or n_hidden is None:
-            notes.append(
-                "layers and hidden size unknown: KV cache and transformer activations are not estimated; "
-                "give layers, hidden, heads, kv_heads and head_dim for a complete estimate"
-            )
+        _derive_transformer(shapes, params=n_params)
     else:
-        notes.append(
+        shapes.notes.append(
             f"Activation memory of {kind} models depends on the input size and is not estimated; "
             "pass activation_gib_per_sample if you have a measured figure."
         )
-
     return ModelSpec(
         slug="custom",
         name=name,
         kind=kind,  # type: ignore[arg-type]  # checked against MODEL_KINDS above
         params=n_params,
-        layers=n_layers,
-        hidden=n_hidden,
-        heads=n_heads,
-        kv_heads=n_kv,
-        head_dim=n_head_dim,
-        intermediate=n_inter,
-        mlp_matrices=mlp_matrices,
+        layers=shapes.layers,
+        hidden=shapes.hidden,
+        heads=shapes.heads,
+        kv_heads=shapes.kv_heads,
+        head_dim=shapes.head_dim,
+        intermediate=shapes.intermediate,
+        mlp_matrices=shapes.mlp_matrices,
         vocab=n_vocab,
         tied_embeddings=False,
         max_context=None,
         sources=(),
-        notes=tuple(notes),
+        notes=tuple(shapes.notes),
     )

@@ -30,7 +30,7 @@ In order of preference; ``throughput_basis`` says which one was used.
    BF16/FP16 and for INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
 4. ``estimated`` from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak / model
    FLOP per token``. The peak is the TensorPeak of the compute precision: BF16 or FP16 as chosen;
-   TF32 for FP32 (seed 000: PyTorch enables TF32 on Ampere by default), else the non-tensor FP32
+   TF32 for FP32 (the GPU selection help page: PyTorch enables TF32 on Ampere by default), else the non-tensor FP32
    figure; BF16 (else FP16) for INT8/INT4 weights.
 
 Model FLOP per token (Kaplan et al. 2020, arXiv:2001.08361, Table 1): forward ``2 P + 2 L s

@@ -6,4 +6,5 @@ app_name = "fitcalc"
 
 urlpatterns = [
     path("fit/", views.fit_view, name="fit"),
+    path("fit/models/import/", views.hf_model_import_view, name="hf-model-import"),
 ]

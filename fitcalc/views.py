@@ -1,24 +1,38 @@
-"""The /fit/ page: the form, then fit, time and cost on every GPU, a chart and buy versus rent.
+"""The /fit/ page: the form, then fit, time and cost on every GPU, a chart and buy versus rent;
+and the one write behind it, importing a model from Hugging Face.
 
-Thin: the form validates (fitcalc.forms), the selector reads and computes (fitcalc.selectors),
-the figure is a pure function (fitcalc.figures). Invalid input re-renders the form with the
-message beside the field; it never raises.
+Thin: the form validates each field (fitcalc.forms), the selectors build the request and compute
+(fitcalc.selectors), the figure is a pure function (fitcalc.figures). Invalid input re-renders
+the form with the message beside the field; it never raises. A read never calls the Hub: a
+Hugging Face id that was not imported is answered with the import button, whose POST
+(:func:`hf_model_import_view`) fetches the config and comes back to the page.
 """
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from urllib.parse import urlencode
+
+from django import forms
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_POST
 
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
 from fitcalc.forms import MODE_LABELS, PRECISION_LABELS, FitForm
+from fitcalc.hub import REPO_ID_PATTERN
+from fitcalc.models import MAX_HF_ID
 from fitcalc.plan import MAX_HOURS
 from fitcalc.presets import PRESETS
-from fitcalc.selectors import fit_compute
-from fitcalc.selectors_serving import fit_serving_answer, serving_target_parse
+from fitcalc.selectors.fit import FitResult, fit_compute
+from fitcalc.selectors.fit_request import fit_request_from_form
+from fitcalc.selectors.hf_models import hf_model_get
+from fitcalc.selectors.serving_plans import fit_serving_answer, serving_target_parse
+from fitcalc.services import hf_model_import
 
 #: The page's first view: the issue's first example, "fine-tune a 7B-class model with LoRA", on
 #: 100 million tokens (about 49,000 sequences of 2,048 tokens).
@@ -49,17 +63,35 @@ FIELD_GROUPS = (
 )
 
 
-def fit_view(request: HttpRequest) -> HttpResponse:
-    """GET /fit/: with no parameters, the default example; otherwise the submitted inputs."""
-    submitted = any(name in request.GET for name in FitForm.base_fields)
-    form = FitForm(data=request.GET if submitted else PAGE_DEFAULTS)
-    result = None
+class HfImportForm(forms.Form):
+    """The import button's one field: the Hugging Face id, checked for its shape only."""
+
+    hf_id = forms.CharField(max_length=MAX_HF_ID, strip=True)
+
+
+def _fit_result(form: FitForm) -> FitResult | None:
+    """The answer to a form, or None with the reason added to the form beside its field."""
+    request = fit_request_from_form(form=form)
+    if request is None:
+        return None
+    try:
+        return fit_compute(request=request)
+    except FitInputError as error:
+        form.add_error(error.field if error.field in form.fields else None, error.message)
+        return None
+
+
+def _not_imported(form: FitForm) -> str:
+    """The form's Hugging Face id when no import of it is stored (the page offers the button)."""
+    repo_id = str(form.data.get("hf_model") or "").strip()
+    if not form.has_error("hf_model") or not REPO_ID_PATTERN.match(repo_id):
+        return ""
+    return repo_id if hf_model_get(repo_id=repo_id) is None else ""
+
+
+def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> HttpResponse:
+    result = _fit_result(form)
     figure = None
-    if form.is_valid():
-        try:
-            result = fit_compute(request=form.fit_request)
-        except FitInputError as error:
-            form.add_error(error.field if error.field in form.fields else None, error.message)
     if result is not None:
         figure = fit_cost_time_figure(cost_time_points(result.fitting), currency=result.currency, max_hours=MAX_HOURS)
     serving = None
@@ -77,6 +109,8 @@ def fit_view(request: HttpRequest) -> HttpResponse:
             "groups": groups,
             "result": result,
             "figure": figure,
+            "hf_not_imported": _not_imported(form),
+            "hf_online": settings.FITCALC_HF_ONLINE,
             "presets": sorted(PRESETS.values(), key=lambda spec: spec.name),
             "max_hours": MAX_HOURS,
             "mode_label": MODE_LABELS.get(result.request.mode, "") if result else "",
@@ -89,4 +123,29 @@ def fit_view(request: HttpRequest) -> HttpResponse:
             "serving": serving,
             "serving_targets": (10, 20, 50, 100),
         },
+        status=status,
     )
+
+
+def fit_view(request: HttpRequest) -> HttpResponse:
+    """GET /fit/: with no parameters, the default example; otherwise the submitted inputs."""
+    submitted = any(name in request.GET for name in FitForm.base_fields)
+    return _fit_page(request, FitForm(data=request.GET if submitted else PAGE_DEFAULTS))
+
+
+@require_POST
+def hf_model_import_view(request: HttpRequest) -> HttpResponse:
+    """POST /fit/models/import/: fetch a model's config.json from Hugging Face and store it, then
+    show it on the fit page; a refusal shows the fit page with the reason beside the id (400)."""
+    importing = HfImportForm(data=request.POST)
+    repo_id = request.POST.get("hf_id", "")[:MAX_HF_ID]
+    form = FitForm(data={"hf_model": repo_id})
+    try:
+        if not importing.is_valid():
+            raise FitInputError("hf_model", str(importing.errors["hf_id"][0]))
+        stored = hf_model_import(repo_id=importing.cleaned_data["hf_id"])
+    except FitInputError as error:
+        if form.is_valid() or not form.has_error("hf_model"):
+            form.add_error("hf_model", error.message)
+        return _fit_page(request, form, status=400)
+    return HttpResponseRedirect(f"{reverse('fitcalc:fit')}?{urlencode({'hf_model': stored.repo_id})}")

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "benchmarks_app",
     "llm",
     "dashboard",
+    "fitcalc",
 ]
 
 MIDDLEWARE = [
@@ -402,8 +403,8 @@ METRICS_DB_CACHE_SECONDS = env_int("METRICS_DB_CACHE_SECONDS", 15, minimum=0)
 METRICS_WORKER_PORT = env_int("METRICS_WORKER_PORT", 0, minimum=0)
 METRICS_WORKER_ADDR = env_str("METRICS_WORKER_ADDR", "0.0.0.0")  # noqa: S104 - guarded by token/IPs
 
-# Fit calculator: load a model's config.json from Hugging Face by its id (fitcalc/hub.py). Off by
-# default (the demo and the tests are offline): presets only. HF_ENDPOINT is huggingface_hub's own
+# Fit calculator: import a model's config.json from Hugging Face by its id (fitcalc/hub.py, on a
+# POST only; reads use the stored copy). Off by default (the demo and the tests are offline). HF_ENDPOINT is huggingface_hub's own
 # variable, so a mirror (or a test server) stands in for https://huggingface.co.
 FITCALC_HF_ONLINE = env_bool("FITCALC_HF_ONLINE", False)
 HF_ENDPOINT = env_str("HF_ENDPOINT") or "https://huggingface.co"

@@ -96,7 +96,9 @@ def _zh_world():
     for slug, unit, median in (("pcie-d2h", "GB/s", 55.1), ("membw-copy", "GB/s", 2900.0), ("matmul", "TFLOPS", 680.0)):
         workload = WorkloadFactory(slug=slug, category="micro", unit=unit, name="Device memory bandwidth: copy")
         ResultAggregateFactory(gpu=h100, workload=workload, median=median, precision="fp32")
-    WorkloadFactory(slug="matmul-stress", category="micro", name="Stress test (seed 003)", description="What it does")
+    WorkloadFactory(
+        slug="matmul-stress", category="micro", name="Stress test (performance help page)", description="What it does"
+    )
     h100.offers.update(current_price_per_gpu_hour_usd=Decimal("5.00"))
     # LLM figures: MLPerf serving rows (H100) and single-stream rows (RTX 4090), real excerpts.
     mlperf_import_file(path=MLPERF_EXCERPT, published=dt.date(2025, 9, 9))

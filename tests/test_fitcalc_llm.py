@@ -33,8 +33,9 @@ from fitcalc.llm import (
     llm_shape_of_measured,
 )
 from fitcalc.plan import GpuFacts
-from fitcalc.selectors import fit_compute
-from fitcalc.selectors_llm import llm_gpu
+from fitcalc.selectors.fit import fit_compute
+from fitcalc.selectors.fit_request import fit_request_from_form
+from fitcalc.selectors.llm_jobs import llm_gpu
 from llm.estimate.comm import GpuLink, tensor_parallel_step_seconds
 from llm.estimate.constants import constants_default
 from llm.estimate.coverage import Coverage
@@ -364,8 +365,9 @@ def demo(db):  # type: ignore[no-untyped-def]
 
 def _fit(query: dict[str, str]) -> Any:
     form = FitForm(data=query)
-    assert form.is_valid(), form.errors
-    return fit_compute(request=form.fit_request)
+    request = fit_request_from_form(form=form)
+    assert request is not None, form.errors
+    return fit_compute(request=request)
 
 
 def _mlperf_range(slug: str) -> tuple[float, float]:

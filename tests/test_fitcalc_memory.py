@@ -98,7 +98,7 @@ def test_preset_lookup_is_case_insensitive() -> None:
 # --- seed figures -----------------------------------------------------------------------------
 
 
-def test_seed_001_seven_billion_params_at_fp32_need_26_08_gib_of_weights() -> None:
+def test_gpu_notes_seven_billion_params_at_fp32_need_26_08_gib_of_weights() -> None:
     # Seed 001: "全精度加载7B模型参数, 需要显存约为26.08G": 7e9 x 4 bytes / 2^30.
     breakdown = memory_estimate(model=model_spec_custom(params=7e9), mode="inference", precision="fp32")
     assert breakdown.weights_gib == pytest.approx(7e9 * 4 / 2**30)
@@ -107,7 +107,7 @@ def test_seed_001_seven_billion_params_at_fp32_need_26_08_gib_of_weights() -> No
 
 
 @pytest.mark.parametrize("mode", ["lora", "full_finetune", "train"])
-def test_seed_001_fine_tuning_seven_billion_in_16_bit_needs_at_least_14_gb(mode: str) -> None:
+def test_gpu_notes_fine_tuning_seven_billion_in_16_bit_needs_at_least_14_gb(mode: str) -> None:
     # Seed 001: "对于微调,则需要至少需要14GB显存": the 16-bit weights alone are 7e9 x 2 bytes.
     breakdown = memory_estimate(model=model_spec_custom(params=7e9), mode=mode, precision="bf16")
     assert breakdown.weights_gib * GIB >= 14 * GB

@@ -222,13 +222,13 @@ def test_impossible_plans_are_refused(kwargs: dict, field: str) -> None:
 
 
 # --- buy versus rent --------------------------------------------------------------------------
-# RTX 4090: about $1,600 and 450 W (seed 001: H100/A100/4090 table "1.6k"; TGP 450W). Rent: $0.40/h
+# RTX 4090: about $1,600 and 450 W (GPU notes page: H100/A100/4090 table "1.6k"; TGP 450W). Rent: $0.40/h
 # (vast.ai, shared/data/skypilot-catalog/v8/vast/vms.csv) and $0.64/h (RunPod community,
 # shared/data/skypilot-catalog/v5/runpod/vms.csv). Electricity $0.15/kWh is this test's assumption.
 RTX_4090 = {"purchase_price": 1600.0, "power_w": 450.0, "rent_prices_per_hour": [0.64, 0.40]}
 
 
-def test_seed_002_buy_when_busy_12_hours_a_day() -> None:
+def test_buying_guide_buy_when_busy_12_hours_a_day() -> None:
     result = buy_vs_rent(**RTX_4090, electricity_price_per_kwh=0.15, hours_per_day=12)  # type: ignore[arg-type]
     assert result.rent_price_per_hour == 0.40  # against the cheapest rental
     assert result.rent_cost_per_month == pytest.approx(0.40 * 12 * DAYS_PER_MONTH)
@@ -241,7 +241,7 @@ def test_seed_002_buy_when_busy_12_hours_a_day() -> None:
     assert result.break_even_hours_per_day == pytest.approx(1600 / 36 / DAYS_PER_MONTH / (0.40 - 0.45 * 0.15))
 
 
-def test_seed_002_rent_for_occasional_use() -> None:
+def test_buying_guide_rent_for_occasional_use() -> None:
     result = buy_vs_rent(**RTX_4090, electricity_price_per_kwh=0.15, hours_per_day=1)  # type: ignore[arg-type]
     assert result.recommendation == "rent"
     assert result.break_even_hours_per_day is not None and 1 < result.break_even_hours_per_day < 12

@@ -1,4 +1,4 @@
-"""The fit calculator's serving answer (fitcalc.selectors_serving, GET /api/v1/fit/serving/) on the
+"""The fit calculator's serving answer (fitcalc.selectors.serving_plans, GET /api/v1/fit/serving/) on the
 curated catalogue, with rental offers that are test inputs (prices and machine sizes)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks_app.services.moderation import submissions_approve
 from catalog.models import Gpu
-from fitcalc.selectors_serving import serving_plans
+from fitcalc.selectors.serving_plans import serving_plans
 from tests.factories import OfferFactory, ProviderFactory, UserFactory, document_ingest
 from tests.world import LLM_WORLD, world_build
 

@@ -24,7 +24,8 @@ from dashboard.selectors.rankings import rankings_compute
 from fitcalc import PRESETS
 from fitcalc.forms import FitForm
 from fitcalc.parallel import DdpCalibration, LinkFigures, MeasuredBusBandwidth, TrainingJob, strategy_rates
-from fitcalc.selectors import FitResult, fit_compute
+from fitcalc.selectors.fit import FitResult, fit_compute
+from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.throughput import model_flops_per_token
 from llm.estimate.comm import GpuLink
 
@@ -56,8 +57,9 @@ def real_data(django_db_setup, django_db_blocker):
 
 def _fit(**query: str) -> FitResult:
     form = FitForm(data=query)
-    assert form.is_valid(), form.errors
-    return fit_compute(request=form.fit_request)
+    request = fit_request_from_form(form=form)
+    assert request is not None, form.errors
+    return fit_compute(request=request)
 
 
 def _plans(result: FitResult) -> dict[str, object]:

@@ -35,6 +35,8 @@ from fitcalc import PRESETS, GpuFacts, fit_plan, memory_estimate
 from fitcalc.figures import CostTimePoint, cost_time_points, fit_cost_time_figure
 from fitcalc.forms import FitForm
 from fitcalc.memory import GIB
+from fitcalc.request import FitRequest
+from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.throughput import (
     ACHIEVABLE_COMPUTE_FRACTION,
     GpuMeasurements,
@@ -200,7 +202,7 @@ def test_cost_time_points_keep_only_fitting_plans_with_time_and_cost() -> None:
         ({"model": "llama-3-8b", "params": "7e9"}, "params", "not model and params"),
         ({"model": "llama-3-8b", "hf_model": "Qwen/Qwen3-8B"}, "hf_model", "not model and hf_model"),
         ({"hf_model": "Qwen/Qwen3-8B"}, "hf_model", "offline"),
-        ({"hf_model": "not a repo"}, "hf_model", "offline"),
+        ({"hf_model": "not a repo"}, "hf_model", "model id"),
         ({"model": "llama-3-8b", "serving": "single", "users": "4"}, "users", "one stream"),
         ({"model": "llama-3-8b", "batch": "4"}, "batch", "users"),
         ({"model": "llama-3-8b", "mode": "lora", "users": "4"}, "users", "inference"),
@@ -227,33 +229,36 @@ def test_cost_time_points_keep_only_fitting_plans_with_time_and_cost() -> None:
         ({"model": "llama-3-8b", "currency": "EUR"}, "currency", "valid choice"),
     ],
 )
+@pytest.mark.django_db
 def test_impossible_input_is_an_error_on_its_field(query: dict[str, str], field: str, fragment: str) -> None:
     form = FitForm(data=query)
-    assert not form.is_valid()
+    assert fit_request_from_form(form=form) is None
     errors = form.errors_by_field()
     assert field in errors, errors
     assert any(fragment in message for message in errors[field]), errors
 
 
+def _request(query: dict[str, str]) -> FitRequest:
+    form = FitForm(data=query)
+    request = fit_request_from_form(form=form)
+    assert request is not None, form.errors
+    return request
+
+
 def test_defaults_flash_attention_on_and_checkpointing_per_mode() -> None:
-    form = FitForm(data={"model": "llama-3-8b", "mode": "lora"})
-    assert form.is_valid(), form.errors
-    request = form.fit_request
+    request = _request({"model": "llama-3-8b", "mode": "lora"})
     assert request.flash_attention is True and request.breakdown.activation_checkpointing is True
     assert (request.context, request.batch, request.precision, request.hours_per_day) == (2048, 1, "bf16", 12.0)
-    train = FitForm(data={"model": "llama-3-8b", "mode": "train", "flash_attention": "false"})
-    assert train.is_valid() and train.fit_request.breakdown.activation_checkpointing is False
-    assert train.fit_request.flash_attention is False
+    train = _request({"model": "llama-3-8b", "mode": "train", "flash_attention": "false"})
+    assert train.breakdown.activation_checkpointing is False
+    assert train.flash_attention is False
 
 
 def test_work_is_converted_to_the_throughputs_unit() -> None:
-    epochs = FitForm(data={"model": "bert-large", "epochs": "2", "dataset_size": "88000", "context": "384"})
-    assert epochs.is_valid(), epochs.errors
-    work = epochs.fit_request.work
+    work = _request({"model": "bert-large", "epochs": "2", "dataset_size": "88000", "context": "384"}).work
     assert work is not None and (work.unit, work.work_units) == ("tokens", 2 * 88000 * 384)
-    images = FitForm(data={"model": "resnet-50", "mode": "train", "epochs": "90", "dataset_size": "1281167"})
-    assert images.is_valid(), images.errors
-    assert images.fit_request.work is not None and images.fit_request.work.work_units == 90 * 1281167
+    images = _request({"model": "resnet-50", "mode": "train", "epochs": "90", "dataset_size": "1281167"}).work
+    assert images is not None and images.work_units == 90 * 1281167
 
 
 # --- database: selectors, page and API --------------------------------------------------------
@@ -391,7 +396,7 @@ def test_api_buy_vs_rent_and_currency(client) -> None:  # type: ignore[no-untype
     used = client.get(URL, query | {"condition": "used"}).json()["buy_vs_rent"][0]["result"]
     assert used["purchase_price"] == 1000
 
-    # CNY at the newest ECB reference rate (issue 16); a table rate does not override it.
+    # CNY at the newest ECB reference rate; a table rate does not override it.
     ExchangeRateFactory(currency="CNY", usd_per_unit=Decimal("0.14"))
     ecb = float(ecb_rate("CNY", dt.date.today()).usd_per_unit)
     cny = client.get(URL, query | {"currency": "CNY"}).json()
@@ -623,7 +628,7 @@ def test_fit_api_conforms_to_its_schema(case) -> None:  # type: ignore[no-untype
         case.validate_response(response)
 
 
-# --- defects of issue 18 ---------------------------------------------------------------------
+# --- defects found in review ---------------------------------------------------------------------
 
 
 @pytest.mark.django_db

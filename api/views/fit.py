@@ -1,14 +1,15 @@
 """GET /api/v1/fit/: will a model fit, on how many GPUs, how long and at what cost.
 
-The same form (fitcalc.forms.FitForm) and selector (fitcalc.selectors.fit_compute) as the /fit/
-page. Every parameter is optional except the model: ``model`` (a preset), ``params`` (a custom
-model's parameter count) or ``hf_model`` (a Hugging Face id, where the deployment is online). Invalid input is a 400 in the API's error shape, naming the parameter:
+The same form (fitcalc.forms.FitForm) and selectors (fitcalc.selectors.fit_request.fit_request_build,
+fitcalc.selectors.fit.fit_compute) as the /fit/ page. Every parameter is optional except the model:
+``model`` (a preset), ``params`` (a custom model's parameter count) or ``hf_model`` (a Hugging
+Face id imported first with POST /api/v1/fit/models/; this read never calls the Hub). Invalid
+input is a 400 in the API's error shape, naming the parameter:
 ``{"detail": "Invalid parameter: context.", "errors": {"context": ["..."]}}``.
 
 Besides the per-parameter bounds in the schema, these combinations are refused (400, naming the
 parameter): more than one of ``model``/``params``/``hf_model``, or none (``model``); an
-``hf_model`` that can't be loaded (offline deployment, malformed id, no such repository, gated,
-no config.json, timeout, a config without the needed keys); ``users`` outside inference or
+``hf_model`` that is malformed or not imported yet; ``users`` outside inference or
 above 1 with ``serving=single``, ``batch`` for inference (``users``/``batch``); ``kind``/``layers``/``hidden``/
 ``heads``/``kv_heads``/``head_dim`` with a preset; ``kv_heads`` above ``heads``; ``mode=qlora``
 with a precision other than int4, ``full_finetune``/``train`` with int8/int4 (``precision``);
@@ -38,10 +39,6 @@ from fitcalc.errors import FitInputError
 from fitcalc.forms import (
     CONDITIONS,
     CURRENCIES,
-    DEFAULT_BATCH,
-    DEFAULT_CONTEXT,
-    DEFAULT_HOURS_PER_DAY,
-    DEFAULT_LORA_RANK,
     MAX_DATASET_SIZE,
     MAX_ELECTRICITY_PRICE,
     MAX_EPOCHS,
@@ -50,13 +47,15 @@ from fitcalc.forms import (
     PRICE_RULES,
     SERVING_MODES,
     FitForm,
-    FitRequest,
 )
 from fitcalc.memory import MAX_BATCH, MAX_CONTEXT, MAX_LORA_RANK, LoraTargets, Mode
 from fitcalc.plan import MAX_WORK_UNITS, BuyVsRent, CountPlan, GpuPlan
 from fitcalc.presets import MAX_HIDDEN, MAX_LAYERS, MAX_PARAMS, MODEL_KINDS, PRESETS
 from fitcalc.quant import KvPrecision, Precision
-from fitcalc.selectors import BuyRentRow, FitResult, GpuDetail, fit_compute
+from fitcalc.request import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_HOURS_PER_DAY, DEFAULT_LORA_RANK, FitRequest
+from fitcalc.selectors.fit import BuyRentRow, FitResult, fit_compute
+from fitcalc.selectors.fit_request import fit_request_from_form
+from fitcalc.selectors.gpu_facts import GpuDetail
 
 
 def _param(name: str, schema: dict[str, Any], description: str) -> OpenApiParameter:
@@ -85,7 +84,8 @@ PARAMETERS = [
     _param(
         "hf_model",
         {"type": "string", "maxLength": MAX_HF_ID},
-        "Hugging Face model id (owner/name): its config.json is read. Online deployments only.",
+        "Hugging Face model id (owner/name) of a model imported with POST /api/v1/fit/models/; an id not "
+        "imported yet is a 400 saying so.",
     ),
     _param(
         "params",
@@ -142,7 +142,7 @@ PARAMETERS = [
     _param(
         "hours_per_day",
         _positive(24),
-        f"Buy vs rent: hours of use per day (default {DEFAULT_HOURS_PER_DAY:g}, seed 002).",
+        f"Buy vs rent: hours of use per day (default {DEFAULT_HOURS_PER_DAY:g}).",
     ),
     _param(
         "electricity_price_per_kwh",
@@ -258,10 +258,11 @@ class FitView(ApiMixin, APIView):
     )
     def get(self, request: Request) -> Response:
         form = FitForm(data=request.query_params)
-        if not form.is_valid():
+        fit_request = fit_request_from_form(form=form)
+        if fit_request is None:
             raise ValidationError(form.errors_by_field())
         try:
-            result = fit_compute(request=form.fit_request)
+            result = fit_compute(request=fit_request)
         except FitInputError as error:
             raise ValidationError({error.field: [error.message]}) from None
         return Response(fit_result_data(result))

@@ -1,4 +1,4 @@
-"""GET /api/v1/fit/serving/: what to serve a model on at a tokens/s-per-user target (fitcalc.selectors_serving)."""
+"""GET /api/v1/fit/serving/: what to serve a model on at a tokens/s-per-user target (fitcalc.selectors.serving_plans)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from api.serializers import ErrorSerializer
 from api.views.base import ERROR_429, ApiMixin
 from catalog.selectors.prices import PRICE_RULES
-from fitcalc.selectors_serving import DEFAULT_LENGTHS, DEFAULT_TARGET, PRECISIONS, ServingPlan, serving_plans
+from fitcalc.selectors.serving_plans import DEFAULT_LENGTHS, DEFAULT_TARGET, PRECISIONS, ServingPlan, serving_plans
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.serving.physics import ENGINE_CLASSES
 

@@ -36,6 +36,7 @@ ENDPOINT_PURPOSES = {
     "fit-serving": _(
         "What to serve a model on: the configuration with the lowest cost per million tokens at a speed per user."
     ),
+    "fit-models": _("Hugging Face models imported into the fit calculator; POST an id to import one."),
     "submission-create": _("Submit a benchmark run (token required)."),
     "submission-detail": _("Status of a submission."),
     "moderation-queue": _("Submissions awaiting a curator (staff)."),

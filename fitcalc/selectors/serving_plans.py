@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors.prices import gpu_rent_prices
-from fitcalc.selectors import max_count_offered
+from fitcalc.selectors.gpu_facts import max_count_offered
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.models import ServingPoint
 from llm.selectors.serving import (

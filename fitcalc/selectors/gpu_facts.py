@@ -1,16 +1,16 @@
-"""Reads for the fit calculator: the GPUs as :class:`fitcalc.plan.GpuFacts`, and the whole answer.
+"""Reads for the fit calculator: every GPU as :class:`fitcalc.plan.GpuFacts` for one request.
 
 ``fit_gpu_facts_list`` reads every curated GPU with a memory size, its rental price per GPU-hour
 by the chosen rule (``catalog.selectors.prices.gpu_rent_prices``: typical, the median of the
 providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
 date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
 the rate of each GPU count by the calibrated model, measured figures first
-(``fitcalc.selectors_llm``); for training, one GPU's rate by one method for every GPU (its
+(``fitcalc.selectors.llm_jobs``); for training, one GPU's rate by one method for every GPU (its
 fine-tuning ranking figure made a rate by the anchor GPU's measured FLOP rate: fitcalc.throughput)
 and the rate of each count with its communication priced over the GPU's link, measured where the
 client measured it (fitcalc.parallel). GPUs that cannot run a training job's format natively (BF16,
 FP8) are left out, and a warning names them. A fixed number of queries, whatever the number of GPUs.
-``fit_compute`` adds the pure calculation (fit, time, cost, buy versus rent).
+:func:`fitcalc.selectors.fit.fit_compute` adds the pure calculation (fit, time, cost, buy versus rent).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Max, Q
 from django.utils.translation import gettext as _
@@ -35,22 +35,17 @@ from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
-from fitcalc.forms import FitRequest
+from fitcalc.llm import LlmMeasured
 from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown
 from fitcalc.parallel import TrainingJob, link_figures, training_count_rates
 from fitcalc.plan import (
     DEFAULT_COUNTS,
-    MAX_HOURS,
-    SCALING_EFFICIENCY_PER_DOUBLING,
-    BuyVsRent,
     CountRate,
     GpuFacts,
-    GpuPlan,
-    buy_vs_rent,
-    fit_plan,
 )
 from fitcalc.presets import ModelSpec
-from fitcalc.selectors_llm import (
+from fitcalc.request import FitRequest
+from fitcalc.selectors.llm_jobs import (
     LlmJobContext,
     llm_gpu,
     llm_job_context,
@@ -344,6 +339,252 @@ def _lacks_format(precision: str, row: Mapping[str, Any], peaks: Mapping[str, fl
     return precision_supported(precision, peaks=peaks, architecture=architecture) is False
 
 
+#: The catalogue columns the fit calculator reads of each GPU.
+GPU_COLUMNS = (
+    "id", "slug", "name", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "fp32_tflops", "fp16_tflops",
+    "launch_price_usd", "variant", "segment", "interconnect_gbs", "bus_interface", "vendor__slug",
+    "architecture__slug", "architecture__tensor_core_generation", "architecture__supports_bf16",
+    "architecture__supports_fp8",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Money:
+    """USD amounts in the request's currency at the newest exchange rate; None without a rate."""
+
+    currency: str
+    units_per_usd: float | None
+    exchange_rate: dict[str, Any] | None
+
+    def __call__(self, usd: float | Decimal | None, high: float) -> float | None:
+        if usd is None or self.units_per_usd is None:
+            return None
+        return _within(float(usd) * self.units_per_usd, low=0, high=high)
+
+
+def _money(*, currency: str, rates: Any) -> Money:
+    rate = display_rate(currency=currency, rates=rates)
+    units_per_usd: float | None = None if rate["missing"] else float(rate["units_per_usd"])
+    exchange = (
+        None
+        if currency == "USD" or units_per_usd is None
+        else {"units_per_usd": units_per_usd, "date": rate["rate_date"], "source": rate["source"]}
+    )
+    return Money(currency=currency, units_per_usd=units_per_usd, exchange_rate=exchange)
+
+
+def _tensor_peaks(*, gpu_ids: list[int]) -> dict[int, dict[str, float | None]]:
+    """gpu id -> precision -> dense TFLOPS (None where the format is not supported). One query."""
+    peaks: dict[int, dict[str, float | None]] = {}
+    for row in (
+        TensorPeak.objects.filter(gpu_id__in=gpu_ids)
+        .order_by()
+        .values("gpu_id", "precision", "supported", "dense_tflops")
+    ):
+        peaks.setdefault(row["gpu_id"], {})[row["precision"]] = row["dense_tflops"] if row["supported"] else None
+    return peaks
+
+
+@dataclass(frozen=True)
+class FitJobInputs:
+    """What every GPU's facts are computed from, read once for all GPUs."""
+
+    peaks: dict[int, dict[str, float | None]]
+    rent: dict[int, GpuRentPrice]
+    offered: dict[int, int]
+    purchase_usd: dict[int, tuple[float, str]]
+    training: bool
+    llm: LlmJobContext | None
+    measured: dict[int, GpuMeasurements]
+    multi_gpu: dict[int, MultiGpuFigures]
+    specs_by_id: dict[int, GpuSpecs]
+    relative: dict[int, RelativeTraining]
+    job: TrainingJob
+
+
+def _job_inputs(*, request: FitRequest, gpus: list[dict[str, Any]], rates: Any) -> FitJobInputs:
+    """The prices, peaks, measurements and job shape the per-GPU figures need, in a fixed number of queries."""
+    model, breakdown = request.model, request.breakdown
+    gpu_ids = [g["id"] for g in gpus]
+    peaks = _tensor_peaks(gpu_ids=gpu_ids)
+    llm_inference = breakdown.is_inference and model.kind == "decoder"
+    training = breakdown.mode in TRAINING_MODES
+    measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
+    specs_by_id = {
+        g["id"]: GpuSpecs(
+            peaks=peaks.get(g["id"], {}), fp32_tflops=g["fp32_tflops"], bandwidth_gbs=g["memory_bandwidth_gbs"]
+        )
+        for g in gpus
+    }
+    return FitJobInputs(
+        peaks=peaks,
+        rent=gpu_rent_prices(gpu_ids=gpu_ids, rule=request.price_rule),
+        offered=max_count_offered(gpu_ids=gpu_ids),
+        purchase_usd={
+            gpu_id: (price.usd_now, f"{price.condition} price {price.observed_on:%Y-%m-%d}, {price.source}")
+            for gpu_id, price in gpu_purchase_prices(gpu_ids=gpu_ids, condition=request.condition, rates=rates).items()
+            if price.usd_now is not None
+        },
+        training=training,
+        llm=llm_job_context(
+            model=model, breakdown=breakdown, serving=request.serving, users=request.users, gpu_ids=gpu_ids
+        )
+        if llm_inference
+        else None,
+        measured=measured,
+        multi_gpu=multi_gpu_by_gpu(gpu_ids=gpu_ids) if training else {},
+        specs_by_id=specs_by_id,
+        relative=_relative_training(precision=breakdown.precision.value, measured=measured, specs_by_id=specs_by_id)
+        if training and model.kind in ("decoder", "encoder")
+        else {},
+        job=TrainingJob(
+            tokens_per_step=breakdown.batch * breakdown.context,
+            weight_bytes=breakdown.weights_gib * GIB,
+            gradient_bytes=breakdown.gradients_gib * GIB,
+            layers=model.layers,
+            hidden=model.hidden,
+            checkpointing=breakdown.activation_checkpointing,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class GpuRates:
+    """One GPU's throughput for the job: the figure of the fewest GPUs, and the rate of each count."""
+
+    unit: str
+    per_s: float | None
+    basis: str  # a Basis; CountRate's basis is a plain string
+    note: str
+    typical_error: float | None
+    count_rates: dict[int, CountRate]
+    measured_llm: LlmMeasured | None = None
+
+
+def _llm_rates(
+    *, request: FitRequest, inputs: FitJobInputs, llm: LlmJobContext, gpu: dict[str, Any], counts: tuple[int, ...]
+) -> GpuRates:
+    """LLM inference: each count's rate by the calibrated model, measured figures first."""
+    gpu_peaks = inputs.peaks.get(gpu["id"], {})
+    precision = request.breakdown.precision.value
+    job_facts = llm_job_facts(
+        job=llm,
+        gpu_id=gpu["id"],
+        gpu=llm_gpu(row=gpu, peaks=gpu_peaks),
+        counts=counts,
+        no_bf16=precision == "bf16" and "bf16" in gpu_peaks and gpu_peaks["bf16"] is None,
+    )
+    count_rates = job_facts.count_rates
+    first = _first_rate(count_rates, per_gpu=llm.mode != "single")
+    return GpuRates(
+        unit="tokens/s",
+        per_s=first.per_s if first else None,
+        basis=first.basis if first else "none",
+        note=first.note if first else next(iter(count_rates.values())).note,
+        typical_error=first.typical_error if first else None,
+        count_rates=count_rates,
+        measured_llm=job_facts.measured,
+    )
+
+
+def _other_rates(
+    *, request: FitRequest, inputs: FitJobInputs, gpu: dict[str, Any], memory: float, counts: tuple[int, ...]
+) -> GpuRates:
+    """Training and non-LLM inference: one GPU's rate by one method; training's counts priced over the link."""
+    breakdown = request.breakdown
+    throughput = throughput_resolve(
+        model=request.model,
+        breakdown=breakdown,
+        specs=inputs.specs_by_id[gpu["id"]],
+        measured=inputs.measured.get(gpu["id"], GpuMeasurements()),
+        relative=inputs.relative.get(gpu["id"]),
+    )
+    count_rates: dict[int, CountRate] = {}
+    if inputs.training:
+        figures = inputs.multi_gpu.get(gpu["id"], MultiGpuFigures())
+        link = gpu_link(
+            interconnect_gbs=gpu["interconnect_gbs"],
+            pcie_gbs=pcie_peak_gbs(gpu["bus_interface"] or ""),
+            segment=gpu["segment"] or "",
+            variant=gpu["variant"] or "",
+        )
+        count_rates = training_count_rates(
+            per_gpu=_within(throughput.per_s, low=0, high=_MAX_THROUGHPUT),
+            basis=throughput.basis,
+            counts=counts,
+            job=inputs.job,
+            link=link_figures(link=link, allreduce=figures.allreduce, training=figures.training, counts=counts),
+            fits_whole=breakdown.total_gib <= memory,
+            typical_error=throughput.typical_error,
+            note=throughput.note,
+        )
+    return GpuRates(
+        unit=throughput.unit,
+        per_s=throughput.per_s,
+        basis=throughput.basis,
+        note=throughput.note,
+        typical_error=throughput.typical_error,
+        count_rates=count_rates,
+    )
+
+
+def _bounded_rates(count_rates: dict[int, CountRate]) -> dict[int, CountRate]:
+    """Each count's rate, with a figure out of GpuFacts' bounds dropped (its scaling and note kept)."""
+    return {
+        count: rate if rate.per_s is None or _within(rate.per_s, low=0, high=_MAX_THROUGHPUT) else
+        CountRate(None, "none", rate.scaling, rate.note)
+        for count, rate in count_rates.items()
+    }  # fmt: skip
+
+
+def _gpu_facts(
+    *, request: FitRequest, inputs: FitJobInputs, money: Money, gpu: dict[str, Any], memory: float, rates: GpuRates
+) -> tuple[GpuFacts, GpuDetail]:
+    """One GPU's facts for the plan and the detail shown beside it, in the request's currency."""
+    per_s = _within(rates.per_s, low=0, high=_MAX_THROUGHPUT)
+    basis = rates.basis if per_s is not None else "none"
+    purchase, purchase_source = inputs.purchase_usd.get(gpu["id"], (None, ""))
+    if purchase is None and request.condition == "new" and gpu["launch_price_usd"]:
+        purchase, purchase_source = float(gpu["launch_price_usd"]), _("launch price")
+    gpu_rent = inputs.rent.get(gpu["id"])
+    measured_llm = rates.measured_llm
+    facts = GpuFacts(
+        slug=gpu["slug"],
+        name=gpu["name"],
+        memory_gib=memory,
+        throughput_per_s=per_s,
+        throughput_is_estimate=rates.basis == "estimated",
+        price_per_gpu_hour=money(gpu_rent.price_usd, _MAX_PRICE_PER_HOUR) if gpu_rent else None,
+        purchase_price=money(purchase, _MAX_PURCHASE),
+        tdp_w=_within(float(gpu["tdp_w"]) if gpu["tdp_w"] else None, low=0, high=_MAX_TDP),
+        throughput_basis=basis,
+        count_rates=_bounded_rates(rates.count_rates),
+        max_count_offered=inputs.offered.get(gpu["id"]),
+    )
+    detail = GpuDetail(
+        slug=gpu["slug"],
+        name=gpu["name"],
+        throughput_unit=rates.unit,
+        throughput_basis=cast(Basis, basis),
+        throughput_note=rates.note,
+        purchase_price_source=purchase_source,
+        throughput_typical_error=rates.typical_error,
+        price=_price_origin(gpu_rent, money) if gpu_rent and money.units_per_usd is not None else None,
+        measured_source=measured_llm.source if measured_llm else "",
+        measured_url=measured_llm.url if measured_llm else "",
+        measured_n=measured_llm.n if measured_llm else None,
+    )
+    return facts, detail
+
+
+def _lacking_warning(*, precision: str, lacking: list[str]) -> str:
+    return _("Not offered: %(count)d GPUs that cannot train in %(format)s natively (%(names)s).") % {
+        "count": len(lacking),
+        "format": PRECISION_NAMES.get(precision, precision.upper()),
+        "names": ", ".join(lacking),
+    }
+
+
 def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT_COUNTS) -> FitGpuFacts:
     """Every curated GPU with a memory size, as plain facts in the request's currency, in a fixed
     number of queries.
@@ -353,93 +594,16 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
     converted from USD at the newest exchange rate. Without a rate for the currency, prices are
     left out and ``warnings`` says so. Throughput: see the module docstring.
     """
-    model, breakdown, currency = request.model, request.breakdown, request.currency
-    gpus = list(
-        Gpu.objects.curated()
-        .filter(memory_gib__gt=0)
-        .order_by("name")
-        .values(
-            "id",
-            "slug",
-            "name",
-            "memory_gib",
-            "memory_bandwidth_gbs",
-            "tdp_w",
-            "fp32_tflops",
-            "fp16_tflops",
-            "launch_price_usd",
-            "variant",
-            "segment",
-            "interconnect_gbs",
-            "bus_interface",
-            "vendor__slug",
-            "architecture__slug",
-            "architecture__tensor_core_generation",
-            "architecture__supports_bf16",
-            "architecture__supports_fp8",
-        )  # fmt: skip
-    )
-    gpu_ids = [g["id"] for g in gpus]
-    peaks: dict[int, dict[str, float | None]] = {}
-    for row in (
-        TensorPeak.objects.filter(gpu_id__in=gpu_ids)
-        .order_by()
-        .values("gpu_id", "precision", "supported", "dense_tflops")
-    ):
-        peaks.setdefault(row["gpu_id"], {})[row["precision"]] = row["dense_tflops"] if row["supported"] else None
-    rent = gpu_rent_prices(gpu_ids=gpu_ids, rule=request.price_rule)
-    offered = max_count_offered(gpu_ids=gpu_ids)
+    gpus = list(Gpu.objects.curated().filter(memory_gib__gt=0).order_by("name").values(*GPU_COLUMNS))
     rates = exchange_rates()
-    purchase_usd = {
-        gpu_id: (price.usd_now, f"{price.condition} price {price.observed_on:%Y-%m-%d}, {price.source}")
-        for gpu_id, price in gpu_purchase_prices(gpu_ids=gpu_ids, condition=request.condition, rates=rates).items()
-        if price.usd_now is not None
-    }
-    llm_inference = breakdown.is_inference and model.kind == "decoder"
-    training = breakdown.mode in TRAINING_MODES
-    measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
-    llm = (
-        llm_job_context(model=model, breakdown=breakdown, serving=request.serving, users=request.users, gpu_ids=gpu_ids)
-        if llm_inference
-        else None
-    )
-    multi_gpu: dict[int, MultiGpuFigures] = multi_gpu_by_gpu(gpu_ids=gpu_ids) if training else {}
-    specs_by_id = {
-        g["id"]: GpuSpecs(
-            peaks=peaks.get(g["id"], {}), fp32_tflops=g["fp32_tflops"], bandwidth_gbs=g["memory_bandwidth_gbs"]
-        )
-        for g in gpus
-    }
-    relative = (
-        _relative_training(precision=breakdown.precision.value, measured=measured, specs_by_id=specs_by_id)
-        if training and model.kind in ("decoder", "encoder")
-        else {}
-    )
-    job = TrainingJob(
-        tokens_per_step=breakdown.batch * breakdown.context,
-        weight_bytes=breakdown.weights_gib * GIB,
-        gradient_bytes=breakdown.gradients_gib * GIB,
-        layers=model.layers,
-        hidden=model.hidden,
-        checkpointing=breakdown.activation_checkpointing,
-    )
-
+    inputs = _job_inputs(request=request, gpus=gpus, rates=rates)
+    money = _money(currency=request.currency, rates=rates)
     warnings: list[str] = []
-    rate = display_rate(currency=currency, rates=rates)
-    units_per_usd: float | None = None if rate["missing"] else float(rate["units_per_usd"])
-    if units_per_usd is None:
-        warnings.append(_("no exchange rate for %(currency)s: prices and costs are left out") % {"currency": currency})
-    exchange = (
-        None
-        if currency == "USD" or units_per_usd is None
-        else {"units_per_usd": units_per_usd, "date": rate["rate_date"], "source": rate["source"]}
-    )
-
-    def money(usd: float | Decimal | None, high: float) -> float | None:
-        if usd is None or units_per_usd is None:
-            return None
-        return _within(float(usd) * units_per_usd, low=0, high=high)
-
+    if money.units_per_usd is None:
+        warnings.append(
+            _("no exchange rate for %(currency)s: prices and costs are left out") % {"currency": request.currency}
+        )
+    precision = request.breakdown.precision.value
     facts: list[GpuFacts] = []
     details: dict[str, GpuDetail] = {}
     lacking: list[str] = []
@@ -447,222 +611,26 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
         memory = _within(gpu["memory_gib"], low=0, high=_MAX_MEMORY_GIB)
         if memory is None:
             continue
-        gpu_peaks = peaks.get(gpu["id"], {})
-        if training and _lacks_format(breakdown.precision.value, gpu, gpu_peaks):
+        if inputs.training and _lacks_format(precision, gpu, inputs.peaks.get(gpu["id"], {})):
             lacking.append(gpu["name"])
             continue
-        measured_llm = None
-        if llm is not None:
-            job_facts = llm_job_facts(
-                job=llm,
-                gpu_id=gpu["id"],
-                gpu=llm_gpu(row=gpu, peaks=gpu_peaks),
-                counts=counts,
-                no_bf16=breakdown.precision.value == "bf16" and "bf16" in gpu_peaks and gpu_peaks["bf16"] is None,
-            )
-            count_rates = job_facts.count_rates
-            measured_llm = job_facts.measured
-            first = _first_rate(count_rates, per_gpu=llm.mode != "single")
-            unit = "tokens/s"
-            per_s, basis = (first.per_s, first.basis) if first else (None, "none")
-            note = first.note if first else next(iter(count_rates.values())).note
-            typical_error = first.typical_error if first else None
-        else:
-            throughput = throughput_resolve(
-                model=model,
-                breakdown=breakdown,
-                specs=specs_by_id[gpu["id"]],
-                measured=measured.get(gpu["id"], GpuMeasurements()),
-                relative=relative.get(gpu["id"]),
-            )
-            unit, per_s, basis, note = throughput.unit, throughput.per_s, throughput.basis, throughput.note
-            typical_error = throughput.typical_error
-            figures = multi_gpu.get(gpu["id"], MultiGpuFigures())
-            link = gpu_link(
-                interconnect_gbs=gpu["interconnect_gbs"],
-                pcie_gbs=pcie_peak_gbs(gpu["bus_interface"] or ""),
-                segment=gpu["segment"] or "",
-                variant=gpu["variant"] or "",
-            )
-            count_rates = (
-                training_count_rates(
-                    per_gpu=_within(per_s, low=0, high=_MAX_THROUGHPUT),
-                    basis=basis,
-                    counts=counts,
-                    job=job,
-                    link=link_figures(link=link, allreduce=figures.allreduce, training=figures.training, counts=counts),
-                    fits_whole=breakdown.total_gib <= memory,
-                    typical_error=typical_error,
-                    note=note,
-                )
-                if training
-                else {}
-            )
-        per_s = _within(per_s, low=0, high=_MAX_THROUGHPUT)
-        count_rates = {
-            count: rate if rate.per_s is None or _within(rate.per_s, low=0, high=_MAX_THROUGHPUT) else
-            CountRate(None, "none", rate.scaling, rate.note)
-            for count, rate in count_rates.items()
-        }  # fmt: skip
-        purchase, purchase_source = purchase_usd.get(gpu["id"], (None, ""))
-        if purchase is None and request.condition == "new" and gpu["launch_price_usd"]:
-            purchase, purchase_source = float(gpu["launch_price_usd"]), _("launch price")
-        gpu_rent = rent.get(gpu["id"])
-        facts.append(
-            GpuFacts(
-                slug=gpu["slug"],
-                name=gpu["name"],
-                memory_gib=memory,
-                throughput_per_s=per_s,
-                throughput_is_estimate=basis == "estimated",
-                price_per_gpu_hour=money(gpu_rent.price_usd, _MAX_PRICE_PER_HOUR) if gpu_rent else None,
-                purchase_price=money(purchase, _MAX_PURCHASE),
-                tdp_w=_within(float(gpu["tdp_w"]) if gpu["tdp_w"] else None, low=0, high=_MAX_TDP),
-                throughput_basis=basis if per_s is not None else "none",
-                count_rates=count_rates,
-                max_count_offered=offered.get(gpu["id"]),
-            )
+        gpu_rates = (
+            _llm_rates(request=request, inputs=inputs, llm=inputs.llm, gpu=gpu, counts=counts)
+            if inputs.llm is not None
+            else _other_rates(request=request, inputs=inputs, gpu=gpu, memory=memory, counts=counts)
         )
-        details[gpu["slug"]] = GpuDetail(
-            slug=gpu["slug"],
-            name=gpu["name"],
-            throughput_unit=unit,
-            throughput_basis=basis if per_s is not None else "none",  # type: ignore[arg-type]
-            throughput_note=note,
-            purchase_price_source=purchase_source,
-            throughput_typical_error=typical_error,
-            price=_price_origin(gpu_rent, money) if gpu_rent and units_per_usd is not None else None,
-            measured_source=measured_llm.source if measured_llm else "",
-            measured_url=measured_llm.url if measured_llm else "",
-            measured_n=measured_llm.n if measured_llm else None,
+        gpu_facts, detail = _gpu_facts(
+            request=request, inputs=inputs, money=money, gpu=gpu, memory=memory, rates=gpu_rates
         )
+        facts.append(gpu_facts)
+        details[gpu["slug"]] = detail
     if lacking:
-        warnings.append(
-            _("Not offered: %(count)d GPUs that cannot train in %(format)s natively (%(names)s).")
-            % {
-                "count": len(lacking),
-                "format": PRECISION_NAMES.get(breakdown.precision.value, breakdown.precision.value.upper()),
-                "names": ", ".join(lacking),
-            }
-        )
+        warnings.append(_lacking_warning(precision=precision, lacking=lacking))
     return FitGpuFacts(
-        gpus=facts, details=details, currency=currency, exchange_rate=exchange, warnings=warnings, llm=llm
-    )
-
-
-# --- the whole answer ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BuyRentRow:
-    """Buy versus rent of one GPU (per GPU; a plan on n GPUs costs n times both)."""
-
-    slug: str
-    name: str
-    gpus_needed: int | None
-    result: BuyVsRent | None
-    notes: tuple[str, ...]
-    price: PriceOrigin | None = None
-
-
-@dataclass(frozen=True)
-class FitResult:
-    request: FitRequest
-    plans: list[GpuPlan]
-    details: dict[str, GpuDetail]
-    buy_vs_rent: list[BuyRentRow]
-    currency: str
-    exchange_rate: dict[str, Any] | None
-    warnings: list[str]
-    buy_vs_rent_missing: list[BuyRentRow] = field(default_factory=list)
-    llm: LlmJobContext | None = None
-
-    @property
-    def fitting(self) -> list[GpuPlan]:
-        return [plan for plan in self.plans if plan.gpus_needed is not None]
-
-    @property
-    def not_fitting(self) -> list[GpuPlan]:
-        return [plan for plan in self.plans if plan.gpus_needed is None]
-
-    @property
-    def fitting_rows(self) -> list[tuple[GpuPlan, GpuDetail]]:
-        """Fitting plans in rank order, each with its GPU's detail (for templates)."""
-        return [(plan, self.details[plan.gpu.slug]) for plan in self.fitting]
-
-    @property
-    def assumptions(self) -> dict[str, Any]:
-        """The figures the answer rests on that are not measured for this job."""
-        llm = self.llm
-        return {
-            "achievable_compute_fraction": ACHIEVABLE_COMPUTE_FRACTION,
-            "scaling_efficiency_per_doubling": SCALING_EFFICIENCY_PER_DOUBLING,
-            "max_hours": MAX_HOURS,
-            "llm_model_fitted": llm.fitted if llm else None,
-            "llm_typical_error": llm.typical_error if llm else None,
-            "llm_outside_error": llm.error.outside if llm else None,
-        }
-
-
-def _buy_vs_rent_rows(
-    *, request: FitRequest, plans: list[GpuPlan], details: dict[str, GpuDetail]
-) -> tuple[list[BuyRentRow], list[BuyRentRow]]:
-    """Buy versus rent for every GPU that fits and has both a purchase and a rental price, in the
-    ranking's order; and the fitting GPUs without one of them, each saying which is missing."""
-    rows: list[BuyRentRow] = []
-    missing: list[BuyRentRow] = []
-    for plan in plans:
-        if plan.gpus_needed is None:
-            continue
-        gpu = plan.gpu
-        price = details[gpu.slug].price
-        notes: list[str] = []
-        if gpu.purchase_price is None:
-            notes.append(
-                _("no new purchase price on record")
-                if request.condition == "new"
-                else _("no used purchase price on record")
-            )
-        if gpu.price_per_gpu_hour is None or gpu.price_per_gpu_hour <= 0:
-            notes.append(_("no current on-demand rental price"))
-        if notes:
-            missing.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, None, tuple(notes), price))
-            continue
-        assert gpu.purchase_price is not None and gpu.price_per_gpu_hour is not None
-        if gpu.tdp_w is None:
-            notes.append(_("no TDP on record: power is not counted"))
-        if request.electricity_price_per_kwh is None:
-            notes.append(_("no electricity price given: power is not counted"))
-        result = buy_vs_rent(
-            purchase_price=gpu.purchase_price,
-            power_w=gpu.tdp_w or 0.0,
-            electricity_price_per_kwh=request.electricity_price_per_kwh or 0.0,
-            hours_per_day=request.hours_per_day,
-            rent_prices_per_hour=[gpu.price_per_gpu_hour],
-        )
-        rows.append(BuyRentRow(gpu.slug, gpu.name, plan.gpus_needed, result, tuple(notes), price))
-    return rows, missing
-
-
-def fit_compute(*, request: FitRequest) -> FitResult:
-    """Fit, time and cost of ``request`` on every curated GPU at 1, 2, 4 and 8 GPUs, ranked,
-    with buy versus rent for every fitting GPU with both prices. A fixed number of queries (see fit_gpu_facts_list).
-    Raises FitInputError only for inputs the form could not check alone."""
-    facts = fit_gpu_facts_list(request=request)
-    plans = fit_plan(
-        breakdown=request.breakdown,
-        gpus=facts.gpus,
-        work_units=request.work.work_units if request.work else None,
-    )
-    buy_rows, missing_rows = _buy_vs_rent_rows(request=request, plans=plans, details=facts.details)
-    return FitResult(
-        request=request,
-        plans=plans,
-        details=facts.details,
-        buy_vs_rent=buy_rows,
-        buy_vs_rent_missing=missing_rows,
-        currency=facts.currency,
-        exchange_rate=facts.exchange_rate,
-        warnings=facts.warnings,
-        llm=facts.llm,
+        gpus=facts,
+        details=details,
+        currency=request.currency,
+        exchange_rate=money.exchange_rate,
+        warnings=warnings,
+        llm=inputs.llm,
     )
