@@ -127,7 +127,7 @@ def _pages(gpu_slugs: list[str]) -> list[str]:
         reverse("fitcalc:fit") + f"?hf_model={IMPORTED_HF_ID}",
         reverse("fitcalc:fit") + f"?hf_model={NOT_IMPORTED_HF_ID}",
     ]
-    pages += [reverse("catalog:gpu-detail", args=[slug]) for slug in gpu_slugs]
+    pages += [reverse("dashboard:gpu-detail", args=[slug]) for slug in gpu_slugs]
     return pages
 
 
