@@ -9,7 +9,6 @@ requested: each must answer (200, or a 4xx that says what is missing) without to
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -19,7 +18,6 @@ import huggingface_hub
 import huggingface_hub.file_download
 import pytest
 import scipy.optimize
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -51,16 +49,6 @@ def _work_functions() -> dict[str, Callable[..., Any]]:
         "scipy.optimize.least_squares": scipy.optimize.least_squares,
         "llm.services.serving_fit.serving_model_refit": llm.services.serving_fit.serving_model_refit,
     }
-
-
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
-    """The demo data, loaded once for the module (the load itself fits: it is a write), removed after."""
-    with django_db_blocker.unblock():
-        call_command("load_demo", stdout=io.StringIO())
-    yield
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture
