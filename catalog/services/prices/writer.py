@@ -94,6 +94,8 @@ class _Pending:
 
 @dataclass
 class _Context:
+    """What writing one file needs and gathers, from its first row to its last snapshot."""
+
     feed: str
     providers: dict[str, Provider]
     existing: dict[Key, Offer]
@@ -102,7 +104,15 @@ class _Context:
     rates: RateBook
     summary: FileSummary
     import_run: ImportRun | None
+    provider_ids: dict[str, int] = field(default_factory=dict)
+    # The newest snapshot time of the feed, moved forward as this file's newer snapshots are written.
+    feed_newest: dt.datetime | None = None
+    known_snapshots: set[tuple[int, dt.datetime]] = field(default_factory=set)
+    snapshots: list[PriceSnapshot] = field(default_factory=list)
     unmatched_rows: dict[str, tuple[str, float | None]] = field(default_factory=dict)
+    # GPU name -> the offers listing it, so a name on many rows of one offer counts once.
+    unmatched_offers: dict[str, set[Key]] = field(default_factory=dict)
+    ambiguous_offers: dict[str, set[Key]] = field(default_factory=dict)
 
 
 def snapshot_write(
@@ -125,6 +135,35 @@ def snapshot_write(
     """
     linker = GpuLinker.load(matcher)
     rates = rates or RateBook.load()
+    storable = _storable_rows(parsed=parsed, observed_at=observed_at, summary=summary)
+    context = _context_load(
+        parsed=parsed, rows=storable, linker=linker, rates=rates, summary=summary, import_run=import_run
+    )
+    groups: dict[tuple[dt.datetime, bool], list[OfferRow]] = {}
+    for row in storable:
+        groups.setdefault((row.observed_at or observed_at, row.observed_at is not None), []).append(row)
+    for when, own_time in sorted(groups):
+        rows = groups[(when, own_time)]
+        seen, listed = _snapshot_rows_write(rows=rows, when=when, parsed=parsed, context=context, progress=progress)
+        if context.feed_newest is None or when > context.feed_newest:
+            if parsed.complete_snapshots:
+                _withdraw_missing(context, when, seen)
+            context.feed_newest = when
+        basis = PriceSnapshot.DateBasis.SOURCE if own_time else date_basis
+        note = "" if own_time else date_note[:500]
+        _snapshots_add(listed=listed, when=when, basis=basis, note=note, context=context)
+
+    summary.unmatched = {name: len(keys) for name, keys in context.unmatched_offers.items()}
+    summary.ambiguous = {name: len(keys) for name, keys in context.ambiguous_offers.items()}
+    _flush(context.pending, summary)
+    PriceSnapshot.objects.bulk_create(context.snapshots, batch_size=500)
+    _record_unmatched(context.unmatched_rows, parsed.feed, summary)
+    return summary
+
+
+def _storable_rows(*, parsed: ParsedFile, observed_at: dt.datetime, summary: FileSummary) -> list[OfferRow]:
+    """The parsed rows fit to store; the others go to the summary as rejections, with the
+    parser's own rejections, skips and notes."""
     summary.rows_read = parsed.rows_read
     summary.rejected.extend(parsed.rejected)
     storable = []
@@ -141,9 +180,21 @@ def snapshot_write(
     for reason, count in parsed.skipped.items():
         summary.skipped[reason] = summary.skipped.get(reason, 0) + count
     summary.notes.extend(parsed.notes)
+    return storable
 
-    names = {r.provider: r.extra.get("provider_name", r.provider) for r in storable}
-    currencies = {r.provider: r.currency for r in storable}
+
+def _context_load(
+    *,
+    parsed: ParsedFile,
+    rows: list[OfferRow],
+    linker: GpuLinker,
+    rates: RateBook,
+    summary: FileSummary,
+    import_run: ImportRun | None,
+) -> _Context:
+    """The providers of ``rows`` (created if new), their stored offers and the feed's known snapshots."""
+    names = {r.provider: r.extra.get("provider_name", r.provider) for r in rows}
+    currencies = {r.provider: r.currency for r in rows}
     providers = providers_get_or_create(slugs=names, currency_by_slug=currencies)
     summary.providers = sorted(providers)
     provider_ids = {slug: p.pk for slug, p in providers.items()}
@@ -157,70 +208,78 @@ def snapshot_write(
             "provider_id", "observed_at"
         )
     )
-    context = _Context(parsed.feed, providers, existing, _Pending(), linker, rates, summary, import_run)
-    unmatched_offers: dict[str, set[Key]] = {}
-    ambiguous_offers: dict[str, set[Key]] = {}
-    snapshots: list[PriceSnapshot] = []
+    return _Context(
+        feed=parsed.feed,
+        providers=providers,
+        existing=existing,
+        pending=_Pending(),
+        linker=linker,
+        rates=rates,
+        summary=summary,
+        import_run=import_run,
+        provider_ids=provider_ids,
+        feed_newest=feed_newest,
+        known_snapshots=known_snapshots,
+    )
 
-    groups: dict[tuple[dt.datetime, bool], list[OfferRow]] = {}
-    for row in storable:
-        groups.setdefault((row.observed_at or observed_at, row.observed_at is not None), []).append(row)
-    for when, own_time in sorted(groups):
-        rows = groups[(when, own_time)]
-        seen: dict[Key, tuple[int, Decimal | None]] = {}
-        listed: dict[int, int] = {}
-        for row in progress(rows, len(rows), parsed.feed[-40:]):
-            provider_id = provider_ids[row.provider]
-            key = (provider_id, row.instance_type, row.region, row.zone, row.is_spot)
-            if key in seen:
-                first_line, first_price = seen[key]
-                if first_price == row.price_per_hour:
-                    summary.skipped[DUPLICATE] = summary.skipped.get(DUPLICATE, 0) + 1
-                else:
-                    summary.rejected.append(
-                        RowRejection(row.line, f"same offer as line {first_line} with a different price")
-                    )
-                continue
-            try:
-                # Rows of a listing are current only in its newest snapshot; curated rows each stand alone.
-                is_newest = not parsed.complete_snapshots or feed_newest is None or when >= feed_newest
-                link = _write_row(row, key, when, is_newest, feed_newest, context)
-            except RowError as exc:
-                summary.rejected.append(RowRejection(row.line, str(exc)))
-                continue
-            seen[key] = (row.line, row.price_per_hour)
-            listed[provider_id] = listed.get(provider_id, 0) + 1
-            if link.gpu_id is None:
-                unmatched_offers.setdefault(row.gpu_name_raw, set()).add(key)
-            elif link.ambiguous:
-                ambiguous_offers.setdefault(row.gpu_name_raw, set()).add(key)
-        if feed_newest is None or when > feed_newest:
-            if parsed.complete_snapshots:
-                _withdraw_missing(context, when, seen)
-            feed_newest = when
-        for provider_id, count in listed.items():
-            if (provider_id, when) not in known_snapshots:
-                known_snapshots.add((provider_id, when))
-                basis = PriceSnapshot.DateBasis.SOURCE if own_time else date_basis
-                snapshots.append(
-                    PriceSnapshot(
-                        feed=parsed.feed,
-                        provider_id=provider_id,
-                        observed_at=when,
-                        date_basis=basis,
-                        date_note="" if own_time else date_note[:500],
-                        offers=count,
-                        import_run=import_run,
-                    )
+
+def _snapshot_rows_write(
+    *, rows: list[OfferRow], when: dt.datetime, parsed: ParsedFile, context: _Context, progress: Progress
+) -> tuple[dict[Key, tuple[int, Decimal | None]], dict[int, int]]:
+    """Apply the rows of one snapshot (one observation time).
+
+    Returns the offers it lists (key -> first line and price) and how many it lists per provider id.
+    """
+    summary = context.summary
+    seen: dict[Key, tuple[int, Decimal | None]] = {}
+    listed: dict[int, int] = {}
+    # Rows of a listing are current only in its newest snapshot; curated rows each stand alone.
+    feed_newest = context.feed_newest
+    is_newest = not parsed.complete_snapshots or feed_newest is None or when >= feed_newest
+    for row in progress(rows, len(rows), parsed.feed[-40:]):
+        provider_id = context.provider_ids[row.provider]
+        key = (provider_id, row.instance_type, row.region, row.zone, row.is_spot)
+        if key in seen:
+            first_line, first_price = seen[key]
+            if first_price == row.price_per_hour:
+                summary.skipped[DUPLICATE] = summary.skipped.get(DUPLICATE, 0) + 1
+            else:
+                summary.rejected.append(
+                    RowRejection(row.line, f"same offer as line {first_line} with a different price")
                 )
-                summary.snapshots.append(f"{when:%Y-%m-%d %H:%M} ({basis})")
+            continue
+        try:
+            link = _write_row(row, key, when, is_newest, feed_newest, context)
+        except RowError as exc:
+            summary.rejected.append(RowRejection(row.line, str(exc)))
+            continue
+        seen[key] = (row.line, row.price_per_hour)
+        listed[provider_id] = listed.get(provider_id, 0) + 1
+        if link.gpu_id is None:
+            context.unmatched_offers.setdefault(row.gpu_name_raw, set()).add(key)
+        elif link.ambiguous:
+            context.ambiguous_offers.setdefault(row.gpu_name_raw, set()).add(key)
+    return seen, listed
 
-    summary.unmatched = {name: len(keys) for name, keys in unmatched_offers.items()}
-    summary.ambiguous = {name: len(keys) for name, keys in ambiguous_offers.items()}
-    _flush(context.pending, summary)
-    PriceSnapshot.objects.bulk_create(snapshots, batch_size=500)
-    _record_unmatched(context.unmatched_rows, parsed.feed, summary)
-    return summary
+
+def _snapshots_add(*, listed: dict[int, int], when: dt.datetime, basis: str, note: str, context: _Context) -> None:
+    """A ``PriceSnapshot`` for each provider listed at ``when`` that has none there yet."""
+    for provider_id, count in listed.items():
+        if (provider_id, when) in context.known_snapshots:
+            continue
+        context.known_snapshots.add((provider_id, when))
+        context.snapshots.append(
+            PriceSnapshot(
+                feed=context.feed,
+                provider_id=provider_id,
+                observed_at=when,
+                date_basis=basis,
+                date_note=note,
+                offers=count,
+                import_run=context.import_run,
+            )
+        )
+        context.summary.snapshots.append(f"{when:%Y-%m-%d %H:%M} ({basis})")
 
 
 def _withdraw_missing(context: _Context, when: dt.datetime, seen: dict[Key, Any]) -> None:
