@@ -47,6 +47,9 @@ PARSERS: dict[str, Callable[..., ParsedFile]] = {
 }
 MANIFEST_NAME = "snapshots.toml"
 IMPORTABLE_SUFFIXES = (".csv", ".jsonl")
+UNKNOWN_FORMAT = (
+    "unknown price file format (expected a SkyPilot vms.csv, FSDL cloud-gpus.csv, tracker .jsonl or curated CSV)"
+)
 
 
 @dataclass(frozen=True)
@@ -136,10 +139,7 @@ def price_import_file(
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         # Replacing the bytes would import garbled names and notes without a word: refuse the file.
-        run = ImportRun.objects.create(
-            path=str(path)[:500], format=format or "unknown", sha256=hashlib.sha256(raw).hexdigest()
-        )
-        summary.import_run_id = run.pk
+        run = _run_start(path=path, format=format or "unknown", raw=raw, summary=summary)
         _finish(run, summary, started, error=f"the file is not UTF-8 (byte {exc.start}): save it as UTF-8")
         return summary
     detected = format or format_detect(path=path, text=text)
@@ -147,21 +147,65 @@ def price_import_file(
     if detected is None and not unknown_is_error:
         summary.notes.append("not a price file of a known format: skipped")
         return summary
-    run = ImportRun.objects.create(
-        path=str(path)[:500], format=detected or "unknown", sha256=hashlib.sha256(raw).hexdigest()
-    )
-    summary.import_run_id = run.pk
+    run = _run_start(path=path, format=detected or "unknown", raw=raw, summary=summary)
     if detected is None:
-        _finish(
-            run,
-            summary,
-            started,
-            error="unknown price file format (expected a SkyPilot vms.csv, FSDL cloud-gpus.csv, tracker .jsonl or curated CSV)",
-        )
+        _finish(run, summary, started, error=UNKNOWN_FORMAT)
         return summary
     if detected not in ALL_FORMATS:
         _finish(run, summary, started, error=f"unknown format {detected!r}; choose from {', '.join(ALL_FORMATS)}")
         return summary
+    _run_import(
+        run=run,
+        summary=summary,
+        started=started,
+        detected=detected,
+        path=path,
+        text=text,
+        source=Path(source_name) if source_name else path,
+        snapshot_time=_given_snapshot_time(observed_at=observed_at, date_basis=date_basis, date_note=date_note),
+        root=root,
+        progress=progress,
+        matcher=matcher,
+        rates=rates,
+        gcp_hosts=gcp_hosts,
+    )
+    return summary
+
+
+def _run_start(*, path: Path, format: str, raw: bytes, summary: FileSummary) -> ImportRun:
+    """The ImportRun that records this file's import, whatever its outcome."""
+    run = ImportRun.objects.create(path=str(path)[:500], format=format, sha256=hashlib.sha256(raw).hexdigest())
+    summary.import_run_id = run.pk
+    return run
+
+
+def _given_snapshot_time(*, observed_at: dt.datetime | None, date_basis: str, date_note: str) -> SnapshotTime | None:
+    """The caller's date for rows without a time of their own; None leaves it to the file's location."""
+    if observed_at is None:
+        return None
+    return SnapshotTime(observed_at, date_basis or PriceSnapshot.DateBasis.PUBLISHED, date_note)
+
+
+def _run_import(
+    *,
+    run: ImportRun,
+    summary: FileSummary,
+    started: float,
+    detected: str,
+    path: Path,
+    text: str,
+    source: Path,
+    snapshot_time: SnapshotTime | None,
+    root: Path | None,
+    progress: Progress,
+    matcher: GpuMatcher | None,
+    rates: RateBook | None,
+    gcp_hosts: GcpHostPool | None,
+) -> None:
+    """Import the text of a file of a known format and record the outcome on ``run``.
+
+    A file that fails writes nothing: its rows are written in one transaction.
+    """
     try:
         if detected == EXCHANGE_RATES:
             written = exchange_rates_import_csv(path=path)
@@ -170,41 +214,68 @@ def price_import_file(
         elif detected == SKYPILOT_ACCELERATORS:
             _accelerator_names_check(text, summary, matcher or GpuMatcher.load())
         else:
-            source = Path(source_name) if source_name else path
-            if detected == "skypilot" and gcp_hosts is not None:
-                parsed = parse_skypilot(path=source, text=text, gcp_hosts=gcp_hosts)
-            else:
-                parsed = PARSERS[detected](path=source, text=text)
-            summary.feed = parsed.feed
-            if observed_at is not None:
-                when = SnapshotTime(observed_at, date_basis or PriceSnapshot.DateBasis.PUBLISHED, date_note)
-            else:
-                when = snapshot_time_for(path=path, root=root)
-            with transaction.atomic():
-                snapshot_write(
-                    parsed=parsed,
-                    observed_at=when.observed_at,
-                    date_basis=when.basis,
-                    date_note=when.note,
-                    import_run=run,
-                    matcher=matcher,
-                    rates=rates,
-                    summary=summary,
-                    progress=progress,
-                )
-                data_version_bump()  # cached rankings and GPU pages read these prices
+            _prices_write(
+                run=run,
+                summary=summary,
+                detected=detected,
+                path=path,
+                text=text,
+                source=source,
+                snapshot_time=snapshot_time,
+                root=root,
+                progress=progress,
+                matcher=matcher,
+                rates=rates,
+                gcp_hosts=gcp_hosts,
+            )
     except OperationalError as exc:
         _finish(run, summary, started, error=f"database error (will be retried): {exc}")
         raise
     except (PriceFileError, ValueError) as exc:
         _finish(run, summary, started, error=str(exc))
-        return summary
+        return
     except DatabaseError as exc:
         logger.exception("price import of %s failed", path)
         _finish(run, summary, started, error=f"database error, nothing from this file was written: {exc}")
-        return summary
+        return
     _finish(run, summary, started)
-    return summary
+
+
+def _prices_write(
+    *,
+    run: ImportRun,
+    summary: FileSummary,
+    detected: str,
+    path: Path,
+    text: str,
+    source: Path,
+    snapshot_time: SnapshotTime | None,
+    root: Path | None,
+    progress: Progress,
+    matcher: GpuMatcher | None,
+    rates: RateBook | None,
+    gcp_hosts: GcpHostPool | None,
+) -> None:
+    """Parse a price file and write its rows as snapshots, all in one transaction."""
+    if detected == "skypilot" and gcp_hosts is not None:
+        parsed = parse_skypilot(path=source, text=text, gcp_hosts=gcp_hosts)
+    else:
+        parsed = PARSERS[detected](path=source, text=text)
+    summary.feed = parsed.feed
+    when = snapshot_time if snapshot_time is not None else snapshot_time_for(path=path, root=root)
+    with transaction.atomic():
+        snapshot_write(
+            parsed=parsed,
+            observed_at=when.observed_at,
+            date_basis=when.basis,
+            date_note=when.note,
+            import_run=run,
+            matcher=matcher,
+            rates=rates,
+            summary=summary,
+            progress=progress,
+        )
+        data_version_bump()  # cached rankings and GPU pages read these prices
 
 
 def _finish(run: ImportRun, summary: FileSummary, started: float, *, error: str = "") -> None:
