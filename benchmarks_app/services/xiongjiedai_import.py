@@ -240,13 +240,23 @@ def xiongjiedai_import(
     return summary
 
 
-def _xiongjiedai_record(writer: LabResultWriter, record: dict[str, Any]) -> None:
-    summary = writer.summary
+@dataclass(frozen=True)
+class _Cell:
+    """One measured cell as every row kept or result written for it states it."""
+
+    source: str
+    measured_at: dt.datetime
+    snapshot: dt.date | None
+    workload_slug: str
+    test_label: str
+    params: dict[str, Any]
+    row: dict[str, Any]
+
+
+def _cell_of(record: dict[str, Any]) -> _Cell:
+    """Where a cell comes from, when it was measured and which workload and parameters it measures."""
     snapshot = record["snapshot"] if isinstance(record["snapshot"], dt.date) else None
-    measured_at = date_at_noon(snapshot or dt.date(2024, 5, 12))
     tokens = None if pd.isna(record["tokens"]) else int(record["tokens"])
-    workload_slug = f"llamacpp-{record['test']}"
-    precision = quant_precision(record["quant"])
     params: dict[str, Any] = {
         "model": record["model"],
         "quant": record["quant"],
@@ -255,40 +265,63 @@ def _xiongjiedai_record(writer: LabResultWriter, record: dict[str, Any]) -> None
     }
     if tokens is not None:
         params["tokens"] = tokens
-    source = f"{XIONGJIEDAI_URL} {record['file']}, line {record['line']}: {record['gpu_text']} {record['model']} {record['quant']}"
     test_label = f"{record['test']}{tokens or ''}"
-    row = {
-        "gpu": record["gpu_text"],
-        "model": record["model"],
-        "quant": record["quant"],
-        "test": test_label,
-        "value": record["value"],
-        "section": record["section"],
-    }
+    return _Cell(
+        source=f"{XIONGJIEDAI_URL} {record['file']}, line {record['line']}: {record['gpu_text']} {record['model']} {record['quant']}",
+        measured_at=date_at_noon(snapshot or dt.date(2024, 5, 12)),
+        snapshot=snapshot,
+        workload_slug=f"llamacpp-{record['test']}",
+        test_label=test_label,
+        params=params,
+        row={
+            "gpu": record["gpu_text"],
+            "model": record["model"],
+            "quant": record["quant"],
+            "test": test_label,
+            "value": record["value"],
+            "section": record["section"],
+        },
+    )
+
+
+def _keep(writer: LabResultWriter, cell: _Cell, *, outcome: str, name: str, reason: str, **extra: Any) -> None:
+    """Keep a cell that yields no result, with the cell's source, date, workload and row."""
+    writer.keep(
+        outcome=outcome,
+        name=name,
+        reason=reason,
+        source=cell.source,
+        measured_at=cell.measured_at,
+        row=cell.row,
+        params=cell.params,
+        workload_slug=cell.workload_slug,
+        **extra,
+    )
+
+
+def _xiongjiedai_record(writer: LabResultWriter, record: dict[str, Any]) -> None:
+    """Write one cell as a lab result, or keep it with why it is none (CPU, Apple, unmatched, OOM)."""
+    summary = writer.summary
+    cell = _cell_of(record)
+    precision = quant_precision(record["quant"])
     if record["on_cpu"]:
-        writer.keep(
+        _keep(
+            writer,
+            cell,
             outcome=LabImportRow.Outcome.NO_ACCELERATOR,
             name=record["gpu_text"],
             reason="run on the CPU (the table marks the model '(CPU)')",
-            source=source,
-            measured_at=measured_at,
-            row=row,
-            params=params,
-            workload_slug=workload_slug,
         )
         return
+    gpu = {"precision": precision, "gpu_count": record["gpu_count"]}
     if APPLE_SYSTEM.search(record["gpu_name"]):
-        writer.keep(
+        _keep(
+            writer,
+            cell,
             outcome=LabImportRow.Outcome.NOT_A_CATALOGUE_GPU,
             name=record["gpu_text"],
             reason="Apple silicon system: unified memory, not a catalogue GPU",
-            source=source,
-            measured_at=measured_at,
-            row=row,
-            params=params,
-            workload_slug=workload_slug,
-            precision=precision,
-            gpu_count=record["gpu_count"],
+            **gpu,
         )
         return
     resolved = writer.resolver.resolve(
@@ -298,44 +331,34 @@ def _xiongjiedai_record(writer: LabResultWriter, record: dict[str, Any]) -> None
     )
     if resolved.gpu_id is None:
         summary.unmatched[record["gpu_name"]] = resolved.how
-        writer.keep(
-            outcome=LabImportRow.Outcome.UNMATCHED,
-            name=record["gpu_name"],
-            reason=resolved.how,
-            source=source,
-            measured_at=measured_at,
-            row=row,
-            params=params,
-            workload_slug=workload_slug,
-            precision=precision,
-            gpu_count=record["gpu_count"],
-        )
+        _keep(writer, cell, outcome=LabImportRow.Outcome.UNMATCHED, name=record["gpu_name"], reason=resolved.how, **gpu)
         return
     summary.matched[record["gpu_name"]] = f"{resolved.slug} ({resolved.how})"
     if record["oom"]:
-        writer.keep(
+        _keep(
+            writer,
+            cell,
             outcome=LabImportRow.Outcome.DOES_NOT_FIT,
             name=record["gpu_text"],
             reason=f"out of memory: {record['model']} {record['quant']} on {record['gpu_count']} GPU(s)",
-            source=source,
-            measured_at=measured_at,
-            row=row,
-            params=params,
-            workload_slug=workload_slug,
-            precision=precision,
-            gpu_count=record["gpu_count"],
             gpu_id=resolved.gpu_id,
+            **gpu,
         )
         return
+    _result_write(writer, cell, record, gpu_id=resolved.gpu_id, precision=precision)
+
+
+def _result_write(writer: LabResultWriter, cell: _Cell, record: dict[str, Any], *, gpu_id: int, precision: str) -> None:
+    """The lab result of a measured cell on a catalogue GPU."""
     writer.result(
-        gpu_id=resolved.gpu_id,  # type: ignore[arg-type]
-        workload_slug=workload_slug,
+        gpu_id=gpu_id,
+        workload_slug=cell.workload_slug,
         precision=precision,
         gpu_count=record["gpu_count"],
-        params=params,
+        params=cell.params,
         value=float(record["value"]),
         repetitions=[float(v) for v in record["runs"]],
-        source=source,
+        source=cell.source,
         environment={
             "dataset": XIONGJIEDAI_DATASET,
             "engine": "llama.cpp (llama-bench)",
@@ -344,11 +367,11 @@ def _xiongjiedai_record(writer: LabResultWriter, record: dict[str, Any]) -> None
             "backend": record["backend"],
             "section": record["section"],
             "config": record["gpu_text"],
-            "test": test_label,
-            "snapshot_month": f"{snapshot:%Y-%m}" if snapshot else "",
+            "test": cell.test_label,
+            "snapshot_month": f"{cell.snapshot:%Y-%m}" if cell.snapshot else "",
             "author_mean": record["author_mean"],
             "file": record["file"],
             "url": XIONGJIEDAI_URL,
         },
-        measured_at=measured_at,
+        measured_at=cell.measured_at,
     )
