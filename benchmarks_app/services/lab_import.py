@@ -18,10 +18,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from benchmarks_app.models import BenchmarkResult, TrustLabel
+from benchmarks_app.models import BenchmarkResult, TrustLabel, Workload
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs
 from benchmarks_app.services.comparison_keys import comparison_key_for
-from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
+from benchmarks_app.services.snapshot import CatalogSnapshot, catalog_snapshot_refresh_if_changed
 from benchmarks_app.services.workloads import LAMBDA_SUITES, workload_seed_lambda
 from gpuatlas.data_version import data_version_bump
 from gpuatlas.progress import Progress, no_progress
@@ -154,99 +154,168 @@ def lambda_import_directory(
     commit = _source_commit(directory)
     summary = LabImportSummary(source=f"{UPSTREAM_URL} @ {commit}")
     workloads = workload_seed_lambda()
-    snapshot = catalog_snapshot_refresh_if_changed()
-    matches: dict[str, int | None] = {}
+    gpus = _GpuMatches(snapshot=catalog_snapshot_refresh_if_changed(), summary=summary)
+    rows_out: list[BenchmarkResult] = []
+    now = timezone.now()
+    for entry in FILES:
+        file = _SuiteFile(*entry)
+        table = _read_csv(directory / file.throughput_file)
+        batch_sizes: dict[str, dict[str, str]] = {}
+        if file.bs_file and (directory / file.bs_file).is_file():
+            batch_sizes = {r["name_gpu"]: r for r in _read_csv(directory / file.bs_file)}
+        measured_at = timezone.make_aware(dt.datetime.combine(SUITE_DATES[file.version], dt.time(12)), dt.UTC)
+        for index, row in enumerate(progress(table, len(table), file.throughput_file), start=2):
+            where = f"{file.throughput_file} line {index}"
+            named = _row_config(row, version=file.version, where=where, summary=summary)
+            if named is None:
+                continue
+            raw_name, config = named
+            gpu_id = gpus.match(config, raw_name)
+            if gpu_id is None:
+                continue
+            rows_out.extend(
+                _row_results(
+                    row,
+                    file=file,
+                    where=where,
+                    raw_name=raw_name,
+                    config=config,
+                    gpu_id=gpu_id,
+                    workloads=workloads,
+                    batch_sizes=batch_sizes.get(raw_name, {}),
+                    measured_at=measured_at,
+                    created_at=now,
+                    summary=summary,
+                )
+            )
+    _results_replace(rows_out, summary=summary, refresh_aggregates=refresh_aggregates)
+    return summary
 
-    def match(config: LambdaConfig, raw_name: str) -> int | None:
-        if config.gpu_name not in matches:
+
+class _GpuMatches:
+    """Catalogue GPUs of Lambda's GPU names, each name matched once and reported in the summary."""
+
+    def __init__(self, *, snapshot: CatalogSnapshot, summary: LabImportSummary) -> None:
+        self.snapshot = snapshot
+        self.summary = summary
+        self.gpu_ids: dict[str, int | None] = {}
+
+    def match(self, config: LambdaConfig, raw_name: str) -> int | None:
+        """The catalogue GPU id of ``config``'s GPU; None if no spelling of its name matches."""
+        if config.gpu_name not in self.gpu_ids:
             result = None
             for candidate in name_candidates(config.gpu_name):
-                result = snapshot.match(name=candidate, memory_gib=config.memory_gib)
+                result = self.snapshot.match(name=candidate, memory_gib=config.memory_gib)
                 if result.matched:
                     break
             if result is not None and result.matched:
-                matches[config.gpu_name] = result.gpu_id
-                summary.matched[config.gpu_name] = f"{result.slug} (as {candidate!r}, {result.how})"
+                self.gpu_ids[config.gpu_name] = result.gpu_id
+                self.summary.matched[config.gpu_name] = f"{result.slug} (as {candidate!r}, {result.how})"
             else:
-                matches[config.gpu_name] = None
-                summary.unmatched[config.gpu_name] = f"e.g. row {raw_name!r}"
-        return matches[config.gpu_name]
+                self.gpu_ids[config.gpu_name] = None
+                self.summary.unmatched[config.gpu_name] = f"e.g. row {raw_name!r}"
+        return self.gpu_ids[config.gpu_name]
 
-    rows_out: list[BenchmarkResult] = []
-    now = timezone.now()
-    for version, precision, throughput_file, bs_file in FILES:
-        table = _read_csv(directory / throughput_file)
-        batch_sizes: dict[str, dict[str, str]] = {}
-        if bs_file and (directory / bs_file).is_file():
-            batch_sizes = {r["name_gpu"]: r for r in _read_csv(directory / bs_file)}
-        measured_at = timezone.make_aware(dt.datetime.combine(SUITE_DATES[version], dt.time(12)), dt.UTC)
-        for index, row in enumerate(progress(table, len(table), throughput_file), start=2):
-            where = f"{throughput_file} line {index}"
-            if version == "1.0":
-                raw_name = row.get("name_gpu", "")
-                config: LambdaConfig | None = parse_v1_name(raw_name, _float(row.get("num_gpu", "1"), where))
-            else:
-                raw_name = row.get("", "") or next(iter(row.values()))
-                if raw_name.endswith("_bk"):
-                    summary.rows_skipped.append(f"{where} {raw_name!r}: a backup re-run of another row")
-                    continue
-                config = parse_v2_name(raw_name)
-            if config is None:
-                summary.rows_skipped.append(f"{where} {raw_name!r}: no <count>x<GPU>_<memory>GB in the name")
-                continue
-            gpu_id = match(config, raw_name)
-            if gpu_id is None:
-                continue
-            for slug in LAMBDA_SUITES[version]:
-                if slug not in row:
-                    continue
-                value = _float(row[slug], f"{where} column {slug}")
-                if value <= 0:
-                    summary.cells_skipped_zero += 1
-                    continue
-                key = comparison_key_for(
-                    workload_slug=slug, version=version, precision=precision, params={}, gpu_count=config.gpu_count
-                )
-                environment: dict[str, Any] = {
-                    "config": raw_name,
-                    "suite": f"lambda v{version[0]}",
-                    "file": throughput_file,
-                }
-                bs = batch_sizes.get(raw_name, {}).get(slug)
-                if bs:
-                    environment["batch_size"] = int(_float(bs, f"{bs_file} {raw_name} {slug}"))
-                rows_out.append(
-                    BenchmarkResult(
-                        submission=None,
-                        gpu_id=gpu_id,
-                        workload=workloads[(slug, version)],
-                        precision=precision,
-                        gpu_count=config.gpu_count,
-                        params={},
-                        comparison_key=key.key,
-                        comparison_label=key.label,
-                        value=value,
-                        repetitions=[],
-                        spread_pct=None,
-                        trust=TrustLabel.LAB,
-                        submitter=None,
-                        submitter_key=LAB_SUBMITTER_KEY,
-                        source=f"{summary.source}: pytorch/{throughput_file}, row {raw_name!r}"[:500],
-                        environment=environment,
-                        measured_at=measured_at,
-                        created_at=now,
-                    )
-                )
-    with transaction.atomic():
-        previous = BenchmarkResult.objects.filter(submission__isnull=True, source__startswith=UPSTREAM_URL)
-        touched = set(previous.values_list("gpu_id", "comparison_key").distinct())
-        summary.results_removed = previous.count()
-        previous.delete()
-        BenchmarkResult.objects.bulk_create(rows_out, batch_size=500)
-        summary.results_written = len(rows_out)
-        touched |= {(r.gpu_id, r.comparison_key) for r in rows_out}
-        if refresh_aggregates:
-            aggregates_refresh_pairs(pairs=touched)
-            summary.aggregates_refreshed = len(touched)
-        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
-    return summary
+
+@dataclass(frozen=True)
+class _SuiteFile:
+    """One throughput table of a suite, and the batch-size table beside it if there is one."""
+
+    version: str
+    precision: str
+    throughput_file: str
+    bs_file: str | None
+
+
+def _row_config(
+    row: dict[str, str], *, version: str, where: str, summary: LabImportSummary
+) -> tuple[str, LambdaConfig] | None:
+    """A row's config name and the GPUs it names; None (noted as skipped) for rows that name none."""
+    if version == "1.0":
+        raw_name = row.get("name_gpu", "")
+        config: LambdaConfig | None = parse_v1_name(raw_name, _float(row.get("num_gpu", "1"), where))
+    else:
+        raw_name = row.get("", "") or next(iter(row.values()))
+        if raw_name.endswith("_bk"):
+            summary.rows_skipped.append(f"{where} {raw_name!r}: a backup re-run of another row")
+            return None
+        config = parse_v2_name(raw_name)
+    if config is None:
+        summary.rows_skipped.append(f"{where} {raw_name!r}: no <count>x<GPU>_<memory>GB in the name")
+        return None
+    return raw_name, config
+
+
+def _row_results(
+    row: dict[str, str],
+    *,
+    file: _SuiteFile,
+    where: str,
+    raw_name: str,
+    config: LambdaConfig,
+    gpu_id: int,
+    workloads: dict[tuple[str, str], Workload],
+    batch_sizes: dict[str, str],
+    measured_at: dt.datetime,
+    created_at: dt.datetime,
+    summary: LabImportSummary,
+) -> list[BenchmarkResult]:
+    """One lab result per measured workload column of a row (0.0 means not measured)."""
+    results = []
+    for slug in LAMBDA_SUITES[file.version]:
+        if slug not in row:
+            continue
+        value = _float(row[slug], f"{where} column {slug}")
+        if value <= 0:
+            summary.cells_skipped_zero += 1
+            continue
+        key = comparison_key_for(
+            workload_slug=slug, version=file.version, precision=file.precision, params={}, gpu_count=config.gpu_count
+        )
+        environment: dict[str, Any] = {
+            "config": raw_name,
+            "suite": f"lambda v{file.version[0]}",
+            "file": file.throughput_file,
+        }
+        bs = batch_sizes.get(slug)
+        if bs:
+            environment["batch_size"] = int(_float(bs, f"{file.bs_file} {raw_name} {slug}"))
+        results.append(
+            BenchmarkResult(
+                submission=None,
+                gpu_id=gpu_id,
+                workload=workloads[(slug, file.version)],
+                precision=file.precision,
+                gpu_count=config.gpu_count,
+                params={},
+                comparison_key=key.key,
+                comparison_label=key.label,
+                value=value,
+                repetitions=[],
+                spread_pct=None,
+                trust=TrustLabel.LAB,
+                submitter=None,
+                submitter_key=LAB_SUBMITTER_KEY,
+                source=f"{summary.source}: pytorch/{file.throughput_file}, row {raw_name!r}"[:500],
+                environment=environment,
+                measured_at=measured_at,
+                created_at=created_at,
+            )
+        )
+    return results
+
+
+@transaction.atomic  # the old Lambda results go only if the new ones and their aggregates are written
+def _results_replace(rows_out: list[BenchmarkResult], *, summary: LabImportSummary, refresh_aggregates: bool) -> None:
+    """Replace the Lambda results written before with ``rows_out`` and refresh what they touch."""
+    previous = BenchmarkResult.objects.filter(submission__isnull=True, source__startswith=UPSTREAM_URL)
+    touched = set(previous.values_list("gpu_id", "comparison_key").distinct())
+    summary.results_removed = previous.count()
+    previous.delete()
+    BenchmarkResult.objects.bulk_create(rows_out, batch_size=500)
+    summary.results_written = len(rows_out)
+    touched |= {(r.gpu_id, r.comparison_key) for r in rows_out}
+    if refresh_aggregates:
+        aggregates_refresh_pairs(pairs=touched)
+        summary.aggregates_refreshed = len(touched)
+    data_version_bump()  # cached rankings and GPU pages read the results and aggregates
