@@ -27,10 +27,13 @@ def followup_run(name: str, *, countdown: float = 0, **kwargs: Any) -> bool:
     A broker outage does not undo the write that asked for it: the follow-up is logged as lost
     and the next write of the same kind asks again.
     """
-    # The apps' tasks modules, which only a worker imports on its start: the web process runs
-    # eager tasks too.
-    current_app.loader.import_default_modules()
-    task = current_app.tasks[name]  # KeyError for a misspelt name: a bug, so it is not caught
+    try:
+        task = current_app.tasks[name]
+    except KeyError:
+        # The apps' tasks modules, which only a worker imports on its start (the web process runs
+        # eager tasks too). Once per process: importing them again costs milliseconds per write.
+        current_app.loader.import_default_modules()
+        task = current_app.tasks[name]  # KeyError again for a misspelt name: a bug, not caught
     try:
         task.apply_async(kwargs=kwargs, countdown=countdown or None)
     except Exception:

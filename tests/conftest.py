@@ -183,9 +183,11 @@ def followups_in_process(request: pytest.FixtureRequest, monkeypatch):  # type: 
         marker is not None and bool(marker.kwargs.get("transaction", marker.args[0] if marker.args else False))
     )
 
-    def run_in_process(name: str, *, countdown: float = 0, **kwargs: object) -> None:
-        app.loader.import_default_modules()
+    def run_in_process(name: str, *, countdown: float = 0, **kwargs: object) -> bool:
+        if name not in app.tasks:
+            app.loader.import_default_modules()
         app.tasks[name].apply(kwargs=kwargs, throw=True)
+        return True
 
     monkeypatch.setattr(followups, "followup_run", run_in_process)
     if not transactional:
