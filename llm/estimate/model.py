@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 
 from llm.estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm.estimate.constants import LlmConstants, constants_default
@@ -198,6 +199,87 @@ def _fits(memory_bytes: float, gpu_count: int, weight_bytes: float, kv_bytes: fl
     return gpu_count * memory_bytes >= weight_bytes + kv_bytes
 
 
+# The note an estimate carries when the GPUs' link is missing from the catalogue.
+_LINK_UNKNOWN = "the link between the GPUs is not in the catalogue: communication is not counted"
+
+
+@dataclass(frozen=True)
+class _Estimating:
+    """One estimate's inputs and what follows from them before a GPU count is chosen: the bytes
+    of the weights and of one token's KV cache, and the tensor peak the weights compute at.
+    ``notes`` gathers, in the order found, what the estimate leaves out."""
+
+    mode: str
+    split: str
+    active_params_b: float
+    layers: int
+    hidden: int | None
+    weight_precision: str
+    context_tokens: int
+    benchmark: str
+    constants: LlmConstants
+    link: GpuLink | None
+    total_weight_bytes: float
+    active_weight_bytes: float
+    kv_bytes_per_token: float
+    peak: tuple[float, str] | None
+    notes: list[str]
+
+    @property
+    def compute_precision(self) -> str:
+        """The tensor format the weights compute at; "" without a peak."""
+        return self.peak[1] if self.peak else ""
+
+    @property
+    def context_kv_bytes(self) -> float:
+        """The KV cache of one stream's full context."""
+        return self.context_tokens * self.kv_bytes_per_token
+
+    def link_kind(self, gpus: int) -> str:
+        """The path between ``gpus`` GPUs; "" without a link."""
+        return self.link.kind(gpus) if self.link else ""
+
+    def unestimated(self, bound: str, gpus: int) -> LlmEstimate:
+        """The answer when no rate can be given; ``bound`` says why."""
+        return LlmEstimate(False, gpus, self.mode, None, None, None, 0, bound, self.compute_precision,
+                           tuple(self.notes), self.link_kind(gpus))  # fmt: skip
+
+    def tensor_talk_seconds(self, gpus: int, tokens: int, *, rates: LlmConstants) -> float | None:
+        """Seconds a tensor-parallel step over ``tokens`` tokens spends in its all-reduces, at the
+        communication share of ``rates``; 0 when nothing is priced (no link, no hidden size, or a
+        layer split), None when the link is not in the catalogue."""
+        if self.link is None or not self.hidden or self.split != "tensor":
+            return 0.0
+        seconds = tensor_parallel_step_seconds(
+            link=self.link, gpus=gpus, tokens=tokens, layers=self.layers, hidden=self.hidden
+        )
+        return None if seconds is None else seconds * rates.communication(self.link.kind(gpus))
+
+    def prefill_rate(self, gpus: int) -> float | None:
+        """Prompt tokens/s on ``gpus`` GPUs (a prompt's all-reduces spread over its tokens); None
+        without a tensor peak or a hidden size."""
+        if not self.peak or not self.hidden:
+            return None
+        prompt_tokens = self.context_tokens
+        talk = (
+            (self.tensor_talk_seconds(gpus, prompt_tokens, rates=self.constants) or 0.0)
+            if self.split == "tensor"
+            else 0.0
+        )
+        return prefill_tokens_per_s(
+            peak_tflops=self.peak[0],
+            active_params_b=self.active_params_b,
+            layers=self.layers,
+            hidden=self.hidden,
+            prompt_tokens=prompt_tokens,
+            weight_precision=self.weight_precision,
+            gpu_count=gpus,
+            split=self.split,
+            communication_s_per_token=talk / max(1, prompt_tokens),
+            constants=self.constants,
+        )
+
+
 def llm_throughput_estimate(
     *,
     memory_gib: float | None,
@@ -237,153 +319,164 @@ def llm_throughput_estimate(
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     active = active_params_b if active_params_b is not None else total_params_b
-    total_weights = total_params_b * 1e9 * bytes_per_weight
-    active_weights = active * 1e9 * bytes_per_weight
+    # Batched engines keep an 8-bit KV cache beside 8-bit or smaller weights.
     kv_value_bytes = 1.0 if mode == "batched" and bytes_per_weight <= 1.0 else 2.0
-    kv_token = kv_bytes_per_token(layers=layers, kv_heads=kv_heads, head_dim=head_dim, bytes_per_value=kv_value_bytes)
-    peak = compute_peak(tensor_tflops, weight_precision=weight_precision)
-    compute_precision = peak[1] if peak else ""
-    notes: list[str] = []
-    if compute_precision == "fp16_nontensor":
-        notes.append("no tensor-core figure: the vector FP16 rate is used")
-
-    def none(bound: str, count: int) -> LlmEstimate:
-        return LlmEstimate(False, count, mode, None, None, None, 0, bound, compute_precision, tuple(notes),
-                           link.kind(count) if link else "")  # fmt: skip
-
+    estimating = _Estimating(
+        mode=mode, split=split, active_params_b=active, layers=layers, hidden=hidden,
+        weight_precision=weight_precision, context_tokens=context_tokens, benchmark=benchmark,
+        constants=constants, link=link,
+        total_weight_bytes=total_params_b * 1e9 * bytes_per_weight,
+        active_weight_bytes=active * 1e9 * bytes_per_weight,
+        kv_bytes_per_token=kv_bytes_per_token(
+            layers=layers, kv_heads=kv_heads, head_dim=head_dim, bytes_per_value=kv_value_bytes
+        ),
+        peak=compute_peak(tensor_tflops, weight_precision=weight_precision),
+        notes=[],
+    )  # fmt: skip
+    if estimating.compute_precision == "fp16_nontensor":
+        estimating.notes.append("no tensor-core figure: the vector FP16 rate is used")
     if not memory_gib:
-        return none("no memory figure", gpu_count or 1)
+        return estimating.unestimated("no memory figure", gpu_count or 1)
     counts = [gpu_count] if gpu_count else _candidate_counts(mode, max_gpus)
-    # Serving engines hold a runtime reserve beside the weights and the KV cache.
-    per_gpu = (
-        serving_memory_bytes(memory_gib, constants)
-        if mode == "batched"
-        else memory_gib * GIB * constants.memory_usable_fraction
-    )
-    need_kv = context_tokens * kv_token
-    fitting = [n for n in counts if _fits(per_gpu, n, total_weights, need_kv)]
+    per_gpu = _memory_per_gpu_bytes(memory_gib, mode=mode, constants=constants)
+    fitting = [n for n in counts if _fits(per_gpu, n, estimating.total_weight_bytes, estimating.context_kv_bytes)]
     if not fitting:
-        return none("does not fit", counts[-1])
+        return estimating.unestimated("does not fit", counts[-1])
     chosen = fitting[0]
     if mode == "batched" and not gpu_count:
-        # Without a link: the fewest GPUs that hold the weights and a full batch of KV cache (the
-        # cap per GPU); failing that, the most GPUs allowed, whose batch per GPU is the largest.
-        full = [
-            n for n in fitting if _fits(per_gpu, n, total_weights, need_kv * constants.serving_max_batch_per_gpu * n)
-        ]
-        chosen = full[0] if full else fitting[-1]
+        chosen = _full_batch_gpu_count(estimating, fitting=fitting, memory_per_gpu_bytes=per_gpu)
     if not bandwidth_gbs:
-        return none("no bandwidth figure", chosen)
-
-    def talk_tensor(n: int, tokens: int, rates: LlmConstants = constants) -> float | None:
-        if link is None or not hidden or split != "tensor":
-            return 0.0
-        seconds = tensor_parallel_step_seconds(link=link, gpus=n, tokens=tokens, layers=layers, hidden=hidden)
-        return None if seconds is None else seconds * rates.communication(link.kind(n))
-
+        return estimating.unestimated("no bandwidth figure", chosen)
     if mode == "one_stream":
-        if split == "tensor":
-            talk = talk_tensor(chosen, 1)
-        else:
-            talk = layer_split_token_seconds(link=link, gpus=chosen, hidden=hidden) if link and hidden else 0.0
-        if talk is None:
-            notes.append("the link between the GPUs is not in the catalogue: communication is not counted")
-        seconds = decode_seconds_per_token(
-            bandwidth_gbs=bandwidth_gbs,
-            active_weight_bytes=active_weights,
-            kv_bytes=need_kv / 2,  # the context grows from the prompt to its end: half on average
-            layers=layers,
-            weight_precision=weight_precision,
-            gpu_count=chosen,
-            split=split,
-            communication_s=talk or 0.0,
-            constants=constants,
-        )
-        rate = 1.0 / seconds
-        prefill = _prefill(peak, active, layers, hidden, context_tokens, weight_precision, chosen, split,
-                           talk_tensor, constants)  # fmt: skip
-        return LlmEstimate(True, chosen, mode, rate, rate / chosen, prefill, 1, "memory bandwidth", compute_precision,
-                           tuple(notes), link.kind(chosen) if link else "", talk or 0.0)  # fmt: skip
-    if peak is None:
-        return none("no tensor figure", chosen)
+        return _one_stream_estimate(estimating, gpus=chosen, bandwidth_gbs=bandwidth_gbs)
+    if estimating.peak is None:
+        return estimating.unestimated("no tensor figure", chosen)
+    serve = partial(
+        _serving_step, estimating, memory_gib=memory_gib, bandwidth_gbs=bandwidth_gbs, peak_tflops=estimating.peak[0]
+    )
+    if not gpu_count and link is not None:
+        chosen = _serving_gpu_count(serve, candidates=[n for n in fitting if n <= chosen], constants=constants)
+    return _batched_estimate(estimating, serve=serve, gpus=chosen)
 
-    def serve(n: int, rates: LlmConstants = constants) -> tuple[ServingStep | None, bool]:
-        unknown = False
 
-        def talk(batch: int) -> float:
-            nonlocal unknown
-            seconds = talk_tensor(n, batch, rates)
-            unknown = unknown or seconds is None
-            return seconds or 0.0
+def _memory_per_gpu_bytes(memory_gib: float, *, mode: str, constants: LlmConstants) -> float:
+    """What one GPU holds for the weights and the KV cache in ``mode``."""
+    # Serving engines hold a runtime reserve beside the weights and the KV cache.
+    if mode == "batched":
+        return serving_memory_bytes(memory_gib, constants)
+    return memory_gib * GIB * constants.memory_usable_fraction
 
-        step = serving_tokens_per_s(
-            memory_gib=memory_gib,
-            bandwidth_gbs=bandwidth_gbs,
-            peak_tflops=peak[0],
-            total_weight_bytes=total_weights,
-            active_params_b=active,
-            kv_bytes_per_token_=kv_token,
-            gpu_count=n,
-            context_tokens=context_tokens,
-            benchmark=benchmark,
-            communication_s=talk,
-            constants=rates,
-        )
-        return step, unknown
 
-    # With a link, fewer GPUs than the full-batch count may serve more per GPU: a smaller batch
-    # that talks less. More GPUs than that count run as data-parallel replicas of it. The degree
-    # is picked at datasheet peaks and the nccl-tests link figures (no fitted share), so that it
-    # does not move with the constants fitted on the rows it configures.
-    candidates = [chosen] if gpu_count or link is None else [n for n in fitting if n <= chosen]
+def _full_batch_gpu_count(estimating: _Estimating, *, fitting: list[int], memory_per_gpu_bytes: float) -> int:
+    """Batched, before the link is weighed: the fewest of the ``fitting`` GPU counts that hold the
+    weights and a full batch of KV cache (the cap per GPU); failing that, the most GPUs allowed,
+    whose batch per GPU is the largest."""
+    full_batch_per_gpu = estimating.context_kv_bytes * estimating.constants.serving_max_batch_per_gpu
+    full = [n for n in fitting if _fits(memory_per_gpu_bytes, n, estimating.total_weight_bytes, full_batch_per_gpu * n)]
+    return full[0] if full else fitting[-1]
+
+
+def _one_stream_estimate(estimating: _Estimating, *, gpus: int, bandwidth_gbs: float) -> LlmEstimate:
+    """One stream's generation rate on ``gpus`` GPUs: memory-bandwidth bound, plus the token's
+    communication across the split (the all-reduces by tensor, the stage copies by layer)."""
+    link, hidden = estimating.link, estimating.hidden
+    if estimating.split == "tensor":
+        talk = estimating.tensor_talk_seconds(gpus, 1, rates=estimating.constants)
+    else:
+        talk = layer_split_token_seconds(link=link, gpus=gpus, hidden=hidden) if link and hidden else 0.0
+    if talk is None:
+        estimating.notes.append(_LINK_UNKNOWN)
+    seconds = decode_seconds_per_token(
+        bandwidth_gbs=bandwidth_gbs,
+        active_weight_bytes=estimating.active_weight_bytes,
+        kv_bytes=estimating.context_kv_bytes / 2,  # the context grows from the prompt to its end: half on average
+        layers=estimating.layers,
+        weight_precision=estimating.weight_precision,
+        gpu_count=gpus,
+        split=estimating.split,
+        communication_s=talk or 0.0,
+        constants=estimating.constants,
+    )
+    rate = 1.0 / seconds
+    return LlmEstimate(True, gpus, estimating.mode, rate, rate / gpus, estimating.prefill_rate(gpus), 1,
+                       "memory bandwidth", estimating.compute_precision, tuple(estimating.notes),
+                       estimating.link_kind(gpus), talk or 0.0)  # fmt: skip
+
+
+def _serving_step(
+    estimating: _Estimating,
+    gpus: int,
+    rates: LlmConstants,
+    *,
+    memory_gib: float,
+    bandwidth_gbs: float,
+    peak_tflops: float,
+) -> tuple[ServingStep | None, bool]:
+    """Serving on ``gpus`` GPUs split by tensor at the efficiencies of ``rates``, and whether some
+    all-reduce went unpriced because the link is not in the catalogue."""
+    unknown = False
+
+    def talk(batch: int) -> float:
+        nonlocal unknown
+        seconds = estimating.tensor_talk_seconds(gpus, batch, rates=rates)
+        unknown = unknown or seconds is None
+        return seconds or 0.0
+
+    step = serving_tokens_per_s(
+        memory_gib=memory_gib,
+        bandwidth_gbs=bandwidth_gbs,
+        peak_tflops=peak_tflops,
+        total_weight_bytes=estimating.total_weight_bytes,
+        active_params_b=estimating.active_params_b,
+        kv_bytes_per_token_=estimating.kv_bytes_per_token,
+        gpu_count=gpus,
+        context_tokens=estimating.context_tokens,
+        benchmark=estimating.benchmark,
+        communication_s=talk,
+        constants=rates,
+    )
+    return step, unknown
+
+
+def _serving_gpu_count(
+    serve: Callable[[int, LlmConstants], tuple[ServingStep | None, bool]],
+    *,
+    candidates: list[int],
+    constants: LlmConstants,
+) -> int:
+    """The tensor-parallel degree among ``candidates`` (fitting counts up to the full-batch one,
+    which is the last) that serves the most tokens/s per GPU; on a tie, the fewer GPUs.
+
+    With a link, fewer GPUs than the full-batch count may serve more per GPU: a smaller batch
+    that talks less. More GPUs than that count run as data-parallel replicas of it.
+    """
+    # The degree is picked at datasheet peaks and the nccl-tests link figures (no fitted share),
+    # so that it does not move with the constants fitted on the rows it configures.
     peaks = replace(constants, serving_bandwidth_efficiency=1.0, serving_compute_efficiency=1.0,
                     serving_compute_efficiency_by_benchmark={}, communication_factor={})  # fmt: skip
     steps = {n: serve(n, peaks) for n in candidates}
     if len(steps) > 1 and not any(unknown for _step, unknown in steps.values()):
-        # The most tokens per GPU; on a tie, the fewer GPUs.
         ranked = [(s.tokens_per_s / n, -n) for n, (s, _u) in steps.items() if s is not None]
         if ranked:
-            chosen = -max(ranked)[1]
-    step, unknown = serve(chosen)
-    if unknown:
-        notes.append("the link between the GPUs is not in the catalogue: communication is not counted")
-    if step is None:
-        return none("does not fit", chosen)
-    prefill = _prefill(peak, active, layers, hidden, context_tokens, weight_precision, chosen, split, talk_tensor,
-                       constants)  # fmt: skip
-    return LlmEstimate(True, chosen, mode, step.tokens_per_s, step.tokens_per_s / chosen, prefill, step.batch,
-                       step.bound, compute_precision, tuple(notes), link.kind(chosen) if link else "",
-                       step.communication_s)  # fmt: skip
+            return -max(ranked)[1]
+    return candidates[-1]
 
 
-def _prefill(
-    peak: tuple[float, str] | None,
-    active: float,
-    layers: int,
-    hidden: int | None,
-    prompt_tokens: int,
-    weight_precision: str,
+def _batched_estimate(
+    estimating: _Estimating,
+    *,
+    serve: Callable[[int, LlmConstants], tuple[ServingStep | None, bool]],
     gpus: int,
-    split: str,
-    talk_tensor: Callable[[int, int], float | None],
-    constants: LlmConstants,
-) -> float | None:
-    """Prompt tokens/s of the configuration (a prompt's all-reduces spread over its tokens)."""
-    if not peak or not hidden:
-        return None
-    talk = (talk_tensor(gpus, prompt_tokens) or 0.0) if split == "tensor" else 0.0
-    return prefill_tokens_per_s(
-        peak_tflops=peak[0],
-        active_params_b=active,
-        layers=layers,
-        hidden=hidden,
-        prompt_tokens=prompt_tokens,
-        weight_precision=weight_precision,
-        gpu_count=gpus,
-        split=split,
-        communication_s_per_token=talk / max(1, prompt_tokens),
-        constants=constants,
-    )
+) -> LlmEstimate:
+    """All ``gpus`` GPUs' serving rate at the fitted efficiencies."""
+    step, unknown = serve(gpus, estimating.constants)
+    if unknown:
+        estimating.notes.append(_LINK_UNKNOWN)
+    if step is None:
+        return estimating.unestimated("does not fit", gpus)
+    return LlmEstimate(True, gpus, estimating.mode, step.tokens_per_s, step.tokens_per_s / gpus,
+                       estimating.prefill_rate(gpus), step.batch, step.bound, estimating.compute_precision,
+                       tuple(estimating.notes), estimating.link_kind(gpus), step.communication_s)  # fmt: skip
 
 
 def _candidate_counts(mode: str, max_gpus: int) -> list[int]:

@@ -267,16 +267,48 @@ def llm_ranking_figures(
     gpus = list(gpus)
     state = state or llm_model_state()
     kind = "serving" if use_case == "llm-serving" else "decode"
-    mode = "batched" if kind == "serving" else "one_stream"
-    precisions = PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
-    chosen: dict[int, list[LlmPoint]] = defaultdict(list)
     rows = llm_rows(gpu_ids=[g.id for g in gpus]) if measured else []
+    serving_rows, chosen = _measured_by_gpu(
+        rows, kind=kind, size=size, precision_family=precision_family, include_all_rows=include_all_rows
+    )
+    figures = gpu_figures(gpus=gpus, peaks_by_gpu=peaks_by_gpu)
+    reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
+    serving_fit = serving_fit_current() if kind == "decode" else None
+    out: dict[int, LlmFigure] = {}
+    for gpu in gpus:
+        measured_figure = _measured_figure(
+            kind=kind, serving_rows=serving_rows.get(gpu.id, []), points=chosen.get(gpu.id, [])
+        )
+        if measured_figure is not None:
+            out[gpu.id] = measured_figure
+            continue
+        figure = figures[gpu.id]
+        weight_precision, weight_bytes = _estimate_weights(figure, kind=kind, precision_family=precision_family)
+        if kind == "decode" and serving_fit is not None:
+            out[gpu.id] = _chat_figure(gpu=gpu, figure=figure, reference=reference, weight_precision=weight_precision,
+                                       weight_bytes=weight_bytes, fit=serving_fit)  # fmt: skip
+            continue
+        out[gpu.id] = _estimated_figure(
+            figure, kind=kind, size=size, reference=reference, weight_precision=weight_precision,
+            weight_bytes=weight_bytes, state=state,
+        )  # fmt: skip
+    return out
+
+
+def _measured_by_gpu(
+    rows: list[LlmRow], *, kind: str, size: str, precision_family: str, include_all_rows: bool
+) -> tuple[dict[int, list[LlmRow]], dict[int, list[LlmPoint]]]:
+    """Per GPU, the measurements a ranking may show for ``kind`` at ``size`` in the precision
+    family: the serving rows (the MLPerf figure is drawn from them) and the points that qualify.
+    Without ``include_all_rows``, only rows and points that are a default basis."""
+    precisions = PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
     serving_rows: dict[int, list[LlmRow]] = defaultdict(list)
     for row in rows:
         if row.kind != "serving" or model_size_class(row.model) != size:
             continue
         if (include_all_rows or row.default_basis) and (precision_family == "any" or row.precision in precisions):
             serving_rows[row.gpu_id].append(row)
+    chosen: dict[int, list[LlmPoint]] = defaultdict(list)
     for point in llm_points(rows):
         if point.kind != kind or point.size != size or not point.qualifies:
             continue
@@ -285,73 +317,86 @@ def llm_ranking_figures(
         if precision_family != "any" and point.precision not in precisions:
             continue
         chosen[point.gpu_id].append(point)
-    figures = gpu_figures(gpus=gpus, peaks_by_gpu=peaks_by_gpu)
-    reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
+    return serving_rows, chosen
+
+
+def _measured_figure(*, kind: str, serving_rows: list[LlmRow], points: list[LlmPoint]) -> LlmFigure | None:
+    """One GPU's measured figure: for serving, the MLPerf figure of its ``serving_rows`` when there
+    is one; else its best point (the others counted as alternatives); None without either."""
+    mlperf = mlperf_serving_figure(serving_rows) if kind == "serving" else None
+    if mlperf is not None:
+        return LlmFigure("measured", mlperf.tokens_per_s, mlperf.gpu_count, mlperf.systems, mlperf.systems,
+                         mlperf.label, mlperf.url, mlperf.precision, True, None, None, 0)  # fmt: skip
+    ordered = sorted(points, key=lambda p: llm_point_order(p, kind))
+    if not ordered:
+        return None
+    best = ordered[0]
+    return LlmFigure("measured", best.tokens_per_s, best.gpu_count, best.n, best.distinct_submitters,
+                     best.label, best.url, best.precision, True, None, None, len(ordered) - 1)  # fmt: skip
+
+
+def _estimate_weights(figure: GpuFigures, *, kind: str, precision_family: str) -> tuple[str, float]:
+    """The weight format an estimate assumes, and its bytes per weight: for serving, the best
+    tensor format of the family the GPU has; for chat, the family's llama.cpp quantisation."""
+    if kind == "serving":
+        weight_precision = _serving_precision(figure.tensor_tflops, precision_family)
+        return weight_precision, bytes_per_weight(precision=weight_precision)
+    weight_precision, quant = CHAT_WEIGHTS.get(precision_family, CHAT_WEIGHTS["4bit"])
+    return weight_precision, bytes_per_weight(precision=weight_precision, quant=quant)
+
+
+def _estimated_figure(
+    figure: GpuFigures,
+    *,
+    kind: str,
+    size: str,
+    reference: ModelShape,
+    weight_precision: str,
+    weight_bytes: float,
+    state: LlmModelState,
+) -> LlmFigure:
+    """One GPU's figure from the estimate model for the size's reference model, with the typical
+    error of its use case (the error outside the measured range when its regime lies there)."""
+    mode = "batched" if kind == "serving" else "one_stream"
+    estimate = llm_throughput_estimate(
+        memory_gib=figure.memory_gib,
+        bandwidth_gbs=figure.bandwidth_gbs,
+        tensor_tflops=figure.tensor_tflops,
+        total_params_b=reference.total_params_b,
+        active_params_b=reference.active_params_b,
+        layers=reference.layers,
+        kv_heads=reference.kv_heads,
+        head_dim=reference.head_dim,
+        hidden=reference.hidden,
+        bytes_per_weight=weight_bytes,
+        weight_precision=weight_precision,
+        mode=mode,
+        context_tokens=state.constants.serving_context_tokens if mode == "batched" else CHAT_CONTEXT_TOKENS,
+        benchmark=_reference_benchmark(size),
+        max_gpus=MAX_GPUS,
+        constants=state.constants,
+        link=figure.link,
+    )
+    rate = estimate.tokens_per_s_per_gpu if mode == "batched" else estimate.tokens_per_s
+    regime = Regime(
+        kind,
+        figure.vendor,
+        figure.architecture,
+        configuration_of(
+            gpu_count=estimate.gpu_count,
+            split="tensor" if mode == "batched" else "layer",
+            link_kind=estimate.link_kind,
+        ),
+        estimate.compute_precision,
+    )
+    outside = state.error.coverage.outside(regime)
     use_case_key = "serving" if kind == "serving" else "chat"
     error = state.constants.typical_error_pct.get(use_case_key)
-    serving_fit = serving_fit_current() if kind == "decode" else None
-    out: dict[int, LlmFigure] = {}
-    for gpu in gpus:
-        mlperf = mlperf_serving_figure(serving_rows.get(gpu.id, [])) if kind == "serving" else None
-        if mlperf is not None:
-            out[gpu.id] = LlmFigure("measured", mlperf.tokens_per_s, mlperf.gpu_count, mlperf.systems, mlperf.systems,
-                                    mlperf.label, mlperf.url, mlperf.precision, True, None, None, 0)  # fmt: skip
-            continue
-        points = sorted(chosen.get(gpu.id, []), key=lambda p: llm_point_order(p, kind))
-        if points:
-            best = points[0]
-            out[gpu.id] = LlmFigure("measured", best.tokens_per_s, best.gpu_count, best.n, best.distinct_submitters,
-                                    best.label, best.url, best.precision, True, None, None, len(points) - 1)  # fmt: skip
-            continue
-        figure = figures[gpu.id]
-        if kind == "serving":
-            weight_precision = _serving_precision(figure.tensor_tflops, precision_family)
-            weight_bytes = bytes_per_weight(precision=weight_precision)
-        else:
-            weight_precision, quant = CHAT_WEIGHTS.get(precision_family, CHAT_WEIGHTS["4bit"])
-            weight_bytes = bytes_per_weight(precision=weight_precision, quant=quant)
-        if kind == "decode" and serving_fit is not None:
-            out[gpu.id] = _chat_figure(gpu=gpu, figure=figure, reference=reference, weight_precision=weight_precision,
-                                       weight_bytes=weight_bytes, fit=serving_fit)  # fmt: skip
-            continue
-        estimate = llm_throughput_estimate(
-            memory_gib=figure.memory_gib,
-            bandwidth_gbs=figure.bandwidth_gbs,
-            tensor_tflops=figure.tensor_tflops,
-            total_params_b=reference.total_params_b,
-            active_params_b=reference.active_params_b,
-            layers=reference.layers,
-            kv_heads=reference.kv_heads,
-            head_dim=reference.head_dim,
-            hidden=reference.hidden,
-            bytes_per_weight=weight_bytes,
-            weight_precision=weight_precision,
-            mode=mode,
-            context_tokens=state.constants.serving_context_tokens if mode == "batched" else CHAT_CONTEXT_TOKENS,
-            benchmark=_reference_benchmark(size),
-            max_gpus=MAX_GPUS,
-            constants=state.constants,
-            link=figure.link,
-        )
-        rate = estimate.tokens_per_s_per_gpu if mode == "batched" else estimate.tokens_per_s
-        regime = Regime(
-            kind,
-            figure.vendor,
-            figure.architecture,
-            configuration_of(
-                gpu_count=estimate.gpu_count,
-                split="tensor" if mode == "batched" else "layer",
-                link_kind=estimate.link_kind,
-            ),
-            estimate.compute_precision,
-        )
-        outside = state.error.coverage.outside(regime)
-        out[gpu.id] = LlmFigure("estimated", rate if estimate.fits else None, estimate.gpu_count, 0, 0,
-                                _estimate_label(reference.name, weight_precision, estimate.bound), "",
-                                weight_precision, estimate.fits, estimate,
-                                state.constants.outside_error_pct.get(use_case_key, error) if outside else error, 0,
-                                outside, regime.configuration)  # fmt: skip
-    return out
+    return LlmFigure("estimated", rate if estimate.fits else None, estimate.gpu_count, 0, 0,
+                     _estimate_label(reference.name, weight_precision, estimate.bound), "",
+                     weight_precision, estimate.fits, estimate,
+                     state.constants.outside_error_pct.get(use_case_key, error) if outside else error, 0,
+                     outside, regime.configuration)  # fmt: skip
 
 
 def _chat_figure(

@@ -154,128 +154,155 @@ def llm_row_classify(
     """What an LLM result is (see the module doc), or None for results of no LLM use case."""
     mlperf = _MLPERF.match(slug)
     if mlperf:
-        if mlperf.group("scenario") != "offline" or mlperf.group("unit") != "tokens":
-            return None
-        bench = mlperf.group("bench")
-        model = next((m for pattern, m in _MLPERF_MODELS if pattern.match(bench)), None)
-        if model is None:
-            return None
-        division, availability = params.get("division", ""), params.get("availability", "")
-        submitter, system = environment.get("submitter", ""), environment.get("system", "")
-        # Many systems are named after their submitter ("CoreWeave B200 SXM"): the name once.
-        if not system.casefold().startswith(submitter.casefold()):
-            system = f"{submitter} {system}".strip()
-        family = re.sub(r"-99(_9)?$", "", bench).replace("_", ".")
-        return {
-            "kind": "serving",
-            "model": model,
-            "benchmark": family,
-            "quant": "",
-            "value": value,
-            "context": 0,
-            "split": "tensor",
-            "rank": 0,
-            "recency": f"{float(version):08.2f}",
-            "default_basis": division == "closed" and availability == "available",
-            "label": _(
-                "MLPerf Inference v%(version)s · %(benchmark)s Offline · %(division)s, %(availability)s · %(system)s"
-            )
-            % {
-                "version": version,
-                "benchmark": bench.replace("_", "."),
-                "division": label_of(_DIVISIONS, division),
-                "availability": label_of(_AVAILABILITY, availability),
-                "system": system,
-            },
-            "url": environment.get("url", ""),
-            "system": system,
-            "setup": system,
-        }
+        return _mlperf_row(mlperf, version=version, params=params, value=value, environment=environment)
     if slug in ("llamacpp-tg", "llamacpp-pp"):
-        model = params.get("model", "")
-        if model not in MODEL_SHAPES:
-            return None
-        tokens = _int(params.get("tokens"), 512)
-        section = str(params.get("section", ""))
-        decode = slug == "llamacpp-tg"
-        return {
-            "kind": "decode" if decode else "prefill",
-            "model": model,
-            "benchmark": "llama.cpp",
-            "quant": str(params.get("quant", "")),
-            "value": value,
-            "context": tokens // 2 if decode else tokens,
-            "split": "layer",
-            "rank": 1 if "llama-3" in section else 3,
-            "recency": str(environment.get("snapshot_month", "")),
-            "default_basis": True,
-            "label": " · ".join(
-                (
-                    llamacpp_section_title(section),
-                    str(params.get("quant", "")),
-                    f"{'tg' if decode else 'pp'} {params.get('tokens', '')}",
-                    str(environment.get("config", "")),
-                )
-            ),
-            "url": environment.get("url", ""),
-            "setup": str(environment.get("config", "")),
-        }
+        return _llamacpp_row(decode=slug == "llamacpp-tg", params=params, value=value, environment=environment)
     if slug == "llm-eval-rate":
-        model = EVAL_RATE_MODELS.get(str(params.get("model", "")))
-        if model is None:
-            return None
-        return {
-            "kind": "decode",
-            "model": model,
-            "benchmark": "eval-rate",
-            "quant": "Q4_K_M",
-            "value": value,
-            "context": 64,
-            "split": "layer",
-            "rank": 2,
-            "recency": "2025-12",
-            "default_basis": True,
-            "label": " · ".join(
-                (
-                    _("Jeff Geerling's AI benchmarks"),
-                    str(params.get("model", "")),
-                    _("backend %(backend)s") % {"backend": label_of(_BACKENDS, str(params.get("backend", "")))}
-                    if params.get("backend") != "unmarked"
-                    else label_of(_BACKENDS, "unmarked"),
-                    str(params.get("host", "")),
-                )
-            ),
-            "url": environment.get("issue_url") or environment.get("url", ""),
-            "setup": str(params.get("host", "")),
-        }
+        return _eval_rate_row(params=params, value=value, environment=environment)
     if slug == CLIENT_WORKLOAD:
-        model = model_slug_normalise(str(params.get("model", "")))
-        phase = str(params.get("phase", "decode")).lower()
-        batch = _int(params.get("batch", params.get("batch_size")), 1)
-        if model is None or phase not in ("decode", "prefill"):
-            return None
-        prompt = _int(params.get("prompt_len", params.get("context", params.get("prompt_tokens"))), 512)
-        generated = _int(params.get("generated_tokens"), 0)
-        # Decode attends to the prompt and the tokens generated so far: half of them on average.
-        context = prompt if phase == "prefill" else prompt + generated // 2
-        kind = "prefill" if phase == "prefill" else ("serving" if batch > 1 else "decode")
-        return {
-            "kind": kind,
-            "model": model,
-            "benchmark": "gpuatlas-bench",
-            "quant": "",
-            "value": value / gpu_count if kind == "serving" else value,
-            "context": context,
-            "split": "tensor",
-            "rank": 1 if kind == "serving" else 0,
-            "recency": "",
-            "default_basis": True,
-            "label": _("gpuatlas-bench %(workload)s · %(phase)s · batch %(batch)s · prompt %(prompt)s tokens")
-            % {"workload": CLIENT_WORKLOAD, "phase": label_of(_PHASES, phase), "batch": batch, "prompt": prompt},
-            "url": "",
-            "setup": f"prompt {prompt}",
-        }
+        return _client_row(params=params, gpu_count=gpu_count, value=value)
     return None
+
+
+def _mlperf_row(
+    mlperf: re.Match[str], *, version: str, params: Mapping[str, Any], value: float, environment: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """An MLPerf Inference result (``mlperf``: its slug matched) as a serving row: output tokens/s
+    in the Offline scenario; None for other scenarios and units, and for unmapped benchmarks."""
+    if mlperf.group("scenario") != "offline" or mlperf.group("unit") != "tokens":
+        return None
+    bench = mlperf.group("bench")
+    model = next((m for pattern, m in _MLPERF_MODELS if pattern.match(bench)), None)
+    if model is None:
+        return None
+    division, availability = params.get("division", ""), params.get("availability", "")
+    submitter, system = environment.get("submitter", ""), environment.get("system", "")
+    # Many systems are named after their submitter ("CoreWeave B200 SXM"): the name once.
+    if not system.casefold().startswith(submitter.casefold()):
+        system = f"{submitter} {system}".strip()
+    family = re.sub(r"-99(_9)?$", "", bench).replace("_", ".")
+    return {
+        "kind": "serving",
+        "model": model,
+        "benchmark": family,
+        "quant": "",
+        "value": value,
+        "context": 0,
+        "split": "tensor",
+        "rank": 0,
+        "recency": f"{float(version):08.2f}",
+        "default_basis": division == "closed" and availability == "available",
+        "label": _(
+            "MLPerf Inference v%(version)s · %(benchmark)s Offline · %(division)s, %(availability)s · %(system)s"
+        )
+        % {
+            "version": version,
+            "benchmark": bench.replace("_", "."),
+            "division": label_of(_DIVISIONS, division),
+            "availability": label_of(_AVAILABILITY, availability),
+            "system": system,
+        },
+        "url": environment.get("url", ""),
+        "system": system,
+        "setup": system,
+    }
+
+
+def _llamacpp_row(
+    *, decode: bool, params: Mapping[str, Any], value: float, environment: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """A llama.cpp scoreboard result as a one-stream decode row (tg, ``decode``) or prefill row
+    (pp); None for models without a known shape."""
+    model = params.get("model", "")
+    if model not in MODEL_SHAPES:
+        return None
+    tokens = _int(params.get("tokens"), 512)
+    section = str(params.get("section", ""))
+    return {
+        "kind": "decode" if decode else "prefill",
+        "model": model,
+        "benchmark": "llama.cpp",
+        "quant": str(params.get("quant", "")),
+        "value": value,
+        "context": tokens // 2 if decode else tokens,
+        "split": "layer",
+        "rank": 1 if "llama-3" in section else 3,
+        "recency": str(environment.get("snapshot_month", "")),
+        "default_basis": True,
+        "label": " · ".join(
+            (
+                llamacpp_section_title(section),
+                str(params.get("quant", "")),
+                f"{'tg' if decode else 'pp'} {params.get('tokens', '')}",
+                str(environment.get("config", "")),
+            )
+        ),
+        "url": environment.get("url", ""),
+        "setup": str(environment.get("config", "")),
+    }
+
+
+def _eval_rate_row(*, params: Mapping[str, Any], value: float, environment: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A result of Jeff Geerling's AI benchmarks as a decode row (one request's generation rate);
+    None for table headings not in ``EVAL_RATE_MODELS``."""
+    model = EVAL_RATE_MODELS.get(str(params.get("model", "")))
+    if model is None:
+        return None
+    return {
+        "kind": "decode",
+        "model": model,
+        "benchmark": "eval-rate",
+        "quant": "Q4_K_M",
+        "value": value,
+        "context": 64,
+        "split": "layer",
+        "rank": 2,
+        "recency": "2025-12",
+        "default_basis": True,
+        "label": " · ".join(
+            (
+                _("Jeff Geerling's AI benchmarks"),
+                str(params.get("model", "")),
+                _("backend %(backend)s") % {"backend": label_of(_BACKENDS, str(params.get("backend", "")))}
+                if params.get("backend") != "unmarked"
+                else label_of(_BACKENDS, "unmarked"),
+                str(params.get("host", "")),
+            )
+        ),
+        "url": environment.get("issue_url") or environment.get("url", ""),
+        "setup": str(params.get("host", "")),
+    }
+
+
+def _client_row(*, params: Mapping[str, Any], gpu_count: int, value: float) -> dict[str, Any] | None:
+    """A benchmark client ``llm-decode`` result as a prefill, decode (batch 1) or serving row
+    (a larger batch, per GPU); None for unknown models and phases."""
+    model = model_slug_normalise(str(params.get("model", "")))
+    phase = str(params.get("phase", "decode")).lower()
+    batch = _int(params.get("batch", params.get("batch_size")), 1)
+    if model is None or phase not in ("decode", "prefill"):
+        return None
+    prompt = _int(params.get("prompt_len", params.get("context", params.get("prompt_tokens"))), 512)
+    generated = _int(params.get("generated_tokens"), 0)
+    # Decode attends to the prompt and the tokens generated so far: half of them on average.
+    context = prompt if phase == "prefill" else prompt + generated // 2
+    kind = "prefill" if phase == "prefill" else ("serving" if batch > 1 else "decode")
+    return {
+        "kind": kind,
+        "model": model,
+        "benchmark": "gpuatlas-bench",
+        "quant": "",
+        "value": value / gpu_count if kind == "serving" else value,
+        "context": context,
+        "split": "tensor",
+        "rank": 1 if kind == "serving" else 0,
+        "recency": "",
+        "default_basis": True,
+        "label": _("gpuatlas-bench %(workload)s · %(phase)s · batch %(batch)s · prompt %(prompt)s tokens")
+        % {"workload": CLIENT_WORKLOAD, "phase": label_of(_PHASES, phase), "batch": batch, "prompt": prompt},
+        "url": "",
+        "setup": f"prompt {prompt}",
+    }
 
 
 LLM_RESULTS_Q = Q(workload__slug__startswith="mlperf-", workload__slug__contains="-offline-tokens") | Q(
