@@ -27,8 +27,9 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from benchmarks_app.models import RawSubmission, SubmissionStatus
+from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.derive import submissions_derive
+from benchmarks_app.services.workloads import LLM_DECODE, LLM_DECODE_TP
 from gpuatlas.data_version import data_version_bump
 from gpuatlas.followups import followup_after_commit
 
@@ -82,8 +83,14 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
         live = [s for s in submissions if s.pk not in outcome]
         if live:
             outcome.update(submissions_derive(submissions=live))
-            # Their LLM serving points, and the serving model refitted on them (llm, above this app).
-            followup_after_commit("llm.tasks.serving_points_refresh", submission_ids=[s.pk for s in live])
+            live_ids = [s.pk for s in live]
+            # Their LLM serving points, and the serving model refitted on them (llm, above this
+            # app); asked for only when they hold serving results, as most batches do not.
+            serving = BenchmarkResult.objects.filter(
+                submission_id__in=live_ids, workload__slug__in=(LLM_DECODE, LLM_DECODE_TP)
+            )
+            if serving.exists():
+                followup_after_commit("llm.tasks.serving_points_refresh", submission_ids=live_ids)
             data_version_bump()  # cached rankings and GPU pages read the results and aggregates
         return outcome
 

@@ -17,6 +17,10 @@ from benchmarks_app.services.workload_rules import workload_rules_from_entry
 LAMBDA_SOURCE = "https://github.com/lambdal/deeplearning-benchmark (pytorch/, commit aa5addb6a536)"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLIENT_WORKLOADS_FALLBACK = REPO_ROOT / "bench_client" / "gpuatlas_bench" / "workloads.json"
+# The client's LLM serving workloads (one GPU; tensor-parallel over several): their results are
+# the measured points of the LLM serving model (llm), which follows each write of them.
+LLM_DECODE = "llm-decode"
+LLM_DECODE_TP = "llm-decode-tp"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES, figure_counts
 from benchmarks_app.models import BenchmarkResult
+from benchmarks_app.services.workloads import LLM_DECODE, LLM_DECODE_TP
 from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.models import PrecisionStatus
 
@@ -63,8 +64,8 @@ EVAL_RATE_MODELS = {
     "llama-3.1-70b": "llama-3.1-70b",
     "llama-3.1-405b": "llama-3.1-405b",
 }
-CLIENT_WORKLOAD = "llm-decode"
-CLIENT_TP_WORKLOAD = "llm-decode-tp"
+CLIENT_WORKLOAD = LLM_DECODE
+CLIENT_TP_WORKLOAD = LLM_DECODE_TP
 LLM_WORKLOADS = ("llamacpp-tg", "llamacpp-pp", "llm-eval-rate", CLIENT_WORKLOAD)
 # Context of a conversation in the chat estimates (serving uses the fitted context per stream).
 CHAT_CONTEXT_TOKENS = 2048
