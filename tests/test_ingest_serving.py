@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks_app.models import BenchmarkResult, SubmissionStatus
+from benchmarks_app.services import ingest
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.intake import submission_intake
 from tests.factories import body, document_ingest, host_block, make_result, per_gpu_entries, submission_document
@@ -124,3 +125,12 @@ def test_a_tensor_parallel_size_the_client_never_runs_is_refused(world):
     with pytest.raises(SubmissionInvalid) as refused:
         submission_intake(body=body(submission_document(results=[result], host=host_block(2))), submitter=None)
     assert any(error.field == "$.results[0].params.tp" for error in refused.value.errors)
+
+
+def test_the_serving_model_follows_a_batch_with_serving_results_and_only_such_a_batch(world, monkeypatch):
+    asked: list[tuple[str, dict]] = []
+    monkeypatch.setattr(ingest, "followup_after_commit", lambda name, **kwargs: asked.append((name, kwargs)))
+    document_ingest(submission_document(results=[make_result()]))
+    assert asked == []  # a matmul run: nothing of the serving model changes
+    submission = document_ingest(submission_document(results=[serve_point("bf16", 1024, 1, 6.1)]))
+    assert asked == [("llm.tasks.serving_points_refresh", {"submission_ids": [submission.pk]})]

@@ -83,6 +83,7 @@ from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import Ranking, RankingRow, RowPrice
 from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
+from gpuatlas.data_version import data_versioned
 from llm.interactivity import target_rate
 from llm.selectors.figures import LlmFigure, llm_model_state, llm_ranking_figures, llm_row_values
 from llm.selectors.serving_points import serving_group_figures
@@ -158,6 +159,11 @@ class BuiltRows:
     does_not_fit: int = 0
 
 
+# Cached: the GPU pages grade their GPU against the whole ranking of each use case, so one
+# computation per data version serves every GPU page, its ranking page and its tier list
+# (perf/RESULTS.md: without it the page warm-up takes 2.6 times as long at scale, and competes
+# with the ingest for the CPU).
+@data_versioned("rankings_compute")
 def rankings_compute(*, params: RankingParams) -> Ranking:
     """Performance, price and value of every GPU with data for the use case (see module doc)."""
     inputs = ranking_inputs_read(params=params)
