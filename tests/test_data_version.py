@@ -102,7 +102,7 @@ def test_bump_is_a_no_op_while_caching_is_off(django_capture_on_commit_callbacks
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(DATA_VERSION_CACHE_SECONDS=60)
+@override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_DEBOUNCE_S=0)  # two edits in a row, each shown
 def test_a_curators_admin_edit_makes_cached_pages_recompute() -> None:
     """An admin fix of a spec must not wait for cached rankings to expire."""
     from django.test import Client
@@ -157,8 +157,9 @@ def _scheduled_bumps(monkeypatch) -> list[float]:  # type: ignore[no-untyped-def
     scheduled: list[float] = []
 
     def followup_run(name: str, *, countdown: float = 0) -> bool:
-        assert name == module.BUMP_TASK and name in app.tasks  # a worker knows it by that name
-        scheduled.append(countdown)
+        assert name in app.tasks  # a worker knows it by that name
+        if name == module.BUMP_TASK:  # not the page warm-up a bump asks for with a shared cache
+            scheduled.append(countdown)
         return True
 
     monkeypatch.setattr(module, "followup_run", followup_run)
@@ -190,7 +191,7 @@ def test_bumps_inside_the_debounce_period_make_one_bump_at_its_end(monkeypatch) 
 
 @pytest.mark.django_db(transaction=True)
 @override_settings(DATA_VERSION_CACHE_SECONDS=60, DATA_VERSION_DEBOUNCE_S=30)
-def test_without_a_broker_a_held_back_bump_is_made_at_once() -> None:
+def test_without_a_broker_a_held_back_bump_is_made_at_once(eager_tasks) -> None:  # type: ignore[no-untyped-def]
     data_version_bump()
     first = data_version()
     with transaction.atomic():
