@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -23,7 +24,7 @@ def watch_create(*, user: AbstractBaseUser, spec: WatchSpec) -> tuple[Watch, str
     secret = secrets.token_hex(32) if fields.get("webhook_url") else ""
     with transaction.atomic():
         # The user's row, locked: two creations at once cannot both pass the cap.
-        type(user).objects.select_for_update().filter(pk=user.pk).first()
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         if Watch.objects.of_user(user).count() >= settings.WATCHES_PER_ACCOUNT_MAX:
             raise WatchInvalid(
                 {"non_field_errors": _("an account holds at most %(most)d watches: delete one first")
