@@ -44,11 +44,10 @@ def watch_ids_after_price_change(*, gpu_ids: set[int]) -> list[int]:
         return []
     ids = sorted(gpu_ids)
     price = Watch.objects.price_of_gpus(ids).order_by().values_list("id", flat=True)
+    ranking = Watch.objects.ranking_priced_by_gpus(ids).order_by().values_list("id", "query")
     # The rankings' buy mode reads purchase prices: a rental price cannot move it.
-    ranking = (
-        Watch.objects.ranking_priced_by_gpus(ids).exclude(query__mode="buy").order_by().values_list("id", flat=True)
-    )
-    return sorted({*price, *ranking})
+    rented = [pk for pk, query in ranking if query.get("mode") != "buy"]
+    return sorted({*price, *rented})
 
 
 def use_cases_of_submissions(*, submission_ids: list[int]) -> set[str]:
