@@ -13,7 +13,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -33,7 +33,8 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Reading:
     """A watch's figure now (None: nothing to read, e.g. no matching offer), in the watch's
-    currency, with the GPU, the offer and the row or offer that gives it."""
+    currency, with the GPU, the offer and the ranking row that gives it (a price watch's offer is
+    described by ``offer_cause`` once it causes a crossing)."""
 
     value: float | None
     gpu_id: int | None = None
@@ -44,60 +45,49 @@ class Reading:
 NOTHING = Reading(value=None)
 
 
-@dataclass(frozen=True)
-class _OfferLine:
-    offer_id: int
-    gpu_id: int
-    gpu_count: float
-    is_spot: bool
-    provider_id: int
-    region: str
-    price_usd: Decimal
-    cause: dict[str, Any]
+# (offer id, GPU count, provider id, region casefolded, price USD): what matching needs; the rest of
+# the offer is read for the one that matches.
+_OfferLine = tuple[int, float, int, str, Decimal]
+_OFFER_COLUMNS = (
+    "id", "gpu__slug", "gpu__name", "gpu_count", "is_spot", "provider__slug", "provider__name", "instance_type",
+    "region", "current_price_per_gpu_hour_usd", "last_seen",
+)  # fmt: skip
 
 
 def _current_offers(gpu_ids: set[int]) -> dict[tuple[int, bool], list[_OfferLine]]:
     """(gpu id, spot) -> the current SKU-level offers, cheapest first: one query."""
-    columns = (
-        "id", "gpu_id", "gpu__slug", "gpu__name", "gpu_count", "is_spot", "provider_id", "provider__slug",
-        "provider__name", "instance_type", "region", "current_price_per_gpu_hour_usd", "last_seen",
-    )  # fmt: skip
     rows = (
         Offer.objects.current()
         .sku_level()
         .filter(gpu_id__in=sorted(gpu_ids))
         .order_by("current_price_per_gpu_hour_usd", "id")
-        .values_list(*columns)
+        .values_list("id", "gpu_id", "is_spot", "gpu_count", "provider_id", "region", "current_price_per_gpu_hour_usd")
     )
     found: dict[tuple[int, bool], list[_OfferLine]] = defaultdict(list)
-    for row in rows:
-        values = dict(zip(columns, row, strict=True))
-        cause = {
-            "offer": values["id"],
-            "gpu": values["gpu__slug"],
-            "gpu_name": values["gpu__name"],
-            "provider": values["provider__name"],
-            "provider_slug": values["provider__slug"],
-            "instance_type": values["instance_type"],
-            "region": values["region"],
-            "gpu_count": values["gpu_count"],
-            "spot": values["is_spot"],
-            "price_per_gpu_hour_usd": str(values["current_price_per_gpu_hour_usd"]),
-            "observed_at": values["last_seen"].isoformat(),
-        }
-        found[(values["gpu_id"], values["is_spot"])].append(
-            _OfferLine(
-                offer_id=values["id"],
-                gpu_id=values["gpu_id"],
-                gpu_count=values["gpu_count"],
-                is_spot=values["is_spot"],
-                provider_id=values["provider_id"],
-                region=values["region"].casefold(),
-                price_usd=values["current_price_per_gpu_hour_usd"],
-                cause=cause,
-            )
-        )
+    for offer_id, gpu_id, is_spot, gpu_count, provider_id, region, price in rows:
+        found[(gpu_id, is_spot)].append((offer_id, gpu_count, provider_id, region.casefold(), price))
     return found
+
+
+def offer_cause(*, offer_id: int) -> dict[str, Any]:
+    """The offer behind a price watch's figure, as a crossing keeps it (read for the few offers
+    that cause a crossing, not for every offer compared)."""
+    values = dict(
+        zip(_OFFER_COLUMNS, Offer.objects.filter(pk=offer_id).values_list(*_OFFER_COLUMNS).get(), strict=True)
+    )
+    return {
+        "offer": values["id"],
+        "gpu": values["gpu__slug"],
+        "gpu_name": values["gpu__name"],
+        "provider": values["provider__name"],
+        "provider_slug": values["provider__slug"],
+        "instance_type": values["instance_type"],
+        "region": values["region"],
+        "gpu_count": values["gpu_count"],
+        "spot": values["is_spot"],
+        "price_per_gpu_hour_usd": str(values["current_price_per_gpu_hour_usd"]),
+        "observed_at": values["last_seen"].isoformat(),
+    }
 
 
 def _price_key(watch: Watch) -> tuple[Any, ...]:
@@ -106,20 +96,18 @@ def _price_key(watch: Watch) -> tuple[Any, ...]:
 
 def _cheapest(watch: Watch, offers: list[_OfferLine], money: Money) -> Reading:
     region = watch.region.casefold()
-    for line in offers:  # cheapest first: the first that matches
-        if watch.gpu_count is not None and line.gpu_count != watch.gpu_count:
+    for offer_id, gpu_count, provider_id, offer_region, price_usd in offers:  # cheapest first
+        if watch.gpu_count is not None and gpu_count != watch.gpu_count:
             continue
-        if watch.provider_id is not None and line.provider_id != watch.provider_id:
+        if watch.provider_id is not None and provider_id != watch.provider_id:
             continue
-        if region and region not in line.region:
+        if region and region not in offer_region:
             continue
-        value = money(float(line.price_usd))
-        cause = {**line.cause, "currency": money.currency}
+        value = money(float(price_usd))
         return Reading(
             value=round(value, 6) if value is not None else None,
-            gpu_id=line.gpu_id,
-            offer_id=line.offer_id,
-            cause=cause,
+            gpu_id=watch.gpu_id,
+            offer_id=offer_id,
         )
     return NOTHING
 
@@ -219,4 +207,7 @@ def watch_preview(*, fields: dict[str, Any]) -> Reading:
     """The figure a watch with these fields (``watch_spec_check``'s) would follow now; the cached
     ranking of the current data version serves (the page that linked here has just read it)."""
     watch = Watch(**fields)
-    return watch_readings(watches=[watch], fresh=False).get(watch.pk, NOTHING)
+    reading = watch_readings(watches=[watch], fresh=False).get(watch.pk, NOTHING)
+    if reading.offer_id is not None and not reading.cause:
+        reading = replace(reading, cause=offer_cause(offer_id=reading.offer_id))
+    return reading

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from gpuatlas.followups import followup_after_commit
 from watches.models import Crossing, Delivery, Watch
-from watches.selectors.readings import Reading, watch_readings
+from watches.selectors.readings import Reading, offer_cause, watch_readings
 from watches.validation import watch_is_past
 
 DELIVERY_TASK = "watches.tasks.delivery_send"
@@ -89,7 +89,7 @@ def _crossings_add(crossed: list[tuple[Watch, Reading]], now: object) -> list[in
             currency=watch.currency,
             gpu_id=reading.gpu_id,
             offer_id=reading.offer_id,
-            cause=reading.cause,
+            cause=reading.cause or _offer_described(reading, watch.currency),
         )
         for watch, reading in crossed
     ]
@@ -105,6 +105,10 @@ def _crossings_add(crossed: list[tuple[Watch, Reading]], now: object) -> list[in
     for delivery in deliveries:
         followup_after_commit(DELIVERY_TASK, delivery_id=delivery.pk)
     return [crossing.pk for crossing in rows]
+
+
+def _offer_described(reading: Reading, currency: str) -> dict[str, object]:
+    return {**offer_cause(offer_id=reading.offer_id), "currency": currency} if reading.offer_id is not None else {}
 
 
 def webhook_payload(crossing: Crossing) -> dict[str, object]:
