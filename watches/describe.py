@@ -48,7 +48,7 @@ def watch_text(watch: Watch) -> str:
         parts = [watch.gpu.name if watch.gpu else "", _("spot") if watch.spot else _("on-demand")]
         if watch.gpu_count:
             parts.append(_("%(count)d GPUs per machine") % {"count": watch.gpu_count})
-        if watch.provider_id:
+        if watch.provider is not None:
             parts.append(watch.provider.name)
         if watch.region:
             parts.append(_("region “%(region)s”") % {"region": watch.region})

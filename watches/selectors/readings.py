@@ -65,7 +65,8 @@ def _current_offers(gpu_ids: set[int]) -> dict[tuple[int, bool], list[_OfferLine
     )
     found: dict[tuple[int, bool], list[_OfferLine]] = defaultdict(list)
     for offer_id, gpu_id, is_spot, gpu_count, provider_id, region, price in rows:
-        found[(gpu_id, is_spot)].append((offer_id, gpu_count, provider_id, region.casefold(), price))
+        if price is not None:  # current() offers have a price: for the type checker
+            found[(gpu_id, is_spot)].append((offer_id, gpu_count, provider_id, region.casefold(), price))
     return found
 
 

@@ -15,6 +15,7 @@ costs the evaluation, and the write before it, nothing.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 
@@ -61,7 +62,7 @@ def _record(readings: dict[int, Reading]) -> tuple[int, list[int]]:
     with transaction.atomic():
         watches = list(Watch.objects.select_for_update().filter(pk__in=list(readings)).order_by("pk"))
         changed: list[Watch] = []
-        crossed: list[tuple[Watch, Reading]] = []
+        crossed: list[tuple[Watch, Reading, float]] = []
         for watch in watches:
             reading = readings[watch.pk]
             if reading.value is None:
@@ -70,7 +71,7 @@ def _record(readings: dict[int, Reading]) -> tuple[int, list[int]]:
             if met == watch.met and reading.value == watch.last_value:
                 continue
             if met and not watch.met:
-                crossed.append((watch, reading))
+                crossed.append((watch, reading, reading.value))
                 watch.last_crossed_at = now
             watch.met, watch.last_value, watch.value_since = met, reading.value, now
             changed.append(watch)
@@ -79,19 +80,19 @@ def _record(readings: dict[int, Reading]) -> tuple[int, list[int]]:
     return len(changed), crossing_ids
 
 
-def _crossings_add(crossed: list[tuple[Watch, Reading]], now: object) -> list[int]:
+def _crossings_add(crossed: list[tuple[Watch, Reading, float]], now: dt.datetime) -> list[int]:
     rows = [
         Crossing(
             watch=watch,
             occurred_at=now,
-            value=reading.value,
+            value=value,
             threshold=watch.threshold,
             currency=watch.currency,
             gpu_id=reading.gpu_id,
             offer_id=reading.offer_id,
             cause=reading.cause or _offer_described(reading, watch.currency),
         )
-        for watch, reading in crossed
+        for watch, reading, value in crossed
     ]
     Crossing.objects.bulk_create(rows)
     deliveries: list[Delivery] = []

@@ -6,7 +6,7 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -16,7 +16,7 @@ from watches.selectors.readings import watch_readings
 from watches.validation import WatchInvalid, WatchSpec, watch_is_past, watch_spec_check
 
 
-def watch_create(*, user: AbstractBaseUser, spec: WatchSpec) -> tuple[Watch, str]:
+def watch_create(*, user: User, spec: WatchSpec) -> tuple[Watch, str]:
     """Create a watch for ``user``; returns it and its webhook secret (empty without a webhook),
     which is never shown again. Its figure is read now and stored with whether it is already past
     the threshold: only a later crossing alerts. WatchInvalid names what is wrong."""
@@ -40,7 +40,7 @@ def watch_create(*, user: AbstractBaseUser, spec: WatchSpec) -> tuple[Watch, str
     return watch, secret
 
 
-def watch_delete(*, user: AbstractBaseUser, watch_id: int) -> bool:
+def watch_delete(*, user: User, watch_id: int) -> bool:
     """Delete one of ``user``'s own watches, with its crossings and deliveries; another user's is never touched."""
     deleted, _by_model = Watch.objects.of_user(user).filter(pk=watch_id).delete()
     return deleted > 0
