@@ -2,7 +2,7 @@ from django.urls import path, re_path
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView
 
-from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings, serving_points
+from api.views import benchmarks, catalog, moderation, multi_gpu, prices, rankings, serving_points, watches
 from api.views.base import ApiNotFoundView, PingView
 from api.views.fit import FitView
 from api.views.fit_models import FitModelsView
@@ -37,6 +37,8 @@ urlpatterns = [
     path("fit/models/", FitModelsView.as_view(), name="fit-models"),
     path("submissions/", SubmissionCreateView.as_view(), name="submission-create"),
     path("submissions/<uuid:run_uuid>/", SubmissionDetailView.as_view(), name="submission-detail"),
+    path("watches/", watches.WatchListView.as_view(), name="watch-list"),
+    path("watches/<int:watch_id>/", watches.WatchDetailView.as_view(), name="watch-detail"),
     path("moderation/submissions/", moderation.ModerationQueueView.as_view(), name="moderation-queue"),
     path("moderation/submissions/approve/", moderation.ModerationApproveView.as_view(), name="moderation-approve"),
     path("moderation/submissions/reject/", moderation.ModerationRejectView.as_view(), name="moderation-reject"),

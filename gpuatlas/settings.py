@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "llm",
     "dashboard",
     "fitcalc",
+    "watches",
 ]
 
 MIDDLEWARE = [
@@ -197,6 +198,8 @@ CELERY_TASK_ROUTES = {
     "dashboard.tasks.*": {"queue": "imports"},
     # The data-version bump the debounce delayed to its period's end: one cache write.
     "gpuatlas.data_version.*": {"queue": "ingest"},
+    # Watches evaluated after a write, and their alerts sent: short network calls with short timeouts.
+    "watches.tasks.*": {"queue": "imports"},
 }
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 PRICE_IMPORT_DIR = env_str("PRICE_IMPORT_DIR", str(BASE_DIR / "catalog" / "data" / "prices"))
@@ -281,6 +284,8 @@ REST_FRAMEWORK = {
         "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "30/hour"),
         "sign_up": env_str("THROTTLE_SIGN_UP", "10/hour"),
         "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
+        # Price watches created per account and per client address, on the page and the API.
+        "watch_create": env_str("THROTTLE_WATCH_CREATE", "30/hour"),
     },
     # How many proxies in front of the web processes append to X-Forwarded-For: the client address
     # for throttles is the one the outermost trusted proxy saw. 0: X-Forwarded-For is ignored.
@@ -410,3 +415,40 @@ FITCALC_HF_ONLINE = env_bool("FITCALC_HF_ONLINE", False)
 HF_ENDPOINT = env_str("HF_ENDPOINT") or "https://huggingface.co"
 FITCALC_HF_TIMEOUT_S = env_int("FITCALC_HF_TIMEOUT_S", 10, minimum=1)
 FITCALC_HF_CACHE_DIR = env_str("FITCALC_HF_CACHE_DIR") or None
+
+# Email (price-watch alerts): Django's SMTP backend once EMAIL_HOST is set, else each message is
+# printed to the console (the embedded default sends nothing).
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", not env_bool("EMAIL_USE_SSL", False))
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive: set one of them.")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "GPU Atlas <alerts@localhost>")
+# The site's address as users reach it: the links in alert emails, webhooks and feeds.
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# Price watches (watches/): how many an account may hold, and their webhooks. A webhook gets one
+# POST per attempt with this timeout (connect and each read), no redirect followed; a failed
+# attempt is retried this many times, after WATCH_WEBHOOK_BACKOFF_S, then twice that, and so on;
+# a watch whose webhook failed this many deliveries in a row stops calling it.
+WATCHES_PER_ACCOUNT_MAX = env_int("WATCHES_PER_ACCOUNT_MAX", 50, minimum=1)
+WATCH_WEBHOOK_TIMEOUT_S = env_int("WATCH_WEBHOOK_TIMEOUT_S", 5, minimum=1)
+WATCH_WEBHOOK_RETRIES = env_int("WATCH_WEBHOOK_RETRIES", 5, minimum=0)
+WATCH_WEBHOOK_BACKOFF_S = env_int("WATCH_WEBHOOK_BACKOFF_S", 30, minimum=1)
+WATCH_WEBHOOK_DISABLE_AFTER = env_int("WATCH_WEBHOOK_DISABLE_AFTER", 3, minimum=1)
+# Networks a webhook may reach although they are not public (private, loopback...): none by
+# default. For a deployment whose receivers live on its own network, and for tests.
+try:
+    WATCH_WEBHOOK_ALLOWED_NETWORKS = [
+        ipaddress.ip_network(item, strict=False) for item in env_list("WATCH_WEBHOOK_ALLOWED_NETWORKS", []) if item
+    ]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"WATCH_WEBHOOK_ALLOWED_NETWORKS has a malformed network: {exc}.") from None

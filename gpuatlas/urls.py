@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/", RedirectView.as_view(pattern_name="api:index", query_string=True)),
     path("api/docs/", RedirectView.as_view(pattern_name="api:docs", query_string=True)),
     path("api/redoc/", RedirectView.as_view(pattern_name="api:redoc", query_string=True)),
+    path("", include("watches.urls")),
     path("", include("catalog.urls")),
     path("", include("benchmarks_app.urls")),
     path("", include("fitcalc.urls")),

@@ -14,10 +14,14 @@ import logging
 
 from celery import shared_task
 
+from gpuatlas.followups import followup_after_commit
 from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_add_for_submissions, serving_points_rebuild
 
 logger = logging.getLogger(__name__)
+
+# The ranking watches of the LLM use cases follow the serving points and the fit (watches, above llm).
+WATCHES_TASK = "watches.tasks.watches_evaluate_after_serving_model"
 
 
 @shared_task(name="llm.tasks.serving_points_refresh", acks_late=True, soft_time_limit=540, time_limit=600)
@@ -35,10 +39,13 @@ def serving_points_refresh(
         written = serving_points_add_for_submissions(submission_ids=submission_ids)
         if written and refit:
             serving_model_refit()
+        if written:
+            followup_after_commit(WATCHES_TASK)
         return written
     summary = serving_points_rebuild(source=source)
     for line in summary.as_lines():
         logger.info("%s: %s", source or "every source", line)
     if refit:
         serving_model_refit()
+    followup_after_commit(WATCHES_TASK)
     return sum(summary.points.values())

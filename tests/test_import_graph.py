@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcalc", "gpuatlas", "llm")
+PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcalc", "gpuatlas", "llm", "watches")
 
 # Function-level imports of project modules allowed, each with its reason: none.
 KNOWN_FUNCTION_IMPORTS: set[tuple[str, str]] = set()

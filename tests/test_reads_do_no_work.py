@@ -33,7 +33,17 @@ pytestmark = pytest.mark.django_db
 
 #: The project's packages: every module of theirs that holds one of the work functions under any
 #: name gets the tripwire under that name.
-PROJECT_PACKAGES = ("accounts", "api", "benchmarks_app", "catalog", "dashboard", "fitcalc", "gpuatlas", "llm")
+PROJECT_PACKAGES = (
+    "accounts",
+    "api",
+    "benchmarks_app",
+    "catalog",
+    "dashboard",
+    "fitcalc",
+    "gpuatlas",
+    "llm",
+    "watches",
+)
 IMPORTED_HF_ID = "Qwen/Qwen3-8B"
 NOT_IMPORTED_HF_ID = "someone/not-imported"
 

@@ -92,6 +92,8 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
             if serving.exists():
                 followup_after_commit("llm.tasks.serving_points_refresh", submission_ids=live_ids)
             data_version_bump()  # cached rankings and GPU pages read the results and aggregates
+            # The ranking watches of the use cases these results belong to (watches, above this app).
+            followup_after_commit("watches.tasks.watches_evaluate_after_results", submission_ids=live_ids)
         return outcome
 
 

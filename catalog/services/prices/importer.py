@@ -35,6 +35,7 @@ from catalog.services.prices.skypilot import GcpHostPool, gcp_host_pool, parse_s
 from catalog.services.prices.tugot17 import parse_tugot17
 from catalog.services.prices.writer import snapshot_write
 from gpuatlas.data_version import data_version_bump
+from gpuatlas.followups import followup_after_commit
 from gpuatlas.progress import Progress, no_progress
 
 logger = logging.getLogger(__name__)
@@ -276,6 +277,8 @@ def _prices_write(
             progress=progress,
         )
         data_version_bump()  # cached rankings and GPU pages read these prices
+        # The price watches and ranking watches of the GPUs whose offers this file changed.
+        followup_after_commit("watches.tasks.watches_evaluate_after_price_import", import_run_id=run.pk)
 
 
 def _finish(run: ImportRun, summary: FileSummary, started: float, *, error: str = "") -> None:
