@@ -237,7 +237,7 @@ def _trtllm(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
         )
     else:
         scenario, limits_note = Scenario.OFFLINE, "no latency bound: requests at an unbounded rate (maximum throughput)"
-    parallel = f"TP{params.get('tensor_parallel')}" + (
+    parallel = str(env.get("parallelism") or "") or f"TP{params.get('tensor_parallel')}" + (
         f",PP{params.get('pipeline_parallel')}" if int(params.get("pipeline_parallel", 1)) > 1 else ""
     )
     return (
