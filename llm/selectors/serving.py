@@ -319,14 +319,17 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         hw = hardware[r.gpu_id]
         params = r.result.params if isinstance(r.result.params, dict) else {}
         # The model has a decode step per replica of tensor-parallel GPUs: a point whose lengths
-        # are not known, or that ran pipeline stages, experts spread over the GPUs or attention
-        # data-parallel, is not one it can be fitted on.
+        # are not known, or that ran pipeline stages, experts spread over the GPUs, attention
+        # data-parallel, prefill and decode on separate GPUs or speculative decoding, is not one
+        # it can be fitted on.
         if (
             r.input_tokens is None
             or r.output_tokens is None
             or int(params.get("pipeline_parallel") or 1) > 1
             or int(params.get("expert_parallel") or 1) > 1
             or params.get("attention_data_parallel")
+            or params.get("disaggregated")
+            or params.get("speculative")
         ):
             continue
         precision = r.quant or r.weight_precision
