@@ -27,7 +27,12 @@ def test_total_throughput_per_gpu_becomes_output_tokens_per_gpu_of_the_whole_run
     b200 = runs[389]
     assert (b200.hardware, b200.precision, b200.input_tokens, b200.output_tokens) == ("b200", "fp8", 8192, 1024)
     assert b200.raw["metrics"]["tput_per_gpu"] == pytest.approx(5856.94, abs=0.01)
-    assert (b200.gpu_count, b200.disaggregated, b200.speculative, b200.attention_data_parallel) == (40, True, "mtp", True)
+    assert (b200.gpu_count, b200.disaggregated, b200.speculative, b200.attention_data_parallel) == (
+        40,
+        True,
+        "mtp",
+        True,
+    )
     assert b200.output_tokens_per_s_per_gpu == pytest.approx(5856.94 * 1024 / 9216, rel=1e-4)  # 650.8
     # In an aggregated run InferenceX's own output figure is the same quantity: the conversion holds.
     mi300x = runs[118]
