@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from catalog.models import Gpu, SpecCitation
+from catalog.models import Gpu, SpecCitation, TensorPeak
 from catalog.services.catalog_import import gpu_import_curated
 from llm.estimate.comm import allreduce_seconds
 from llm.estimate.shapes import MODEL_SHAPES
@@ -120,3 +120,16 @@ def test_the_curated_links_import_idempotently(catalogue):
     assert again.updated == 0 and again.citations_written == 0
     h20 = catalogue["h20"]
     assert (h20.interconnect_gbs, h20.scale_up_link, h20.scale_up_gpus) == (900, "nvlink", 8)
+
+
+def test_rtx_pro_6000_blackwell_editions_have_dense_tensor_figures_halved_from_sparse(catalogue):
+    server, workstation = catalogue["rtx-pro-6000-blackwell-server"], catalogue["rtx-pro-6000-blackwell"]
+    peaks = {gpu.slug: {p.precision: p for p in TensorPeak.objects.filter(gpu=gpu)} for gpu in (server, workstation)}
+    # NVIDIA's Server Edition figures (4 / 2 / 1 PFLOPS FP4 / FP8 / FP16 with sparsity), halved.
+    assert {k: p.dense_tflops for k, p in peaks[server.slug].items()} == {
+        "fp4": 2000, "fp8": 1000, "fp16": 500, "bf16": 500}  # fmt: skip
+    assert "halved" in peaks[server.slug]["fp8"].note and "sparsity" in peaks[server.slug]["fp16"].note
+    # The Workstation Edition: the same GB202, 4.03 PFLOPS FP4 with sparsity on its specification page.
+    assert peaks[workstation.slug]["fp4"].dense_tflops == 2020 and peaks[workstation.slug]["fp8"].dense_tflops == 1010
+    # The serving model now has a tensor path for both (it had none: 70B FP8 fell back to vector FP16).
+    assert serving_hardware(server).compute_peak("fp8") == (1000.0, "fp8")
