@@ -118,6 +118,7 @@ class SourceKind(models.TextChoices):
     LLAMACPP = "llamacpp", _("llama.cpp tables")
     EVAL_RATE = "eval-rate", _("Ollama eval rates")
     CLIENT = "client", "gpuatlas-bench"
+    INFERENCEX = "inferencex", _("InferenceX (SemiAnalysis)")
 
 
 class BenchmarkResultQuerySet(models.QuerySet["BenchmarkResult"]):

@@ -133,7 +133,7 @@ class GpuAdmin(BumpsDataVersion, SimpleHistoryAdmin):
             },
         ),
         (
-            "Memory and power",
+            "Memory, power and scale-up links",
             {
                 "fields": (
                     "memory_gib",
@@ -142,6 +142,9 @@ class GpuAdmin(BumpsDataVersion, SimpleHistoryAdmin):
                     "memory_bus_bits",
                     "tdp_w",
                     "interconnect_gbs",
+                    "scale_up_link",
+                    "scale_up_gpus",
+                    "pcie_peer_to_peer",
                     "bus_interface",
                 )
             },

@@ -5,14 +5,18 @@ The file has changed layout between releases; all of these are read (``llm/data/
 * one wide table (0.1x releases): header ``| Throughput (tokens / sec) | | GPU | H200 141GB HBM3 | ...``,
   a ``Precision`` row (FP8, FP16 per GPU column), then rows ``| model | TP size | input, output | ...``
   with the model and TP size carried down blank cells;
-* one table per model (1.x releases) under a ``#### <model>`` heading: rows ``ISL/OSL``, columns
-  ``<GPU><br/>TP<n> (FP8)``, or ``**<n> GPUs**<br/>TP<a>,PP<b> (FP4)`` for the GPU named on the line
-  above the table;
+* one table per model (1.x releases) under a heading naming the model (``#### Llama 4 Scout``; or
+  ``# Qwen3 235B A22B - RTX 6000 Pro Blackwell Server Edition``, model and GPU): rows ``ISL/OSL``,
+  columns ``<GPU><br/>TP<n> (FP8)``, or ``**<n> GPUs**<br/>TP<a>,PP<b> (FP4)`` for the GPU named in
+  the heading or on the line above the table. ``DEP<n>`` is attention data-parallel with the
+  experts spread over the same ``n`` GPUs (``trtllm-bench --tp n --ep n`` with
+  ``enable_attention_dp``), kept on the row as such;
 * an online-serving table: model, GPU, TP, input and output length, QPS (``INF``: unbounded), mean
   TTFT and mean inter-token latency (ms), output tokens/s; precision from the sentence above it.
 
-Units are read from the text above each table: a per-GPU unit (``tokens/sec/gpu``, "per GPU") is
-per GPU; anything else is the whole configuration's output tokens/s. Figures are as published;
+Units are read from the text above each table and the line right below it (``unit: output tokens
+per second per GPU``): a per-GPU unit (``tokens/sec/gpu``, "per GPU") is per GPU; anything else is
+the whole configuration's output tokens/s. Figures are as published;
 an empty cell is no measurement. Pure text in, rows out: no database.
 """
 
@@ -48,6 +52,14 @@ class TrtllmRow:
     qps: float | None = None  # serving: request rate; None for an unbounded rate (INF)
     ttft_ms: float | None = None
     itl_ms: float | None = None
+    expert_parallel: int = 1  # GPUs the experts are spread over (DEP<n>: n)
+    attention_data_parallel: bool = False  # DEP<n>: attention data-parallel over the n GPUs
+
+    @property
+    def parallelism(self) -> str:
+        """As the table names it: ``TP8``, ``DEP4``, ``TP2,PP2``."""
+        width = f"{'DEP' if self.attention_data_parallel else 'TP'}{self.tensor_parallel}"
+        return width + (f",PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "")
 
     @property
     def gpu_count(self) -> int:
@@ -70,14 +82,17 @@ _PRECISIONS = {
 _VERSION = re.compile(r"generated using version\s+v?(\d+(?:\.\d+)+)", re.IGNORECASE)
 _PRECISION_SENTENCE = re.compile(r"\b(FP4|NVFP4|FP8|BF16|FP16|INT8|INT4)\s+precision", re.IGNORECASE)
 _PER_GPU = re.compile(r"tokens/se?c?/gpu|per[- ]gpu", re.IGNORECASE)
-_TP_PP = re.compile(r"TP\s*(\d+)(?:\s*,\s*PP\s*(\d+))?", re.IGNORECASE)
+_TP_PP = re.compile(r"(DEP|TP)\s*(\d+)(?:\s*,\s*PP\s*(\d+))?", re.IGNORECASE)
+# Checkpoints published under another name with the architecture of a shape key.
+MODEL_ALIASES = {"deepseek-r1-0528": "deepseek-r1"}
 _PAREN_PRECISION = re.compile(r"\((FP4|NVFP4|FP8|BF16|FP16|INT8|INT4)\)", re.IGNORECASE)
 
 
 def model_key(name: str) -> str | None:
     """A published model name -> a shape key: ``LLaMA v3.1 70B`` -> ``llama-3.1-70b``; None if unknown."""
     text = re.sub(r"\bv(\d)", r"\1", name.strip(), flags=re.IGNORECASE)
-    return model_slug_normalise(text)
+    alias = MODEL_ALIASES.get(re.sub(r"[\s_]+", "-", text.lower()))
+    return alias or model_slug_normalise(text)
 
 
 def _cells(line: str) -> list[str]:
@@ -117,8 +132,9 @@ class _Table:
     start: int  # 0-based line index of the header
     lines: list[tuple[int, list[str]]]  # (0-based line index, cells), separator rows removed
     context: str  # the text between the previous heading and the table
-    heading: str  # the nearest #### heading above
+    heading: str  # the nearest heading above
     caption: str  # the non-empty line right above the table
+    trailer: str = ""  # the non-empty line right below the table
 
 
 def _tables(text: str) -> list[_Table]:
@@ -128,9 +144,8 @@ def _tables(text: str) -> list[_Table]:
     while i < len(lines):
         line = lines[i]
         if line.startswith("#"):
-            if line.startswith("####"):
-                heading = line.lstrip("#").strip()
-            else:  # a section: what it says of units and releases holds for the tables under it
+            heading = line.lstrip("#").strip()
+            if not line.startswith("####"):  # a section: what it says of units and releases holds under it
                 context_start = i
         if line.lstrip().startswith("|"):
             start = i
@@ -141,7 +156,8 @@ def _tables(text: str) -> list[_Table]:
                     rows.append((i, cells))
                 i += 1
             caption = next((lines[j].strip() for j in range(start - 1, -1, -1) if lines[j].strip()), "")
-            tables.append(_Table(start, rows, "\n".join(lines[context_start:start]), heading, caption))
+            trailer = next((lines[j].strip() for j in range(i, len(lines)) if lines[j].strip()), "")
+            tables.append(_Table(start, rows, "\n".join(lines[context_start:start]), heading, caption, trailer))
             continue
         i += 1
     return tables
@@ -155,7 +171,9 @@ def trtllm_parse(text: str, *, default_version: str = "") -> list[TrtllmRow]:
         header = [_plain(c) for c in table.lines[0][1]] if table.lines else []
         version_found = _VERSION.search(table.context)
         version = version_found[1] if version_found else default_version
-        per_gpu = bool(_PER_GPU.search(table.context)) or any(_PER_GPU.search(h) for h in header)
+        per_gpu = bool(_PER_GPU.search(table.context) or _PER_GPU.search(table.trailer)) or any(
+            _PER_GPU.search(h) for h in header
+        )
         if header and header[0].lower().startswith("throughput"):
             known += 1
             rows.extend(_wide(table, version=version, per_gpu=per_gpu))
@@ -197,7 +215,9 @@ def _wide(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]:
 
 def _per_model(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]:
     header = table.lines[0][1]
-    columns: list[tuple[str, int, int, str] | None] = []
+    # "Qwen3 235B A22B - RTX 6000 Pro Blackwell Server Edition": the model, then the GPU of every column.
+    model_name, _, heading_gpu = (part.strip() for part in table.heading.partition(" - "))
+    columns: list[tuple[str, str, int, int, str] | None] = []
     for cell in header[1:]:
         text = _plain(cell)
         parallel = _TP_PP.search(text)
@@ -207,8 +227,9 @@ def _per_model(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]
             continue
         gpu = text[: parallel.start()].strip()
         if re.fullmatch(r"\d+\s+GPUs?", gpu):
-            gpu = table.caption  # "**4 GPUs**<br/>TP2,PP2": the GPU is named on the line above the table
-        columns.append((gpu, int(parallel[1]), int(parallel[2] or 1), precision))
+            # "**4 GPUs**<br/>TP2,PP2": the GPU is named in the heading or on the line above the table
+            gpu = heading_gpu or table.caption
+        columns.append((gpu, parallel[1].upper(), int(parallel[2]), int(parallel[3] or 1), precision))
     out: list[TrtllmRow] = []
     for index, cells in table.lines[1:]:
         lengths = _lengths(cells[0]) if cells else None
@@ -218,9 +239,11 @@ def _per_model(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]
             value = _number(cells[1 + column]) if 1 + column < len(cells) else None
             if spec is None or value is None:
                 continue
-            gpu, tp, pp, precision = spec
-            out.append(TrtllmRow("throughput", table.heading, model_key(table.heading), gpu, tp, pp, precision,
-                                 lengths[0], lengths[1], value, per_gpu, version, index + 1))  # fmt: skip
+            gpu, mode, width, pp, precision = spec
+            dep = mode == "DEP"
+            out.append(TrtllmRow("throughput", model_name, model_key(model_name), gpu, width, pp, precision,
+                                 lengths[0], lengths[1], value, per_gpu, version, index + 1,
+                                 expert_parallel=width if dep else 1, attention_data_parallel=dep))  # fmt: skip
     return out
 
 

@@ -89,6 +89,12 @@ GPUS = textwrap.dedent(
 )
 
 
+_H100_MEMORY = (
+    'memory_gib = { value = 80, source = "https://www.nvidia.com/en-us/data-center/h100/", as_of = "2023-01-01" }'
+)
+_CITED = 'source = "https://www.nvidia.com/en-us/data-center/h100/", as_of = "2023-01-01"'
+
+
 def _write(tmp_path: Path, archs: str = ARCHITECTURES, gpus: str = GPUS) -> Path:
     (tmp_path / "architectures.toml").write_text(archs)
     (tmp_path / "gpus.toml").write_text(gpus)
@@ -174,6 +180,18 @@ def test_curated_row_for_an_unknown_gpu_is_reported_not_dropped(tmp_path):
         (lambda t: t.replace("value = 989.4", "value = 0"), "needs a positive value"),
         (lambda t: t.replace('"H100-SXM"]', '"H100-SXM"]\n    [gpu.specs.bogus]'), "unknown spec 'bogus'"),
         (lambda t: t.replace('architecture = "volta"', 'architecture = "kepler"'), "architecture 'kepler'"),
+        (
+            lambda t: t.replace(_H100_MEMORY, f'{_H100_MEMORY}\nscale_up_link = {{ value = "warp", {_CITED} }}'),
+            "specs.scale_up_link: bad value 'warp'",
+        ),
+        (
+            lambda t: t.replace(_H100_MEMORY, f"{_H100_MEMORY}\nscale_up_gpus = {{ value = 1, {_CITED} }}"),
+            "specs.scale_up_gpus: bad value 1",
+        ),
+        (
+            lambda t: t.replace(_H100_MEMORY, f'{_H100_MEMORY}\npcie_peer_to_peer = {{ value = "yes", {_CITED} }}'),
+            "specs.pcie_peer_to_peer: bad value 'yes'",
+        ),
         (
             lambda t: t + '\n[[gpu]]\nslug="x"\nname="X"\nvendor="NVIDIA"\nsegment="consumer"\naliases=["h100 sxm"]\n',
             "alias 'h100 sxm' is also given to h100-sxm5-80-gb",

@@ -26,11 +26,12 @@ from llm.estimate.shapes import MODEL_SHAPES
 PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (catalog.interconnect.pcie_peak_gbs)
 PCIE5 = 63.008
 MESSAGE = 256 * 8192 * 2  # Llama 3 70B, a batch of 256: 4,194,304 bytes per all-reduce
-GEFORCE = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, segment="consumer", variant="")
-H100_SXM = gpu_link(interconnect_gbs=900, pcie_gbs=PCIE5, segment="datacenter", variant="SXM")
-H100_NVL = gpu_link(interconnect_gbs=600, pcie_gbs=PCIE5, segment="datacenter", variant="NVL")
-L40S = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, segment="datacenter", variant="PCIe")
-MI300X = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE5, segment="datacenter", variant="OAM")
+GEFORCE = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, scale_up_link="pcie", peer_to_peer=False)
+H100_SXM = gpu_link(interconnect_gbs=900, pcie_gbs=PCIE5, variant="SXM", scale_up_link="nvlink", scale_up_gpus=8)
+H100_NVL = gpu_link(interconnect_gbs=600, pcie_gbs=PCIE5, variant="NVL", scale_up_link="nvlink-bridge",
+                    scale_up_gpus=2, peer_to_peer=True)  # fmt: skip
+L40S = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, variant="PCIe", scale_up_link="pcie", peer_to_peer=True)
+MI300X = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE5, variant="OAM")
 L70 = MODEL_SHAPES["llama-3.1-70b"]
 SHAPE = {"total_params_b": L70.total_params_b, "active_params_b": L70.active_params_b, "layers": L70.layers,
          "kv_heads": L70.kv_heads, "head_dim": L70.head_dim, "hidden": L70.hidden}  # fmt: skip
@@ -53,6 +54,27 @@ def test_links_from_the_catalogue_fields():
     assert MI300X.kind(8) == "unknown" and MI300X.bus_gbs(8) is None
     assert allreduce_seconds(link=MI300X, gpus=8, message_bytes=MESSAGE) is None
     assert GpuLink().kind(2) == "unknown"
+    # A baseboard's fabric ends at its server: 16 H100 SXM are not priced as PCIe cards.
+    assert H100_SXM.kind(16) == "unknown"
+    # PCIe peer-to-peer the catalogue does not state is priced through host memory, never as P2P.
+    unstated = gpu_link(interconnect_gbs=None, pcie_gbs=PCIE4, scale_up_link="pcie")
+    assert unstated.kind(4) == "pcie_host" and unstated.bus_gbs(4) == GEFORCE.bus_gbs(4)
+    # A fabric with a catalogue type but no bandwidth is unknown, not PCIe.
+    assert gpu_link(interconnect_gbs=None, pcie_gbs=PCIE5, scale_up_link="roce").kind(8) == "unknown"
+
+
+def test_each_fabric_takes_its_own_measured_share_of_the_line_rate():
+    # Gaudi 2: 21 x 100 GbE = 262.5 GB/s each way, HCCL reaches 512.96/525 of it (Intel's Gaudi 3 run).
+    gaudi2 = gpu_link(interconnect_gbs=525, pcie_gbs=None, variant="OAM", scale_up_link="roce", scale_up_gpus=8)
+    assert gaudi2.bus_gbs(8) == pytest.approx(262.5 * 512.957298 / 525, rel=1e-6)
+    # MI300X: 7 x 128 GB/s = 896 both ways, 448 each way, 48 of every 64 GB/s usable (AMD).
+    mi300x = gpu_link(interconnect_gbs=896, pcie_gbs=PCIE5, variant="OAM", scale_up_link="infinity-fabric",
+                      scale_up_gpus=8)  # fmt: skip
+    assert mi300x.bus_gbs(8) == pytest.approx(336.0)
+    assert H100_SXM.bus_gbs(8) == pytest.approx(370.0)
+    # A fabric no source measures takes the lowest measured share, not NVLink's.
+    hccs = gpu_link(interconnect_gbs=392, pcie_gbs=None, scale_up_link="hccs", scale_up_gpus=8)
+    assert hccs.bus_gbs(8) == pytest.approx(196 * 0.75)
 
 
 def test_allreduce_is_latency_plus_ring_bytes_over_the_bus_bandwidth():

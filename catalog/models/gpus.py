@@ -34,6 +34,19 @@ class Precision(models.TextChoices):
     INT4 = "int4", "INT4"
 
 
+class ScaleUpLink(models.TextChoices):
+    """How a GPU reaches the other GPUs of its server (intra-node, scale-up); the network between
+    servers (scale-out) is not this."""
+
+    NVLINK = "nvlink", _("NVLink through NVSwitch or a direct mesh")
+    NVLINK_BRIDGE = "nvlink-bridge", _("NVLink bridge between a few cards")
+    INFINITY_FABRIC = "infinity-fabric", _("AMD Infinity Fabric (xGMI)")
+    ROCE = "roce", _("On-die RoCE Ethernet ports")
+    HCCS = "hccs", _("Huawei HCCS")
+    PCIE = "pcie", _("PCIe only")
+    NONE = "none", _("None: one GPU per system")
+
+
 class Vendor(models.Model):
     name = models.CharField(max_length=64, unique=True)
     slug = models.SlugField(max_length=64, unique=True)
@@ -117,7 +130,33 @@ class Gpu(models.Model):
     memory_bandwidth_gbs = models.FloatField(null=True, blank=True, help_text=_("GB/s (10^9 bytes/s)."))
     memory_bus_bits = models.PositiveIntegerField(null=True, blank=True)
     tdp_w = models.PositiveIntegerField(null=True, blank=True)
-    interconnect_gbs = models.FloatField(null=True, blank=True, help_text=_("NVLink or equivalent, GB/s."))
+    interconnect_gbs = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=_(
+            "Scale-up (intra-node) link: NVLink, Infinity Fabric, on-die RoCE or HCCS, GB/s total "
+            "bidirectional per GPU."
+        ),
+    )
+    scale_up_link = models.CharField(
+        max_length=16,
+        choices=ScaleUpLink.choices,
+        blank=True,
+        help_text=_("How the GPU reaches the other GPUs of its server; empty when not curated."),
+    )
+    scale_up_gpus = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text=_("GPUs the scale-up link joins at its full rate (8 on a baseboard, 2 for a bridged pair)."),
+    )
+    pcie_peer_to_peer = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text=_(
+            "Whether the driver lets GPUs copy to each other directly over PCIe (no: traffic crosses "
+            "host memory); empty when not known."
+        ),
+    )
     bus_interface = models.CharField(max_length=64, blank=True)
     fp32_tflops = models.FloatField(null=True, blank=True, help_text=_("Non-tensor FP32."))
     fp64_tflops = models.FloatField(null=True, blank=True)
@@ -155,6 +194,9 @@ class Gpu(models.Model):
                 name="gpu_launch_price_positive",
             ),
             models.CheckConstraint(condition=~Q(slug=""), name="gpu_slug_not_empty"),
+            models.CheckConstraint(
+                condition=Q(scale_up_gpus__isnull=True) | Q(scale_up_gpus__gte=2), name="gpu_scale_up_joins_two"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -170,6 +212,10 @@ class SpecCitation(models.Model):
         "memory_bandwidth_gbs",
         "tdp_w",
         "interconnect_gbs",
+        "scale_up_link",
+        "scale_up_gpus",
+        "pcie_peer_to_peer",
+        "bus_interface",
         "fp32_tflops",
         "fp64_tflops",
         "release_date",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 from django.db import transaction
 from django.utils.text import slugify
 
-from catalog.models import Architecture, Gpu, GpuAlias, Segment, SpecCitation, TensorPeak, Vendor
+from catalog.models import Architecture, Gpu, GpuAlias, ScaleUpLink, Segment, SpecCitation, TensorPeak, Vendor
 from catalog.models.gpus import alias_normalise
 from catalog.services.name_rules import NameRulesSummary, name_rules_import
 from gpuatlas.data_version import data_version_bump
@@ -318,12 +318,34 @@ def architecture_import_curated(*, path: Path | None = None) -> ImportSummary:
     return summary
 
 
-_SCALAR_FIELDS = {
+def _scale_up_link(value: Any) -> str:
+    if value not in ScaleUpLink.values:
+        raise ValueError(value)
+    return str(value)
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(value)
+    return value
+
+
+def _gpu_count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+        raise ValueError(value)
+    return value
+
+
+_SCALAR_FIELDS: dict[str, Callable[[Any], Any] | None] = {
     "memory_gib": float,
     "memory_type": str,
     "memory_bandwidth_gbs": float,
     "tdp_w": int,
     "interconnect_gbs": float,
+    "scale_up_link": _scale_up_link,
+    "scale_up_gpus": _gpu_count,
+    "pcie_peer_to_peer": _flag,
+    "bus_interface": str,
     "fp32_tflops": float,
     "fp64_tflops": float,
     "release_date": None,

@@ -27,7 +27,6 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import BenchmarkResult, ResultAggregate
-from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
 from catalog.selectors.prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
 from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
@@ -67,7 +66,7 @@ from fitcalc.throughput import (
     compute_peak_flops,
     throughput_resolve,
 )
-from llm.estimate.comm import gpu_link
+from llm.estimate.comm import catalogue_link
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5
@@ -342,7 +341,8 @@ def _lacks_format(precision: str, row: Mapping[str, Any], peaks: Mapping[str, fl
 #: The catalogue columns the fit calculator reads of each GPU.
 GPU_COLUMNS = (
     "id", "slug", "name", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "fp32_tflops", "fp16_tflops",
-    "launch_price_usd", "variant", "segment", "interconnect_gbs", "bus_interface", "vendor__slug",
+    "launch_price_usd", "variant", "segment", "interconnect_gbs", "scale_up_link", "scale_up_gpus",
+    "pcie_peer_to_peer", "bus_interface", "vendor__slug",
     "architecture__slug", "architecture__tensor_core_generation", "architecture__supports_bf16",
     "architecture__supports_fp8",
 )  # fmt: skip
@@ -502,12 +502,7 @@ def _other_rates(
     count_rates: dict[int, CountRate] = {}
     if inputs.training:
         figures = inputs.multi_gpu.get(gpu["id"], MultiGpuFigures())
-        link = gpu_link(
-            interconnect_gbs=gpu["interconnect_gbs"],
-            pcie_gbs=pcie_peak_gbs(gpu["bus_interface"] or ""),
-            segment=gpu["segment"] or "",
-            variant=gpu["variant"] or "",
-        )
+        link = catalogue_link(gpu)
         count_rates = training_count_rates(
             per_gpu=_within(throughput.per_s, low=0, high=_MAX_THROUGHPUT),
             basis=throughput.basis,

@@ -24,7 +24,6 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
-from catalog.interconnect import pcie_peak_gbs
 from fitcalc.llm import (
     ONE_STREAM,
     PRECISION_FAMILY,
@@ -40,7 +39,7 @@ from fitcalc.llm import (
 from fitcalc.memory import MemoryBreakdown
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm.estimate.comm import gpu_link
+from llm.estimate.comm import catalogue_link
 from llm.estimate.constants import LlmConstants
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
 from llm.selectors.figures import _reference_benchmark, llm_model_state
@@ -242,12 +241,7 @@ def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> Llm
     architecture."""
     tensor = dict(peaks)
     tensor["fp16_nontensor"] = row.get("fp16_tflops")
-    link = gpu_link(
-        interconnect_gbs=row.get("interconnect_gbs"),
-        pcie_gbs=pcie_peak_gbs(row.get("bus_interface") or ""),
-        segment=row.get("segment") or "",
-        variant=row.get("variant") or "",
-    )
+    link = catalogue_link(row)
     return LlmGpu(
         memory_gib=row["memory_gib"],
         bandwidth_gbs=row["memory_bandwidth_gbs"],

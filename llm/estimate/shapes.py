@@ -23,6 +23,9 @@ class ModelShape:
     kv_heads: int
     head_dim: int
     source: str
+    heads: int = 0  # attention (query) heads; 0 where the estimate has not needed them
+    experts: int = 0  # routed experts of a mixture-of-experts layer (0: dense)
+    active_experts: int = 0  # routed experts each token uses
 
     @property
     def is_moe(self) -> bool:
@@ -30,8 +33,10 @@ class ModelShape:
 
 
 def _shape(slug: str, name: str, params: float, layers: int, hidden: int, kv: int, head: int, source: str,
-           active: float | None = None) -> ModelShape:  # fmt: skip
-    return ModelShape(slug, name, params, active if active is not None else params, layers, hidden, kv, head, source)
+           active: float | None = None, moe: tuple[int, int, int] = (0, 0, 0)) -> ModelShape:  # fmt: skip
+    """``moe``: (attention heads, routed experts, experts per token) of a mixture of experts."""
+    return ModelShape(slug, name, params, active if active is not None else params, layers, hidden, kv, head, source,
+                      *moe)  # fmt: skip
 
 
 _LLAMA1 = "https://arxiv.org/abs/2302.13971 (LLaMA paper, Table 2)"
@@ -65,14 +70,21 @@ MODEL_SHAPES: dict[str, ModelShape] = {
         _shape("qwen2.5-14b", "DeepSeek-R1-Distill-Qwen-14B (Qwen2.5 14B)", 14.77, 48, 5120, 8, 128,
                "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B/blob/main/config.json"),
         _shape("gpt-oss-20b", "gpt-oss-20b", 20.91, 24, 2880, 8, 64,
-               "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 20.9B total, 3.6B active)", active=3.61),
+               "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 20.9B total, 3.6B active, 32 experts, 4 "
+               "per token)", active=3.61, moe=(64, 32, 4)),
         _shape("gpt-oss-120b", "gpt-oss-120b", 116.83, 36, 2880, 8, 64,
-               "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 116.8B total, 5.1B active)", active=5.13),
+               "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 116.8B total, 5.1B active, 128 experts, 4 "
+               "per token)", active=5.13, moe=(64, 128, 4)),
         _shape("mixtral-8x7b", "Mixtral 8x7B", 46.7, 32, 4096, 8, 128,
-               "https://arxiv.org/abs/2401.04088 (Mixtral paper: 47B total, 13B active)", active=12.9),
+               "https://arxiv.org/abs/2401.04088 (Mixtral paper: 47B total, 13B active, 8 experts, 2 per token)",
+               active=12.9, moe=(32, 8, 2)),
         _shape("deepseek-r1", "DeepSeek-R1 (671B MoE)", 671.0, 61, 7168, 1, 288,
-               "https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json (671B total, 37B active, MLA)",
-               active=37.0),
+               "https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json (671B total, 37B active, MLA; "
+               "128 heads, 256 routed experts, 8 per token)", active=37.0, moe=(128, 256, 8)),
+        _shape("qwen3-235b-a22b", "Qwen3-235B-A22B (MoE)", 235.0, 94, 4096, 4, 128,
+               "https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (94 layers, hidden 4096, 64 query "
+               "and 4 KV heads of 128, 128 experts, 8 per token; the model card: 235B total, 22B active)",
+               active=22.0, moe=(64, 128, 8)),
     )
 }  # fmt: skip
 

@@ -28,9 +28,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from benchmarks_app.models import BenchmarkResult
-from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
-from llm.estimate.comm import GpuLink, gpu_link
+from llm.estimate.comm import LINK_COLUMNS, GpuLink, catalogue_link
 from llm.estimate.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
 from llm.models import ServingModelFit, ServingPoint
 from llm.serving.fit import MeasuredPoint, ServingFit
@@ -62,6 +61,11 @@ __all__ = [
 ALLREDUCE_WORKLOAD = "allreduce-busbw"
 LINK_LABELS = {
     "fabric": gettext_lazy("NVLink-class links"),
+    "nvlink": gettext_lazy("NVLink"),
+    "nvlink-bridge": gettext_lazy("NVLink bridge"),
+    "infinity-fabric": gettext_lazy("AMD Infinity Fabric"),
+    "roce": gettext_lazy("on-die RoCE Ethernet"),
+    "hccs": gettext_lazy("HCCS"),
     "pcie_p2p": gettext_lazy("PCIe, GPU to GPU"),
     "pcie_host": gettext_lazy("PCIe through host memory (no peer-to-peer)"),
 }
@@ -119,14 +123,10 @@ def allreduce_measured(*, gpu_ids: Iterable[int]) -> dict[int, list[MeasuredAllR
 
 
 def gpu_link_for(gpu: Gpu) -> GpuLink:
-    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.gpu_link): its fabric figure,
-    its host link's PCIe peak, and whether its driver allows peer-to-peer transfers."""
-    return gpu_link(
-        interconnect_gbs=gpu.interconnect_gbs,
-        pcie_gbs=pcie_peak_gbs(gpu.bus_interface),
-        segment=gpu.segment,
-        variant=gpu.variant,
-    )
+    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.catalogue_link): its scale-up
+    link and the GPUs it joins, its host link's PCIe peak, and whether its driver allows
+    peer-to-peer transfers."""
+    return catalogue_link({column: getattr(gpu, column) for column in LINK_COLUMNS})
 
 
 def serving_hardware(gpu: Gpu, *, peaks: Mapping[str, float | None] | None = None) -> Hardware:
@@ -163,12 +163,17 @@ def serving_link(gpu: Gpu, *, tp: int, measured: Sequence[MeasuredAllReduce] = (
             )
     bus = link.bus_gbs(tp)
     if bus is None:
-        return AllReduce(source=_("not priced: the catalogue has no figure for this link") if tp > 1 else "")
+        return AllReduce(
+            source=_("no estimate above one GPU: the catalogue has no figure for the link between these GPUs")
+            if tp > 1
+            else ""
+        )
+    label = LINK_LABELS.get(link.fabric_link if kind == "fabric" else kind, kind)
     return AllReduce(
         bus_gbs=bus,
         latency_s=link.latency_s(tp),
-        source=_("datasheet: %(link)s, %(bus).0f GB/s bus bandwidth (nccl-tests share of the line rate)")
-        % {"link": LINK_LABELS.get(kind, kind), "bus": bus},
+        source=_("datasheet: %(link)s, %(bus).0f GB/s bus bandwidth (measured share of the line rate)")
+        % {"link": label, "bus": bus},
     )
 
 
@@ -254,6 +259,9 @@ def serving_curve(
     constants = fit.constants if fit else ServingConstants()
     w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine)
     curve = serving_curve_compute(w=w, hw=hw, c=constants, link=link)
+    if tp > 1 and not link.known:
+        # Communication over a link with no figure would cost nothing: no estimate, not a free one.
+        curve = replace(curve, points=(), reason=link.source)
     inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp))
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
@@ -276,10 +284,11 @@ def tp_choose(*, gpu_count: int, hw: Hardware, model: str, precision: str, input
     best, best_rate = gpu_count, -1.0
     tp = 1
     while tp <= gpu_count:
-        if gpu_count % tp == 0:
+        link = link_of(tp)
+        if gpu_count % tp == 0 and (tp == 1 or link.known):
             w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine)
             top = curve_at_interactivity(
-                serving_curve_compute(w=w, hw=hw, c=ServingConstants(), link=link_of(tp)).points, None
+                serving_curve_compute(w=w, hw=hw, c=ServingConstants(), link=link).points, None
             )
             if top is not None and top.tokens_per_s_per_gpu > best_rate:
                 best, best_rate = tp, top.tokens_per_s_per_gpu
@@ -310,8 +319,18 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         hw = hardware[r.gpu_id]
         params = r.result.params if isinstance(r.result.params, dict) else {}
         # The model has a decode step per replica of tensor-parallel GPUs: a point whose lengths
-        # are not known, or that ran pipeline stages, is not one it can be fitted on.
-        if r.input_tokens is None or r.output_tokens is None or int(params.get("pipeline_parallel") or 1) > 1:
+        # are not known, or that ran pipeline stages, experts spread over the GPUs, attention
+        # data-parallel, prefill and decode on separate GPUs or speculative decoding, is not one
+        # it can be fitted on.
+        if (
+            r.input_tokens is None
+            or r.output_tokens is None
+            or int(params.get("pipeline_parallel") or 1) > 1
+            or int(params.get("expert_parallel") or 1) > 1
+            or params.get("attention_data_parallel")
+            or params.get("disaggregated")
+            or params.get("speculative")
+        ):
             continue
         precision = r.quant or r.weight_precision
         try:
@@ -331,6 +350,8 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
             tp = tp_choose(gpu_count=r.gpu_count, hw=hw, model=r.model, precision=precision,
                            input_len=r.input_tokens, output_len=r.output_tokens, engine=engine,
                            link_of=link_of)  # fmt: skip
+        if tp > 1 and r.scenario != "single-stream" and not link_of(tp).known:
+            continue  # its all-reduces ran over a link with no figure: the fit would take them as free
         w = Workload(MODEL_SHAPES[r.model], weight_precision, bpw, r.input_tokens, r.output_tokens, tp=tp,
                      kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine)  # fmt: skip
         if r.scenario == "single-stream" and r.gpu_count > 1:

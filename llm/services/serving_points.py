@@ -17,6 +17,7 @@ result (workload)                   scenario              tokens/s per user
 ``llamacpp-tg``, ``llm-eval-rate``  single-stream         the stream's rate (one user)
 ``llm-decode`` (decode, serve)      concurrency (batch)   1 / the decode step (the client's own figure)
 ``llm-decode-tp``                   concurrency (batch)   1 / the decode step, over its tensor-parallel group
+``inferencex-serving``              concurrency (fixed)   InferenceX's median interactivity (1 / TPOT)
 ==================================  ====================  ==============================================
 
 Tokens/s per GPU is the result's value where the result is per GPU (MLPerf, TensorRT-LLM), the
@@ -59,6 +60,7 @@ RESULTS_Q: dict[str, Q] = {
     SourceKind.LLAMACPP: Q(workload__slug="llamacpp-tg"),
     SourceKind.EVAL_RATE: Q(workload__slug="llm-eval-rate"),
     SourceKind.CLIENT: Q(workload__slug__in=[CLIENT_WORKLOAD, CLIENT_TP_WORKLOAD]),
+    SourceKind.INFERENCEX: Q(workload__slug="inferencex-serving"),
 }
 
 
@@ -133,6 +135,8 @@ def _derive(kind: str, result: BenchmarkResult) -> tuple[ServingPoint | None, st
         return _trtllm(result, params, env)
     if kind in (SourceKind.LLAMACPP, SourceKind.EVAL_RATE):
         return _one_stream(kind, result, params, env)
+    if kind == SourceKind.INFERENCEX:
+        return _inferencex(result, params, env)
     return _client(result, params, env)
 
 
@@ -237,7 +241,7 @@ def _trtllm(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
         )
     else:
         scenario, limits_note = Scenario.OFFLINE, "no latency bound: requests at an unbounded rate (maximum throughput)"
-    parallel = f"TP{params.get('tensor_parallel')}" + (
+    parallel = str(env.get("parallelism") or "") or f"TP{params.get('tensor_parallel')}" + (
         f",PP{params.get('pipeline_parallel')}" if int(params.get("pipeline_parallel", 1)) > 1 else ""
     )
     return (
@@ -328,6 +332,48 @@ def _one_stream(
             date_estimated=True,
             source_title=(f"{title} (table of {month})" if month else title)[:300],
             source_url=str(env.get("issue_url") or env.get("url", ""))[:500],
+        ),  # fmt: skip
+        "",
+    )
+
+
+def _inferencex(result: BenchmarkResult, params: dict[str, Any],
+                env: dict[str, Any]) -> tuple[ServingPoint | None, str]:  # fmt: skip
+    model = str(params.get("model", ""))
+    if model not in MODEL_SHAPES:
+        return None, f"model {model} has no shape"
+    input_tokens, output_tokens = int(params["input_tokens"]), int(params["output_tokens"])
+    engine = str(env.get("engine", ""))
+    layout = str(env.get("parallelism", ""))
+    return (
+        _point(
+            result,
+            model=model,
+            sequence_tokens=input_tokens + output_tokens,
+            facts={"source_kind": SourceKind.INFERENCEX, "benchmark": model, "framework": engine},
+            source_kind=SourceKind.INFERENCEX,
+            kv_cache_precision="",
+            engine=engine[:120] or "not stated",
+            engine_class=engine_class_of(engine),
+            engine_version=str(env.get("image", ""))[:60],
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            lengths_note="fixed lengths (InferenceX's random prompts of exactly these lengths)",
+            scenario=Scenario.CONCURRENCY,
+            concurrency=int(params["concurrency"]),
+            ttft_limit_ms=None,
+            tpot_limit_ms=None,
+            limits_note="no latency bound: a fixed number of requests in flight",
+            tokens_per_s_per_gpu=result.value,
+            tokens_per_s_per_user=env.get("median_interactivity"),
+            per_user_basis=PerUserBasis.MEASURED,
+            ttft_ms=env.get("median_ttft_ms"),
+            date_estimated=False,
+            source_title=(
+                f"InferenceX · DeepSeek-R1 {result.precision.upper()} · {env.get('hardware', '')} {layout} · "
+                f"{engine} · {input_tokens}/{output_tokens} · {params['concurrency']} in flight"
+            )[:300],
+            source_url=str(env.get("run_url", ""))[:500],
         ),  # fmt: skip
         "",
     )

@@ -5,7 +5,9 @@ Each figure of a copied ``perf-overview.md`` (``llm/data/trtllm/<release>/``, pa
 (maximum-throughput runs) or ``trtllm-serving`` (fixed request rates), version = the TensorRT-LLM
 release the table names, value = output tokens/s per GPU (the published figure divided by the GPU
 count where it is the configuration's total), gpu_count = TP x PP, params = model, lengths and
-parallelism. GPU names the catalogue lacks become ``LabImportRow`` rows. Idempotent per file: a
+parallelism (an attention data-parallel ``DEP<n>`` column keeps ``expert_parallel`` = n and
+``attention_data_parallel`` beside its width ``tensor_parallel`` = n, so nothing reads it as plain
+tensor parallelism). GPU names the catalogue lacks become ``LabImportRow`` rows. Idempotent per file: a
 new import of the same file replaces what it wrote. The serving points are derived at the end of
 the same transaction.
 """
@@ -37,7 +39,8 @@ from llm.services.serving_points import serving_points_rebuild
 from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "trtllm"
-UPSTREAM = "https://github.com/NVIDIA/TensorRT-LLM/blob/{commit}/docs/source/performance/perf-overview.md"
+UPSTREAM = "https://github.com/NVIDIA/TensorRT-LLM/blob/{commit}/{path}"
+PERFORMANCE_PATH = "docs/source/performance/perf-overview.md"  # up to the 1.0 docs; then developer-guide/
 SOURCE_PREFIX = "TensorRT-LLM performance overview ("
 LAB_SUBMITTER_KEY = "lab:tensorrt-llm"
 
@@ -50,6 +53,7 @@ class TrtllmFile:
     release: str
     commit: str
     dates: dict[str, dt.date]  # release named by a table -> the month it came out (estimated)
+    upstream_path: str = PERFORMANCE_PATH
 
 
 # llm/data/trtllm/SOURCES.md
@@ -57,6 +61,8 @@ BUNDLED_FILES = (
     TrtllmFile("v0.17", "0.17", "258c7540c03517def55d9a5aadfa9288af474e1b",
                {"0.17": dt.date(2025, 2, 1), "0.14.0": dt.date(2024, 11, 1)}),
     TrtllmFile("v1.0", "1.0", "00f37686aa854010d68bcbd0f4ab000221541ca6", {"1.0": dt.date(2025, 9, 1)}),
+    TrtllmFile("v1.1", "1.1", "585c756579dc4d01f21fc13c2f604cdb461ac4f0", {"1.1": dt.date(2025, 10, 1)},
+               "docs/source/developer-guide/perf-overview.md"),
 )  # fmt: skip
 
 # GPU names as the files print them -> the name of the same part in MLPerf's spelling, which the
@@ -84,10 +90,12 @@ def trtllm_import_file(
     release: str,
     commit: str,
     dates: dict[str, dt.date],
+    upstream_path: str = PERFORMANCE_PATH,
     refresh_aggregates: bool = True,
     refit: bool = True,
 ) -> LabTableSummary:
-    """Import one copied perf-overview.md (see the module doc); LabTableError names what is wrong."""
+    """Import one copied perf-overview.md (see the module doc); LabTableError names what is wrong.
+    ``upstream_path``: where the file sits in the repository at ``commit`` (its citation)."""
     file_path = Path(path)
     if not file_path.is_file():
         raise LabTableError(f"{file_path}: file not found")
@@ -100,12 +108,14 @@ def trtllm_import_file(
     if undated:
         raise LabTableError(f"{file_path}: no date for the table(s) of release {', '.join(undated)}: pass one")
     source_head = f"{SOURCE_PREFIX}{release}, {commit[:12]})"
-    summary = LabTableSummary(source=f"{source_head}: {UPSTREAM.format(commit=commit)}", rows_read=len(parsed))
+    url = UPSTREAM.format(commit=commit, path=upstream_path)
+    summary = LabTableSummary(source=f"{source_head}: {url}", rows_read=len(parsed))
     with transaction.atomic():
         dataset = f"trtllm-{release}-{commit[:12]}"
         reader = _Reader(
-            summary=summary, source_head=source_head, commit=commit, dates=dates, file=file_path.name, dataset=dataset
-        )
+            summary=summary, source_head=source_head, commit=commit, dates=dates, file=file_path.name, dataset=dataset,
+            url=url,
+        )  # fmt: skip
         for row in parsed:
             reader.read(row)
         lab_rows_replace(
@@ -130,6 +140,7 @@ def trtllm_import_bundled(*, refresh_aggregates: bool = True, refit: bool = True
             release=f.release,
             commit=f.commit,
             dates=f.dates,
+            upstream_path=f.upstream_path,
             refresh_aggregates=refresh_aggregates,
             refit=refit,
         )  # fmt: skip
@@ -147,9 +158,10 @@ class _Reader:
         dates: dict[str, dt.date],
         file: str,
         dataset: str,
+        url: str,
     ) -> None:
         self.summary, self.source_head, self.commit, self.dates, self.file = summary, source_head, commit, dates, file
-        self.dataset = dataset
+        self.dataset, self.url = dataset, url
         self.resolver = GpuNameResolver()
         self.now = timezone.now()
         self.results: list[BenchmarkResult] = []
@@ -169,10 +181,12 @@ class _Reader:
             "tensor_parallel": row.tensor_parallel,
             "pipeline_parallel": row.pipeline_parallel,
         }
+        if row.attention_data_parallel:
+            params.update(expert_parallel=row.expert_parallel, attention_data_parallel=True)
         if row.table == "serving":
             params["qps"] = row.qps if row.qps is not None else "INF"
         measured_at = timezone.make_aware(dt.datetime.combine(self.dates[row.version], dt.time(12)), dt.UTC)
-        source = f"{self.source_head}: {row.model_name}, {row.gpu_name}, line {row.line}"[:500]
+        source = f"{self.source_head}: {row.model_name}, {row.gpu_name} {row.parallelism}, line {row.line}"[:500]
         if resolved.gpu_id is None:
             self.summary.unmatched[row.gpu_name] = resolved.how
             self.import_rows.append(
@@ -227,8 +241,9 @@ class _Reader:
                     "published_per_gpu": row.per_gpu,
                     "ttft_ms": row.ttft_ms,
                     "itl_ms": row.itl_ms,
+                    "parallelism": row.parallelism,
                     "date_estimated": True,
-                    "url": UPSTREAM.format(commit=self.commit),
+                    "url": self.url,
                 },
                 measured_at=measured_at,
                 created_at=self.now,
@@ -251,9 +266,9 @@ class _Reader:
                     higher_is_better=True,
                     description=(
                         f"NVIDIA's TensorRT-LLM performance overview, release {version}: {what}. The published "
-                        "output tokens/s of the configuration divided by its GPU count (TP x PP)."
+                        "output tokens/s of the configuration divided by its GPU count (TP x PP), or as published per GPU."
                     ),
-                    source=UPSTREAM.format(commit=self.commit),
+                    source=self.url,
                 )
             )
         return self.workloads[(slug, version)]

@@ -479,7 +479,8 @@ def one_stream_compute(
 ) -> OneStream | None:
     """The same decode step as serving at concurrency 1, on the fewest GPUs whose pooled memory
     holds the weights and one sequence's cache; ``handover_s(gpus)`` prices handing a token's
-    hidden state across the stage boundaries (None: not priced). None when it fits on none."""
+    hidden state across the stage boundaries (None: the link has no figure). None when it fits on
+    none, or on the fewest GPUs that hold it the hand-over has no figure."""
     if not hw.bandwidth_gbs:
         return None
     one = replace(w, tp=1)
@@ -487,6 +488,8 @@ def one_stream_compute(
     for gpus in range(1, max_gpus + 1):
         if c.usable_bytes(hw.memory_gib) * gpus >= need:
             step = decode_step(w=one, hw=hw, c=c, batch=1, link=AllReduce())
-            talk = (handover_s(gpus) or 0.0) if gpus > 1 else 0.0
+            talk = handover_s(gpus) if gpus > 1 else 0.0
+            if talk is None:  # a hand-over over a link with no figure is not free: no figure
+                return None
             return OneStream(1.0 / (step.total + talk), gpus, step, talk)
     return None

@@ -24,6 +24,7 @@ from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 from catalog.management.progress import tqdm_progress
 from catalog.services.catalog_import import CuratedDataError, catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
+from llm.services.inferencex_import import inferencex_import_file
 from llm.services.serving_fit import serving_model_refit
 from llm.services.serving_points import serving_points_rebuild
 from llm.services.trtllm_import import trtllm_import_bundled
@@ -74,12 +75,13 @@ class Command(BaseCommand):
         self._done(started)
 
         started = self._step(
-            "4/5 LLM inference: MLPerf Inference v4.1/v5.1/v6.1, TensorRT-LLM performance overview, llama.cpp and "
-            "Ollama tables"
+            "4/5 LLM inference: MLPerf Inference v4.1/v5.1/v6.1, TensorRT-LLM performance overview, InferenceX, "
+            "llama.cpp and Ollama tables"
         )
         # One fit of the LLM models once every table and run is in (below), not one per table.
         tables = [*mlperf_import_bundled(refit=False), *trtllm_import_bundled(refit=False),
-                  xiongjiedai_import(refit=False), geerling_import(refit=False)]  # fmt: skip
+                  inferencex_import_file(refit=False), xiongjiedai_import(refit=False),
+                  geerling_import(refit=False)]  # fmt: skip
         for table in tables:
             for line in table.as_lines(max_skipped=0)[:4]:
                 self.stdout.write(f"  {line}")
