@@ -17,8 +17,7 @@ from typing import Any
 from catalog.models import Gpu
 from llm.estimate.shapes import MODEL_SHAPES
 from llm.models import ServingPoint
-
-JOULES_PER_KWH = 3.6e6
+from llm.serving.energy import tokens_per_kwh
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class EnergyPoint:
 
     @property
     def tokens_per_kwh(self) -> float:
-        return JOULES_PER_KWH / self.joules_per_token
+        return tokens_per_kwh(self.joules_per_token)
 
 
 @dataclass(frozen=True)
@@ -98,4 +97,4 @@ def gpu_energy_curves(*, gpu: Gpu) -> list[EnergyCurve]:
     return list(curves.values())
 
 
-__all__ = ["JOULES_PER_KWH", "EnergyCurve", "EnergyPoint", "gpu_energy_curves"]
+__all__ = ["EnergyCurve", "EnergyPoint", "gpu_energy_curves"]
