@@ -16,11 +16,12 @@ from rest_framework.views import APIView
 from api.openapi import openapi_schema_from_json_schema
 from api.throttling import SUBMISSION_THROTTLES
 from api.views.submissions import (
+    _EXAMPLE_ERROR,
     ReasonSerializer,
     SubmissionBodyParser,
     SubmissionErrorSerializer,
     SubmissionGpuSerializer,
-    submission_error_body,
+    _error_response,
 )
 from benchmarks_app.models import SubmissionStatus
 from benchmarks_app.services.dry_run import CHECKED, submission_dry_run
@@ -79,18 +80,7 @@ class SubmissionDryRunView(APIView):
             400: OpenApiResponse(
                 SubmissionErrorSerializer,
                 description="What the real endpoint would refuse, by field (a JSON path) and reason.",
-                examples=[
-                    OpenApiExample(
-                        "negative repetition",
-                        value={
-                            "detail": "Invalid submission: $.results[0].repetitions[3].",
-                            "errors": {
-                                "$.results[0].repetitions[3]": ["-1.5 is less than or equal to the minimum of 0"]
-                            },
-                        },
-                        response_only=True,
-                    )
-                ],
+                examples=[OpenApiExample("negative repetition", value=_EXAMPLE_ERROR, response_only=True)],
             ),
             401: OpenApiResponse(description="No or invalid token: send `Authorization: Token <key>`."),
             413: OpenApiResponse(SubmissionErrorSerializer, description="The body is over the size limit."),
@@ -100,14 +90,13 @@ class SubmissionDryRunView(APIView):
     )
     def post(self, request: Request) -> Response:
         try:
-            body = request._request.body
-        except RawPostDataException:
-            error = SubmissionInvalid([FieldError("$", "send the submission as an application/json body")])
-            return Response(submission_error_body(error), status=error.status_code)
-        try:
-            outcome = submission_dry_run(body=body)
+            outcome = submission_dry_run(body=request._request.body)
+        except RawPostDataException:  # a form-encoded body was already read as form fields
+            return _error_response(
+                SubmissionInvalid([FieldError("$", "send the submission as an application/json body")])
+            )
         except SubmissionInvalid as exc:
-            return Response(submission_error_body(exc), status=exc.status_code)
+            return _error_response(exc)
         document = {
             "dry_run": True,
             "verdict": outcome.verdict,

@@ -79,7 +79,8 @@ def submission_dry_run(*, body: bytes | str) -> DryRunOutcome:
     if judged.invalid:
         raise SubmissionInvalid(judged.invalid)
     assert judged.report is not None  # a valid document has a report
-    gpu = Gpu.objects.filter(pk=judged.gpu_id).values("slug", "name").first() if judged.gpu_id else None
+    matched = Gpu.objects.filter(pk=judged.gpu_id).values("slug", "name").first() if judged.gpu_id else None
+    gpu = {"slug": matched["slug"], "name": matched["name"]} if matched else None
     return DryRunOutcome(
         verdict=str(judged.status),
         cpu_only=False,
