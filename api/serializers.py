@@ -299,7 +299,10 @@ class RankingRowSerializer(serializers.Serializer):
     currency = serializers.CharField()
     perf_per_dollar = _nullable_float()
     perf_per_dollar_unit = serializers.CharField()
-    perf_per_kw = _nullable_float()
+    perf_per_kw = _nullable_float(
+        help_text="Performance divided by the catalogue TDP in kW: a fallback, as no measured power stands behind the "
+        "ranked figure (measured energy per token: serving-points/, joules_per_token)."
+    )
     meets_memory_floor = serializers.BooleanField()
     tier = serializers.ChoiceField(
         choices=[(t, t) for t in ("S", "A", "B", "C", "D")], allow_null=True, help_text="Null: no tier."
@@ -593,6 +596,21 @@ class ServingPointSerializer(serializers.Serializer):
         choices=PerUserBasis.choices, help_text="measured, a floor from the latency limit, one stream, or undefined."
     )
     ttft_ms = _nullable_float(help_text="Measured time to first token (ms).")
+    joules_per_token = _nullable_float(
+        help_text="Measured energy per output token (J), all GPUs of the configuration; null where not measured or "
+        "refused (window under 5 s, or a GPU's average power above its board limit)."
+    )
+    power_w = _nullable_float(help_text="Measured average power per GPU over the energy window (W).")
+    power_limit_w = _nullable_float(
+        help_text="The limit the power was checked against (W): the lower of the board's reported limit and the "
+        "catalogue TDP."
+    )
+    energy_window_s = _nullable_float(help_text="Length of the energy window (s), at least 5.")
+    energy_samples = serializers.IntegerField(allow_null=True, help_text="Readings taken over the energy window.")
+    energy_source = serializers.CharField(
+        help_text="What the energy was read from: nvml-total-energy (the GPU's energy counter) or nvml-power-usage "
+        "(the mean of power readings times the window); empty without energy."
+    )
     measured_on = serializers.DateField()
     date_estimated = serializers.BooleanField()
     source_kind = serializers.ChoiceField(choices=SourceKind.choices)

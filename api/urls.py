@@ -8,6 +8,7 @@ from api.views.fit import FitView
 from api.views.fit_models import FitModelsView
 from api.views.fit_serving import FitServingView
 from api.views.index import ApiIndexView, LocalisedRedocView, LocalisedSwaggerView
+from api.views.submission_dry_run import SubmissionDryRunView
 from api.views.submissions import SubmissionCreateView, SubmissionDetailView
 
 app_name = "api"
@@ -36,6 +37,7 @@ urlpatterns = [
     path("fit/serving/", FitServingView.as_view(), name="fit-serving"),
     path("fit/models/", FitModelsView.as_view(), name="fit-models"),
     path("submissions/", SubmissionCreateView.as_view(), name="submission-create"),
+    path("submissions/dry-run/", SubmissionDryRunView.as_view(), name="submission-dry-run"),
     path("submissions/<uuid:run_uuid>/", SubmissionDetailView.as_view(), name="submission-detail"),
     path("watches/", watches.WatchListView.as_view(), name="watch-list"),
     path("watches/<int:watch_id>/", watches.WatchDetailView.as_view(), name="watch-detail"),

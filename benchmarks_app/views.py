@@ -16,6 +16,7 @@ from benchmarks_app.forms import TOO_LARGE, SubmissionUploadForm
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.selectors import submission_get_for_viewer, submission_results, workloads_for_submission
 from benchmarks_app.services import plausibility
+from benchmarks_app.services.energy import MIN_ENERGY_WINDOW_S
 from benchmarks_app.services.errors import SubmissionInvalid
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.report import CLIENT_FIRST_RUN
@@ -31,6 +32,7 @@ def _rules() -> dict[str, float | str]:
         "max_spread_pct": plausibility.MAX_SPREAD_PCT,
         "clock_skew_minutes": settings.SUBMISSION_CLOCK_SKEW_S / 60,
         "client_first_run": f"{CLIENT_FIRST_RUN:%Y-%m-%d}",
+        "min_energy_window_s": MIN_ENERGY_WINDOW_S,
     }
 
 

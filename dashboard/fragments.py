@@ -45,6 +45,7 @@ from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.interactivity import MAX_THROUGHPUT, TARGETS, target_rate
+from llm.selectors.energy import gpu_energy_curves
 
 # A base template that outputs nothing but the content block: with it, a page template renders
 # its body alone. The page templates take the base from ``base_template`` (default base.html)
@@ -101,7 +102,7 @@ def filter_options() -> dict[str, Any]:
         "sorts": [
             ("perf_per_dollar", _("performance per price")),
             ("perf", _("performance")),
-            ("perf_per_kw", _("performance per kW")),
+            ("perf_per_kw", _("performance per kW of TDP")),
         ],
     }
 
@@ -269,6 +270,7 @@ def gpu_page_body(*, gpu: Gpu, currency: str) -> str:
         "tensor_peaks": list(gpu.tensor_peaks.all()),
         "aliases": list(gpu.aliases.values_list("alias", flat=True)),
         "page": gpu_page_compute(gpu=gpu, currency=currency),
+        "energy_curves": gpu_energy_curves(gpu=gpu),
     }
     return body_render(template="dashboard/gpu_detail.html", context=context)
 

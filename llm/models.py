@@ -10,10 +10,11 @@ source result, so it can be traced back and rebuilt at any time. Never edited by
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from benchmarks_app.models import BenchmarkResult, SourceKind, TrustLabel
+from benchmarks_app.services.energy import MIN_ENERGY_WINDOW_S
 from catalog.models import Gpu
 
 
@@ -70,6 +71,11 @@ class ServingPointQuerySet(models.QuerySet["ServingPoint"]):
         """Points of any of the model keys (a size class's members)."""
         return self.filter(model__in=list(models_))
 
+    def with_measured_energy(self) -> ServingPointQuerySet:
+        """Points that carry a measured energy: read over at least 5 s with every GPU's average
+        power within its board limit (the rest were refused at derivation and carry none)."""
+        return self.filter(joules_per_token__isnull=False)
+
     def at_precisions(self, precisions: list[str] | tuple[str, ...]) -> ServingPointQuerySet:
         """Points whose weights ran in one of the precisions (as run: after any correction)."""
         return self.filter(weight_precision__in=list(precisions))
@@ -119,6 +125,24 @@ class ServingPoint(models.Model):
     tokens_per_s_per_user = models.FloatField(null=True, blank=True, help_text=_("Output tokens/s of one user."))
     per_user_basis = models.CharField(max_length=16, choices=PerUserBasis.choices)
     ttft_ms = models.FloatField(null=True, blank=True, help_text=_("Measured time to first token (ms)."))
+    # Measured energy, where the source measured it and it passed benchmarks_app.services.energy
+    # (a window of at least 5 s, every GPU's average power within its board limit); else all empty.
+    joules_per_token = models.FloatField(
+        null=True, blank=True, help_text=_("Measured energy per output token, all GPUs of the configuration (J).")
+    )
+    power_w = models.FloatField(
+        null=True, blank=True, help_text=_("Measured average power per GPU over the window (W).")
+    )
+    power_limit_w = models.FloatField(
+        null=True, blank=True, help_text=_("The board power limit the average power was checked against (W).")
+    )
+    energy_window_s = models.FloatField(null=True, blank=True, help_text=_("Length of the energy window (s)."))
+    energy_samples = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("Readings taken over the energy window.")
+    )
+    energy_source = models.CharField(
+        max_length=24, blank=True, help_text=_("What the energy was read from, e.g. nvml-total-energy.")
+    )
     measured_on = models.DateField()
     date_estimated = models.BooleanField(
         default=False, help_text=_("The source gives no date for the run: the date of its publication is used.")
@@ -143,6 +167,25 @@ class ServingPoint(models.Model):
                 condition=Q(tokens_per_s_per_user__isnull=True, per_user_basis=PerUserBasis.UNDEFINED)
                 | (Q(tokens_per_s_per_user__isnull=False) & ~Q(per_user_basis=PerUserBasis.UNDEFINED)),
                 name="serving_point_user_rate_has_basis",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    joules_per_token__isnull=True,
+                    power_w__isnull=True,
+                    power_limit_w__isnull=True,
+                    energy_window_s__isnull=True,
+                )
+                | Q(  # IS NOT NULL as well: a comparison with NULL would let the row through
+                    joules_per_token__isnull=False,
+                    power_w__isnull=False,
+                    power_limit_w__isnull=False,
+                    energy_window_s__isnull=False,
+                    joules_per_token__gt=0,
+                    power_w__gt=0,
+                    power_limit_w__gte=F("power_w"),
+                    energy_window_s__gte=MIN_ENERGY_WINDOW_S,
+                ),
+                name="serving_point_energy_within_limit",
             ),
         ]
         indexes = [models.Index(fields=["model", "weight_precision"]), models.Index(fields=["gpu", "model"])]

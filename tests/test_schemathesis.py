@@ -95,11 +95,11 @@ CROSS_FIELD = {"/api/v1/fit/": set(FIT_CROSS_FIELD_PARAMETERS)}
 @schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case, request):  # type: ignore[no-untyped-def]
-    if HEADERS and case.operation.label == "POST /api/v1/submissions/":
+    if HEADERS and case.operation.label in ("POST /api/v1/submissions/", "POST /api/v1/submissions/dry-run/"):
         # Authenticated submissions: the request schema is a bare `object` (api/views/submissions.py,
         # not this package) while the server validates against submission-1.schema.json, so
         # positive_data_acceptance cannot hold until that schema is embedded. The anonymous run
-        # covers this operation (401).
+        # covers this operation (401). The dry run judges the same body by the same rules.
         SKIPPED[case.operation.label] += 1
         return
     CASES[case.operation.label] += 1

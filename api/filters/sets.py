@@ -217,6 +217,12 @@ class ServingPointFilterSet(ApiFilterSet):
     source = EntityFilter(
         field_name="source_kind", values=fixed_values(SourceKind.values), description=_("Where the point comes from.")
     )
+    measured_energy = BooleanFilter(
+        field_name="joules_per_token",
+        lookup_expr="isnull",
+        exclude=True,
+        description=_("Only points with a measured energy per token (true), or only points without (false)."),
+    )
 
     class Meta:
         model = ServingPoint

@@ -39,6 +39,9 @@ ENDPOINT_PURPOSES = {
     "fit-models": _("Hugging Face models imported into the fit calculator; POST an id to import one."),
     "submission-create": _("Submit a benchmark run (token required)."),
     "submission-detail": _("Status of a submission."),
+    "submission-dry-run": _(
+        "Check a benchmark run as a submission, storing nothing (token required); a CPU-only run is checked too."
+    ),
     "moderation-queue": _("Submissions awaiting a curator (staff)."),
     "moderation-approve": _("Approve flagged submissions (staff)."),
     "moderation-reject": _("Reject submissions (staff)."),

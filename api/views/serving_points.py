@@ -19,7 +19,8 @@ _PLAIN = (
     "precision_status", "precision_note", "precision_source_url", "engine", "engine_class", "engine_version",
     "input_tokens", "output_tokens", "lengths_note", "scenario", "concurrency", "ttft_limit_ms", "tpot_limit_ms",
     "limits_note", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "per_user_basis", "ttft_ms", "measured_on",
-    "date_estimated", "source_kind", "source", "source_title", "source_url",
+    "date_estimated", "source_kind", "source", "source_title", "source_url", "joules_per_token", "power_w",
+    "power_limit_w", "energy_window_s", "energy_samples", "energy_source",
 )  # fmt: skip
 
 
@@ -31,7 +32,9 @@ _PLAIN = (
             "Ollama tables, our client's llm-decode), derived from its source result: GPU count and link, model, "
             "precision as run (checked for plausibility), engine, lengths, scenario and latency limits, output "
             "tokens/s per GPU and per user. Points whose precision is unknown or whose result is flagged are listed "
-            "but never ranked."
+            "but never ranked. Measured energy (joules per output token, average power per GPU, the window and its "
+            "samples) is given where the source measured it over at least 5 s with every GPU's average power within "
+            "its board limit; elsewhere those fields are null (measured_energy=true lists only such points)."
         ),
         responses={200: ServingPointSerializer(many=True), **READ_ERRORS},
     )
@@ -51,6 +54,7 @@ class ServingPointListView(ValuesListView):
     ordering_map: ClassVar[dict[str, str]] = {
         "tokens_per_s_per_gpu": "tokens_per_s_per_gpu",
         "tokens_per_s_per_user": "tokens_per_s_per_user",
+        "joules_per_token": "joules_per_token",
         "measured_on": "measured_on",
     }
     ordering: ClassVar[list[str]] = ["model", "gpu__name", "gpu_count", "scenario", "id"]

@@ -28,8 +28,9 @@ LLM_PHASES = ("prefill", "decode", "serve")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_REFUSED, EXIT_UNREACHABLE = 0, 1, 2, 3, 4, 5
 
 CPU_ONLY_NOTE = (
-    "--allow-cpu exists for the client's own tests: it runs the same code on tiny sizes on the CPU, "
-    "marks the result cpu_only, and the server rejects it."
+    "Without one, --device cpu runs the same code at tiny sizes on the CPU and marks the result cpu_only: "
+    "'submit' sends such a result to the server's dry run, which checks it and answers, and never stores or "
+    "publishes it."
 )
 
 
@@ -109,9 +110,10 @@ def _credentials(args: argparse.Namespace) -> tuple[str, str]:
 
 def _post(path: Path, payload: dict[str, Any], args: argparse.Namespace) -> int:
     url, token = _credentials(args)
-    if payload.get("cpu_only"):
-        _err(f"{path}: not submitted: this is a cpu_only result (a test run); the server rejects those.")
-        return EXIT_USAGE
+    dry_run = bool(getattr(args, "dry_run", False))
+    if payload.get("cpu_only") and not dry_run:
+        _err(f"{path}: a cpu_only result (measured on the CPU): sent as a dry run, checked and never stored")
+        dry_run = True
     body = json.dumps(payload, allow_nan=False, separators=(",", ":")).encode("utf-8")
     try:
         response = submission_post(
@@ -122,16 +124,34 @@ def _post(path: Path, payload: dict[str, Any], args: argparse.Namespace) -> int:
             attempts=args.attempts,
             backoff_s=args.backoff,
             log=lambda line: _err(f"{path}: {line}"),
+            dry_run=dry_run,
         )
     except SubmitError as error:
-        _err(f"{path}: not submitted: {error}")
+        _err(f"{path}: {'dry run refused' if dry_run else 'not submitted'}: {error}")
         return EXIT_UNREACHABLE if error.retryable else EXIT_REFUSED
+    if dry_run:
+        return _dry_run_report(path, payload, response.body)
     status = response.body.get("status") if isinstance(response.body, dict) else None
     print(
         f"{path}: submitted run {payload.get('run_uuid')} (HTTP {response.status}"
         f"{f', status {status}' if status else ''}, {response.attempts} attempt{'s' if response.attempts > 1 else ''})"
     )
     return EXIT_OK
+
+
+def _dry_run_report(path: Path, payload: dict[str, Any], answer: Any) -> int:
+    """Print the server's dry-run verdict and its reasons; exit 4 when the run would be rejected."""
+    if not isinstance(answer, dict) or "verdict" not in answer:
+        _err(f"{path}: the server's dry run answered without a verdict: {str(answer)[:300]}")
+        return EXIT_REFUSED
+    gpu = (answer.get("gpu") or {}).get("name")
+    print(
+        f"{path}: dry run of run {payload.get('run_uuid')}: verdict {answer['verdict']}"
+        f"{f' on {gpu}' if gpu else ''}, {len(answer.get('results') or [])} results checked; nothing was stored"
+    )
+    for reason in answer.get("reasons") or []:
+        print(f"  {reason.get('verdict')}: {reason.get('field')}: {reason.get('reason')}")
+    return EXIT_REFUSED if answer["verdict"] == "rejected" else EXIT_OK
 
 
 def _load_submission(path: Path) -> dict[str, Any]:
@@ -173,10 +193,12 @@ def command_run(args: argparse.Namespace) -> int:
         _credentials(args)  # fail before an hour of measuring, not after
 
     torch = _import_torch()
-    if torch.cuda.is_available():
+    if args.device == "cpu":
+        devices: list[int | None] = [None]
+    elif torch.cuda.is_available():
         count = torch.cuda.device_count()
         if args.all_devices:
-            devices: list[int | None] = list(range(count))
+            devices = list(range(count))
         else:
             index = args.device if args.device is not None else 0
             if not 0 <= index < count:
@@ -206,6 +228,7 @@ def command_run(args: argparse.Namespace) -> int:
             contexts=tuple(args.serve_contexts) if args.serve_contexts else None,
             max_concurrency=args.serve_max_concurrency,
             phases=tuple(args.llm_phases or LLM_PHASES),
+            precisions=tuple(precisions),
         ),
     )
     progress = Progress(quiet=args.quiet)
@@ -361,6 +384,15 @@ def command_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _device_argument(text: str) -> int | str:
+    if text.strip().lower() == "cpu":
+        return "cpu"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a device index (0, 1, ...) nor cpu") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=CLIENT_NAME, description="Measure a GPU for GPU Atlas and submit the result.")
     parser.add_argument("--version", action="version", version=f"{CLIENT_NAME} {__version__}")
@@ -374,11 +406,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="measure the GPU and write the result JSON")
     where = run.add_mutually_exclusive_group()
-    where.add_argument("--device", type=int, help="PyTorch device index (default 0)")
+    where.add_argument(
+        "--device",
+        type=_device_argument,
+        help="PyTorch device index (default 0), or cpu: a trial at tiny sizes on the CPU, which the server checks "
+        "as a dry run and never publishes",
+    )
     where.add_argument("--all-devices", action="store_true", help="measure every GPU, one submission each")
     run.add_argument("--workloads", nargs="+", metavar="ID", help="workload ids (default: all; see 'workloads')")
     run.add_argument(
-        "--precisions", nargs="+", metavar="P", help="matmul precisions (default: fp32 tf32 fp16 bf16 fp8)"
+        "--precisions",
+        nargs="+",
+        metavar="P",
+        help="precisions (default: fp32 tf32 fp16 bf16 fp8; the LLM sweeps run bf16 and fp8 of these)",
     )
     length = run.add_mutually_exclusive_group()
     length.add_argument("--quick", action="store_true", help="shorter caps on repetition (same sizes)")
@@ -414,6 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     submit = commands.add_parser("submit", help="submit result JSON files to a GPU Atlas server")
     submit.add_argument("files", nargs="+")
+    submit.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="have the server check the files and answer its verdict, storing nothing (cpu_only results always are)",
+    )
     server_options(submit)
     submit.set_defaults(handler=command_submit)
 

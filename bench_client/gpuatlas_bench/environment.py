@@ -102,6 +102,10 @@ class Telemetry:
         """The GPU's energy counter since the driver loaded, in mJ; None where it cannot be read."""
         return None
 
+    def power_w(self) -> float | None:
+        """The GPU's power reading in W, cheap enough to take while work runs; None where there is none."""
+        return None
+
     def close(self) -> None:
         return None
 
@@ -148,6 +152,10 @@ class NvmlTelemetry(Telemetry):
 
     def energy_mj(self) -> float | None:
         return _number(self._call("nvmlDeviceGetTotalEnergyConsumption", self._handle))
+
+    def power_w(self) -> float | None:
+        power_mw = _number(self._call("nvmlDeviceGetPowerUsage", self._handle))
+        return power_mw / 1000.0 if power_mw is not None else None
 
     def close(self) -> None:
         self._call("nvmlShutdown")

@@ -198,6 +198,8 @@ def device_run(
         l2_bytes=info.l2_cache_bytes,
         serve=options.serve,
         energy_mj=telemetry.energy_mj,
+        power_w=telemetry.power_w,
+        power_limit_w=static.power_limit_w,
     )
     progress.line(
         f"{CLIENT_NAME} {__version__}: {info.name} (device {info.index}), torch {torch.__version__}, "

@@ -20,6 +20,7 @@ from typing import Any
 from . import CLIENT_NAME, __version__
 
 SUBMISSIONS_PATH = "/api/v1/submissions/"
+DRY_RUN_PATH = "dry-run/"  # under SUBMISSIONS_PATH: judged by the server's rules, never stored
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
 _MAX_BODY = 1 << 20
 _MAX_RETRY_AFTER_S = 120.0
@@ -121,8 +122,11 @@ def submission_post(
     timeout_s: float = 60.0,
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda _line: None,
+    dry_run: bool = False,
 ) -> SubmitResponse:
     """POST ``body`` (a submission's JSON) with ``Authorization: Token``; retry 5xx, 429 and dropped connections.
+
+    ``dry_run``: to the server's dry run, which answers the verdict the run would get and stores nothing.
 
     Waits ``backoff_s * 2**n`` between attempts (or the server's Retry-After). A 4xx other than
     408/425/429 raises :class:`SubmitError` at once with the server's reasons: sending the same body
@@ -130,14 +134,14 @@ def submission_post(
     """
     if not token:
         raise SubmitError("no API token: pass --token or set GPUATLAS_TOKEN (create one on your account page)")
-    endpoint = submissions_endpoint(url)
+    endpoint = submissions_endpoint(url) + (DRY_RUN_PATH if dry_run else "")
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json",
         "Authorization": f"Token {token}",
         "User-Agent": f"{CLIENT_NAME}/{__version__}",
     }
-    if run_uuid:
+    if run_uuid and not dry_run:
         headers["Idempotency-Key"] = run_uuid
     opener = urllib.request.build_opener(_NoRedirect)
     last_problem = "no attempt made"

@@ -23,6 +23,7 @@ from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStat
 from benchmarks_app.services.aggregates import AggregateInput, aggregates_refresh_pairs, aggregates_write
 from benchmarks_app.services.canonical_json import canonical_json
 from benchmarks_app.services.comparison_keys import ComparisonKey
+from benchmarks_app.services.energy import energy_verdict
 from benchmarks_app.services.errors import FieldError, SubmissionInvalid
 from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.payload import json_parse_strict
@@ -85,6 +86,22 @@ def _result_verdict(result: ResultReport, peaks: GpuPeaks | None) -> tuple[list[
     if result.correctness_passed is False:
         flagged.append("the output failed the client's correctness check")
     return rejected, flagged
+
+
+def _energy_note(report: RunReport, result: ResultReport, peaks: GpuPeaks | None) -> dict[str, str] | None:
+    """Why a result's measured energy is not published (a note: its throughput stands), or None."""
+    extra = result.raw.get("extra")
+    verdict = energy_verdict(
+        extra=extra if isinstance(extra, dict) else {},
+        tokens_per_s=result.median,
+        gpu_count=result.gpu_count,
+        reported_limit_w=report.environment.get("power_limit_w"),
+        tdp_w=peaks.tdp_w if peaks is not None else None,
+    )
+    if verdict is None or verdict.published:
+        return None
+    reason = "energy not published: " + "; ".join(verdict.refusals)
+    return {"field": f"{result.path}.extra.joules_per_token", "reason": reason, "verdict": "note"}
 
 
 def _impossible(report: RunReport, peaks: GpuPeaks) -> list[FieldError]:
@@ -156,6 +173,9 @@ def submission_judge(*, document: Any, snapshot: CatalogSnapshot, received_at: d
             derivation.reasons.append({"field": result.path, "reason": text, "verdict": "flagged"})
         if flagged:
             derivation.result_flags[result.index] = flagged
+        energy = _energy_note(report, result, peaks)
+        if energy is not None:
+            derivation.reasons.append(energy)
     if rejected_any:
         derivation.status = SubmissionStatus.REJECTED
     elif derivation.result_flags:

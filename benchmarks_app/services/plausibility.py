@@ -50,6 +50,7 @@ class GpuPeaks:
     memory_bandwidth_gbs: float | None = None
     # precision -> dense TFLOPS (TOPS for int8); None value = the format is not supported.
     tensor_dense: dict[str, float | None] = field(default_factory=dict)
+    tdp_w: float | None = None  # board power: the cross-check of a measured average power
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,9 @@ def _per_gpu_errors(result: ResultReport, host_ranks: int | None) -> list[FieldE
     return errors
 
 
-def _result_errors(result: ResultReport, workload: WorkloadInfo | None, host_ranks: int | None) -> list[FieldError]:
+def _result_errors(
+    result: ResultReport, workload: WorkloadInfo | None, host_ranks: int | None, *, cpu_trial: bool = False
+) -> list[FieldError]:
     errors: list[FieldError] = []
     path = result.path
     if workload is None:
@@ -261,7 +263,7 @@ def _result_errors(result: ResultReport, workload: WorkloadInfo | None, host_ran
                     "submissions of it are not accepted",
                 )
             )
-        else:
+        elif not cpu_trial:  # a CPU trial runs tiny sizes: its params are not a GPU run's
             errors.extend(
                 result_rules_errors(
                     rules=workload.rules,
@@ -294,14 +296,16 @@ def _result_errors(result: ResultReport, workload: WorkloadInfo | None, host_ran
 
 
 def report_check(
-    report: RunReport, snapshot: CatalogSnapshot, *, received_at: dt.datetime | None = None
+    report: RunReport, snapshot: CatalogSnapshot, *, received_at: dt.datetime | None = None, cpu_trial: bool = False
 ) -> list[FieldError]:
     """The rules beyond the schema; an empty list means the submission may be stored.
 
     ``received_at``: when the server received the run (a stored submission's), else now.
+    ``cpu_trial``: a dry run of a ``cpu_only`` run (never stored), checked by every rule but that
+    one and its workloads' params, which a CPU run's tiny sizes never meet.
     """
     errors: list[FieldError] = []
-    if report.cpu_only:
+    if report.cpu_only and not cpu_trial:
         errors.append(
             FieldError("$.cpu_only", "CPU-only runs (--allow-cpu) are for testing the client and are not accepted")
         )
@@ -330,7 +334,7 @@ def report_check(
     seen: dict[str, int] = {}
     host_ranks = report.host["ranks"] if report.host is not None else None
     for result, workload in zip(report.results, workloads, strict=True):
-        errors.extend(_result_errors(result, workload, host_ranks))
+        errors.extend(_result_errors(result, workload, host_ranks, cpu_trial=cpu_trial))
         identity = canonical_json(
             [
                 result.workload,
@@ -354,7 +358,11 @@ def report_check(
 
 
 def report_from_document(
-    document: dict[str, Any], snapshot: CatalogSnapshot, *, received_at: dt.datetime | None = None
+    document: dict[str, Any],
+    snapshot: CatalogSnapshot,
+    *,
+    received_at: dt.datetime | None = None,
+    cpu_trial: bool = False,
 ) -> tuple[RunReport | None, list[FieldError]]:
     """Every rule a submission must pass, in one place: the schema, a real start time, the rules.
 
@@ -371,4 +379,4 @@ def report_from_document(
     report = report_read(document)
     if any(snapshot.workload(r.workload, r.workload_version) is None for r in report.results):
         snapshot = catalog_snapshot_refresh_if_changed()
-    return report, report_check(report, snapshot, received_at=received_at)
+    return report, report_check(report, snapshot, received_at=received_at, cpu_trial=cpu_trial)

@@ -100,9 +100,10 @@ def _load() -> CatalogSnapshot:
             fp32_tflops=fp32,
             memory_bandwidth_gbs=bandwidth,
             tensor_dense=tensor.get(gpu_id, {}),
+            tdp_w=tdp,
         )
-        for gpu_id, name, fp32, bandwidth in Gpu.objects.values_list(
-            "id", "name", "fp32_tflops", "memory_bandwidth_gbs"
+        for gpu_id, name, fp32, bandwidth, tdp in Gpu.objects.values_list(
+            "id", "name", "fp32_tflops", "memory_bandwidth_gbs", "tdp_w"
         )
     }
     workloads = {

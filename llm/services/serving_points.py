@@ -36,6 +36,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from benchmarks_app.models import BenchmarkResult, SourceKind
+from benchmarks_app.services.energy import energy_verdict
 from catalog.interconnect import pcie_peak_gbs
 from llm.estimate.comm import FABRIC_VARIANTS
 from llm.estimate.shapes import MODEL_SHAPES
@@ -436,9 +437,31 @@ def _client(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
             source_title=title[:300],
             source_url="",
             **extra,
+            **_client_energy(result, figures, env),
         ),  # fmt: skip
         "",
     )
+
+
+def _client_energy(result: BenchmarkResult, figures: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """The point's measured energy fields, where the figure passes benchmarks_app.services.energy."""
+    verdict = energy_verdict(
+        extra=figures,
+        tokens_per_s=result.value,
+        gpu_count=result.gpu_count,
+        reported_limit_w=env.get("power_limit_w"),
+        tdp_w=result.gpu.tdp_w,
+    )
+    if verdict is None or not verdict.published:
+        return {}
+    return {
+        "joules_per_token": verdict.joules_per_token,
+        "power_w": verdict.power_w,
+        "power_limit_w": verdict.power_limit_w,
+        "energy_window_s": verdict.window_s,
+        "energy_samples": verdict.samples,
+        "energy_source": verdict.source,
+    }
 
 
 def _float(value: Any) -> float | None:

@@ -99,7 +99,7 @@ def test_without_cuda_the_run_says_so_and_exits_non_zero(tmp_path, client_env):
     )
     assert finished.returncode == 3
     assert "No CUDA GPU is available to PyTorch" in finished.stderr
-    assert "--allow-cpu" in finished.stderr
+    assert "--device cpu" in finished.stderr and "dry run" in finished.stderr
     assert "Traceback" not in finished.stderr
     assert not out.exists()
 
@@ -157,3 +157,10 @@ def test_pre_ampere_gpus_never_report_tf32_or_bf16(precision, allowed):
     else:
         with pytest.raises(Unsupported, match="compute capability 8.0"):
             _matmul_prepared(ctx, precision, 64, 64, 64)
+
+
+def test_device_is_an_index_or_cpu(tmp_path, capsys):
+    with pytest.raises(SystemExit) as usage:
+        main(["run", "--device", "gpu0", "--out", str(tmp_path / "x.json")])
+    assert usage.value.code == 2
+    assert "'gpu0' is neither a device index (0, 1, ...) nor cpu" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from gpuatlas_bench.schema import submission_validate
 
 torch = pytest.importorskip("torch", reason="the serving sweep runs through PyTorch")
 
+from gpuatlas_bench import energy  # noqa: E402
 from gpuatlas_bench.workloads import llm, serve  # noqa: E402
 from gpuatlas_bench.workloads.common import CPU_TINY_SIZES, GPU_SIZES, ServePlan  # noqa: E402
 
@@ -157,13 +158,41 @@ def test_the_served_step_matches_a_plain_step_and_the_check_catches_a_wrong_posi
 
 
 def test_joules_per_token_come_from_the_energy_counter_around_a_window_of_steps():
-    readings = iter([1_000_000.0, 1_012_000.0])  # mJ: 12 J over the window
-    ctx = cpu_context(energy_mj=lambda: next(readings))
+    readings = iter([1_000_000.0 + 1_000_000.0 * i for i in range(100)])  # mJ: 1 kJ a chunk
+    ctx = cpu_context(energy_mj=lambda: next(readings), power_limit_w=700.0)
     prepared = _point(ctx, batch=4)
     figures = prepared.extra(1000.0)  # noqa: S610 - not Django; 4 tokens per step at 1,000 tokens/s: a 4 ms step
-    steps = max(2, -(-CPU_TINY_SIZES.llm["serve_energy_window_s"] // 0.004))
-    assert figures["joules_per_token"] == pytest.approx(12 / (steps * 4), rel=1e-3)
-    assert figures["power_w"] > 0
+    plan = energy.window_plan(step_s=0.004, policy=CPU_TINY_SIZES.serve_energy)
+    assert figures["energy_samples"] == plan.chunks + 1 and figures["energy_source"] == "nvml-total-energy"
+    assert figures["joules_per_token"] == pytest.approx(1000 * plan.chunks / (plan.window_steps * 4), rel=1e-3)
+    assert figures["power_w"] == pytest.approx(1000 * plan.chunks / figures["energy_window_s"], rel=0.05)
+    assert figures["power_limit_w"] == 700.0
+    # The CPU's window is far under 5 s, and 2 kJ in it far above any board's power.
+    assert "shorter than 5 s" in figures["energy_flag"] and "above the board's 700 W limit" in figures["energy_flag"]
+
+
+def test_a_group_sums_its_gpus_energy_and_checks_each_against_its_limit():
+    readings = iter([1_000_000.0 * i for i in range(100)])  # mJ: 1 kJ a chunk on this rank
+    ctx = cpu_context(energy_mj=lambda: next(readings), power_limit_w=700.0)
+    model = llm.Decoder(ctx, llm.shape_from(CPU_TINY_SIZES.llm), "bf16", max_len=65)
+    # A second rank that read 3x this rank's joules, with a limit of 650 W.
+    own: list[float] = []
+
+    def gather(value: float) -> list[float]:
+        own.append(value)
+        return [value, 3 * value] if len(own) == 1 else [value, 650.0]
+
+    prepared = serve.serve_prepared(ctx, model, context=16, batch=2, kv_limit=8, gather=gather)
+    figures = prepared.extra(500.0)  # noqa: S610 - not Django
+    assert figures["power_limit_w"] == 650.0
+    assert figures["power_w"] == pytest.approx(4 * own[0] / figures["energy_window_s"] / 2, rel=1e-2)
+    assert "above the board's 650 W limit" in figures["energy_flag"]
+
+
+def test_no_counter_and_no_power_reading_leave_the_energy_empty_and_unflagged():
+    figures = _point(cpu_context(), batch=2).extra(500.0)  # noqa: S610 - not Django
+    assert figures["joules_per_token"] is None and figures["power_w"] is None and figures["energy_flag"] is None
+    assert figures["energy_source"] is None and figures["energy_samples"] == 0
 
 
 def test_the_tp_cases_split_llama3_70b_and_skip_what_does_not_split():

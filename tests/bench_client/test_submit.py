@@ -115,15 +115,32 @@ def test_unreachable_server_is_retried_then_reported(h100_run_path, capsys):
     assert "gave up after 3 attempts" in err
 
 
-def test_cpu_only_results_are_not_sent(h100_run_path, tmp_path, capsys):
+CHECKED = {"dry_run": True, "verdict": "checked", "cpu_only": True, "gpu": None, "results": [{}],
+           "reasons": [{"field": "$.cpu_only", "reason": "a CPU-only run", "verdict": "note"}]}  # fmt: skip
+
+
+def test_cpu_only_results_go_to_the_dry_run_and_its_answer_is_printed(h100_run_path, tmp_path, capsys):
     payload = json.loads(h100_run_path.read_text())
     payload["cpu_only"] = True
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps(payload))
-    with FakeAtlas([]) as atlas:
-        assert submit(path, atlas.url, "--token", "t") == 2
-    assert atlas.posts == []
-    assert "cpu_only" in capsys.readouterr().err
+    with FakeAtlas([(200, CHECKED, False)]) as atlas:
+        assert submit(path, atlas.url, "--token", "t") == 0
+    assert [post["path"] for post in atlas.posts] == ["/api/v1/submissions/dry-run/"]
+    assert "Idempotency-Key" not in atlas.posts[0]["headers"] and atlas.stored == {}
+    out = capsys.readouterr()
+    assert "sent as a dry run" in out.err
+    assert "verdict checked, 1 results checked; nothing was stored" in out.out
+    assert "note: $.cpu_only: a CPU-only run" in out.out
+
+
+def test_a_dry_run_that_would_be_rejected_exits_4(h100_run_path, capsys):
+    rejected = {"verdict": "rejected", "gpu": {"slug": "h100-sxm5-80-gb", "name": "H100 SXM5 80 GB"}, "results": [],
+                "reasons": [{"field": "$.results[0].median", "reason": "above the peak", "verdict": "rejected"}]}  # fmt: skip
+    with FakeAtlas([(200, rejected, False)]) as atlas:
+        assert submit(h100_run_path, atlas.url, "--token", "t", "--dry-run") == 4
+    assert atlas.posts[0]["path"] == "/api/v1/submissions/dry-run/"
+    assert "verdict rejected on H100 SXM5 80 GB" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

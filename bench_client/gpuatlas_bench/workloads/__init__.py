@@ -61,9 +61,9 @@ def cases_build(ctx: Context, *, workloads: tuple[str, ...], precisions: tuple[s
 
 
 def workload_code_sha256() -> str:
-    """sha256 over the measuring code (this package's workload modules and the timing harness)."""
+    """sha256 over the measuring code (this package's workload modules, the timing harness and the energy window)."""
     root = resources.files("gpuatlas_bench")
-    files = [("timing.py", root.joinpath("timing.py"))]
+    files = [("timing.py", root.joinpath("timing.py")), ("energy.py", root.joinpath("energy.py"))]
     files += sorted(
         (f"workloads/{entry.name}", entry)
         for entry in root.joinpath("workloads").iterdir()

@@ -367,6 +367,8 @@ def collective_worker(rank: int, spec: CollectiveSpec) -> None:
         l2_bytes=None,
         serve=spec.serve,
         energy_mj=telemetry.energy_mj,
+        power_w=telemetry.power_w,
+        power_limit_w=telemetry.static().power_limit_w,
     )
     outcome: dict[str, Any] = {"results": [], "skipped": [], "errors": [], "backend": backend}
     finished = False

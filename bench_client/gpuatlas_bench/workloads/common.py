@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..energy import EnergyPolicy
 from ..timing import PerfCounterTimer, Timer, TimingPolicy
 
 GiB = 1024**3
@@ -33,6 +34,8 @@ class SizeProfile:
     llm: dict[str, Any]
     llm_tp: dict[str, Any]
     allreduce_bytes: tuple[int, ...]
+    # The serving sweep's energy window (energy.py): at least 5 s of steady steps on a GPU.
+    serve_energy: EnergyPolicy = EnergyPolicy()
 
 
 GPU_SIZES = SizeProfile(
@@ -59,9 +62,8 @@ GPU_SIZES = SizeProfile(
         "generated_tokens": 128,
         "batches": (1, 128),
         # The serving sweep: tokens of context already cached when the timed steps run (a chat turn
-        # and a long document), and seconds of steps around which the energy counter is read.
+        # and a long document).
         "serve_contexts": (1024, 4096),
-        "serve_energy_window_s": 0.5,
     },
     # Llama 3 70B (Meta's config.json for Meta-Llama-3-70B): the tensor-parallel sweep's model.
     llm_tp={
@@ -101,7 +103,6 @@ CPU_TINY_SIZES = SizeProfile(
         "generated_tokens": 4,
         "batches": (1, 3),
         "serve_contexts": (16, 64),
-        "serve_energy_window_s": 0.002,
         # No GPU memory to run out of on the CPU: the sweep stops where this much would be full.
         "serve_cpu_memory_bytes": 370_000,
     },
@@ -117,6 +118,8 @@ CPU_TINY_SIZES = SizeProfile(
         "serve_cpu_memory_bytes": 370_000,
     },
     allreduce_bytes=(4096, 65536),
+    # No energy counter on the CPU: the window only has to run the code.
+    serve_energy=EnergyPolicy(warmup_s=0.0, window_s=0.002, chunk_s=0.001),
 )
 
 
@@ -132,9 +135,12 @@ class ServePlan:
     max_concurrency: int = 1024
     # llm-decode's phases to run (``run --llm-phases``): prefill, decode (the 128-token graph), serve.
     phases: tuple[str, ...] = ("prefill", "decode", "serve")
+    # The precisions of the tensor-parallel sweep (``run --precisions``; the single-GPU sweep takes
+    # them from the run's precisions).
+    precisions: tuple[str, ...] = ("bf16", "fp8")
 
 
-def _no_energy() -> float | None:
+def _no_reading() -> float | None:
     return None
 
 
@@ -171,8 +177,11 @@ class Context:
     l2_bytes: int | None
     cache: dict[str, Any] = field(default_factory=dict)
     serve: ServePlan = field(default_factory=ServePlan)
-    # The GPU's total energy counter in mJ (NVML), None where there is none.
-    energy_mj: Callable[[], float | None] = _no_energy
+    # The GPU's total energy counter in mJ (NVML), None where there is none; its power reading in W
+    # (NVML), and the power limit the board enforces (W), None where unknown.
+    energy_mj: Callable[[], float | None] = _no_reading
+    power_w: Callable[[], float | None] = _no_reading
+    power_limit_w: float | None = None
 
     @property
     def timer(self) -> Timer:

@@ -7,8 +7,11 @@ pick of the next token, fed back as the next step's input) replayed back to back
 
 - step time; output tokens/s = concurrency / step time (per GPU: divided by the GPUs of the group);
 - tokens/s per user = 1 / step time (one token per sequence per step);
-- joules per output token from the GPU's total-energy counter (NVML, mJ) read around a window of
-  replays after the timing (summed over the group's GPUs); None where there is no counter.
+- joules per output token over a steady-state window of at least 5 s of replays after a warm-up
+  (``energy.py``: NVML's total-energy counter, else its power readings; summed over the group's
+  GPUs), with the window's length, its samples, the source and the board's power limit beside it;
+  None where there is neither. A window under 5 s, or a GPU whose average power is above its limit,
+  is flagged (``extra.energy_flag``) and the server does not publish that figure.
 
 Concurrency doubles from 1 until the KV cache of the next batch would not fit in the memory left
 after the weights (the first that does not is recorded as skipped, with the GiB it needs), so the
@@ -25,11 +28,11 @@ vocabulary with its logits gathered), the NCCL collectives captured in the step'
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..energy import energy_flags, energy_window_measure, window_plan
 from ..timing import TimingPolicy
 from .common import Case, Context, GiB, Prepared, Unsupported, correctness_record, relative_errors
 from .llm import (
@@ -154,23 +157,57 @@ def _shared_model(ctx: Context, shape: Shape, precision: str, *, max_len: int, t
     return model
 
 
-def _energy_window(
-    ctx: Context, fn: Callable[[], object], *, step_s: float, window_s: float, combine: Callable[[Any], Any] | None
+def _own_reading(value: float) -> list[float]:
+    return [value]
+
+
+def _energy_figures(
+    ctx: Context,
+    fn: Callable[[], object],
+    *,
+    step_s: float,
+    batch: int,
+    gather: Callable[[float], list[float]],
 ) -> dict[str, Any]:
-    """Replay the step for about ``window_s`` between two reads of the energy counter."""
-    calls = max(2, math.ceil(window_s / step_s))
-    ctx.synchronize()
-    start = ctx.energy_mj()
-    started = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    ctx.synchronize()
-    seconds = time.perf_counter() - started
-    end = ctx.energy_mj()
-    joules = (end - start) / 1000.0 if start is not None and end is not None and end > start else None
-    if combine is not None:
-        joules = combine(joules)
-    return {"joules": joules, "calls": calls, "seconds": seconds}
+    """Energy per output token over a steady-state window (energy.py), checked against the power limit.
+
+    ``gather`` collects one figure from every rank of the group (a list of one on a single GPU): the
+    group's joules are the sum of its GPUs', and each GPU's average power is checked against its own
+    board limit.
+    """
+
+    def run_steps(count: int) -> None:
+        for _ in range(count):
+            fn()
+
+    plan = window_plan(step_s=step_s, policy=ctx.sizes.serve_energy)
+    window = energy_window_measure(
+        run_steps=run_steps, synchronize=ctx.synchronize, plan=plan, energy_mj=ctx.energy_mj, power_w=ctx.power_w
+    )
+    parts = gather(-1.0 if window.joules is None else window.joules)
+    limits = [limit for limit in gather(ctx.power_limit_w or -1.0) if limit > 0]
+    gpus = len(parts)
+    joules = None if any(part < 0 for part in parts) else sum(parts)
+    figures: dict[str, Any] = {
+        "joules_per_token": None,
+        "power_w": None,
+        "energy_window_s": round(window.seconds, 3),
+        "energy_warmup_s": round(window.warmup_s, 3),
+        "energy_samples": window.samples,
+        "energy_source": window.source,
+        "power_limit_w": min(limits) if len(limits) == gpus else None,
+        "energy_flag": None,
+    }
+    if joules is None or window.seconds <= 0:
+        return figures
+    per_gpu_power = [part / window.seconds for part in parts]
+    flags = energy_flags(seconds=window.seconds, power_w_per_gpu=per_gpu_power, power_limit_w=figures["power_limit_w"])
+    figures.update(
+        joules_per_token=float(f"{joules / (window.steps * batch):.4g}"),
+        power_w=round(joules / window.seconds / gpus, 1),
+        energy_flag="; ".join(flags)[:200] or None,
+    )
+    return figures
 
 
 def serve_prepared(
@@ -180,7 +217,7 @@ def serve_prepared(
     context: int,
     batch: int,
     kv_limit: int,
-    combine: Callable[[Any], Any] | None = None,
+    gather: Callable[[float], list[float]] = _own_reading,
 ) -> Prepared:
     torch = ctx.torch
     shape = model.shape
@@ -236,22 +273,16 @@ def serve_prepared(
     linear_params = model.weight_parameters()
     # Per GPU: two FLOPs per weight per sequence in the products, QK^T and PV over the context.
     step_flops = batch * (2.0 * linear_params + 4.0 * shape.n_layers * model.q_heads * hd * (context + 1))
-    window_s = float(ctx.sizes.llm["serve_energy_window_s"])
 
     def extra(median_tokens_per_s: float) -> dict[str, Any]:
         step_s = batch / median_tokens_per_s
-        energy = _energy_window(ctx, fn, step_s=step_s, window_s=window_s, combine=combine)
-        joules = energy["joules"]
-        tokens_in_window = energy["calls"] * batch
         figures: dict[str, Any] = {
             "cuda_graph": graph is not None,
             "steps_per_graph": 1,
             "step_ms": float(f"{step_s * 1000:.6g}"),
             "tokens_per_s_per_gpu": float(f"{median_tokens_per_s / gpus:.6g}"),
             "tokens_per_s_per_user": float(f"{1 / step_s:.6g}"),
-            "joules_per_token": float(f"{joules / tokens_in_window:.4g}") if joules is not None else None,
-            "energy_window_s": round(energy["seconds"], 3),
-            "power_w": round(joules / energy["seconds"] / gpus, 1) if joules is not None else None,
+            **_energy_figures(ctx, fn, step_s=step_s, batch=batch, gather=gather),
             "bytes_per_step": float(f"{step_bytes:.6g}"),
             "flops_per_step": float(f"{step_flops:.6g}"),
             "achieved_gbs": round(step_bytes / step_s / 1e9, 1),
@@ -378,12 +409,10 @@ def tp_cases(ctx: Context, group: Any, interconnect: str) -> list[Case]:
     free = int(min(group.gather(float(own_free)))) if own_free is not None else int(sizes["serve_cpu_memory_bytes"])
     all_reduce, all_gather = _group_collectives(ctx, group)
 
-    def combine(joules: float | None) -> float | None:
-        parts = group.gather(-1.0 if joules is None else joules)
-        return None if any(part < 0 for part in parts) else sum(parts)
-
     cases: list[Case] = []
     for precision in LLM_PRECISIONS:
+        if precision not in ctx.serve.precisions:
+            continue
         for context in contexts:
             base: dict[str, Any] = {
                 "model": sizes["model"],
@@ -426,7 +455,7 @@ def tp_cases(ctx: Context, group: Any, interconnect: str) -> list[Case]:
                 ) -> Prepared:
                     tp = TensorParallel(rank=group.rank, size=world, all_reduce=all_reduce, all_gather=all_gather)
                     model = _shared_model(c, shape, precision, max_len=max_len, tp=tp if world > 1 else None)
-                    return serve_prepared(c, model, context=context, batch=batch, kv_limit=limit, combine=combine)
+                    return serve_prepared(c, model, context=context, batch=batch, kv_limit=limit, gather=group.gather)
 
                 params = {**base, "concurrency": batch}
                 cases.append(Case("llm-decode-tp", precision, params, build, f"{label} {batch}"))
