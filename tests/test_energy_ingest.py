@@ -127,20 +127,24 @@ def _over_limit_points() -> list[tuple[str, int, dict]]:
     return found
 
 
-def test_the_real_fixtures_hold_twelve_readings_above_the_board_limit():
-    # The fixtures measured with the half-second window; replacing them changes this count.
+def test_the_real_fixtures_hold_six_readings_above_the_board_limit():
     over = _over_limit_points()
-    # The 833 W on the 700 W H100 (bf16, concurrency 256), seven on the H200 sweep, four on the
-    # two-H200 tensor-parallel run; every one from a window of about half a second.
-    assert len(over) == 12
+    # The H100 sweep's 833 W (bf16, concurrency 256) and four on the two-H200 tensor-parallel run come
+    # from half-second windows; the H200 re-run with 5 s windows has one reading just above its limit
+    # (fp8, concurrency 256, 701.1 W against 700 W): a board at its power cap reads around the cap.
+    assert len(over) == 6
     assert {name for name, _index, _result in over} == {
         "h100_serving_sweep.json",
-        "h200_serving_sweep.json",
+        "h200_serving_sweep_energy.json",
         "h200x2_nvlink_llama70b_tp.json",
     }
     h100 = [r for name, _i, r in over if name == "h100_serving_sweep.json"]
     assert [(r["precision"], r["params"]["concurrency"], r["extra"]["power_w"]) for r in h100] == [("bf16", 256, 833.1)]
-    assert all(r["extra"]["energy_window_s"] < MIN_ENERGY_WINDOW_S for _name, _i, r in over)
+    short = [r for name, _i, r in over if name != "h200_serving_sweep_energy.json"]
+    assert all(r["extra"]["energy_window_s"] < MIN_ENERGY_WINDOW_S for r in short)
+    rerun = [r for name, _i, r in over if name == "h200_serving_sweep_energy.json"]
+    assert [(r["precision"], r["params"]["concurrency"]) for r in rerun] == [("fp8", 256)]
+    assert rerun[0]["extra"]["energy_window_s"] >= MIN_ENERGY_WINDOW_S
 
 
 @pytest.mark.django_db
@@ -165,7 +169,8 @@ def test_no_stored_point_of_the_real_fixtures_has_power_above_its_board_limit(wo
             f"average power {result['extra']['power_w']:g} W per GPU is above the board's 700 W limit"
             in (note["reason"])
         )
-        assert "energy needs at least 5 s" in note["reason"]
+        if result["extra"]["energy_window_s"] < MIN_ENERGY_WINDOW_S:
+            assert "energy needs at least 5 s" in note["reason"]
         # The throughput stands: the point is there, without energy.
         stored = BenchmarkResult.objects.get(submission=submissions[name], params=result["params"],
                                              precision=result["precision"], gpu_count=result["gpu_count"])  # fmt: skip
