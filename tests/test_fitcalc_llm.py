@@ -318,7 +318,7 @@ def test_every_price_carries_its_provider_observation_date_and_age(client) -> No
     assert body_typical["inputs"]["price"] == "typical" and cheapest["inputs"]["price"] == "cheapest"
 
     html = client.get("/fit/", query | {"price": "cheapest"}).content.decode()
-    origin = f"Estimated Feed price date unknown, snapshot of {seen:%Y-%m-%d} 2 providers (0.80–0.90)"
+    origin = f"Estimated Feed date unknown, file of {seen:%Y-%m-%d} 2 providers (0.80–0.90)"
     fit_row = html.split('data-gpu="card-48"')[1].split("</tr>")[0]
     assert origin in _text(fit_row)
     buy_table = html[html.index('id="buy-rent-table"') :].split("</table>")[0]

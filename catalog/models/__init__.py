@@ -11,6 +11,7 @@ from catalog.models.gpus import (
 from catalog.models.names import GpuNameRule
 from catalog.models.prices import (
     ExchangeRate,
+    GpuPrice,
     ImportRun,
     Offer,
     OfferGpuMapping,
@@ -27,6 +28,7 @@ __all__ = [
     "ExchangeRate",
     "Gpu",
     "GpuAlias",
+    "GpuPrice",
     "GpuNameRule",
     "ImportRun",
     "Offer",

@@ -1,0 +1,307 @@
+"""Prices derived from the current offers, stored after every change of the offers.
+
+Two facts follow from the offers and are written here, in the caller's transaction, once per
+price import (``importer``) and per curator's offer mapping (``mapping``):
+
+* ``Offer.placeholder``: why a listed price is no price. The provider's own "unavailable"
+  marker (SkyPilot's 700.0, flagged by the writer) or the *same round price for unrelated GPUs*:
+  one provider listing one whole-dollar price per GPU-hour for GPUs of two or more families
+  (H100 and H200 at 1.00) where that price is below ``PLACEHOLDER_SHARE`` of the other
+  providers' typical price for one of them. A real price list that happens to price two GPUs
+  alike (Oracle's 10.00 for H100 and H200) is not below the market and stays.
+* ``GpuPrice``: each GPU's price by rule (typical, cheapest, spot) over machines of any size
+  (``gpu_count`` 0) and of each whole GPU count, with the providers it is taken from. The rule
+  is ``price_figures`` (docs/prices-rules.md); ``catalog.selectors.prices`` reads the rows, and
+  applies the same function to the offers of a region when a page filters by one.
+
+``gpu_prices_derive`` returns the ids of the GPUs whose stored prices changed: what a price
+watch or a cache needs to know after an import.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from catalog.models import Gpu, GpuPrice, Offer, PriceSnapshot, Provider
+
+PLACEHOLDER_SHARE = Decimal("0.5")
+MARKER_PLACEHOLDER = "the catalogue's own marker for a machine without a price (700.0: unavailable)"
+RULES = (GpuPrice.Rule.TYPICAL, GpuPrice.Rule.CHEAPEST, GpuPrice.Rule.SPOT)
+
+
+@dataclass(frozen=True)
+class OfferFact:
+    """What the price rule reads of one current offer."""
+
+    offer_id: int
+    gpu_id: int
+    provider_id: int
+    provider_name: str
+    provider_slug: str
+    provider_kind: str
+    instance_type: str
+    region: str
+    gpu_count: float
+    is_spot: bool
+    source: str
+    last_seen: dt.datetime
+    price: Decimal
+
+
+@dataclass(frozen=True)
+class PriceFigure:
+    """One GPU's price by one rule over one set of offers, with the offers it is taken from."""
+
+    gpu_id: int
+    gpu_count: int
+    rule: str
+    price: Decimal
+    minimum: Decimal
+    typical: Decimal
+    maximum: Decimal
+    providers: int
+    offers: int
+    single_listing: bool
+    credited: OfferFact  # the middle offer, the cheaper of the middle two, or the cheapest
+    between: tuple[str, ...]  # the two providers a typical price is the mean of
+    cheapest_of_provider: tuple[OfferFact, ...]  # by price, then provider slug
+
+
+def typical_of(prices: list[Decimal]) -> Decimal:
+    """The median of sorted prices; for an even count the mean of the two middle ones (6 places)."""
+    middle = len(prices) // 2
+    if len(prices) % 2:
+        return prices[middle]
+    return ((prices[middle - 1] + prices[middle]) / 2).quantize(Decimal("0.000001"))
+
+
+OFFER_FACT_COLUMNS = (
+    "id", "gpu_id", "provider_id", "provider__name", "provider__slug", "provider__kind", "instance_type",
+    "region", "gpu_count", "is_spot", "source", "last_seen", "current_price_per_gpu_hour_usd",
+)  # fmt: skip
+
+
+def offer_facts(offers: Any) -> list[OfferFact]:
+    """The price rule's view of ``offers`` (a queryset of current, SKU-level offers): one query."""
+    return [OfferFact(*row) for row in offers.order_by().values_list(*OFFER_FACT_COLUMNS)]
+
+
+def price_figures(facts: Iterable[OfferFact], *, rule: str, by_count: bool = True) -> list[PriceFigure]:
+    """Each GPU's figure by ``rule`` over ``facts``: machines of any size, and (``by_count``)
+    machines of each whole GPU count. The rule of docs/prices-rules.md, in one place.
+
+    Each provider counts once, with its cheapest offer (ties: the most recently seen, then the
+    lowest offer id), so that one provider's many regions cannot move the median; the typical
+    price is the median of those (the mean of the middle two for an even count); the cheapest
+    is the lowest of them. Independent of the order of ``facts``.
+    """
+    spot = rule == GpuPrice.Rule.SPOT
+    groups: dict[tuple[int, int], list[OfferFact]] = defaultdict(list)
+    for fact in facts:
+        if fact.is_spot != spot:
+            continue
+        groups[(fact.gpu_id, 0)].append(fact)
+        if by_count and fact.gpu_count >= 1 and float(fact.gpu_count).is_integer():
+            groups[(fact.gpu_id, int(fact.gpu_count))].append(fact)
+    return [_figure(gpu_id, count, rule, group) for (gpu_id, count), group in sorted(groups.items())]
+
+
+def _figure(gpu_id: int, gpu_count: int, rule: str, offers: list[OfferFact]) -> PriceFigure:
+    best: dict[int, OfferFact] = {}
+    for fact in offers:
+        held = best.get(fact.provider_id)
+        if held is None or (fact.price, -fact.last_seen.timestamp(), fact.offer_id) < (
+            held.price,
+            -held.last_seen.timestamp(),
+            held.offer_id,
+        ):
+            best[fact.provider_id] = fact
+    ranked = tuple(sorted(best.values(), key=lambda f: (f.price, f.provider_slug)))
+    prices = [f.price for f in ranked]
+    typical = typical_of(prices)
+    middle = (len(ranked) - 1) // 2
+    credited = ranked[0] if rule != GpuPrice.Rule.TYPICAL else ranked[middle]
+    between: tuple[str, ...] = ()
+    if rule == GpuPrice.Rule.TYPICAL and len(ranked) % 2 == 0:
+        between = (ranked[middle].provider_name, ranked[middle + 1].provider_name)
+    return PriceFigure(
+        gpu_id=gpu_id,
+        gpu_count=gpu_count,
+        rule=rule,
+        price=typical if rule == GpuPrice.Rule.TYPICAL else credited.price,
+        minimum=prices[0],
+        typical=typical,
+        maximum=prices[-1],
+        providers=len(ranked),
+        offers=len(offers),
+        single_listing=len(offers) == 1 and ranked[0].provider_kind == Provider.Kind.MARKETPLACE,
+        credited=credited,
+        between=between,
+        cheapest_of_provider=ranked,
+    )
+
+
+def snapshot_dates_of(facts: Iterable[OfferFact]) -> dict[tuple[str, int, dt.datetime], tuple[str, str]]:
+    """(feed, provider id, snapshot time) -> (date basis, note) for the snapshots of ``facts`` (one query)."""
+    facts = list(facts)
+    if not facts:
+        return {}
+    rows = PriceSnapshot.objects.filter(
+        provider_id__in={f.provider_id for f in facts}, observed_at__gte=min(f.last_seen for f in facts)
+    ).values_list("feed", "provider_id", "observed_at", "date_basis", "date_note")
+    return {(feed, provider_id, at): (basis, note) for feed, provider_id, at, basis, note in rows}
+
+
+def offers_placeholder_mark() -> set[int]:
+    """Set ``Offer.placeholder`` on every offer by the rules above and clear it where they no
+    longer hold; returns the ids of the current offers that are placeholders."""
+    facts = offer_facts(Offer.objects.current().sku_level().on_demand())
+    wanted = _same_round_price(facts)
+    for offer_id in Offer.objects.filter(extra__listed_unavailable=True).values_list("pk", flat=True):
+        wanted[offer_id] = MARKER_PLACEHOLDER
+    stored = dict(Offer.objects.placeholders().values_list("pk", "placeholder"))
+    for offer_id in stored.keys() - wanted.keys():
+        Offer.objects.filter(pk=offer_id).update(placeholder="")
+    by_reason: dict[str, list[int]] = defaultdict(list)
+    for offer_id, reason in wanted.items():
+        if stored.get(offer_id) != reason:
+            by_reason[reason].append(offer_id)
+    for reason, ids in by_reason.items():
+        Offer.objects.filter(pk__in=ids).update(placeholder=reason[:300])
+    return {f.offer_id for f in facts if f.offer_id in wanted}
+
+
+def _same_round_price(facts: list[OfferFact]) -> dict[int, str]:
+    """Offer id -> reason, for one provider's identical whole-dollar price on GPUs of several
+    families where it is below half the other providers' typical price for one of them."""
+    families = dict(Gpu.objects.filter(pk__in={f.gpu_id for f in facts}).values_list("pk", "family"))
+    names = dict(Gpu.objects.filter(pk__in={f.gpu_id for f in facts}).values_list("pk", "name"))
+    groups: dict[tuple[int, Decimal], list[OfferFact]] = defaultdict(list)
+    for fact in facts:
+        if fact.price >= 1 and fact.price == fact.price.to_integral_value():
+            groups[(fact.provider_id, fact.price)].append(fact)
+    cheapest: dict[tuple[int, int], Decimal] = {}
+    for fact in facts:
+        key = (fact.gpu_id, fact.provider_id)
+        cheapest[key] = min(cheapest.get(key, fact.price), fact.price)
+    found: dict[int, str] = {}
+    for (provider_id, price), group in groups.items():
+        gpus = {f.gpu_id for f in group}
+        if len({families.get(g) or g for g in gpus}) < 2:
+            continue
+        below = False
+        for gpu_id in gpus:
+            others = sorted(p for (g, prov), p in cheapest.items() if g == gpu_id and prov != provider_id)
+            if others and price < typical_of(others) * PLACEHOLDER_SHARE:
+                below = True
+        if below:
+            listed = ", ".join(sorted(names.get(g, str(g)) for g in gpus))
+            reason = (
+                f"the same round price ({price:.2f} USD per GPU-hour) for unrelated GPUs ({listed}), "
+                f"below half the other providers' typical price"
+            )
+            found.update({f.offer_id: reason for f in group})
+    return found
+
+
+def gpu_prices_derive(*, now: dt.datetime | None = None) -> set[int]:
+    """Recompute the placeholders and every GPU's ``GpuPrice`` rows from the current offers; write
+    only what changed; return the ids of the GPUs whose rows changed (were added, altered or removed)."""
+    now = now or timezone.now()
+    placeholders = offers_placeholder_mark()
+    facts = [f for f in offer_facts(Offer.objects.current().sku_level()) if f.offer_id not in placeholders]
+    dates = snapshot_dates_of(facts)
+    wanted = {
+        (figure.rule, figure.gpu_count, figure.gpu_id): gpu_price_row(figure, dates, now)
+        for rule in RULES
+        for figure in price_figures(facts, rule=rule)
+    }
+    stored = {(p.rule, p.gpu_count, p.gpu_id): p for p in GpuPrice.objects.all()}
+    changed: set[int] = set()
+    gone = [p.pk for key, p in stored.items() if key not in wanted]
+    changed.update(key[2] for key in stored.keys() - wanted.keys())
+    creates, updates = [], []
+    for key, row in wanted.items():
+        held = stored.get(key)
+        if held is None:
+            creates.append(row)
+        elif _values(held) != _values(row):
+            row.pk = held.pk
+            updates.append(row)
+        else:
+            continue
+        changed.add(key[2])
+    GpuPrice.objects.filter(pk__in=gone).delete()
+    GpuPrice.objects.bulk_create(creates, batch_size=1000)
+    GpuPrice.objects.bulk_update(updates, list(_VALUE_FIELDS), batch_size=500)
+    return changed
+
+
+_VALUE_FIELDS = (
+    "price_usd", "minimum_usd", "typical_usd", "maximum_usd", "providers", "offers", "single_listing", "offer_id",
+    "provider_name", "provider_slug", "instance_type", "region", "offer_gpu_count", "observed_at", "date_basis",
+    "date_note", "source", "typical_between", "contributors", "derived_at",
+)  # fmt: skip
+
+
+def _values(row: GpuPrice) -> tuple[Any, ...]:
+    """A row's figures and credits, without the time it was derived at."""
+    return tuple(getattr(row, f) for f in _VALUE_FIELDS if f != "derived_at")
+
+
+def gpu_price_row(
+    figure: PriceFigure, dates: dict[tuple[str, int, dt.datetime], tuple[str, str]], now: dt.datetime
+) -> GpuPrice:
+    credited = figure.credited
+    basis, note = dates.get(
+        (credited.source, credited.provider_id, credited.last_seen), (PriceSnapshot.DateBasis.ESTIMATE, "")
+    )
+    return GpuPrice(
+        gpu_id=figure.gpu_id,
+        gpu_count=figure.gpu_count,
+        rule=figure.rule,
+        price_usd=figure.price,
+        minimum_usd=figure.minimum,
+        typical_usd=figure.typical,
+        maximum_usd=figure.maximum,
+        providers=figure.providers,
+        offers=figure.offers,
+        single_listing=figure.single_listing,
+        offer_id=credited.offer_id,
+        provider_name=credited.provider_name[:120],
+        provider_slug=credited.provider_slug,
+        instance_type=credited.instance_type[:200],
+        region=credited.region[:200],
+        offer_gpu_count=credited.gpu_count,
+        observed_at=credited.last_seen,
+        date_basis=basis,
+        date_note=note[:500],
+        source=credited.source[:500],
+        typical_between=list(figure.between),
+        contributors=[contributor_record(f, dates) for f in figure.cheapest_of_provider],
+        derived_at=now,
+    )
+
+
+def contributor_record(fact: OfferFact, dates: dict[tuple[str, int, dt.datetime], tuple[str, str]]) -> dict[str, Any]:
+    """One provider's cheapest offer as stored beside a price: what the GPU page credits."""
+    basis, _note = dates.get((fact.source, fact.provider_id, fact.last_seen), (PriceSnapshot.DateBasis.ESTIMATE, ""))
+    return {
+        "offer": fact.offer_id,
+        "provider": fact.provider_name,
+        "slug": fact.provider_slug,
+        "kind": fact.provider_kind,
+        "price": str(fact.price),
+        "instance_type": fact.instance_type,
+        "region": fact.region,
+        "gpu_count": fact.gpu_count,
+        "observed_at": fact.last_seen.isoformat(),
+        "date_basis": basis,
+    }
