@@ -56,7 +56,7 @@ def test_no_page_shows_an_age_for_an_estimated_date_and_the_freshness_sentences_
     assert f"The newest price with a known date is from {status.newest_dated:%Y-%m-%d}" in providers
     assert "Newest price observation" not in providers and " days ago" not in providers
     # RunPod's newest snapshot is the bundled SkyPilot file: no age beside its date.
-    runpod = providers.split("<td>RunPod</td>", 1)[1].split("</tr>", 1)[0]
+    runpod = providers.split(">RunPod</a>", 1)[1].split("</tr>", 1)[0]
     assert "date unknown, file of" in runpod and "days old" not in runpod
     h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
     for url in (

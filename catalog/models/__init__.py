@@ -12,6 +12,7 @@ from catalog.models.names import GpuNameRule
 from catalog.models.prices import (
     ExchangeRate,
     GpuPrice,
+    GpuPriceGap,
     ImportRun,
     Offer,
     OfferGpuMapping,
@@ -29,6 +30,7 @@ __all__ = [
     "Gpu",
     "GpuAlias",
     "GpuPrice",
+    "GpuPriceGap",
     "GpuNameRule",
     "ImportRun",
     "Offer",

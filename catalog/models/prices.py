@@ -437,3 +437,24 @@ class GpuPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gpu_id} {self.rule} x{self.gpu_count}: {self.price_usd}"
+
+
+class GpuPriceGap(models.Model):
+    """Why a GPU with offers has no typical price: derived with ``GpuPrice``, so that a page can
+    say why in one query. A GPU without a row and without a price has no offer at all."""
+
+    class Reason(models.TextChoices):
+        PLACEHOLDER = "placeholder", _("only placeholder prices")
+        SPOT_ONLY = "spot-only", _("only spot offers")
+        AMBIGUOUS = "ambiguous", _("offers that do not state the form factor")
+        STALE = "stale", _("offers older than the freshness window")
+        WITHDRAWN = "withdrawn", _("offers no longer listed")
+        UNPRICED = "unpriced", _("offers listed without a price per GPU")
+
+    gpu = models.OneToOneField(Gpu, on_delete=models.CASCADE, related_name="price_gap")
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    offers = models.PositiveIntegerField(help_text=_("Offers of the GPU the reason is about."))
+    newest = models.DateTimeField(null=True, blank=True, help_text=_("The newest sighting of those offers."))
+
+    def __str__(self) -> str:
+        return f"{self.gpu_id}: {self.reason}"

@@ -2,17 +2,17 @@
 
 Every page, the API's rankings and the fit calculator read prices here:
 ``gpu_rent_prices`` is what every surface that shows "the price of a GPU" reads (rankings,
-tiers, compare, GPU page, catalogue, fit calculator, API, CSV): the figure by the chosen rule, its spread
-and its provenance (provider, observation date, age, how the date is known).
-``gpu_purchase_prices`` is the newest purchase price per GPU (rankings' buy mode, fit
-calculator); ``gpu_offers`` and ``gpu_price_history`` are the GPU page's offers table and price
-chart. How USD figures are shown in the page currency: catalog/money.py.
+tiers, compare, GPU page, catalogue, fit calculator, API, CSV): the figure by the chosen rule, its
+spread, every provider it is taken from and its provenance (provider, observation date, age, how
+the date is known). It reads the derived ``GpuPrice`` rows (one indexed query on rule, GPU count
+and GPU), written after every price import by ``catalog.services.prices.derive``;
+``gpu_price_gaps`` says why a GPU has none. ``gpu_purchase_prices`` is the newest purchase price
+per GPU (rankings' buy mode, fit calculator); ``gpu_offers`` and ``gpu_price_history`` are the GPU
+page's offers table and price chart. How USD figures are shown in the page currency:
+catalog/money.py.
 
-The "now" selectors read the denormalised ``Offer.current_*`` fields through
-``Offer.objects.current()``, which matches the partial index ``offer_gpu_spot_price``
-(gpu, is_spot, current_price_per_gpu_hour_usd WHERE available AND price_separable): one
-indexed query, however long the observation history grows. Only the history selector reads
-``PriceObservation``.
+The offer selectors read the denormalised ``Offer.current_*`` fields through
+``Offer.objects.current()``; only the history selector reads ``PriceObservation``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from django.db.models import Max, Min, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
-from catalog.models import Gpu, GpuPrice, Offer, PriceObservation, PriceSnapshot, Provider, PurchasePrice
+from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceObservation, PriceSnapshot, Provider, PurchasePrice
 from catalog.money import Money
 from catalog.money import display_rate as display_rate  # the fit calculator imports it from here
 from catalog.services.prices.currency import NoExchangeRate, RateBook
@@ -261,6 +261,60 @@ def _price_of_provider(row: GpuPrice, *, provider: str, now: dt.datetime) -> Gpu
     )
 
 
+@dataclass(frozen=True)
+class PriceGap:
+    """Why a GPU has no typical price, in a sentence a page shows in the price's place."""
+
+    gpu_id: int
+    reason: str  # GpuPriceGap.Reason, or NO_OFFER
+    offers: int
+    newest: dt.datetime | None
+
+    @property
+    def text(self) -> str:
+        date = f"{self.newest:%Y-%m-%d}" if self.newest else ""
+        reasons = GpuPriceGap.Reason
+        if self.reason == reasons.PLACEHOLDER:
+            return _("no price: its offers list only placeholder prices")
+        if self.reason == reasons.SPOT_ONLY:
+            return _("no on-demand price: only spot offers")
+        if self.reason == reasons.AMBIGUOUS:
+            return ngettext(
+                "no price: %(count)d offer does not say the form factor (waiting for a curator)",
+                "no price: %(count)d offers do not say the form factor (waiting for a curator)",
+                self.offers,
+            ) % {"count": self.offers}
+        if self.reason == reasons.STALE:
+            return _("no current price: its newest offer (%(date)s) is older than the freshness window") % {
+                "date": date
+            }
+        if self.reason == reasons.WITHDRAWN:
+            return _("no current price: its offers are no longer listed (last seen %(date)s)") % {"date": date}
+        if self.reason == reasons.UNPRICED:
+            return _("no price: its offers are listed without a price per GPU")
+        return _("no price: no offer in the imported price catalogues")
+
+
+NO_OFFER = "no-offer"
+
+
+def gpu_price_gaps(*, gpu_ids: Iterable[int]) -> dict[int, PriceGap]:
+    """For each of ``gpu_ids`` without a typical price, why (two queries): the stored reason
+    (``GpuPriceGap``, derived with the prices), else "no offer at all"."""
+    ids = set(gpu_ids)
+    priced = set(
+        GpuPrice.objects.filter(rule=GpuPrice.Rule.TYPICAL, gpu_count=0, gpu_id__in=ids).values_list(
+            "gpu_id", flat=True
+        )
+    )
+    missing = ids - priced
+    stored = {
+        gap.gpu_id: PriceGap(gap.gpu_id, gap.reason, gap.offers, gap.newest)
+        for gap in GpuPriceGap.objects.filter(gpu_id__in=missing)
+    }
+    return {gpu_id: stored.get(gpu_id, PriceGap(gpu_id, NO_OFFER, 0, None)) for gpu_id in missing}
+
+
 def gpu_counts_rented(*, gpu_ids: Iterable[int]) -> dict[int, frozenset[int]]:
     """gpu id -> the whole numbers of that GPU that current on-demand offers put in one machine
     (SKU-level, priced offers; a fraction of a shared GPU is no configuration to serve a model
@@ -403,6 +457,7 @@ class OfferLine:
     variant_ambiguous: bool = False
     date_is_estimate: bool = False
     date_note: str = ""
+    placeholder: str = ""  # why the listed price is no price (kept out of typical and cheapest)
 
 
 OFFERS_SHOWN = 60
@@ -436,6 +491,7 @@ def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> t
             variant_ambiguous=o.variant_ambiguous,
             date_is_estimate=dates.get((o.source, o.provider_id, o.last_seen), ("estimate", ""))[0] == "estimate",
             date_note=dates.get((o.source, o.provider_id, o.last_seen), ("", ""))[1],
+            placeholder=o.placeholder,
         )
         for o in chosen
     ]

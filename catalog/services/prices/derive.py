@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from catalog.models import Gpu, GpuPrice, Offer, PriceSnapshot, Provider
+from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceSnapshot, Provider
 
 PLACEHOLDER_SHARE = Decimal("0.5")
 MARKER_PLACEHOLDER = "the catalogue's own marker for a machine without a price (700.0: unavailable)"
@@ -241,7 +242,52 @@ def gpu_prices_derive(*, now: dt.datetime | None = None) -> set[int]:
     GpuPrice.objects.filter(pk__in=gone).delete()
     GpuPrice.objects.bulk_create(creates, batch_size=1000)
     GpuPrice.objects.bulk_update(updates, list(_VALUE_FIELDS), batch_size=500)
+    priced = {gpu_id for rule, count, gpu_id in wanted if rule == GpuPrice.Rule.TYPICAL and count == 0}
+    _gaps_write(priced=priced, placeholders=placeholders)
     return changed
+
+
+def _gaps_write(*, priced: set[int], placeholders: set[int]) -> None:
+    """``GpuPriceGap``: for each GPU with offers but no typical price, the first reason that holds
+    (one grouped query over the offers)."""
+    current = Offer.objects.current()
+    on_demand_current = Q(pk__in=current.on_demand().values("pk"))
+    counts = (
+        Offer.objects.filter(gpu__isnull=False)
+        .exclude(gpu_id__in=priced)
+        .values("gpu_id")
+        .annotate(
+            offers=Count("id"),
+            newest=Max("last_seen"),
+            placeholder=Count("id", filter=on_demand_current & Q(pk__in=placeholders, variant_ambiguous=False)),
+            spot=Count("id", filter=Q(pk__in=current.spot().sku_level().values("pk"))),
+            ambiguous=Count("id", filter=Q(pk__in=current.values("pk"), variant_ambiguous=True)),
+            listed=Count("id", filter=Q(pk__in=Offer.objects.listed().values("pk"))),
+            available=Count("id", filter=Q(available=True)),
+        )
+        .order_by()
+    )
+    gaps = []
+    for row in counts:
+        reason, offers = _gap_reason(row)
+        gaps.append(GpuPriceGap(gpu_id=row["gpu_id"], reason=reason, offers=offers, newest=row["newest"]))
+    GpuPriceGap.objects.all().delete()
+    GpuPriceGap.objects.bulk_create(gaps, batch_size=1000)
+
+
+def _gap_reason(row: dict[str, Any]) -> tuple[str, int]:
+    reasons = GpuPriceGap.Reason
+    if row["placeholder"]:
+        return reasons.PLACEHOLDER, row["placeholder"]
+    if row["spot"]:
+        return reasons.SPOT_ONLY, row["spot"]
+    if row["ambiguous"]:
+        return reasons.AMBIGUOUS, row["ambiguous"]
+    if row["listed"]:
+        return reasons.STALE, row["listed"]
+    if not row["available"]:
+        return reasons.WITHDRAWN, row["offers"]
+    return reasons.UNPRICED, row["available"]
 
 
 _VALUE_FIELDS = (
