@@ -427,6 +427,9 @@ class GpuPrice(models.Model):
     source = models.CharField(max_length=500, blank=True)
     typical_between = models.JSONField(default=list, blank=True)
     contributors = models.JSONField(default=list, blank=True)
+    digest = models.CharField(
+        max_length=64, default="", help_text=_("A hash of the figures and credits: an unchanged row is left as it is.")
+    )
     derived_at = models.DateTimeField()
 
     class Meta:

@@ -122,6 +122,7 @@ def gpu_rent_prices(
     region: str = "",
     now: dt.datetime | None = None,
     gpu_count: int = 0,
+    with_providers: bool = False,
 ) -> dict[int, GpuRentPrice]:
     """{gpu_id: GpuRentPrice} by ``rule`` from the derived prices (``GpuPrice``): one indexed query.
 
@@ -131,17 +132,23 @@ def gpu_rent_prices(
     GPUs; ``provider`` (a slug) narrows a price to that provider's cheapest offer, read from the
     stored providers of the figure. ``region`` (a substring of the offer's region) is a filter no
     stored figure can answer: the same rule is applied to the current offers of that region.
+    ``with_providers``: fill ``contributors`` (every provider behind each figure: the GPU page's
+    credits); without it they are not read, which keeps the read of every GPU's price light.
     """
     rule = "typical" if rule == "median" else rule
     if rule not in PRICE_RULES:
         raise ValueError(f"unknown price rule {rule!r}; expected one of {', '.join(PRICE_RULES)}")
     now = now or timezone.now()
-    if region:
-        rows = _rows_of_region(gpu_ids=gpu_ids, rule=rule, region=region, gpu_count=gpu_count, now=now)
+    if region or (provider and gpu_count):
+        # Filters no stored row answers (a region; one provider's machines of N GPUs, whose
+        # providers are stored for machines of any size only): the rule over those offers.
+        rows = _rows_of(gpu_ids=gpu_ids, rule=rule, region=region, gpu_count=gpu_count, now=now)
     else:
         stored = GpuPrice.objects.filter(rule=rule, gpu_count=gpu_count)
         if gpu_ids is not None:
             stored = stored.filter(gpu_id__in=list(gpu_ids))
+        if not (provider or with_providers):
+            stored = stored.defer("contributors")
         rows = list(stored)
     if provider:
         return {
@@ -149,20 +156,21 @@ def gpu_rent_prices(
             for row in rows
             if (price := _price_of_provider(row, provider=provider, now=now)) is not None
         }
-    return {row.gpu_id: _price_of_row(row, now=now) for row in rows}
+    return {row.gpu_id: _price_of_row(row, now=now, with_providers=with_providers) for row in rows}
 
 
-def _rows_of_region(
+def _rows_of(
     *, gpu_ids: Iterable[int] | None, rule: str, region: str, gpu_count: int, now: dt.datetime
 ) -> list[GpuPrice]:
-    """The rule applied to the current, priced offers of one region (unsaved ``GpuPrice`` rows)."""
+    """The rule applied to the current, priced offers (of one region, if given): unsaved
+    ``GpuPrice`` rows, with their providers whatever the GPU count."""
     offers = Offer.objects.current().sku_level().priced().filter(region__icontains=region)
     if gpu_ids is not None:
         offers = offers.filter(gpu_id__in=list(gpu_ids))
     facts = offer_facts(offers)
     dates = snapshot_dates_of(facts)
     return [
-        gpu_price_row(figure, dates, now)
+        gpu_price_row(figure, dates, now, credit_providers=True)
         for figure in price_figures(facts, rule=rule, by_count=gpu_count > 0)
         if figure.gpu_count == gpu_count
     ]
@@ -189,7 +197,7 @@ def _contributors(row: GpuPrice) -> tuple[ProviderPrice, ...]:
     )
 
 
-def _price_of_row(row: GpuPrice, *, now: dt.datetime) -> GpuRentPrice:
+def _price_of_row(row: GpuPrice, *, now: dt.datetime, with_providers: bool) -> GpuRentPrice:
     estimate = row.date_basis in (PriceSnapshot.DateBasis.ESTIMATE, "")
     provenance = PriceProvenance(
         offer_id=row.offer_id or 0,
@@ -217,7 +225,7 @@ def _price_of_row(row: GpuPrice, *, now: dt.datetime) -> GpuRentPrice:
         offers=row.offers,
         provenance=provenance,
         typical_between=tuple(row.typical_between),
-        contributors=_contributors(row),
+        contributors=_contributors(row) if with_providers else (),
         single_listing=row.single_listing,
     )
 

@@ -209,7 +209,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         )
     offers, offers_total = gpu_offers(gpu=gpu, money=money)
     history = gpu_price_history(gpu=gpu, money=money)
-    rent_price = gpu_rent_prices(gpu_ids=[gpu.id]).get(gpu.id)
+    rent_price = gpu_rent_prices(gpu_ids=[gpu.id], with_providers=True).get(gpu.id)
     price_gap = None if rent_price else gpu_price_gaps(gpu_ids=[gpu.id]).get(gpu.id)
 
     baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()

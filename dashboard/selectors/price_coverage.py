@@ -47,7 +47,7 @@ def measured_gpu_prices() -> list[MeasuredGpuPrice]:
         kinds.setdefault(gpu_id, set()).add(category)
     for gpu_id in ServingPoint.objects.trusted().values_list("gpu_id", flat=True).distinct():
         kinds.setdefault(gpu_id, set()).add("serving")
-    prices = gpu_rent_prices(gpu_ids=kinds)
+    prices = gpu_rent_prices(gpu_ids=kinds, with_providers=True)
     gaps = gpu_price_gaps(gpu_ids=kinds)
     return [
         MeasuredGpuPrice(gpu, tuple(sorted(kinds[gpu.pk])), prices.get(gpu.pk), gaps.get(gpu.pk))

@@ -21,11 +21,12 @@ watch or a cache needs to know after an import.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, Q
 from django.utils import timezone
@@ -37,9 +38,9 @@ MARKER_PLACEHOLDER = "the catalogue's own marker for a machine without a price (
 RULES = (GpuPrice.Rule.TYPICAL, GpuPrice.Rule.CHEAPEST, GpuPrice.Rule.SPOT)
 
 
-@dataclass(frozen=True)
-class OfferFact:
-    """What the price rule reads of one current offer."""
+class OfferFact(NamedTuple):
+    """What the price rule reads of one current offer (a tuple: built once per offer, by the
+    tens of thousands at every import)."""
 
     offer_id: int
     gpu_id: int
@@ -91,7 +92,7 @@ OFFER_FACT_COLUMNS = (
 
 def offer_facts(offers: Any) -> list[OfferFact]:
     """The price rule's view of ``offers`` (a queryset of current, SKU-level offers): one query."""
-    return [OfferFact(*row) for row in offers.order_by().values_list(*OFFER_FACT_COLUMNS)]
+    return [OfferFact._make(row) for row in offers.order_by().values_list(*OFFER_FACT_COLUMNS)]
 
 
 def price_figures(facts: Iterable[OfferFact], *, rule: str, by_count: bool = True) -> list[PriceFigure]:
@@ -160,10 +161,11 @@ def snapshot_dates_of(facts: Iterable[OfferFact]) -> dict[tuple[str, int, dt.dat
     return {(feed, provider_id, at): (basis, note) for feed, provider_id, at, basis, note in rows}
 
 
-def offers_placeholder_mark() -> set[int]:
+def offers_placeholder_mark(*, facts: list[OfferFact]) -> set[int]:
     """Set ``Offer.placeholder`` on every offer by the rules above and clear it where they no
-    longer hold; returns the ids of the current offers that are placeholders."""
-    facts = offer_facts(Offer.objects.current().sku_level().on_demand())
+    longer hold; returns the ids of the current offers that are placeholders. ``facts``: the
+    current, SKU-level offers."""
+    facts = [f for f in facts if not f.is_spot]
     wanted = _same_round_price(facts)
     for offer_id in Offer.objects.filter(extra__listed_unavailable=True).values_list("pk", flat=True):
         wanted[offer_id] = MARKER_PLACEHOLDER
@@ -216,33 +218,32 @@ def gpu_prices_derive(*, now: dt.datetime | None = None) -> set[int]:
     """Recompute the placeholders and every GPU's ``GpuPrice`` rows from the current offers; write
     only what changed; return the ids of the GPUs whose rows changed (were added, altered or removed)."""
     now = now or timezone.now()
-    placeholders = offers_placeholder_mark()
-    facts = [f for f in offer_facts(Offer.objects.current().sku_level()) if f.offer_id not in placeholders]
+    facts = offer_facts(Offer.objects.current().sku_level())
+    placeholders = offers_placeholder_mark(facts=facts)
+    facts = [f for f in facts if f.offer_id not in placeholders]
     dates = snapshot_dates_of(facts)
-    wanted = {
-        (figure.rule, figure.gpu_count, figure.gpu_id): gpu_price_row(figure, dates, now)
-        for rule in RULES
-        for figure in price_figures(facts, rule=rule)
+    figures = {(f.rule, f.gpu_count, f.gpu_id): f for rule in RULES for f in price_figures(facts, rule=rule)}
+    digests = {key: figure_digest(figure, dates) for key, figure in figures.items()}
+    stored = {
+        (rule, count, gpu_id): (pk, digest)
+        for pk, rule, count, gpu_id, digest in GpuPrice.objects.values_list(
+            "pk", "rule", "gpu_count", "gpu_id", "digest"
+        )
     }
-    stored = {(p.rule, p.gpu_count, p.gpu_id): p for p in GpuPrice.objects.all()}
-    changed: set[int] = set()
-    gone = [p.pk for key, p in stored.items() if key not in wanted]
-    changed.update(key[2] for key in stored.keys() - wanted.keys())
-    creates, updates = [], []
-    for key, row in wanted.items():
-        held = stored.get(key)
-        if held is None:
-            creates.append(row)
-        elif _values(held) != _values(row):
-            row.pk = held.pk
-            updates.append(row)
-        else:
-            continue
-        changed.add(key[2])
+    records: dict[int, dict[str, Any]] = {}  # one credit per offer, shared by the rows it appears in
+    # A changed row is replaced (deleted and written anew): many rows at once are far cheaper to
+    # insert than to update field by field, and nothing refers to a row's id.
+    rows = [
+        gpu_price_row(figure, dates, now, records=records, digest=digests[key])
+        for key, figure in figures.items()
+        if stored.get(key, (0, ""))[1] != digests[key]
+    ]
+    replaced = {(row.rule, row.gpu_count, row.gpu_id) for row in rows}
+    gone = [pk for key, (pk, _digest) in stored.items() if key not in figures or key in replaced]
+    changed = {key[2] for key in stored.keys() - figures.keys()} | {row.gpu_id for row in rows}
     GpuPrice.objects.filter(pk__in=gone).delete()
-    GpuPrice.objects.bulk_create(creates, batch_size=1000)
-    GpuPrice.objects.bulk_update(updates, list(_VALUE_FIELDS), batch_size=500)
-    priced = {gpu_id for rule, count, gpu_id in wanted if rule == GpuPrice.Rule.TYPICAL and count == 0}
+    GpuPrice.objects.bulk_create(rows, batch_size=1000)
+    priced = {gpu_id for rule, count, gpu_id in figures if rule == GpuPrice.Rule.TYPICAL and count == 0}
     _gaps_write(priced=priced, placeholders=placeholders)
     return changed
 
@@ -290,21 +291,33 @@ def _gap_reason(row: dict[str, Any]) -> tuple[str, int]:
     return reasons.UNPRICED, row["available"]
 
 
-_VALUE_FIELDS = (
-    "price_usd", "minimum_usd", "typical_usd", "maximum_usd", "providers", "offers", "single_listing", "offer_id",
-    "provider_name", "provider_slug", "instance_type", "region", "offer_gpu_count", "observed_at", "date_basis",
-    "date_note", "source", "typical_between", "contributors", "derived_at",
-)  # fmt: skip
+def figure_digest(figure: PriceFigure, dates: dict[tuple[str, int, dt.datetime], tuple[str, str]]) -> str:
+    """A hash of everything a stored row says about ``figure``: equal hashes, equal rows."""
 
+    def offer(fact: OfferFact) -> tuple[Any, ...]:
+        basis = dates.get((fact.source, fact.provider_id, fact.last_seen))
+        return (fact.offer_id, fact.provider_name, str(fact.price), fact.last_seen.timestamp(), basis)
 
-def _values(row: GpuPrice) -> tuple[Any, ...]:
-    """A row's figures and credits, without the time it was derived at."""
-    return tuple(getattr(row, f) for f in _VALUE_FIELDS if f != "derived_at")
+    credits = figure.cheapest_of_provider if figure.gpu_count == 0 else ()
+    parts = (
+        str(figure.price), str(figure.minimum), str(figure.typical), str(figure.maximum), figure.providers,
+        figure.offers, figure.single_listing, figure.between, offer(figure.credited), figure.credited.instance_type,
+        figure.credited.region, figure.credited.gpu_count, figure.credited.source, tuple(offer(f) for f in credits),
+    )  # fmt: skip
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def gpu_price_row(
-    figure: PriceFigure, dates: dict[tuple[str, int, dt.datetime], tuple[str, str]], now: dt.datetime
+    figure: PriceFigure,
+    dates: dict[tuple[str, int, dt.datetime], tuple[str, str]],
+    now: dt.datetime,
+    *,
+    records: dict[int, dict[str, Any]] | None = None,
+    digest: str = "",
+    credit_providers: bool | None = None,
 ) -> GpuPrice:
+    # The providers behind a figure are stored where pages show them: machines of any size.
+    credit = figure.gpu_count == 0 if credit_providers is None else credit_providers
     credited = figure.credited
     basis, note = dates.get(
         (credited.source, credited.provider_id, credited.last_seen), (PriceSnapshot.DateBasis.ESTIMATE, "")
@@ -331,9 +344,22 @@ def gpu_price_row(
         date_note=note[:500],
         source=credited.source[:500],
         typical_between=list(figure.between),
-        contributors=[contributor_record(f, dates) for f in figure.cheapest_of_provider],
+        contributors=[_record(f, dates, records) for f in figure.cheapest_of_provider] if credit else [],
+        digest=digest,
         derived_at=now,
     )
+
+
+def _record(
+    fact: OfferFact,
+    dates: dict[tuple[str, int, dt.datetime], tuple[str, str]],
+    records: dict[int, dict[str, Any]] | None,
+) -> dict[str, Any]:
+    if records is None:
+        return contributor_record(fact, dates)
+    if fact.offer_id not in records:
+        records[fact.offer_id] = contributor_record(fact, dates)
+    return records[fact.offer_id]
 
 
 def contributor_record(fact: OfferFact, dates: dict[tuple[str, int, dt.datetime], tuple[str, str]]) -> dict[str, Any]:
