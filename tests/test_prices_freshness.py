@@ -117,4 +117,6 @@ def test_demo_top_ten_rows_use_current_on_demand_sku_level_prices_with_provider_
         for row in top:
             date = f"{row.price.observed_at:%Y-%m-%d}"
             shown = f"date unknown, file of {date}" if row.price.date_estimated else date
-            assert f"{row.price.provider} · {shown}" in page
+            # A mean of two middle providers names both (the cheaper one's date).
+            credit = f"mean of {' and '.join(row.price.between)}" if row.price.between else row.price.provider
+            assert f"{credit} · {shown}" in page

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -276,7 +276,7 @@ def _gaps_write(*, priced: set[int], placeholders: set[int]) -> None:
     GpuPriceGap.objects.bulk_create(gaps, batch_size=1000)
 
 
-def _gap_reason(row: dict[str, Any]) -> tuple[str, int]:
+def _gap_reason(row: Mapping[str, Any]) -> tuple[str, int]:
     reasons = GpuPriceGap.Reason
     if row["placeholder"]:
         return reasons.PLACEHOLDER, row["placeholder"]
