@@ -123,7 +123,8 @@ def check_database() -> None:
 def clear() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE catalog_priceobservation, catalog_offer, benchmarks_app_resultaggregate, "
+            "TRUNCATE catalog_gpuprice, catalog_gpupricegap, catalog_priceobservation, catalog_offer, "
+            "benchmarks_app_resultaggregate, "
             "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission, llm_servingpoint RESTART IDENTITY"
         )
         cursor.execute("DELETE FROM catalog_provider WHERE slug LIKE %s", [PROVIDER_PREFIX + "%"])
@@ -249,7 +250,7 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
         "id, provider_id, instance_type, region, zone, is_spot, gpu_id, gpu_name_raw, gpu_memory_gib_raw, gpu_count, "
         "vcpus, ram_gib, price_separable, available, unavailable_since, first_seen, last_seen, source, extra, "
         "current_price_per_hour, current_currency, current_price_per_gpu_hour_usd, current_observed_at, "
-        "variant_ambiguous"
+        "variant_ambiguous, placeholder"
     )
 
     def offer_lines():  # type: ignore[no-untyped-def]
@@ -265,7 +266,7 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
                 f"{i + 1}\t{provider_ids[provider[i]]}\tperf.{count}x{g}.{i}\t{REGIONS[region[i]]}\t\t"
                 f"{'t' if is_spot[i] else 'f'}\t{gpu}\t{name}\t{memory:g}\t{count}\t{8 * count}\t{64 * count}\tt\t"
                 f"{'t' if available[i] else 'f'}\t{unavailable}\t{_ts(first)}\t{_ts(newest[i])}\t{SOURCE}\t{{}}\t"
-                f"{current[i] * count:.6f}\tUSD\t{current[i]:.6f}\t{_ts(newest[i])}\tf\n"
+                f"{current[i] * count:.6f}\tUSD\t{current[i]:.6f}\t{_ts(newest[i])}\tf\t\n"
             )
 
     observation_columns = (
@@ -283,6 +284,12 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
         cursor.execute("SELECT setval(pg_get_serial_sequence('catalog_offer', 'id'), %s)", [n])
         _copy(cursor, "catalog_priceobservation", observation_columns, observation_lines())
     elapsed = time.perf_counter() - started
+    from catalog.services.prices.derive import gpu_prices_derive
+
+    derived = time.perf_counter()
+    with transaction.atomic():
+        repriced = gpu_prices_derive()  # what an import does after writing its offers
+    print(f"prices derived: {len(repriced):,} GPUs priced in {time.perf_counter() - derived:.1f} s")
     print(
         f"prices: {n:,} offers ({int(is_spot.sum()):,} spot, {int((~available).sum()):,} withdrawn, "
         f"{int((~matched).sum()):,} unmatched) over {len(provider_ids)} providers; {total:,} observations "

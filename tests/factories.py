@@ -38,6 +38,7 @@ from catalog.models import (
 )
 from catalog.models.gpus import alias_normalise
 from catalog.services.prices import price_import_file
+from catalog.services.prices.derive import gpu_prices_derive
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -150,6 +151,13 @@ class OfferFactory(factory.django.DjangoModelFactory):
         lambda o: Decimal(o.current_price_per_hour) / Decimal(o.gpu_count)
     )
     current_observed_at = factory.LazyFunction(timezone.now)
+
+    @classmethod
+    def _after_postgeneration(cls, instance, create, results=None):  # type: ignore[no-untyped-def]
+        # Offers reach the prices as the importer's do: derived once written.
+        super()._after_postgeneration(instance, create, results)
+        if create:
+            gpu_prices_derive()
 
 
 class PriceObservationFactory(factory.django.DjangoModelFactory):

@@ -52,8 +52,10 @@ ENGLISH_UI = (
     "median of", "estimate ·", "limited by", "closed, available", "backend not stated", "batch ", "prompt ",
     "Leave-one-GPU-out", "Worst", "Fitted on", "measured rows", "does not fit", "The model", "serving",
     # where a price comes from, the price data health page (staff) and the 413 page
-    "d old", "estimated date", "price date unknown", "snapshot of", "one provider only", "Typical offer", "no current offer", "Stale sources",
+    "d old", "estimated date", "date unknown", "file of", "one provider only", "Typical offer", "no current offer", "Stale sources",
     "Date is", "published", "timestamp in the source", "Request too large", "Nothing was stored",
+    "one provider", "one listing", "sets the typical price", "Typical rental price", "no offer in the imported",
+    "Placeholder prices",
     # Plotly's own English: month and day names on date axes, the tool bar
     "Jan ", "Feb ", "Mar ", "Apr ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ", "Dec ", "Autoscale", "Reset axes",
 )  # fmt: skip

@@ -225,7 +225,7 @@ def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
     assert ranking["h100-sxm5-80-gb"].price.amount == h100.typical_price
     html = response.content.decode()
     # The offers have no snapshot recording how their date is known: estimated, so no age.
-    assert "Third Cloud · price date unknown, snapshot of" in html and "d old" not in html
+    assert "Third Cloud · date unknown, file of" in html and "d old" not in html
     catalogue = client.get(reverse("catalog:gpu-list"), {"query": "H100"})
     row = next(r for r in catalogue.context["page"] if r.gpu.slug == "h100-sxm5-80-gb")
     assert row.price.price_usd == Decimal("3.50") and row.price.provenance.provider == "Third Cloud"

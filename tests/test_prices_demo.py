@@ -48,16 +48,16 @@ def test_no_page_shows_an_age_for_an_estimated_date_and_the_freshness_sentences_
     status = price_status()
     # Every current bundled price is dated by the copy of its SkyPilot file: an estimate.
     assert status.newest_is_estimate and not status.live
-    estimated = f"price date unknown, snapshot of {status.as_of:%Y-%m-%d}"
-    sentence = f"Price date unknown: the newest prices come from a snapshot of {status.as_of:%Y-%m-%d}"
+    estimated = f"date unknown, file of {status.as_of:%Y-%m-%d}"
+    sentence = f"Date unknown: the newest prices come from files of {status.as_of:%Y-%m-%d}"
     providers = client.get("/providers/").content.decode()
     health = admin_client.get("/providers/health/").content.decode()
     assert sentence in providers and sentence in health
     assert f"The newest price with a known date is from {status.newest_dated:%Y-%m-%d}" in providers
     assert "Newest price observation" not in providers and " days ago" not in providers
     # RunPod's newest snapshot is the bundled SkyPilot file: no age beside its date.
-    runpod = providers.split("<td>RunPod</td>", 1)[1].split("</tr>", 1)[0]
-    assert "price date unknown, snapshot of" in runpod and "days old" not in runpod
+    runpod = providers.split(">RunPod</a>", 1)[1].split("</tr>", 1)[0]
+    assert "date unknown, file of" in runpod and "days old" not in runpod
     h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
     for url in (
         "/gpus/",

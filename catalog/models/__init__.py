@@ -12,6 +12,8 @@ from catalog.models.gpus import (
 from catalog.models.names import GpuNameRule
 from catalog.models.prices import (
     ExchangeRate,
+    GpuPrice,
+    GpuPriceGap,
     ImportRun,
     Offer,
     OfferGpuMapping,
@@ -28,6 +30,8 @@ __all__ = [
     "ExchangeRate",
     "Gpu",
     "GpuAlias",
+    "GpuPrice",
+    "GpuPriceGap",
     "GpuNameRule",
     "ImportRun",
     "Offer",

@@ -26,6 +26,11 @@ class Provider(models.Model):
     country = models.CharField(max_length=2, blank=True, help_text=_("ISO 3166 country code."))
     default_currency = models.CharField(max_length=3, default="USD")
     notes = models.TextField(blank=True)
+    name_source = models.URLField(
+        max_length=500,
+        blank=True,
+        help_text=_("Where the display name comes from (catalog/data/curated/providers.toml)."),
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -78,6 +83,15 @@ class OfferQuerySet(models.QuerySet["Offer"]):
         """Offers whose GPU name no catalogue entry or alias matches yet: waiting for a curator."""
         return self.filter(gpu__isnull=True)
 
+    def priced(self) -> OfferQuerySet:
+        """Offers whose price is the provider's price for the machine, not a placeholder
+        (``Offer.placeholder``): the only ones a typical or cheapest price is taken from."""
+        return self.filter(placeholder="")
+
+    def placeholders(self) -> OfferQuerySet:
+        """Offers whose listed price stands for "no real price" (the reason in ``placeholder``)."""
+        return self.exclude(placeholder="")
+
 
 class Offer(models.Model):
     """One rentable configuration: a provider's instance type in a region, on-demand or spot.
@@ -120,6 +134,15 @@ class Offer(models.Model):
         help_text=_(
             "The source does not say which form factor (SXM, PCIe, NVL...) the GPU is and a sibling of "
             "another form factor fits its memory: kept out of per-GPU rankings until a curator maps it."
+        ),
+    )
+
+    placeholder = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text=_(
+            "Why the listed price is a placeholder rather than a price (derived after every import, "
+            "catalog.services.prices.derive): kept out of typical and cheapest prices, listed for curators."
         ),
     )
 
@@ -363,3 +386,78 @@ class PurchasePrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gpu} {self.condition} {self.price} {self.currency}"
+
+
+class GpuPrice(models.Model):
+    """A GPU's rental price by one rule, derived from its current offers; never edited by hand.
+
+    Written by ``catalog.services.prices.derive.gpu_prices_derive`` after every price import and
+    every curator's offer mapping, read by ``catalog.selectors.prices.gpu_rent_prices`` with one
+    indexed query. ``gpu_count`` 0 is the price over machines of any size; 1, 2, 4, 8... over
+    machines of that many GPUs. ``contributors`` holds each provider's cheapest offer the figure
+    is taken from (the GPU page credits them all).
+    """
+
+    class Rule(models.TextChoices):
+        TYPICAL = "typical", _("typical on-demand price")
+        CHEAPEST = "cheapest", _("cheapest on-demand offer")
+        SPOT = "spot", _("cheapest spot offer")
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="rent_prices")
+    gpu_count = models.PositiveSmallIntegerField(default=0, help_text=_("GPUs per machine; 0: machines of any size."))
+    rule = models.CharField(max_length=16, choices=Rule.choices)
+    price_usd = models.DecimalField(max_digits=14, decimal_places=6)
+    minimum_usd = models.DecimalField(max_digits=14, decimal_places=6)
+    typical_usd = models.DecimalField(max_digits=14, decimal_places=6)
+    maximum_usd = models.DecimalField(max_digits=14, decimal_places=6)
+    providers = models.PositiveIntegerField()
+    offers = models.PositiveIntegerField()
+    single_listing = models.BooleanField(
+        default=False, help_text=_("The only offer is one marketplace listing: a price, not a typical one.")
+    )
+    offer = models.ForeignKey(Offer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    provider_name = models.CharField(max_length=120)
+    provider_slug = models.CharField(max_length=64)
+    instance_type = models.CharField(max_length=200)
+    region = models.CharField(max_length=200, blank=True)
+    offer_gpu_count = models.FloatField()
+    observed_at = models.DateTimeField(help_text=_("The newest snapshot that listed the credited offer."))
+    date_basis = models.CharField(max_length=16, choices=PriceSnapshot.DateBasis.choices, blank=True)
+    date_note = models.CharField(max_length=500, blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    typical_between = models.JSONField(default=list, blank=True)
+    contributors = models.JSONField(default=list, blank=True)
+    digest = models.CharField(
+        max_length=64, default="", help_text=_("A hash of the figures and credits: an unchanged row is left as it is.")
+    )
+    derived_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["gpu", "rule", "gpu_count"]
+        constraints = [
+            models.UniqueConstraint(fields=["rule", "gpu_count", "gpu"], name="gpuprice_rule_count_gpu"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_id} {self.rule} x{self.gpu_count}: {self.price_usd}"
+
+
+class GpuPriceGap(models.Model):
+    """Why a GPU with offers has no typical price: derived with ``GpuPrice``, so that a page can
+    say why in one query. A GPU without a row and without a price has no offer at all."""
+
+    class Reason(models.TextChoices):
+        PLACEHOLDER = "placeholder", _("only placeholder prices")
+        SPOT_ONLY = "spot-only", _("only spot offers")
+        AMBIGUOUS = "ambiguous", _("offers that do not state the form factor")
+        STALE = "stale", _("offers older than the freshness window")
+        WITHDRAWN = "withdrawn", _("offers no longer listed")
+        UNPRICED = "unpriced", _("offers listed without a price per GPU")
+
+    gpu = models.OneToOneField(Gpu, on_delete=models.CASCADE, related_name="price_gap")
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    offers = models.PositiveIntegerField(help_text=_("Offers of the GPU the reason is about."))
+    newest = models.DateTimeField(null=True, blank=True, help_text=_("The newest sighting of those offers."))
+
+    def __str__(self) -> str:
+        return f"{self.gpu_id}: {self.reason}"

@@ -146,6 +146,7 @@ def price_data_health(*, now: dt.datetime | None = None) -> dict[str, Any]:
     for offer in (
         Offer.objects.current()
         .sku_level()
+        .priced()
         .on_demand()
         .filter(gpu_id__in=list(typical))
         .select_related("provider", "gpu")
@@ -157,8 +158,15 @@ def price_data_health(*, now: dt.datetime | None = None) -> dict[str, Any]:
             continue
         if price is not None and reference.providers >= 2 and price < reference.typical_usd * OUTLIER_SHARE:
             outliers.append({"offer": offer, "typical": reference.typical_usd, "share": price / reference.typical_usd})
+    placeholders = list(
+        Offer.objects.placeholders()
+        .select_related("provider", "gpu")
+        .order_by("provider__name", "gpu__name", "instance_type")[:200]
+    )
     return {
         "status": price_status(now=now),
+        "placeholders": placeholders,
+        "placeholders_total": Offer.objects.placeholders().count(),
         "window_days": settings.PRICE_FRESHNESS_DAYS,
         "stale": stale,
         "ambiguous": ambiguous,

@@ -2,17 +2,17 @@
 
 Every page, the API's rankings and the fit calculator read prices here:
 ``gpu_rent_prices`` is what every surface that shows "the price of a GPU" reads (rankings,
-tiers, compare, GPU page, catalogue, fit calculator, API, CSV): the figure by the chosen rule, its spread
-and its provenance (provider, observation date, age, how the date is known).
-``gpu_purchase_prices`` is the newest purchase price per GPU (rankings' buy mode, fit
-calculator); ``gpu_offers`` and ``gpu_price_history`` are the GPU page's offers table and price
-chart. How USD figures are shown in the page currency: catalog/money.py.
+tiers, compare, GPU page, catalogue, fit calculator, API, CSV): the figure by the chosen rule, its
+spread, every provider it is taken from and its provenance (provider, observation date, age, how
+the date is known). It reads the derived ``GpuPrice`` rows (one indexed query on rule, GPU count
+and GPU), written after every price import by ``catalog.services.prices.derive``;
+``gpu_price_gaps`` says why a GPU has none. ``gpu_purchase_prices`` is the newest purchase price
+per GPU (rankings' buy mode, fit calculator); ``gpu_offers`` and ``gpu_price_history`` are the GPU
+page's offers table and price chart. How USD figures are shown in the page currency:
+catalog/money.py.
 
-The "now" selectors read the denormalised ``Offer.current_*`` fields through
-``Offer.objects.current()``, which matches the partial index ``offer_gpu_spot_price``
-(gpu, is_spot, current_price_per_gpu_hour_usd WHERE available AND price_separable): one
-indexed query, however long the observation history grows. Only the history selector reads
-``PriceObservation``.
+The offer selectors read the denormalised ``Offer.current_*`` fields through
+``Offer.objects.current()``; only the history selector reads ``PriceObservation``.
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-import pandas as pd
 from django.conf import settings
-from django.db.models import Count, F, Max, Min, Q, Window
-from django.db.models.functions import RowNumber, TruncDate
+from django.db.models import Max, Min, Q
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
-from catalog.models import Gpu, Offer, PriceObservation, PriceSnapshot, PurchasePrice
+from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceObservation, PriceSnapshot, Provider, PurchasePrice
 from catalog.money import Money
 from catalog.money import display_rate as display_rate  # the fit calculator imports it from here
 from catalog.services.prices.currency import NoExchangeRate, RateBook
+from catalog.services.prices.derive import gpu_price_row, offer_facts, price_figures, snapshot_dates_of
+from catalog.services.prices.derive import typical_of as typical_of  # the rule's median, imported from here by tests
 from gpuatlas.data_version import data_versioned
 
 # typical: the median of each provider's cheapest current on-demand offer (for an even count, the
@@ -64,6 +65,21 @@ class PriceProvenance:
 
 
 @dataclass(frozen=True)
+class ProviderPrice:
+    """One provider's cheapest current offer of a GPU: one of the prices a typical price is taken from."""
+
+    provider: str
+    provider_slug: str
+    price_usd: Decimal
+    instance_type: str
+    region: str
+    gpu_count: float
+    observed_at: dt.datetime
+    date_is_estimate: bool
+    marketplace: bool
+
+
+@dataclass(frozen=True)
 class GpuRentPrice:
     """One GPU's rental price by a rule, USD per GPU-hour, with its spread and provenance."""
 
@@ -77,18 +93,19 @@ class GpuRentPrice:
     offers: int
     provenance: PriceProvenance  # for a mean of two middle offers: the cheaper of the two
     typical_between: tuple[str, ...] = ()  # the two providers a typical price is the mean of
+    # Every provider the figure is taken from, cheapest first (the GPU page credits them all).
+    contributors: tuple[ProviderPrice, ...] = ()
+    # The only offer is one marketplace listing: a price, not a typical one (pages say so).
+    single_listing: bool = False
 
     @property
     def one_provider(self) -> bool:
         return self.providers == 1
 
-
-def typical_of(prices: list[Decimal]) -> Decimal:
-    """The median of sorted prices; for an even count the mean of the two middle ones (6 places)."""
-    middle = len(prices) // 2
-    if len(prices) % 2:
-        return prices[middle]
-    return ((prices[middle - 1] + prices[middle]) / 2).quantize(Decimal("0.000001"))
+    @property
+    def thin(self) -> bool:
+        """Resting on one provider: pages mark it beside the figure and on tier cards."""
+        return self.providers == 1
 
 
 @data_versioned("price_data_newest")  # perf: read by every page's footer; changes only with an import
@@ -104,112 +121,220 @@ def gpu_rent_prices(
     provider: str = "",
     region: str = "",
     now: dt.datetime | None = None,
+    gpu_count: int = 0,
+    with_providers: bool = False,
 ) -> dict[int, GpuRentPrice]:
-    """{gpu_id: GpuRentPrice} from current, SKU-level offers (two queries whatever the data).
+    """{gpu_id: GpuRentPrice} by ``rule`` from the derived prices (``GpuPrice``): one indexed query.
 
-    Current: in its provider's newest snapshot of its feed, that snapshot within
-    PRICE_FRESHNESS_DAYS of the newest price data (``Offer.objects.current()``). SKU-level: the
-    offer's form factor is stated by its source or mapped by a curator (ambiguous ones are
-    left out). ``rule`` is one of PRICE_RULES ("median" reads as "typical"); ``provider`` is a
-    provider slug, ``region`` a substring of the offer's region.
+    The prices are taken from current, SKU-level, non-placeholder offers when they change
+    (``catalog.services.prices.derive``; docs/prices-rules.md). ``rule`` is one of PRICE_RULES
+    ("median" reads as "typical"); ``gpu_count`` 0 reads machines of any size, N machines of N
+    GPUs; ``provider`` (a slug) narrows a price to that provider's cheapest offer, read from the
+    stored providers of the figure. ``region`` (a substring of the offer's region) is a filter no
+    stored figure can answer: the same rule is applied to the current offers of that region.
+    ``with_providers``: fill ``contributors`` (every provider behind each figure: the GPU page's
+    credits); without it they are not read, which keeps the read of every GPU's price light.
     """
     rule = "typical" if rule == "median" else rule
     if rule not in PRICE_RULES:
         raise ValueError(f"unknown price rule {rule!r}; expected one of {', '.join(PRICE_RULES)}")
-    current = Offer.objects.current().sku_level()
-    offers = current.spot() if rule == "spot" else current.on_demand()
+    now = now or timezone.now()
+    if region or (provider and gpu_count):
+        # Filters no stored row answers (a region; one provider's machines of N GPUs, whose
+        # providers are stored for machines of any size only): the rule over those offers.
+        rows = _rows_of(gpu_ids=gpu_ids, rule=rule, region=region, gpu_count=gpu_count, now=now)
+    else:
+        stored = GpuPrice.objects.filter(rule=rule, gpu_count=gpu_count)
+        if gpu_ids is not None:
+            stored = stored.filter(gpu_id__in=list(gpu_ids))
+        if not (provider or with_providers):
+            stored = stored.defer("contributors")
+        rows = list(stored)
+    if provider:
+        return {
+            row.gpu_id: price
+            for row in rows
+            if (price := _price_of_provider(row, provider=provider, now=now)) is not None
+        }
+    return {row.gpu_id: _price_of_row(row, now=now, with_providers=with_providers) for row in rows}
+
+
+def _rows_of(
+    *, gpu_ids: Iterable[int] | None, rule: str, region: str, gpu_count: int, now: dt.datetime
+) -> list[GpuPrice]:
+    """The rule applied to the current, priced offers (of one region, if given): unsaved
+    ``GpuPrice`` rows, with their providers whatever the GPU count."""
+    offers = Offer.objects.current().sku_level().priced().filter(region__icontains=region)
     if gpu_ids is not None:
         offers = offers.filter(gpu_id__in=list(gpu_ids))
-    if provider:
-        offers = offers.filter(provider__slug=provider)
-    if region:
-        offers = offers.filter(region__icontains=region)
-    # Each provider's cheapest offer of each GPU (ties: the most recently seen, then the offer id),
-    # picked by the database: a row per (GPU, provider), not one per offer.
-    cheapest_of_provider = offers.annotate(
-        provider_rank=Window(
-            RowNumber(),
-            partition_by=[F("gpu_id"), F("provider_id")],
-            order_by=[F("current_price_per_gpu_hour_usd").asc(), F("last_seen").desc(), F("id").asc()],
-        ),
-        gpu_offers=Window(Count("id"), partition_by=[F("gpu_id")]),
-    ).filter(provider_rank=1)
-    columns = [
-        "id", "gpu_id", "provider_id", "provider__name", "provider__slug", "instance_type", "region",
-        "gpu_count", "is_spot", "source", "last_seen", "current_price_per_gpu_hour_usd", "gpu_offers",
-    ]  # fmt: skip
-    cheapest = pd.DataFrame.from_records(list(cheapest_of_provider.order_by().values_list(*columns)), columns=columns)
-    if cheapest.empty:
-        return {}
-    snapshots = {
-        (feed, provider_id, at): (basis, note)
-        for feed, provider_id, at, basis, note in PriceSnapshot.objects.filter(
-            observed_at__gte=cheapest["last_seen"].min()
-        ).values_list("feed", "provider_id", "observed_at", "date_basis", "date_note")
+    facts = offer_facts(offers)
+    dates = snapshot_dates_of(facts)
+    return [
+        gpu_price_row(figure, dates, now, credit_providers=True)
+        for figure in price_figures(facts, rule=rule, by_count=gpu_count > 0)
+        if figure.gpu_count == gpu_count
+    ]
+
+
+def _age_days(observed_at: dt.datetime, estimate: bool, now: dt.datetime) -> float | None:
+    return None if estimate else round((now - observed_at).total_seconds() / 86400, 1)
+
+
+def _contributors(row: GpuPrice) -> tuple[ProviderPrice, ...]:
+    return tuple(
+        ProviderPrice(
+            provider=c["provider"],
+            provider_slug=c["slug"],
+            price_usd=Decimal(c["price"]),
+            instance_type=c["instance_type"],
+            region=c["region"],
+            gpu_count=float(c["gpu_count"]),
+            observed_at=dt.datetime.fromisoformat(c["observed_at"]),
+            date_is_estimate=c["date_basis"] == PriceSnapshot.DateBasis.ESTIMATE,
+            marketplace=c["kind"] == Provider.Kind.MARKETPLACE,
+        )
+        for c in row.contributors
+    )
+
+
+def _price_of_row(row: GpuPrice, *, now: dt.datetime, with_providers: bool) -> GpuRentPrice:
+    estimate = row.date_basis in (PriceSnapshot.DateBasis.ESTIMATE, "")
+    provenance = PriceProvenance(
+        offer_id=row.offer_id or 0,
+        provider=row.provider_name,
+        provider_slug=row.provider_slug,
+        instance_type=row.instance_type,
+        region=row.region,
+        gpu_count=row.offer_gpu_count,
+        is_spot=row.rule == GpuPrice.Rule.SPOT,
+        observed_at=row.observed_at,
+        age_days=_age_days(row.observed_at, estimate, now),
+        date_basis=row.date_basis or PriceSnapshot.DateBasis.ESTIMATE,
+        date_is_estimate=estimate,
+        date_note=row.date_note,
+        source=row.source,
+    )
+    return GpuRentPrice(
+        gpu_id=row.gpu_id,
+        rule=row.rule,
+        price_usd=row.price_usd,
+        minimum_usd=row.minimum_usd,
+        typical_usd=row.typical_usd,
+        maximum_usd=row.maximum_usd,
+        providers=row.providers,
+        offers=row.offers,
+        provenance=provenance,
+        typical_between=tuple(row.typical_between),
+        contributors=_contributors(row) if with_providers else (),
+        single_listing=row.single_listing,
+    )
+
+
+def _price_of_provider(row: GpuPrice, *, provider: str, now: dt.datetime) -> GpuRentPrice | None:
+    """A figure narrowed to one provider: that provider's cheapest offer, by every rule."""
+    record = next((c for c in row.contributors if c["slug"] == provider), None)
+    if record is None:
+        return None
+    price = Decimal(record["price"])
+    observed = dt.datetime.fromisoformat(record["observed_at"])
+    estimate = record["date_basis"] == PriceSnapshot.DateBasis.ESTIMATE
+    contributor = next(c for c in _contributors(row) if c.provider_slug == provider)
+    provenance = PriceProvenance(
+        offer_id=record["offer"],
+        provider=record["provider"],
+        provider_slug=provider,
+        instance_type=record["instance_type"],
+        region=record["region"],
+        gpu_count=float(record["gpu_count"]),
+        is_spot=row.rule == GpuPrice.Rule.SPOT,
+        observed_at=observed,
+        age_days=_age_days(observed, estimate, now),
+        date_basis=record["date_basis"],
+        date_is_estimate=estimate,
+        date_note="",
+        source="",
+    )
+    return GpuRentPrice(
+        gpu_id=row.gpu_id,
+        rule=row.rule,
+        price_usd=price,
+        minimum_usd=price,
+        typical_usd=price,
+        maximum_usd=price,
+        providers=1,
+        offers=1,
+        provenance=provenance,
+        contributors=(contributor,),
+        single_listing=contributor.marketplace and row.providers == 1 and row.single_listing,
+    )
+
+
+@dataclass(frozen=True)
+class PriceGap:
+    """Why a GPU has no typical price, in a sentence a page shows in the price's place."""
+
+    gpu_id: int
+    reason: str  # GpuPriceGap.Reason, or NO_OFFER
+    offers: int
+    newest: dt.datetime | None
+
+    @property
+    def text(self) -> str:
+        date = f"{self.newest:%Y-%m-%d}" if self.newest else ""
+        reasons = GpuPriceGap.Reason
+        if self.reason == reasons.PLACEHOLDER:
+            return _("no price: its offers list only placeholder prices")
+        if self.reason == reasons.SPOT_ONLY:
+            return _("no on-demand price: only spot offers")
+        if self.reason == reasons.AMBIGUOUS:
+            return ngettext(
+                "no price: %(count)d offer does not say the form factor (waiting for a curator)",
+                "no price: %(count)d offers do not say the form factor (waiting for a curator)",
+                self.offers,
+            ) % {"count": self.offers}
+        if self.reason == reasons.STALE:
+            return _("no current price: its newest offer (%(date)s) is older than the freshness window") % {
+                "date": date
+            }
+        if self.reason == reasons.WITHDRAWN:
+            return _("no current price: its offers are no longer listed (last seen %(date)s)") % {"date": date}
+        if self.reason == reasons.UNPRICED:
+            return _("no price: its offers are listed without a price per GPU")
+        return _("no price: no offer in the imported price catalogues")
+
+
+NO_OFFER = "no-offer"
+
+
+def gpu_price_gaps(*, gpu_ids: Iterable[int]) -> dict[int, PriceGap]:
+    """For each of ``gpu_ids`` without a typical price, why (two queries): the stored reason
+    (``GpuPriceGap``, derived with the prices), else "no offer at all"."""
+    ids = set(gpu_ids)
+    priced = set(
+        GpuPrice.objects.filter(rule=GpuPrice.Rule.TYPICAL, gpu_count=0, gpu_id__in=ids).values_list(
+            "gpu_id", flat=True
+        )
+    )
+    missing = ids - priced
+    stored = {
+        gap.gpu_id: PriceGap(gap.gpu_id, gap.reason, gap.offers, gap.newest)
+        for gap in GpuPriceGap.objects.filter(gpu_id__in=missing)
     }
-    now = now or timezone.now()
-    cheapest = cheapest.sort_values(["gpu_id", "current_price_per_gpu_hour_usd", "provider__slug"])
-    result: dict[int, GpuRentPrice] = {}
-    for gpu_id, group in cheapest.groupby("gpu_id", sort=False):
-        prices = list(group["current_price_per_gpu_hour_usd"])
-        typical = typical_of(prices)
-        # The offer a typical price is shown with: the middle one, or the cheaper of the middle two.
-        typical_index = (len(prices) - 1) // 2
-        chosen = group.iloc[0] if rule in ("cheapest", "spot") else group.iloc[typical_index]
-        between: tuple[str, ...] = ()
-        if rule == "typical" and len(prices) % 2 == 0:
-            between = tuple(group.iloc[[typical_index, typical_index + 1]]["provider__name"])
-        seen = pd.Timestamp(chosen["last_seen"]).to_pydatetime()
-        provider_id = int(chosen["provider_id"])
-        basis, note = snapshots.get((chosen["source"], provider_id, seen), (PriceSnapshot.DateBasis.ESTIMATE, ""))
-        provenance = PriceProvenance(
-            offer_id=int(chosen["id"]),
-            provider=chosen["provider__name"],
-            provider_slug=chosen["provider__slug"],
-            instance_type=chosen["instance_type"],
-            region=chosen["region"],
-            gpu_count=float(chosen["gpu_count"]),
-            is_spot=bool(chosen["is_spot"]),
-            observed_at=seen,
-            age_days=None
-            if basis == PriceSnapshot.DateBasis.ESTIMATE
-            else round((now - seen).total_seconds() / 86400, 1),
-            date_basis=basis,
-            date_is_estimate=basis == PriceSnapshot.DateBasis.ESTIMATE,
-            date_note=note,
-            source=chosen["source"],
-        )
-        result[int(gpu_id)] = GpuRentPrice(
-            gpu_id=int(gpu_id),
-            rule=rule,
-            price_usd=typical if rule == "typical" else chosen["current_price_per_gpu_hour_usd"],
-            minimum_usd=prices[0],
-            typical_usd=typical,
-            maximum_usd=prices[-1],
-            providers=len(prices),
-            offers=int(chosen["gpu_offers"]),
-            provenance=provenance,
-            typical_between=between,
-        )
-    return result
+    return {gpu_id: stored.get(gpu_id, PriceGap(gpu_id, NO_OFFER, 0, None)) for gpu_id in missing}
 
 
 def gpu_counts_rented(*, gpu_ids: Iterable[int]) -> dict[int, frozenset[int]]:
     """gpu id -> the whole numbers of that GPU that current on-demand offers put in one machine
-    (SKU-level offers; a fraction of a shared GPU is no configuration to serve a model on). One query."""
+    (SKU-level, priced offers; a fraction of a shared GPU is no configuration to serve a model
+    on): the GPU counts of the derived prices. One query."""
     rows = (
-        Offer.objects.current()
-        .sku_level()
-        .on_demand()
-        .filter(gpu_id__in=list(gpu_ids), gpu_count__gte=1)
+        GpuPrice.objects.filter(rule=GpuPrice.Rule.TYPICAL, gpu_count__gte=1, gpu_id__in=list(gpu_ids))
         .order_by()
         .values_list("gpu_id", "gpu_count")
-        .distinct()
     )
     counts: dict[int, set[int]] = {}
     for gpu_id, count in rows:
-        if float(count).is_integer():
-            counts.setdefault(gpu_id, set()).add(int(count))
+        counts.setdefault(gpu_id, set()).add(count)
     return {gpu_id: frozenset(found) for gpu_id, found in counts.items()}
 
 
@@ -258,7 +383,7 @@ def price_status(*, now: dt.datetime | None = None) -> PriceStatus:
 
     The one decision on freshness: the footer, /providers/, the health page and the rankings all
     say what this says. A bundled snapshot dated by an estimate (the day its files were copied)
-    is never "live" and has no age: pages say "price date unknown, snapshot of" its date.
+    is never "live" and has no age: pages say "date unknown, file of" its date.
     """
     newest, dated = price_snapshot_newest()
     window = settings.PRICE_FRESHNESS_DAYS
@@ -340,6 +465,7 @@ class OfferLine:
     variant_ambiguous: bool = False
     date_is_estimate: bool = False
     date_note: str = ""
+    placeholder: str = ""  # why the listed price is no price (kept out of typical and cheapest)
 
 
 OFFERS_SHOWN = 60
@@ -373,6 +499,7 @@ def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> t
             variant_ambiguous=o.variant_ambiguous,
             date_is_estimate=dates.get((o.source, o.provider_id, o.last_seen), ("estimate", ""))[0] == "estimate",
             date_note=dates.get((o.source, o.provider_id, o.last_seen), ("", ""))[1],
+            placeholder=o.placeholder,
         )
         for o in chosen
     ]

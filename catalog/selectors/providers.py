@@ -47,6 +47,7 @@ def providers_with_stats() -> list[dict[str, Any]]:
             "slug": p.slug,
             "kind": p.get_kind_display(),
             "url": p.url,
+            "name_source": p.name_source,
             "offer_count": p.offer_count,
             "available_count": p.available_count,
             "priced_count": p.priced_count,

@@ -20,9 +20,13 @@ from catalog.money import Money, display_money
 from catalog.selectors.prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
+    GpuRentPrice,
     OfferLine,
+    PriceGap,
     gpu_offers,
+    gpu_price_gaps,
     gpu_price_history,
+    gpu_rent_prices,
 )
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
 from dashboard.figures.multi_gpu import allreduce_figure, scaling_figure
@@ -85,6 +89,8 @@ class GpuPageData:
     multi_gpu: MultiGpuFigures = field(default_factory=MultiGpuFigures)
     scaling_figure: dict[str, Any] | None = None
     allreduce_figure: dict[str, Any] | None = None
+    rent_price: GpuRentPrice | None = None  # the typical price, with every provider it is taken from
+    price_gap: PriceGap | None = None  # without one: why
 
 
 def _aggregate_label(aggregate: ResultAggregate) -> str:
@@ -203,6 +209,8 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         )
     offers, offers_total = gpu_offers(gpu=gpu, money=money)
     history = gpu_price_history(gpu=gpu, money=money)
+    rent_price = gpu_rent_prices(gpu_ids=[gpu.id], with_providers=True).get(gpu.id)
+    price_gap = None if rent_price else gpu_price_gaps(gpu_ids=[gpu.id]).get(gpu.id)
 
     baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
     results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
@@ -235,6 +243,8 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     )
     return GpuPageData(
         money=money,
+        rent_price=rent_price,
+        price_gap=price_gap,
         offers=offers,
         offers_total=offers_total,
         price_history_figure=price_history_figure(

@@ -36,6 +36,9 @@ class RowPrice:
     age_days: float | None = None
     date_basis: str = ""  # PriceSnapshot.DateBasis
     date_estimated: bool = False
+    between: tuple[str, ...] = ()  # the two providers a typical price is the mean of
+    single_listing: bool = False  # the only offer is one marketplace listing: not a typical price
+    missing: str = ""  # without a price: why (catalog.selectors.prices.gpu_price_gaps)
 
 
 @dataclass

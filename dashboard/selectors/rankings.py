@@ -57,6 +57,7 @@ from catalog.selectors.prices import (
     GpuRentPrice,
     exchange_rates,
     gpu_counts_rented,
+    gpu_price_gaps,
     gpu_purchase_prices,
     gpu_rent_prices,
 )
@@ -414,11 +415,15 @@ def _prices_read(
         for gpu in gpus
         if gpu.id in rent_prices
     }
+    if not (params.provider or params.region):  # with a filter, the filter is why
+        unpriced = [gpu.id for gpu in gpus if gpu.id not in rent_prices]
+        for gpu_id, gap in gpu_price_gaps(gpu_ids=unpriced).items():
+            by_gpu[gpu_id] = RowPrice(unit=unit, missing=gap.text)
     user = _user_prices(params, gpus)
     for gpu in gpus:
         if gpu.slug in user:  # in the page currency already; the offer's provenance stays beside it
             offer = by_gpu.get(gpu.id, RowPrice(unit=unit))
-            by_gpu[gpu.id] = replace(offer, amount=user[gpu.slug], source=_("your price"), providers=0)
+            by_gpu[gpu.id] = replace(offer, amount=user[gpu.slug], source=_("your price"), providers=0, missing="")
     value_unit = _("per %(currency)s/GPU-hour") % {"currency": money.currency}
     return PriceInputs(
         money=money, by_gpu=by_gpu, unit=unit, scale=1.0, value_unit=value_unit, user_priced=frozenset(user)
@@ -431,7 +436,7 @@ def _rent_row_price(rent: GpuRentPrice, *, money: Money, unit: str, source: str)
     return RowPrice(
         amount=money(float(rent.price_usd)),
         unit=unit,
-        source=source,
+        source=_("price of one marketplace listing") if rent.single_listing else source,
         providers=rent.providers,
         minimum=money(float(rent.minimum_usd)),
         maximum=money(float(rent.maximum_usd)),
@@ -443,6 +448,8 @@ def _rent_row_price(rent: GpuRentPrice, *, money: Money, unit: str, source: str)
         age_days=origin.age_days,
         date_basis=origin.date_basis,
         date_estimated=origin.date_is_estimate,
+        between=rent.typical_between,
+        single_listing=rent.single_listing,
     )
 
 

@@ -15,10 +15,6 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from django.utils.text import slugify
-
-from catalog.models import Provider
-
 PRICE_QUANTUM = Decimal("0.000001")  # the 6 decimal places of the price columns
 # Far above any GPU rental price, and far below what the price columns (14 digits, 6 decimals)
 # hold, so that a typo is a row rejection rather than a database error that fails the file.
@@ -119,6 +115,8 @@ class FileSummary:
     error: str = ""
     import_run_id: int | None = None
     seconds: float = 0.0
+    # GPUs whose derived prices (typical, cheapest, spot; catalog.models.GpuPrice) this import changed.
+    gpus_repriced: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -145,6 +143,7 @@ class FileSummary:
             "skipped": self.skipped,
             "notes": self.notes,
             "error": self.error,
+            "gpus_repriced": self.gpus_repriced,
             "seconds": round(self.seconds, 3),
         }
 
@@ -230,78 +229,6 @@ def parse_float(cell: str | None, column: str, *, required: bool = False, positi
 
 def per_gpu(price: Decimal, gpu_count: float) -> Decimal:
     return (price / Decimal(str(gpu_count))).quantize(PRICE_QUANTUM, rounding=ROUND_HALF_UP)
-
-
-# --- providers ------------------------------------------------------------------------------
-
-# Names as the sources spell them -> our provider slug. The same company appears under several
-# names (SkyPilot "lambda", FSDL "Lambda", the tracker's "lambdalabs"); one Provider row each.
-PROVIDER_SLUGS = {
-    "lambdalabs": "lambda",
-    "lambda-labs": "lambda",
-    "datacrunch": "verda",
-    "google-cloud": "gcp",
-    "cudo-compute": "cudo",
-    "oracle-cloud": "oci",
-    "oblivus-cloud": "oblivus",
-    "latitude-sh": "latitude",
-    "latitudesh": "latitude",
-    "crusoecloud": "crusoe",
-    "massed-compute": "massedcompute",
-    "do": "digitalocean",
-}
-
-KNOWN_PROVIDERS: dict[str, tuple[str, str]] = {
-    "aws": ("AWS", Provider.Kind.CLOUD),
-    "gcp": ("Google Cloud", Provider.Kind.CLOUD),
-    "azure": ("Microsoft Azure", Provider.Kind.CLOUD),
-    "oci": ("Oracle Cloud", Provider.Kind.CLOUD),
-    "lambda": ("Lambda", Provider.Kind.CLOUD),
-    "vast": ("Vast.ai", Provider.Kind.MARKETPLACE),
-    "nebius": ("Nebius", Provider.Kind.CLOUD),
-    "verda": ("Verda (ex-DataCrunch)", Provider.Kind.CLOUD),
-    "hyperbolic": ("Hyperbolic", Provider.Kind.CLOUD),
-    "shadeform": ("Shadeform", Provider.Kind.AGGREGATOR),
-    "primeintellect": ("Prime Intellect", Provider.Kind.AGGREGATOR),
-    "jarvislabs": ("JarvisLabs", Provider.Kind.CLOUD),
-    "hyperstack": ("Hyperstack", Provider.Kind.CLOUD),
-    "cudo": ("Cudo Compute", Provider.Kind.CLOUD),
-    "runpod": ("RunPod", Provider.Kind.CLOUD),
-    "fluidstack": ("FluidStack", Provider.Kind.CLOUD),
-    "paperspace": ("Paperspace", Provider.Kind.CLOUD),
-    "crusoe": ("Crusoe", Provider.Kind.CLOUD),
-    "massedcompute": ("Massed Compute", Provider.Kind.CLOUD),
-    "vultr": ("Vultr", Provider.Kind.CLOUD),
-    "ovhcloud": ("OVHcloud", Provider.Kind.CLOUD),
-    "exoscale": ("Exoscale", Provider.Kind.CLOUD),
-    "digitalocean": ("DigitalOcean", Provider.Kind.CLOUD),
-    "scaleway": ("Scaleway", Provider.Kind.CLOUD),
-}
-
-
-def provider_is_marketplace(slug: str) -> bool:
-    """Whether the provider's offers are individual hosts' listings (vast), each its own offer."""
-    return KNOWN_PROVIDERS.get(slug, ("", Provider.Kind.CLOUD))[1] == Provider.Kind.MARKETPLACE
-
-
-def provider_slug(name: str) -> str:
-    slug = slugify(name.replace("_", "-").replace(".", "-"))
-    return PROVIDER_SLUGS.get(slug, slug) or "unknown"
-
-
-def providers_get_or_create(*, slugs: dict[str, str], currency_by_slug: dict[str, str]) -> dict[str, Provider]:
-    """Provider rows for ``slugs`` (slug -> display name as first seen), creating missing ones."""
-    found = {p.slug: p for p in Provider.objects.filter(slug__in=list(slugs))}
-    for slug, seen_name in slugs.items():
-        if slug in found:
-            continue
-        name, kind = KNOWN_PROVIDERS.get(slug, (seen_name, Provider.Kind.CLOUD))
-        # get_or_create: two import tasks may meet the same new provider at once.
-        found[slug], _ = Provider.objects.get_or_create(
-            slug=slug,
-            defaults={"name": name[:120], "kind": kind, "default_currency": currency_by_slug.get(slug, "USD")},
-        )
-    return found
 
 
 def offer_row_problem(row: OfferRow) -> str | None:

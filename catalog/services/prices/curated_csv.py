@@ -24,8 +24,8 @@ from catalog.services.prices.common import (
     RowRejection,
     parse_decimal_price,
     parse_float,
-    provider_slug,
 )
+from catalog.services.prices.providers import provider_slug
 
 FORMAT = "curated-csv"
 REQUIRED = ("provider", "instance_type", "gpu_name", "gpu_count", "price_per_hour", "currency", "observed_at", "source")

@@ -30,8 +30,8 @@ from catalog.services.prices.common import (
     RowRejection,
     parse_decimal_price,
     parse_float,
-    provider_slug,
 )
+from catalog.services.prices.providers import provider_slug
 
 FORMAT = "fsdl"
 HEADER = ("Cloud", "GPU Type", "GPUs", "On-demand")

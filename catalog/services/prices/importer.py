@@ -24,6 +24,7 @@ from catalog.services.prices.common import (
 )
 from catalog.services.prices.curated_csv import parse_curated_csv
 from catalog.services.prices.currency import RateBook, exchange_rates_import_csv
+from catalog.services.prices.derive import gpu_prices_derive
 from catalog.services.prices.detect import (
     ALL_FORMATS,
     EXCHANGE_RATES,
@@ -31,6 +32,7 @@ from catalog.services.prices.detect import (
     format_detect,
 )
 from catalog.services.prices.fsdl import parse_fsdl
+from catalog.services.prices.providers import providers_catalogue_sync
 from catalog.services.prices.skypilot import GcpHostPool, gcp_host_pool, parse_skypilot, skypilot_feed
 from catalog.services.prices.tugot17 import parse_tugot17
 from catalog.services.prices.writer import snapshot_write
@@ -47,6 +49,7 @@ PARSERS: dict[str, Callable[..., ParsedFile]] = {
     "curated-csv": parse_curated_csv,
 }
 MANIFEST_NAME = "snapshots.toml"
+FILE_DATE_NOTE = "no snapshot date stated: the date of the file, not of the prices"
 IMPORTABLE_SUFFIXES = (".csv", ".jsonl")
 UNKNOWN_FORMAT = (
     "unknown price file format (expected a SkyPilot vms.csv, FSDL cloud-gpus.csv, tracker .jsonl or curated CSV)"
@@ -75,8 +78,9 @@ def snapshot_time_for(*, path: Path, root: Path | None = None) -> SnapshotTime:
 
     A ``snapshots.toml`` in the file's folder or a parent (up to ``root``) gives it per file or
     folder prefix: a table ``{observed_at = ..., basis = "published" | "estimate" | "fetched",
-    note = "..."}`` or a bare date (a commit or publication date). Without one, the file's
-    modification time, i.e. when it was fetched.
+    note = "..."}`` or a bare date (a commit or publication date). Without one the date is not
+    known: the file's modification time stands in as an estimate (pages say "date unknown, file
+    of DATE"), whatever the format, since a copy's date is not when its prices were observed.
     """
     path = path.resolve()
     stop = root.resolve() if root else None
@@ -100,7 +104,7 @@ def snapshot_time_for(*, path: Path, root: Path | None = None) -> SnapshotTime:
         if stop is not None and folder == stop:
             break
     modified = dt.datetime.fromtimestamp(path.stat().st_mtime, tz=dt.UTC).replace(microsecond=0)
-    return SnapshotTime(modified, PriceSnapshot.DateBasis.FETCHED, "the file's modification time")
+    return SnapshotTime(modified, PriceSnapshot.DateBasis.ESTIMATE, FILE_DATE_NOTE)
 
 
 def price_import_file(
@@ -265,6 +269,7 @@ def _prices_write(
     summary.feed = parsed.feed
     when = snapshot_time if snapshot_time is not None else snapshot_time_for(path=path, root=root)
     with transaction.atomic():
+        providers_catalogue_sync()
         snapshot_write(
             parsed=parsed,
             observed_at=when.observed_at,
@@ -276,6 +281,7 @@ def _prices_write(
             summary=summary,
             progress=progress,
         )
+        summary.gpus_repriced = sorted(gpu_prices_derive())
         data_version_bump()  # cached rankings and GPU pages read these prices
         # The price watches and ranking watches of the GPUs whose offers this file changed.
         followup_after_commit("watches.tasks.watches_evaluate_after_price_import", import_run_id=run.pk)
@@ -288,6 +294,7 @@ def _finish(run: ImportRun, summary: FileSummary, started: float, *, error: str 
         # A failed file wrote nothing (its transaction rolled back): say so in the counts too.
         summary.offers_created = summary.offers_updated = summary.observations_added = 0
         summary.offers_marked_unavailable = 0
+        summary.gpus_repriced = []
     run.status = ImportRun.Status.FAILED if error else ImportRun.Status.DONE
     run.finished_at = timezone.now()
     run.summary = summary.as_dict()

@@ -39,9 +39,10 @@ _SAFE_SUFFIX_WORD = re.compile(
 )
 _MODEL_HEAD = re.compile(r"^(?:nvidia[\s_-]+)?([a-z]*\d+[a-z]*)", re.IGNORECASE)
 # Form-factor words, matched on the row text split at anything but letters and digits. "NVLink"
-# is a bridge between PCIe cards, not the NVL product; "HGX" boards carry SXM modules.
+# is a bridge between PCIe cards, not the NVL product; "HGX" boards and "DGX" systems carry SXM
+# modules (NVIDIA's DGX A100 and DGX H100 datasheets: SXM4/SXM5 GPUs on an HGX baseboard).
 _FORM_FACTORS = (
-    (re.compile(r"^(?:[a-z]*\d+)?(?:sxm\d?|hgx)(?:x\d+)?$"), "SXM"),  # "sxm4x8": 8 SXM4 modules
+    (re.compile(r"^(?:[a-z]*\d+)?(?:sxm\d?|hgx|dgx)(?:x\d+)?$"), "SXM"),  # "sxm4x8": 8 SXM4 modules
     (re.compile(r"^(?:[a-z]*\d+)?(?:pcie|pci|pciex)(?:x\d+)?$"), "PCIe"),
     (re.compile(r"^(?:[a-z]*\d+)?nvl$"), "NVL"),
     (re.compile(r"^oam$"), "OAM"),
@@ -223,6 +224,13 @@ class GpuLinker:
             of_type = [c for c in candidates if self.facts[c].memory_type == next(iter(memory_types))]
             if of_type:
                 candidates, how = of_type, f"name, memory type {next(iter(memory_types))} stated"
+        if len(stated) > 1 and len({self.facts[s].variant for s in siblings} & stated) > 1:
+            # "gpu_1x_DGX_A100" listed as "A100_80G_PCIE": the row names two form factors of the
+            # family; an aggregator's GPU name and its upstream's machine name disagree. Flag it.
+            slugs = tuple(sorted(self.facts[s].slug for s in siblings if self.facts[s].variant in stated))
+            slugs = tuple(s for s in slugs if self.fits(self.by_slug[s], memory)) or slugs
+            mismatch = f"the row names several form factors ({', '.join(sorted(stated))})"
+            return GpuLink(base, memory, mismatch, ambiguous=True, candidates=slugs, how="form factors contradict")
         if len(stated) == 1:
             wanted = next(iter(stated))
             of_variant = [c for c in candidates if self.facts[c].variant == wanted]

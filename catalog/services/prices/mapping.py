@@ -10,6 +10,7 @@ from django.db import transaction
 from catalog.models import GpuAlias, Offer, OfferGpuMapping, UnmatchedGpuName
 from catalog.models.gpus import Gpu, alias_normalise
 from catalog.services.catalog_import import gpu_alias_upsert
+from catalog.services.prices.derive import gpu_prices_derive
 from gpuatlas.data_version import data_version_bump
 
 
@@ -30,6 +31,8 @@ def unmatched_gpu_name_resolve(*, unmatched: UnmatchedGpuName, gpu: Gpu) -> int:
     unmatched.resolved_to = gpu
     unmatched.occurrences = max(unmatched.occurrences, 1)
     unmatched.save(update_fields=["resolved_to", "occurrences", "last_seen"])
+    gpu_prices_derive()
+    data_version_bump()
     return relinked
 
 
@@ -54,5 +57,6 @@ def offer_gpu_map(*, offers: Iterable[Offer], gpu: Gpu, user: Any = None, note: 
         relinked += Offer.objects.filter(
             provider_id=provider_id, instance_type=instance_type, gpu_name_raw=name
         ).update(gpu=gpu, variant_ambiguous=False)
+    gpu_prices_derive()
     data_version_bump()
     return relinked

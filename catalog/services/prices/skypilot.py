@@ -26,8 +26,9 @@ shared/data/SOURCES.md:
 * a memory size in an instance type may be the whole instance's (DigitalOcean's
   ``gpu-h100x8-640gb`` is 8 x 80 GB): the size divided by the GPU count is offered as a reading
   too, and the linker takes the first reading a catalogue GPU of the model fits;
-* marketplace listings (vast) are separate machines: two listings of one instance type in one
-  region at different prices are two offers (`` · listing N``, numbered by price), not a conflict;
+* marketplace listings (vast, SimplePod: kind "marketplace" in catalog/data/curated/providers.toml)
+  are separate machines: two listings of one instance type in one region at different prices are
+  two offers (`` · listing N``, numbered by price), not a conflict;
 * prices are USD except where a cloud's catalogue is documented to bill in another currency
   (``CLOUD_CURRENCIES``).
 """
@@ -52,9 +53,8 @@ from catalog.services.prices.common import (
     RowRejection,
     parse_decimal_price,
     parse_float,
-    provider_is_marketplace,
-    provider_slug,
 )
+from catalog.services.prices.providers import provider_is_marketplace, provider_slug
 
 FORMAT = "skypilot"
 UNAVAILABLE_PLACEHOLDER = Decimal("700")
@@ -379,6 +379,8 @@ def _rows_for(
         extra["arch"] = record["Arch"].strip()
     if cloud in ("shadeform", "primeintellect") and "_" in instance:
         extra["upstream_provider"] = instance.split("_", 1)[0]
+    if record.get("Provider"):  # Spheron names the cloud it resells in a column of its own
+        extra["upstream_provider"] = record["Provider"].strip()
     others = tuple(n for n in (gpu_info_name,) if n and n != accelerator)
     if cloud == "vast" and (model := _VAST_MODEL.match(instance)):
         # The folded AcceleratorName would name another GPU: never fall back to it.

@@ -30,8 +30,8 @@ from catalog.services.prices.common import (
     RowError,
     RowRejection,
     parse_decimal_price,
-    provider_slug,
 )
+from catalog.services.prices.providers import provider_slug
 
 FORMAT = "tugot17"
 _REQUIRED = ("timestamp", "gpu_type", "by_provider")

@@ -43,10 +43,10 @@ from catalog.services.prices.common import (
     RowRejection,
     offer_row_problem,
     per_gpu,
-    providers_get_or_create,
 )
 from catalog.services.prices.currency import NoExchangeRate, RateBook
 from catalog.services.prices.linking import GpuLink, GpuLinker
+from catalog.services.prices.providers import providers_get_or_create
 from gpuatlas.progress import Progress, no_progress
 
 OLDER_PRICE = "price older than the offer's newest observation (kept in history only)"
@@ -153,6 +153,8 @@ def snapshot_write(
         note = "" if own_time else date_note[:500]
         _snapshots_add(listed=listed, when=when, basis=basis, note=note, context=context)
 
+    if parsed.complete_snapshots:
+        _unavailable_since_settle(context)
     summary.unmatched = {name: len(keys) for name, keys in context.unmatched_offers.items()}
     summary.ambiguous = {name: len(keys) for name, keys in context.ambiguous_offers.items()}
     _flush(context.pending, summary)
@@ -294,6 +296,25 @@ def _withdraw_missing(context: _Context, when: dt.datetime, seen: dict[Key, Any]
             context.summary.offers_marked_unavailable += 1
 
 
+def _unavailable_since_settle(context: _Context) -> None:
+    """Each withdrawn offer of the feed is unavailable since the feed's first snapshot after its
+    last sighting: a fact of the snapshots, whichever order their files were imported in (an older
+    snapshot imported after a newer one moves the date back to itself). Offers the source itself
+    listed as unavailable keep the time of that listing."""
+    times = set(PriceSnapshot.objects.filter(feed=context.feed).values_list("observed_at", flat=True))
+    times.update(snapshot.observed_at for snapshot in context.snapshots)
+    ordered = sorted(times)
+    for offer in context.existing.values():
+        if offer.source != context.feed or offer.available or offer.extra.get("listed_unavailable"):
+            continue
+        since = next((t for t in ordered if t > offer.last_seen), None)
+        if since is not None and since != offer.unavailable_since:
+            offer.unavailable_since = since
+            context.pending.mark(offer)
+            if offer.pk is not None:
+                context.pending.changed.add(offer.pk)
+
+
 def _write_row(
     row: OfferRow, key: Key, when: dt.datetime, is_newest: bool, newest: dt.datetime | None, context: _Context
 ) -> GpuLink:
@@ -384,6 +405,8 @@ def _describe(offer: Offer, row: OfferRow, link: GpuLink, context: _Context) -> 
         extra["variant_candidates"] = list(link.candidates)
     if link.how:
         extra["gpu_link"] = link.how
+    if row.unavailable:
+        extra["listed_unavailable"] = True
     if not row.price_separable and row.price_per_hour is not None:
         extra["host_price_per_hour"] = str(row.price_per_hour)
         extra["host_price_currency"] = row.currency
