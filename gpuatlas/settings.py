@@ -181,13 +181,28 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER",
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Every Redis call of the broker has a deadline: a broker that hangs (frozen, or gone without
+# closing the connection) costs a request BROKER_TIMEOUT_S per attempt, not forever. Above the
+# workers' BRPOP wait (1 s), which blocks on the same connection.
+BROKER_TIMEOUT_S = env_int("BROKER_TIMEOUT_S", 2, minimum=2)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "socket_timeout": BROKER_TIMEOUT_S,
+    "socket_connect_timeout": BROKER_TIMEOUT_S,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_S
+# Kombu's Redis transport with the fix that lets a busy worker outlive a broker outage (gpuatlas/broker.py).
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT = "gpuatlas.broker:Transport"
 # Workers and beat outlive a broker outage: they retry the connection at start-up and after a
 # loss, without the default limit of 100 attempts (after which a worker exits). A worker that
 # exits all the same is restarted by compose (restart: unless-stopped) or deploy/stack.sh.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A web request that queues a task tries the broker twice at most (a pooled connection the broker
+# dropped, then a new one) before it gives up: with the timeouts above, a few seconds.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},

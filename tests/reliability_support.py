@@ -104,10 +104,12 @@ def celery_worker(
     queue: str = "ingest",
     heartbeat: bool = False,
     env: dict[str, str] | None = None,
+    app: str = "gpuatlas",
 ) -> Process:
-    """A worker of ``queue``; ``heartbeat``: with worker heartbeats, as the compose file runs them."""
+    """A worker of ``queue``; ``heartbeat``: with worker heartbeats, as the compose file runs them;
+    ``app``: the Celery app module (the project's, or one of the tests' own)."""
     args = [
-        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", queue, "-P", "prefork",
+        sys.executable, "-m", "celery", "-A", app, "worker", "-Q", queue, "-P", "prefork",
         "-c", str(concurrency), "-n", f"rel-{uuid.uuid4().hex[:8]}@%h",
         "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
     ]  # fmt: skip
