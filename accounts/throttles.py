@@ -7,6 +7,19 @@ rather than django-axes or django-ratelimit: the same client address as the API'
 middleware, and they fail open with the cache (gpuatlas/cache.py): with Redis down a sign-in is
 let through, never a 500. Every POST counts, successful or not: a guesser learns nothing from
 which attempt was refused. Rates: ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]``, scopes below.
+
+The account an attempt names is counted by its normal username (accounts/usernames.py), so a
+fullwidth or capitalised spelling spends the same allowance. A stranger can spend an account's
+allowance, so it is short (``THROTTLE_SIGN_IN_ACCOUNT``, ten per ten minutes: a lockout ends at
+most two windows after the guessing stops), and the owner is not subject to it: a browser that
+signed in to the account before is counted per device (accounts/known_devices.py), and a new
+password (a reset) starts a new count.
+
+django-axes was weighed and not taken: it records failed attempts in its own table (or cache)
+per request and judges them with a read, as DRF's throttle did (not atomic under concurrency),
+needs its own middleware and authentication backend, and has no known-device exemption, which
+the owner's access under a stranger's lockout needs; these throttles reuse the API's atomic
+counters and client address.
 """
 
 from __future__ import annotations
@@ -22,6 +35,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+
+from accounts.known_devices import known_device, known_device_remember
+from accounts.selectors import user_by_normal_username
+from accounts.usernames import username_normal
 
 # Scopes (settings THROTTLE_<SCOPE>): attempts per client address, and per account named.
 SIGN_IN_ADDRESS = "sign_in"
@@ -119,8 +136,18 @@ def client_address(request: HttpRequest) -> str:
 
 
 def _account(request: HttpRequest) -> str | None:
+    """Whose allowance a sign-in attempt spends: the device's when this browser signed in to the
+    named account before, else the account's, counted anew after each new password."""
     username = request.POST.get("username", "")
-    return f"account:{username.strip().casefold()}" if username.strip() else None
+    normal = username_normal(username)
+    if not normal:
+        return None
+    device = known_device(request, username=username)
+    if device is not None:
+        return f"device:{normal}:{device}"
+    user = user_by_normal_username(username=username)
+    password_epoch = hashlib.sha256(user.password.encode()).hexdigest()[:16] if user is not None else ""
+    return f"account:{normal}:{password_epoch}"
 
 
 def sign_in_throttles(request: HttpRequest) -> list[FormThrottle]:
@@ -148,6 +175,21 @@ def too_many_attempts(request: HttpRequest, *, wait_seconds: float) -> HttpRespo
     response = render(request, "429.html", {"minutes": minutes}, status=429)
     response["Retry-After"] = str(max(1, math.ceil(wait_seconds)))
     return response
+
+
+def sign_in_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A sign-in view (the site's or the admin's): throttled per address and per account, and
+    remembering the browser once a POST signs in (accounts/known_devices.py)."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        response = view(request, *args, **kwargs)
+        user = getattr(request, "user", None)
+        if request.method == "POST" and user is not None and user.is_authenticated and response.status_code == 302:
+            known_device_remember(request, response, username=user.get_username())
+        return response
+
+    return throttle_posts(sign_in_throttles)(wrapper)
 
 
 def throttle_posts(

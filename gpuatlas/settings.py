@@ -123,6 +123,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Usernames are compared in one form (NFKC, case folded): accounts/usernames.py.
+AUTHENTICATION_BACKENDS = ["accounts.backends.NormalisedUsernameBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "accounts:account"
 LOGOUT_REDIRECT_URL = "dashboard:rankings"
@@ -293,7 +295,8 @@ REST_FRAMEWORK = {
         # Form views (accounts/throttles.py): sign-in attempts per client address and per account
         # (site and admin), sign-ups per address, API tokens created per address and per account.
         "sign_in": env_str("THROTTLE_SIGN_IN", "10/min"),
-        "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "30/hour"),
+        # Short: a stranger can spend it (accounts/throttles.py); the owner's known browser is counted apart.
+        "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "10/10m"),
         "sign_up": env_str("THROTTLE_SIGN_UP", "10/hour"),
         "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
     },
