@@ -16,7 +16,7 @@ class NormalisedUsernameBackend(ModelBackend):
     typed (``Sec_Dave`` signs in as ``sec_dave``); the password check, the inactive-user rule and
     the timing of an unknown name are Django's."""
 
-    def authenticate(
+    def authenticate(  # type: ignore[override]
         self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
     ) -> AbstractBaseUser | None:
         if username is not None:

@@ -56,7 +56,7 @@ def username_taken(*, username: str, exclude_pk: int | None = None) -> str | Non
     ``exclude_pk``), or None."""
     normal = username_normal(username)
     users = get_user_model().objects.filter(username__iexact=unicodedata.normalize("NFKC", username.strip()))
-    for user in users.exclude(pk=exclude_pk):
+    for user in users.exclude(pk=exclude_pk) if exclude_pk is not None else users:
         if username_normal(user.get_username()) == normal:
             return user.get_username()
     return None

@@ -64,6 +64,8 @@ class WindowRateThrottle(SimpleRateThrottle):
     """
 
     PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    num_requests: int
+    duration: int
 
     def parse_rate(self, rate: str | None) -> tuple[int | None, int | None]:  # type: ignore[override]
         if rate is None:
