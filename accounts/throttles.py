@@ -45,6 +45,7 @@ SIGN_IN_ADDRESS = "sign_in"
 SIGN_IN_ACCOUNT = "sign_in_account"
 SIGN_UP_ADDRESS = "sign_up"
 TOKEN_CREATE = "token_create"  # noqa: S105 - a throttle scope, not a secret
+HF_IMPORT = "hf_import"  # imports of Hugging Face models (each one a request to the Hub), per account
 
 
 class WindowRateThrottle(SimpleRateThrottle):
@@ -168,6 +169,16 @@ def token_create_throttles(request: HttpRequest) -> list[FormThrottle]:
     throttles = [FormThrottle(TOKEN_CREATE, client_address(request))]
     if user is not None and user.is_authenticated:
         throttles.append(FormThrottle(TOKEN_CREATE, f"user:{user.pk}"))
+    return throttles
+
+
+def hf_import_throttles(request: HttpRequest) -> list[FormThrottle]:
+    """Per address and per account: the fit page's import button and POST /api/v1/fit/models/
+    spend the same allowance (api.throttling.HfImportThrottle)."""
+    throttles = [FormThrottle(HF_IMPORT, client_address(request))]
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        throttles.append(FormThrottle(HF_IMPORT, f"user:{user.pk}"))
     return throttles
 
 

@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 from rest_framework import throttling
 from rest_framework.settings import api_settings
 
-from accounts.throttles import WindowRateThrottle
+from accounts.throttles import WindowRateThrottle, hf_import_throttles
 
 logger = logging.getLogger(__name__)
 
@@ -61,3 +61,17 @@ class SubmissionBurstThrottle(_SettingsRate, WindowRateThrottle):
 
 DEFAULT_THROTTLES = [AnonThrottle, UserThrottle]
 SUBMISSION_THROTTLES = [AnonThrottle, UserThrottle, SubmissionBurstThrottle]
+
+
+class HfImportThrottle(throttling.BaseThrottle):
+    """Imports of Hugging Face models: the fit page's allowance (accounts.throttles.hf_import_throttles),
+    per address and per account, spent by POSTs only."""
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        if request.method != "POST":
+            return True
+        self.waits = [t.wait() or 1.0 for t in hf_import_throttles(request) if not t.allow_request(request, view)]
+        return not self.waits
+
+    def wait(self) -> float | None:
+        return max(self.waits, default=None)

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -21,6 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
+from accounts.throttles import hf_import_throttles, throttle_posts
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
 from fitcalc.forms import MODE_LABELS, PRECISION_LABELS, FitForm
@@ -134,9 +136,12 @@ def fit_view(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@login_required
+@throttle_posts(hf_import_throttles)
 def hf_model_import_view(request: HttpRequest) -> HttpResponse:
     """POST /fit/models/import/: fetch a model's config.json from Hugging Face and store it, then
-    show it on the fit page; a refusal shows the fit page with the reason beside the id (400)."""
+    show it on the fit page; a refusal shows the fit page with the reason beside the id (400).
+    Signed-in users only, within the import allowance (accounts.throttles.hf_import_throttles)."""
     importing = HfImportForm(data=request.POST)
     repo_id = request.POST.get("hf_id", "")[:MAX_HF_ID]
     form = FitForm(data={"hf_model": repo_id})

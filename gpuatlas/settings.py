@@ -299,6 +299,8 @@ REST_FRAMEWORK = {
         "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "10/10m"),
         "sign_up": env_str("THROTTLE_SIGN_UP", "10/hour"),
         "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
+        # Hugging Face model imports (each a request to the Hub), per address and per account.
+        "hf_import": env_str("THROTTLE_HF_IMPORT", "20/hour"),
     },
     # How many proxies in front of the web processes append to X-Forwarded-For: the client address
     # for throttles is the one the outermost trusted proxy saw. 0: X-Forwarded-For is ignored.
