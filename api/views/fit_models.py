@@ -54,7 +54,7 @@ class FitModelsView(ApiMixin, generics.ListAPIView):
     def get_permissions(self) -> list:
         if self.request.method == "POST":
             return [permissions.IsAuthenticated()]
-        return super().get_permissions()
+        return list(super().get_permissions())
 
     @extend_schema(
         summary="Hugging Face models imported into the fit calculator",
