@@ -46,6 +46,7 @@ SIGN_IN_ACCOUNT = "sign_in_account"
 SIGN_UP_ADDRESS = "sign_up"
 TOKEN_CREATE = "token_create"  # noqa: S105 - a throttle scope, not a secret
 HF_IMPORT = "hf_import"  # imports of Hugging Face models (each one a request to the Hub), per account
+PAGE_RENDER = "page_render"  # pages computed (not served from the cache) for one address
 
 
 class WindowRateThrottle(SimpleRateThrottle):
@@ -182,10 +183,11 @@ def hf_import_throttles(request: HttpRequest) -> list[FormThrottle]:
     return throttles
 
 
-def too_many_attempts(request: HttpRequest, *, wait_seconds: float) -> HttpResponse:
-    """The 429 page: what happened and when to try again, in the visitor's language."""
+def too_many_attempts(request: HttpRequest, *, wait_seconds: float, reason: str = "") -> HttpResponse:
+    """The 429 page: what happened (``reason``; by default, too many attempts) and when to try
+    again, in the visitor's language."""
     minutes = max(1, math.ceil(wait_seconds / 60))
-    response = render(request, "429.html", {"minutes": minutes}, status=429)
+    response = render(request, "429.html", {"minutes": minutes, "reason": reason}, status=429)
     response["Retry-After"] = str(max(1, math.ceil(wait_seconds)))
     return response
 

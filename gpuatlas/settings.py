@@ -304,6 +304,9 @@ REST_FRAMEWORK = {
         "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
         # Hugging Face model imports (each a request to the Hub), per address and per account.
         "hf_import": env_str("THROTTLE_HF_IMPORT", "20/hour"),
+        # Pages computed for one address (dashboard/views.py): cache misses of the rankings, tier
+        # list and GPU pages, every comparison, fit page and CSV.
+        "page_render": env_str("THROTTLE_PAGE_RENDER", "120/min"),
     },
     # How many proxies in front of the web processes append to X-Forwarded-For: the client address
     # for throttles is the one the outermost trusted proxy saw. 0: X-Forwarded-For is ignored.
@@ -330,6 +333,10 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
 # (gpuatlas/data_version.py). They live this long (0: off; off by default with the per-process
 # local-memory cache, which a worker's bump cannot reach): a bump replaces them, not time.
 DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CACHE_URL else 0, minimum=0)
+# Entries whose key comes from a request's parameters (rankings and tier list bodies, API lists)
+# are stored for at most this many distinct parameter sets per kind, data version and day:
+# a flood of distinct query strings adds no keys past it (gpuatlas/data_version.py).
+DATA_VERSION_CACHE_VARIANTS = env_int("DATA_VERSION_CACHE_VARIANTS", 200, minimum=0)
 # The version changes at most once per this many seconds; a bump inside the period is made at
 # its end, so that a stream of submissions does not keep every page cold (0: every bump at once).
 DATA_VERSION_DEBOUNCE_S = env_int("DATA_VERSION_DEBOUNCE_S", 10, minimum=0)

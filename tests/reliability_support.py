@@ -38,7 +38,7 @@ def app_env(broker_url: str, **extra: str) -> dict[str, str]:
     """The environment of an application process on the test database and the given broker."""
     env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "CELERY_BROKER_URL": broker_url}
     # The throttles protect the site from one client; these tests are many clients on loopback.
-    unthrottled = {f"THROTTLE_{scope}": "1000000/min" for scope in ("ANON", "USER", "SUBMISSIONS")}
+    unthrottled = {f"THROTTLE_{scope}": "1000000/min" for scope in ("ANON", "USER", "SUBMISSIONS", "PAGE_RENDER")}
     env.update({"DJANGO_SETTINGS_MODULE": "gpuatlas.settings", "LOG_LEVEL": "WARNING", **unthrottled, **extra})
     env.pop("CACHE_URL", None)
     return env
