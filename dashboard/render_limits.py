@@ -32,7 +32,7 @@ def page_renders_limited(view: Callable[..., HttpResponseBase]) -> Callable[...,
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        spent = []
+        spent: list[bool] = []
 
         def spend() -> None:
             if spent:  # one page, however many of its parts are computed
