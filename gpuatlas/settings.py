@@ -336,7 +336,7 @@ DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CAC
 # Entries whose key comes from a request's parameters (rankings and tier list bodies, API lists)
 # are stored for at most this many distinct parameter sets per kind, data version and day:
 # a flood of distinct query strings adds no keys past it (gpuatlas/data_version.py).
-DATA_VERSION_CACHE_VARIANTS = env_int("DATA_VERSION_CACHE_VARIANTS", 200, minimum=0)
+DATA_VERSION_CACHE_VARIANTS = env_int("DATA_VERSION_CACHE_VARIANTS", 50, minimum=0)
 # The version changes at most once per this many seconds; a bump inside the period is made at
 # its end, so that a stream of submissions does not keep every page cold (0: every bump at once).
 DATA_VERSION_DEBOUNCE_S = env_int("DATA_VERSION_DEBOUNCE_S", 10, minimum=0)
