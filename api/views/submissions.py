@@ -10,6 +10,7 @@ from typing import Any
 
 from django.http.request import RawPostDataException
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
@@ -118,12 +119,13 @@ def _queue_unavailable_response(submission: RawSubmission) -> Response:
     """503: the run is stored but its ingest could not be queued (the broker did not answer within
     its timeouts, settings.BROKER_TIMEOUT_S). Nothing is lost: the sweeper queues it once the
     broker answers, and the client's retry of the same run is answered 200 with it."""
-    reason = "the ingest queue is not answering: the run is stored and will be processed"
+    reason = _("the ingest queue is not answering: the run is stored and will be processed")
+    detail = _("Try again in %(seconds)s s: %(reason)s; send the same run again to see its status.") % {
+        "seconds": QUEUE_RETRY_AFTER_S,
+        "reason": reason,
+    }
     return Response(
-        {
-            "detail": f"Try again in {QUEUE_RETRY_AFTER_S} s: {reason}; send the same run again to see its status.",
-            "errors": {"$": [reason]},
-        },
+        {"detail": detail, "errors": {"$": [reason]}},
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={
             "Retry-After": str(QUEUE_RETRY_AFTER_S),
