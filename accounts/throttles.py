@@ -1,8 +1,9 @@
-"""Throttles on sign-in (site and admin), sign-up and API-token creation: per client address and
-per account, with a 429 page in the visitor's language.
+"""Throttles on sign-in (site and admin), sign-up, API-token creation, Hugging Face imports and
+computed pages: per client address and per account, with a 429 page in the visitor's language;
+and the atomic counter every throttle of the site uses (``WindowRateThrottle``, the API's too).
 
-These are DRF's stock cache throttle (``SimpleRateThrottle``) applied to Django's form views,
-rather than django-axes or django-ratelimit: the same client address as the API's throttles
+These are DRF's cache throttle, counted atomically, applied to Django's form views, rather than
+django-axes or django-ratelimit: the same client address as the API's throttles
 (DRF's ``NUM_PROXIES``, from the TRUSTED_PROXIES setting), no new dependency, tables or
 middleware, and they fail open with the cache (gpuatlas/cache.py): with Redis down a sign-in is
 let through, never a 500. Every POST counts, successful or not: a guesser learns nothing from
