@@ -419,7 +419,7 @@ def scenario_kill(broker: Redis, cache: Redis, port: int, documents: SubmissionD
                 if final == stored
                 else f"{stored - final} not final after {took:.0f} s"
             )
-            + f" ({final}/{stored})",
+            + f" ({final}/{stored}; answers {dict(Counter(status for _run, status, _s in load.results))})",
             flush=True,
         )
     finally:
