@@ -1,4 +1,10 @@
-"""Usernames that look alike: a skeleton per Unicode TS #39, from the confusable_homoglyphs data.
+"""Usernames: the one form in which two names are the same name, and names that only look alike.
+
+``username_normal``: NFKC and case folding. ``ｓec_dave`` (fullwidth) and ``Sec_Dave`` are
+``sec_dave``: sign-in finds the account by it, the sign-in throttle counts attempts under it, and
+sign-up and the admin refuse a second account with it.
+
+Look-alikes: a skeleton per Unicode TS #39, from the confusable_homoglyphs data.
 
 Two names with the same skeleton read the same to a person (Latin ``admin`` and ``аdmin`` with
 a Cyrillic ``а``; ``bill`` and ``biII``; ``modern`` and ``rnodern``), so the second one could
@@ -37,6 +43,12 @@ def _prototype(character: str) -> str:
 
 def _mapped(text: str) -> str:
     return "".join(_prototype(character) for character in text)
+
+
+def username_normal(username: str) -> str:
+    """The name ``username`` is the same name as: NFKC, case-folded (NFKC again, as folding can
+    undo it), surrounding spaces dropped."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", username.strip()).casefold())
 
 
 def username_skeleton(username: str) -> str:

@@ -319,3 +319,14 @@ class HfModelSerializer(serializers.ModelSerializer):
     class Meta:
         model = HfModel
         fields = ("hf_id", "revision", "source_url", "fetched_at", "config")
+
+
+class HfModelListSerializer(serializers.ModelSerializer):
+    """A row of the list of imported models: what was imported and when, without the config."""
+
+    hf_id = serializers.CharField(source="repo_id")
+    revision = serializers.CharField(help_text="The commit the config was read at; empty if the Hub did not say.")
+
+    class Meta:
+        model = HfModel
+        fields = ("hf_id", "revision", "source_url", "fetched_at")

@@ -1,5 +1,5 @@
 """Rate limits: DRF's throttles on the default cache, anonymous, per user, and a stricter burst
-scope for benchmark submissions.
+scope for benchmark submissions, each counted atomically (accounts.throttles.WindowRateThrottle).
 
 Rates come from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]`` (env THROTTLE_ANON / THROTTLE_USER /
 THROTTLE_SUBMISSIONS). A refused request is a 429 with ``Retry-After``: DRF checks every throttle
@@ -14,6 +14,8 @@ from typing import Any
 from redis.exceptions import RedisError
 from rest_framework import throttling
 from rest_framework.settings import api_settings
+
+from accounts.throttles import WindowRateThrottle, hf_import_throttles
 
 logger = logging.getLogger(__name__)
 
@@ -36,15 +38,15 @@ class _SettingsRate:
             return True
 
 
-class AnonThrottle(_SettingsRate, throttling.AnonRateThrottle):
+class AnonThrottle(_SettingsRate, WindowRateThrottle, throttling.AnonRateThrottle):
     scope = "anon"
 
 
-class UserThrottle(_SettingsRate, throttling.UserRateThrottle):
+class UserThrottle(_SettingsRate, WindowRateThrottle, throttling.UserRateThrottle):
     scope = "user"
 
 
-class SubmissionBurstThrottle(_SettingsRate, throttling.SimpleRateThrottle):
+class SubmissionBurstThrottle(_SettingsRate, WindowRateThrottle):
     """Per user (or per IP when anonymous) on the submission endpoints, on top of anon/user."""
 
     scope = "submissions"
@@ -59,3 +61,17 @@ class SubmissionBurstThrottle(_SettingsRate, throttling.SimpleRateThrottle):
 
 DEFAULT_THROTTLES = [AnonThrottle, UserThrottle]
 SUBMISSION_THROTTLES = [AnonThrottle, UserThrottle, SubmissionBurstThrottle]
+
+
+class HfImportThrottle(throttling.BaseThrottle):
+    """Imports of Hugging Face models: the fit page's allowance (accounts.throttles.hf_import_throttles),
+    per address and per account, spent by POSTs only."""
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        if request.method != "POST":
+            return True
+        self.waits = [t.wait() or 1.0 for t in hf_import_throttles(request) if not t.allow_request(request, view)]
+        return not self.waits
+
+    def wait(self) -> float | None:
+        return max(self.waits, default=None)

@@ -17,14 +17,18 @@ from benchmarks_app.services.ingest import submission_ingest, submissions_sweep
 logger = logging.getLogger(__name__)
 
 
-# A live ingest is short; the limits stop a stuck one well before the claim grace
-# (settings.INGEST_CLAIM_GRACE_S), after which the sweeper may hand the submission to another worker.
+# A live ingest is short (a batch of 50 in well under a second); the limits stop a stuck one
+# before the claim grace (settings.INGEST_CLAIM_GRACE_S), after which the sweeper may hand the
+# submission to another worker.
+INGEST_TIME_LIMIT_S = 25
+
+
 @shared_task(
     name="benchmarks_app.tasks.ingest_submission",
     acks_late=True,
     reject_on_worker_lost=True,
-    soft_time_limit=50,
-    time_limit=60,
+    soft_time_limit=INGEST_TIME_LIMIT_S - 5,
+    time_limit=INGEST_TIME_LIMIT_S,
     # A bad payload is a verdict, not an error: only a database that failed is retried, with a doubling wait.
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,

@@ -8,6 +8,12 @@ parameters, the active language and the data, so each is rendered to HTML once a
 bump the version when they commit, so a price import or an ingest verdict shows within the
 debounce period). ``pages_warm`` renders the busiest ones; the bump asks for it (gpuatlas/data_version.py).
 
+A body's key is its parsed parameters (``RankingParams``): parameters a page does not read, their
+order and their spelling make no new key, and at most DATA_VERSION_CACHE_VARIANTS parameter sets
+of a page are stored per data version (gpuatlas/data_version.py), user prices included: a flood
+of distinct URLs adds no keys past that. Each address may have only so many bodies computed a
+minute (dashboard/views.py).
+
 The bodies are rendered without a request: no context processor runs, so nothing of the user
 (name, CSRF token, messages) can end up in a shared entry; ``page_response`` renders the page
 around them (header, language form, footer) per request.
@@ -137,7 +143,7 @@ def _switch_hrefs(params: RankingParams) -> dict[str, str]:
     }
 
 
-@data_versioned("page:rankings")
+@data_versioned("page:rankings", bounded=True)
 def rankings_body(*, params: RankingParams) -> str:
     """The rankings page body for valid parameters; RankingParamError for an unknown baseline."""
     ranking = rankings_compute(params=params)
@@ -226,7 +232,7 @@ def _tier_bounds() -> dict[str, str]:
     return bounds
 
 
-@data_versioned("page:tiers")
+@data_versioned("page:tiers", bounded=True)
 def tiers_body(*, params: RankingParams) -> str:
     """The tier list page body for valid parameters; RankingParamError for an unknown baseline."""
     tier_list = tiers_compute(params=params)

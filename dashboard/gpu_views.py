@@ -11,8 +11,10 @@ from catalog.selectors.gpus import gpu_for_page
 from catalog.selectors.prices import gpu_offers
 from dashboard.csv_export import csv_response
 from dashboard.fragments import gpu_page_body, page_response
+from dashboard.render_limits import page_renders_limited
 
 
+@page_renders_limited
 def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
     gpu = gpu_for_page(slug=slug)
     if gpu is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
@@ -21,12 +21,14 @@ from dashboard.csv_export import csv_response
 from dashboard.figures.compare import compare_figure
 from dashboard.open_data import TABLES
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, USE_CASES, UseCase
+from dashboard.render_limits import page_renders_limited
 from dashboard.selectors.architectures import architecture_timeline, architectures_compute
 from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
 from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
+from gpuatlas.data_version import compute_spend
 from llm.selectors.model_page import llm_model_page
 
 # The CSV's columns: published row columns (ranking_rows.ROW_COLUMNS, the API's names), in the
@@ -74,11 +76,13 @@ def _error_page(request: HttpRequest, template: str, params: RankingParams, erro
     return render(request, template, context, status=400)
 
 
-def rankings_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+@page_renders_limited
+def rankings_view(request: HttpRequest) -> HttpResponseBase:
     params, error = _params_or_error(request)
     if error is None:
         try:
             if request.GET.get("format") == "csv":
+                compute_spend()
                 ranking = rankings_compute(params=params)
                 return csv_response(
                     filename=f"rankings-{params.use_case}.csv",
@@ -95,11 +99,13 @@ def rankings_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return fragments.page_response(request, template="dashboard/rankings.html", body=body)
 
 
-def tiers_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+@page_renders_limited
+def tiers_view(request: HttpRequest) -> HttpResponseBase:
     params, error = _params_or_error(request)
     if error is None:
         try:
             if request.GET.get("format") == "csv":
+                compute_spend()
                 tier_list = tiers_compute(params=params)
                 rows = [row for tier in tier_list.tiers.values() for row in tier]
                 return csv_response(
@@ -124,7 +130,8 @@ def _compare_texts(request: HttpRequest) -> list[str]:
     return [t[:120] for t in texts]
 
 
-def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+@page_renders_limited
+def compare_view(request: HttpRequest) -> HttpResponseBase:
     texts = _compare_texts(request)
     currency = currency_from_query(request.GET.get("currency"))
     context: dict[str, Any] = {
@@ -159,6 +166,7 @@ def compare_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
             "n": len({g.id for g in gpus}),
         }
         return render(request, "dashboard/compare.html", context, status=400)
+    compute_spend()
     comparison = compare_compute(gpus=gpus, currency=currency)
     columns = comparison.columns
     use_cases = list(USE_CASES.values())

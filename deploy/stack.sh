@@ -14,7 +14,10 @@
 #   STACK_DIR          run directory: pid files, logs, secrets, metrics [${TMPDIR:-/tmp}/gpuatlas-stack]
 #   STACK_PORT         web port on 127.0.0.1 [8800]
 #   DATABASE_URL       [postgres://postgres@127.0.0.1:5432/gpuatlas_stack] (created if missing)
-#   CELERY_BROKER_URL  [redis://127.0.0.1:6379/10]     CACHE_URL [redis://127.0.0.1:6379/11]
+#   CELERY_BROKER_URL  [redis://127.0.0.1:6379/10]: its Redis must not evict (maxmemory-policy noeviction)
+#   CACHE_URL          unset: a redis-server of the stack's own on STACK_CACHE_PORT [6390], bounded to
+#                      STACK_CACHE_MAXMEMORY [256mb], evicting the least recently used (allkeys-lru);
+#                      a policy is per instance, so the cache never shares the broker's
 #   SECRET_KEY, METRICS_TOKEN  generated once into STACK_DIR when unset
 #   STACK_WEB_WORKERS [2]  STACK_INGEST_CONCURRENCY [2]  STACK_IMPORTS_CONCURRENCY [1]
 #   STACK_LOAD_DEMO    1 to run `manage.py load_demo` after migrating [0]
@@ -28,6 +31,7 @@ PY="$VENV/bin/python"
 STACK_DIR="${STACK_DIR:-${TMPDIR:-/tmp}/gpuatlas-stack}"
 STACK_PORT="${STACK_PORT:-8800}"
 SERVICES=(web worker-ingest worker-imports beat)
+CACHE_SERVICE=redis-cache
 HOST_TAG="$(hostname)-${STACK_PORT}"
 
 log() { printf '[stack] %s\n' "$*" >&2; }
@@ -63,7 +67,10 @@ configure() {
   export LOG_FORMAT="${LOG_FORMAT:-json}"
   export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gpuatlas_stack}"
   export CELERY_BROKER_URL="${CELERY_BROKER_URL:-redis://127.0.0.1:6379/10}"
-  export CACHE_URL="${CACHE_URL:-redis://127.0.0.1:6379/11}"
+  if [[ -z "${CACHE_URL:-}" ]]; then
+    OWN_CACHE=1
+    export CACHE_URL="redis://127.0.0.1:${STACK_CACHE_PORT:-6390}/0"
+  fi
   export PROMETHEUS_MULTIPROC_DIR="$STACK_DIR/prometheus"
   export GUNICORN_BIND="127.0.0.1:$STACK_PORT"
   export GUNICORN_WORKERS="${STACK_WEB_WORKERS:-2}"
@@ -103,6 +110,25 @@ try:
 except Exception as exc:
     sys.exit(f"[stack] error: the Redis broker {url} is not reachable: {exc}")
 EOF
+}
+
+broker_policy_check() {  # the broker must keep every queued task: no eviction policy
+  "$PY" - <<'EOF'
+import os, sys
+import redis
+url = os.environ["CELERY_BROKER_URL"]
+policy = redis.Redis.from_url(url, socket_connect_timeout=3).config_get("maxmemory-policy").get("maxmemory-policy")
+if policy != "noeviction":
+    sys.exit(f"[stack] error: the broker's Redis ({url}) evicts keys (maxmemory-policy {policy}): queued tasks "
+             "could be lost. Use an instance with maxmemory-policy noeviction for the broker.")
+EOF
+}
+
+cache_start() {  # the stack's own cache Redis, bounded and evicting (only when CACHE_URL was not given)
+  [[ "${OWN_CACHE:-0}" == 1 ]] || return 0
+  command -v redis-server >/dev/null || die "set CACHE_URL, or install redis-server for the stack's own cache"
+  launch "$CACHE_SERVICE" redis-server --port "${STACK_CACHE_PORT:-6390}" --bind 127.0.0.1 --save "" --appendonly no \
+    --maxmemory "${STACK_CACHE_MAXMEMORY:-256mb}" --maxmemory-policy allkeys-lru
 }
 
 launch() {  # launch NAME CMD...: in its own session (process group), logs and pid in STACK_DIR
@@ -159,6 +185,8 @@ start() {
   done
   database_ensure
   broker_check
+  broker_policy_check
+  cache_start
   log "migrating $DATABASE_URL"
   "$PY" "$REPO/manage.py" migrate --noinput >"$STACK_DIR/logs/migrate.log" 2>&1 \
     || { tail -n 30 "$STACK_DIR/logs/migrate.log" >&2; die "migrate failed"; }
@@ -184,14 +212,14 @@ start() {
 
 stop() {
   local name pid deadline
-  for name in "${SERVICES[@]}"; do
+  for name in "${SERVICES[@]}" "$CACHE_SERVICE"; do
     pid="$(pid_of "$name")"
     [[ -n "$pid" ]] || continue
     # setsid made each service the leader of its own process group: TERM reaches its children too.
     kill -TERM -- "-$pid" 2>/dev/null || true
   done
   deadline=$(( $(date +%s) + ${STACK_STOP_TIMEOUT:-30} ))
-  for name in "${SERVICES[@]}"; do
+  for name in "${SERVICES[@]}" "$CACHE_SERVICE"; do
     pid="$(pid_of "$name")"
     [[ -n "$pid" ]] || continue
     while kill -0 -- "-$pid" 2>/dev/null && (( $(date +%s) < deadline )); do sleep 0.2; done

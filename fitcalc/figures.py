@@ -23,6 +23,7 @@ from dashboard.figures.style import (
     esc,
     log_axis_range_of,
     log_axis_ticks,
+    log_plottable,
 )
 from fitcalc.plan import GpuPlan
 
@@ -67,7 +68,9 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
 
     Measured and estimated throughput apart (estimates hollow); each GPU's recommended count
     ringed; a dashed line at ``max_hours`` (the GPU selection help page: a run should finish within 24 hours).
+    A point whose time or cost a log axis cannot draw (style.log_plottable) stays out.
     """
+    points = [p for p in points if log_plottable(p.hours) and log_plottable(p.cost)]
     fig = go.Figure()
     hover = (
         "<b>%{text}</b><br>"
@@ -98,7 +101,7 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
             },
             hovertemplate=hover,
         )
-    if points:
+    if points and log_plottable(max_hours):
         # A trace, not a shape: it gets a legend entry, and log axes need no coordinate juggling.
         costs = [p.cost for p in points]
         fig.add_scatter(

@@ -14,13 +14,16 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
+from accounts.throttles import hf_import_throttles, throttle_posts
+from dashboard.render_limits import page_renders_limited
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
 from fitcalc.forms import MODE_LABELS, PRECISION_LABELS, FitForm
@@ -33,6 +36,7 @@ from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.hf_models import hf_model_get
 from fitcalc.selectors.serving_plans import fit_serving_answer, serving_target_parse
 from fitcalc.services import hf_model_import
+from gpuatlas.data_version import compute_spend
 
 #: The page's first view: the issue's first example, "fine-tune a 7B-class model with LoRA", on
 #: 100 million tokens (about 49,000 sequences of 2,048 tokens).
@@ -127,16 +131,22 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
     )
 
 
-def fit_view(request: HttpRequest) -> HttpResponse:
-    """GET /fit/: with no parameters, the default example; otherwise the submitted inputs."""
+@page_renders_limited
+def fit_view(request: HttpRequest) -> HttpResponseBase:
+    """GET /fit/: with no parameters, the default example; otherwise the submitted inputs (each
+    answer computed: it counts against the address's page render limit)."""
+    compute_spend()
     submitted = any(name in request.GET for name in FitForm.base_fields)
     return _fit_page(request, FitForm(data=request.GET if submitted else PAGE_DEFAULTS))
 
 
 @require_POST
+@login_required
+@throttle_posts(hf_import_throttles)
 def hf_model_import_view(request: HttpRequest) -> HttpResponse:
     """POST /fit/models/import/: fetch a model's config.json from Hugging Face and store it, then
-    show it on the fit page; a refusal shows the fit page with the reason beside the id (400)."""
+    show it on the fit page; a refusal shows the fit page with the reason beside the id (400).
+    Signed-in users only, within the import allowance (accounts.throttles.hf_import_throttles)."""
     importing = HfImportForm(data=request.POST)
     repo_id = request.POST.get("hf_id", "")[:MAX_HF_ID]
     form = FitForm(data={"hf_model": repo_id})

@@ -23,11 +23,13 @@ the new version also sees the new data):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from celery import shared_task
@@ -134,21 +136,70 @@ def data_version_cache_seconds() -> int:
     return int(settings.DATA_VERSION_CACHE_SECONDS)
 
 
-def data_version_cached(name: str, identity: object, compute: Callable[[], T]) -> T:
+# Called before a cached read is computed (a miss): the page render limit of the request being
+# served (dashboard/views.py), which raises to refuse it. None outside such a request.
+_COMPUTE_GUARD: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "compute_guard", default=None
+)
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def computes_guarded(guard: Callable[[], None]) -> Iterator[None]:
+    """Within the block, ``guard()`` runs before each cached read that must be computed (and may
+    raise to refuse it); hits cost nothing."""
+    token = _COMPUTE_GUARD.set(guard)
+    try:
+        yield
+    finally:
+        _COMPUTE_GUARD.reset(token)
+
+
+def compute_spend() -> None:
+    """Tell the guard of ``computes_guarded`` that a computation starts (it may raise)."""
+    guard = _COMPUTE_GUARD.get()
+    if guard is not None:
+        guard()
+
+
+def data_version_cached(name: str, identity: object, compute: Callable[[], T], *, bounded: bool = False) -> T:
     """``compute()``, cached under (name, identity, language, data version, day); computed every
     time while caching is off. ``identity`` is anything whose ``repr`` names the inputs. The
-    day (UTC) is in the key because pages say how many days old a price is."""
+    day (UTC) is in the key because pages say how many days old a price is.
+
+    ``bounded``: the identity comes from a request's parameters, so at most
+    DATA_VERSION_CACHE_VARIANTS identities of ``name`` are stored per data version and day; past
+    that, others are computed and not stored (a flood of distinct queries adds no keys)."""
     seconds = data_version_cache_seconds()
     if seconds <= 0:
+        compute_spend()
         return compute()
     digest = hashlib.sha256(repr(identity).encode()).hexdigest()[:32]
     day = timezone.now().date().isoformat()
-    key = f"gpuatlas:v{data_version()}:{day}:{name}:{get_language() or ''}:{digest}"
-    return cache.get_or_set(key, compute, seconds)  # type: ignore[return-value]
+    version = data_version()
+    key = f"gpuatlas:v{version}:{day}:{name}:{get_language() or ''}:{digest}"
+    found = cache.get(key, _MISSING)
+    if found is not _MISSING:
+        return found  # type: ignore[return-value]
+    compute_spend()
+    value = compute()
+    counter = f"gpuatlas:v{version}:{day}:{name}:variants"
+    if not bounded or variants_admitted(counter, settings.DATA_VERSION_CACHE_VARIANTS, seconds):
+        cache.set(key, value, seconds)
+    return value
 
 
-def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Callable[[F], F]:
-    """Cache a keyword-only pure read with ``data_version_cached``.
+def variants_admitted(counter_key: str, variants: int, seconds: int) -> bool:
+    """Whether one more stored variant fits under ``variants`` (an atomic count per key space)."""
+    try:
+        cache.add(counter_key, 0, timeout=seconds)
+        return cache.incr(counter_key) <= variants
+    except ValueError:  # the cache does not answer: nothing is stored anyway
+        return False
+
+
+def data_versioned(name: str, *, key: Callable[..., object] | None = None, bounded: bool = False) -> Callable[[F], F]:
+    """Cache a keyword-only pure read with ``data_version_cached`` (``bounded``: as there).
 
     ``key(**kwargs)`` returns what identifies the arguments (default: all of them, by repr);
     the language is part of the key because results carry translated labels. The undecorated
@@ -159,7 +210,7 @@ def data_versioned(name: str, *, key: Callable[..., object] | None = None) -> Ca
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
             identity = key(**kwargs) if key is not None else sorted(kwargs.items())
-            return data_version_cached(name, identity, lambda: fn(**kwargs))
+            return data_version_cached(name, identity, lambda: fn(**kwargs), bounded=bounded)
 
         wrapper.uncached = fn  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]

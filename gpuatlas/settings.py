@@ -124,6 +124,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Usernames are compared in one form (NFKC, case folded): accounts/usernames.py.
+AUTHENTICATION_BACKENDS = ["accounts.backends.NormalisedUsernameBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "accounts:account"
 LOGOUT_REDIRECT_URL = "dashboard:rankings"
@@ -182,13 +184,28 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER",
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000, minimum=0)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# Every Redis call of the broker has a deadline: a broker that hangs (frozen, or gone without
+# closing the connection) costs a request BROKER_TIMEOUT_S per attempt, not forever. Above the
+# workers' BRPOP wait (1 s), which blocks on the same connection.
+BROKER_TIMEOUT_S = env_int("BROKER_TIMEOUT_S", 2, minimum=2)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "socket_timeout": BROKER_TIMEOUT_S,
+    "socket_connect_timeout": BROKER_TIMEOUT_S,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_S
+# Kombu's Redis transport with the fix that lets a busy worker outlive a broker outage (gpuatlas/broker.py).
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT = "gpuatlas.broker:Transport"
 # Workers and beat outlive a broker outage: they retry the connection at start-up and after a
 # loss, without the default limit of 100 attempts (after which a worker exits). A worker that
 # exits all the same is restarted by compose (restart: unless-stopped) or deploy/stack.sh.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A web request that queues a task tries the broker twice at most (a pooled connection the broker
+# dropped, then a new one) before it gives up: with the timeouts above, a few seconds.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_TASK_ROUTES = {
     "catalog.tasks.*": {"queue": "imports"},
     "benchmarks_app.tasks.*": {"queue": "ingest"},
@@ -228,8 +245,9 @@ PRICE_FETCH_MAX_BYTES = env_int("PRICE_FETCH_MAX_BYTES", 64 * 1024 * 1024, minim
 PRICE_FETCH_DIR = env_str("PRICE_FETCH_DIR", str(BASE_DIR / "var" / "price-fetch"))
 PRICE_FETCH_EVERY_HOURS = env_int("PRICE_FETCH_EVERY_HOURS", 6, minimum=1)
 # The sweeper that takes back submissions a dead worker claimed or a lost message left waiting
-# (benchmarks_app.tasks.sweep_stuck_submissions) runs this often.
-SUBMISSION_SWEEP_EVERY_S = env_int("SUBMISSION_SWEEP_EVERY_S", 60, minimum=1)
+# (benchmarks_app.tasks.sweep_stuck_submissions) runs this often: with the grace periods below, a
+# batch whose worker died is final within INGEST_CLAIM_GRACE_S + this + an ingest (under a minute).
+SUBMISSION_SWEEP_EVERY_S = env_int("SUBMISSION_SWEEP_EVERY_S", 10, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {
     "prices-reimport": {
         "task": "catalog.tasks.prices_import_directory_task",
@@ -250,10 +268,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict] = {
 CACHE_URL = env_str("CACHE_URL")
 # The cache is an optimisation, never a dependency: when Redis does not answer within the
 # timeouts, cache calls behave as misses and pages are computed from the database (gpuatlas/cache.py).
-CACHE_TIMEOUT_S = env_int("CACHE_TIMEOUT_S", 1, minimum=1)
+# Milliseconds: a frozen cache is a miss within half a second (a Redis call on a network answers in
+# well under one).
+CACHE_TIMEOUT_MS = env_int("CACHE_TIMEOUT_MS", 500, minimum=10)
 CACHES = {
     "default": (
-        cache_settings(CACHE_URL, timeout_s=CACHE_TIMEOUT_S)
+        cache_settings(CACHE_URL, timeout_s=CACHE_TIMEOUT_MS / 1000)
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
     )
@@ -281,11 +301,17 @@ REST_FRAMEWORK = {
         # Form views (accounts/throttles.py): sign-in attempts per client address and per account
         # (site and admin), sign-ups per address, API tokens created per address and per account.
         "sign_in": env_str("THROTTLE_SIGN_IN", "10/min"),
-        "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "30/hour"),
+        # Short: a stranger can spend it (accounts/throttles.py); the owner's known browser is counted apart.
+        "sign_in_account": env_str("THROTTLE_SIGN_IN_ACCOUNT", "10/10m"),
         "sign_up": env_str("THROTTLE_SIGN_UP", "10/hour"),
         "token_create": env_str("THROTTLE_TOKEN_CREATE", "30/hour"),
         # Price watches created per account and per client address, on the page and the API.
         "watch_create": env_str("THROTTLE_WATCH_CREATE", "30/hour"),
+        # Hugging Face model imports (each a request to the Hub), per address and per account.
+        "hf_import": env_str("THROTTLE_HF_IMPORT", "20/hour"),
+        # Pages computed for one address (dashboard/views.py): cache misses of the rankings, tier
+        # list and GPU pages, every comparison, fit page and CSV.
+        "page_render": env_str("THROTTLE_PAGE_RENDER", "120/min"),
     },
     # How many proxies in front of the web processes append to X-Forwarded-For: the client address
     # for throttles is the one the outermost trusted proxy saw. 0: X-Forwarded-For is ignored.
@@ -299,15 +325,23 @@ REST_FRAMEWORK = {
     ],
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
 }
-# Ingest: how long a claim or a queued submission may wait before the sweeper takes it back.
-INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 120, minimum=1)
-INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 300, minimum=1)
+# Ingest: how long a claim or a queued submission may wait before the sweeper takes it back. A
+# claim outlives its ingest by a few seconds at most: the ingest task is killed at 25 s
+# (benchmarks_app.tasks.INGEST_TIME_LIMIT_S; a batch takes well under a second), so no live claim
+# is taken back. A submission whose message was lost (its worker died holding it, the broker
+# restarted empty) is queued again after the same period.
+INGEST_CLAIM_GRACE_S = env_int("INGEST_CLAIM_GRACE_S", 30, minimum=1)
+INGEST_RECEIVED_GRACE_S = env_int("INGEST_RECEIVED_GRACE_S", 30, minimum=1)
 # An ingest task claims its submission and up to this many - 1 others waiting, oldest first.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 50, minimum=1)
 # Cached pages and API lists are keyed by a data version that writers bump
 # (gpuatlas/data_version.py). They live this long (0: off; off by default with the per-process
 # local-memory cache, which a worker's bump cannot reach): a bump replaces them, not time.
 DATA_VERSION_CACHE_SECONDS = env_int("DATA_VERSION_CACHE_SECONDS", 86_400 if CACHE_URL else 0, minimum=0)
+# Entries whose key comes from a request's parameters (rankings and tier list bodies, API lists)
+# are stored for at most this many distinct parameter sets per kind, data version and day:
+# a flood of distinct query strings adds no keys past it (gpuatlas/data_version.py).
+DATA_VERSION_CACHE_VARIANTS = env_int("DATA_VERSION_CACHE_VARIANTS", 50, minimum=0)
 # The version changes at most once per this many seconds; a bump inside the period is made at
 # its end, so that a stream of submissions does not keep every page cold (0: every bump at once).
 DATA_VERSION_DEBOUNCE_S = env_int("DATA_VERSION_DEBOUNCE_S", 10, minimum=0)

@@ -4,17 +4,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from accounts.throttles import sign_in_throttles, throttle_posts
+from accounts.throttles import sign_in_view
 from gpuatlas import health
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    # Sign-in attempts are throttled per client address and per account (accounts/throttles.py).
-    path("admin/login/", throttle_posts(sign_in_throttles)(admin.site.login)),
+    # Sign-in attempts are throttled per client address and per account or known device (accounts/throttles.py).
+    path("admin/login/", sign_in_view(admin.site.login)),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("accounts/login/", throttle_posts(sign_in_throttles)(auth_views.LoginView.as_view()), name="login"),
+    path("accounts/login/", sign_in_view(auth_views.LoginView.as_view()), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include("accounts.urls")),
     path("api/v1/", include("api.urls")),

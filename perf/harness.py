@@ -94,6 +94,7 @@ def environment(database_url: str, redis_url: str) -> dict[str, str]:
         "THROTTLE_ANON": "100000000/min",
         "THROTTLE_USER": "100000000/min",
         "THROTTLE_SUBMISSIONS": "100000000/min",
+        "THROTTLE_PAGE_RENDER": "100000000/min",
         # Served with DEBUG=0, so from collected, hashed files: the harness collects its own.
         "STATIC_ROOT": str(LOG_DIR / "perf_static"),
     }

@@ -38,7 +38,7 @@ def app_env(broker_url: str, **extra: str) -> dict[str, str]:
     """The environment of an application process on the test database and the given broker."""
     env = {**os.environ, "DATABASE_URL": database_url_of_tests(), "CELERY_BROKER_URL": broker_url}
     # The throttles protect the site from one client; these tests are many clients on loopback.
-    unthrottled = {f"THROTTLE_{scope}": "1000000/min" for scope in ("ANON", "USER", "SUBMISSIONS")}
+    unthrottled = {f"THROTTLE_{scope}": "1000000/min" for scope in ("ANON", "USER", "SUBMISSIONS", "PAGE_RENDER")}
     env.update({"DJANGO_SETTINGS_MODULE": "gpuatlas.settings", "LOG_LEVEL": "WARNING", **unthrottled, **extra})
     env.pop("CACHE_URL", None)
     return env
@@ -104,10 +104,12 @@ def celery_worker(
     queue: str = "ingest",
     heartbeat: bool = False,
     env: dict[str, str] | None = None,
+    app: str = "gpuatlas",
 ) -> Process:
-    """A worker of ``queue``; ``heartbeat``: with worker heartbeats, as the compose file runs them."""
+    """A worker of ``queue``; ``heartbeat``: with worker heartbeats, as the compose file runs them;
+    ``app``: the Celery app module (the project's, or one of the tests' own)."""
     args = [
-        sys.executable, "-m", "celery", "-A", "gpuatlas", "worker", "-Q", queue, "-P", "prefork",
+        sys.executable, "-m", "celery", "-A", app, "worker", "-Q", queue, "-P", "prefork",
         "-c", str(concurrency), "-n", f"rel-{uuid.uuid4().hex[:8]}@%h",
         "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
     ]  # fmt: skip

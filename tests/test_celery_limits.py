@@ -62,3 +62,14 @@ def test_the_sweeper_is_scheduled_every_sweep_interval():
     entry = settings.CELERY_BEAT_SCHEDULE["submissions-sweep"]
     assert entry["task"] == "benchmarks_app.tasks.sweep_stuck_submissions"
     assert entry["schedule"].total_seconds() == settings.SUBMISSION_SWEEP_EVERY_S
+
+
+def test_a_killed_batch_is_final_within_a_minute_by_the_default_periods() -> None:
+    """A claim of a dead worker is taken back by the first sweep after the claim grace, a message
+    it held by the first sweep after the received grace; either is then ingested in about a
+    second. The grace must outlast a live ingest, which its time limit kills."""
+    from benchmarks_app.tasks import INGEST_TIME_LIMIT_S, ingest_submission
+
+    assert ingest_submission.time_limit == INGEST_TIME_LIMIT_S < settings.INGEST_CLAIM_GRACE_S
+    for grace in (settings.INGEST_CLAIM_GRACE_S, settings.INGEST_RECEIVED_GRACE_S):
+        assert grace + settings.SUBMISSION_SWEEP_EVERY_S + 5 <= 60

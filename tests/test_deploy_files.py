@@ -24,17 +24,39 @@ def compose() -> dict:
 
 def test_compose_has_the_production_topology(compose):
     services = compose["services"]
-    assert set(services) == {"db", "redis", "migrate", "web", "worker-ingest", "worker-imports", "beat"}
+    assert set(services) == {
+        *("db", "redis-broker", "redis-cache", "migrate", "web", "worker-ingest", "worker-imports", "beat")
+    }
     for name, service in services.items():
         for dependency in service.get("depends_on", {}):
             assert dependency in services, f"{name} depends on unknown service {dependency}"
-    for name in ("db", "redis", "web", "worker-ingest", "worker-imports"):
+    for name in ("db", "redis-broker", "redis-cache", "web", "worker-ingest", "worker-imports"):
         assert "healthcheck" in services[name], f"{name} has no health check"
     for name in ("web", "worker-ingest", "worker-imports", "beat"):
         assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
     assert "-Q" in services["worker-ingest"]["command"] and "ingest" in services["worker-ingest"]["command"]
     assert "imports" in services["worker-imports"]["command"]
     assert "deploy" not in services["beat"], "beat must stay a single instance"
+
+
+def _option(command: list[str], name: str) -> str | None:
+    return command[command.index(name) + 1] if name in command else None
+
+
+def test_cache_and_broker_are_separate_redis_instances_with_their_own_memory_policy(compose):
+    """The cache is bounded and evicts; the broker never evicts a queued task (a policy is per
+    instance, so they cannot share one)."""
+    services = compose["services"]
+    env = services["web"]["environment"]
+    broker_host = env["CELERY_BROKER_URL"].split("//")[1].split(":")[0]
+    cache_host = env["CACHE_URL"].split("//")[1].split(":")[0]
+    assert broker_host != cache_host and {broker_host, cache_host} <= set(services)
+    broker, cache = services[broker_host]["command"], services[cache_host]["command"]
+    assert _option(broker, "--maxmemory-policy") == "noeviction" and _option(broker, "--appendonly") == "yes"
+    assert _option(cache, "--maxmemory-policy") == "allkeys-lru"
+    assert (_option(cache, "--maxmemory") or "").startswith("${CACHE_MAXMEMORY:-")
+    stack = (ROOT / "deploy" / "stack.sh").read_text()
+    assert "--maxmemory-policy allkeys-lru" in stack and "noeviction" in stack
 
 
 def test_compose_passes_only_settings_the_app_reads(compose):
@@ -118,7 +140,7 @@ def test_compose_environment_passes_the_deploy_checks(compose, service):
 
 
 def test_every_long_running_service_is_restarted_when_it_exits(compose):
-    for name in ("web", "worker-ingest", "worker-imports", "beat", "db", "redis"):
+    for name in ("web", "worker-ingest", "worker-imports", "beat", "db", "redis-broker", "redis-cache"):
         assert compose["services"][name].get("restart") in {"unless-stopped", "always"}, name
 
 

@@ -18,8 +18,16 @@ from fitcalc.models import HfModel
 from fitcalc.presets import PRESETS_FILE
 from fitcalc.selectors.hf_models import hf_model_spec
 from fitcalc.services import hf_model_import
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _signed_in(client) -> None:  # type: ignore[no-untyped-def]
+    """Imports need an account (tests/test_fitcalc_import_limits.py covers the anonymous refusal)."""
+    client.force_login(UserFactory(username="importer"))
+
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 URL = "/api/v1/fit/"
@@ -173,7 +181,7 @@ def test_api_imports_a_hub_id_then_reads_it_without_the_hub(client, online: HTTP
     requests_made = len(online.log)
     body = client.get(URL, {"hf_model": "Qwen/Qwen3-8B", "precision": "awq"}).json()
     assert body["model"]["params"] == PRESETS["qwen3-8b"].params and body["inputs"]["hf_model"] == "Qwen/Qwen3-8B"
-    assert [row["hf_id"] for row in client.get(MODELS_URL).json()] == ["Qwen/Qwen3-8B"]
+    assert [row["hf_id"] for row in client.get(MODELS_URL).json()["results"]] == ["Qwen/Qwen3-8B"]
     assert len(online.log) == requests_made
 
 

@@ -115,9 +115,13 @@ def response_cached(view: APIView, request: Request, produce: Callable[[], Respo
         body = OrjsonRenderer().render(response.data, request.accepted_media_type, context)
         return body, {name: value for name, value in response.items() if name.lower() != "content-type"}
 
-    identity = (type(view).__name__, request.build_absolute_uri(), request.accepted_media_type)
+    # The query in one order (a reordered or repeated parameter is the same list): unknown
+    # parameters were refused before (ApiMixin.initial), and at most DATA_VERSION_CACHE_VARIANTS
+    # queries of a view are stored per data version.
+    query = sorted((name, tuple(values)) for name, values in request.query_params.lists())
+    identity = (type(view).__name__, request.build_absolute_uri(request.path), query, request.accepted_media_type)
     try:
-        body, headers = data_version_cached("api-body", identity, render)
+        body, headers = data_version_cached(f"api-body:{type(view).__name__}", identity, render, bounded=True)
     except _NotStored as refused:
         return refused.response
     return _bytes_response(body, headers)

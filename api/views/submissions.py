@@ -10,6 +10,7 @@ from typing import Any
 
 from django.http.request import RawPostDataException
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
@@ -110,6 +111,29 @@ def _error_response(exc: SubmissionInvalid) -> Response:
     return Response(submission_error_body(exc), status=exc.status_code)
 
 
+# How long a client waits before it sends the run again after a 503: the broker's usual restart.
+QUEUE_RETRY_AFTER_S = 30
+
+
+def _queue_unavailable_response(submission: RawSubmission) -> Response:
+    """503: the run is stored but its ingest could not be queued (the broker did not answer within
+    its timeouts, settings.BROKER_TIMEOUT_S). Nothing is lost: the sweeper queues it once the
+    broker answers, and the client's retry of the same run is answered 200 with it."""
+    reason = _("the ingest queue is not answering: the run is stored and will be processed")
+    detail = _("Try again in %(seconds)s s: %(reason)s; send the same run again to see its status.") % {
+        "seconds": QUEUE_RETRY_AFTER_S,
+        "reason": reason,
+    }
+    return Response(
+        {"detail": detail, "errors": {"$": [reason]}},
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={
+            "Retry-After": str(QUEUE_RETRY_AFTER_S),
+            "Location": reverse("api:submission-detail", kwargs={"run_uuid": submission.run_uuid}),
+        },
+    )
+
+
 _EXAMPLE_ERROR = {
     "detail": "Invalid submission: $.results[0].repetitions[3].",
     "errors": {"$.results[0].repetitions[3]": ["-1.5 is less than or equal to the minimum of 0"]},
@@ -156,6 +180,11 @@ class SubmissionCreateView(APIView):
             ),
             413: OpenApiResponse(SubmissionErrorSerializer, description="The body is over the size limit."),
             429: OpenApiResponse(description="Too many submissions: slow down."),
+            503: OpenApiResponse(
+                SubmissionErrorSerializer,
+                description="Stored, but the ingest queue did not answer: send the same run again after "
+                "Retry-After seconds (it is processed meanwhile; the retry answers 200 with it).",
+            ),
         },
         tags=["submissions"],
     )
@@ -172,6 +201,8 @@ class SubmissionCreateView(APIView):
             outcome = submission_intake(body=body, submitter=request.user)
         except SubmissionInvalid as exc:
             return _error_response(exc)
+        if outcome.queued is False:
+            return _queue_unavailable_response(outcome.submission)
         code = status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK
         document = _status_document(outcome.submission, with_results=not outcome.created)
         return Response(document, status=code, headers={"Location": document["status_url"]})

@@ -8,7 +8,6 @@ ingest task (benchmarks_app.tasks.ingest_submission) derives everything else.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +25,14 @@ from benchmarks_app.tasks import submission_enqueue
 
 @dataclass(frozen=True)
 class IntakeOutcome:
+    """``queued``: whether the ingest of a new submission reached the broker (None when the
+    caller's transaction has not committed yet, or nothing was created). A stored submission
+    whose ingest could not be queued waits for the sweeper, which queues it once the broker
+    answers (benchmarks_app.tasks.sweep_stuck_submissions)."""
+
     submission: RawSubmission
     created: bool
+    queued: bool | None = None
 
 
 def _run_uuid(document: Any) -> uuid.UUID | None:
@@ -98,10 +103,11 @@ def submission_intake(
                 channel=channel,
                 gpu_name_reported=judged.report.gpu_name[:200],
             )
-            transaction.on_commit(functools.partial(submission_enqueue, submission_id=submission.pk))
+            queued: list[bool] = []
+            transaction.on_commit(lambda: queued.append(submission_enqueue(submission_id=submission.pk)))
     except IntegrityError:
         existing = _existing(run_uuid, sha256=sha256, submitter=user)  # type: ignore[arg-type]
         if existing is None:
             raise
         return IntakeOutcome(existing, created=False)
-    return IntakeOutcome(submission, created=True)
+    return IntakeOutcome(submission, created=True, queued=queued[0] if queued else None)

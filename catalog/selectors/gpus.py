@@ -84,7 +84,7 @@ def gpu_list(
     return gpus.order_by("-is_curated", "-release_date", "name")
 
 
-@data_versioned("gpu:page-lookup")
+@data_versioned("gpu:page-lookup", bounded=True)  # keyed by the slug in a URL, any slug
 def gpu_for_page(*, slug: str) -> Gpu | None:
     """The GPU of a GPU page with what its header shows (vendor, architecture), or None.
 

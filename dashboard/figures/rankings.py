@@ -21,7 +21,10 @@ from dashboard.figures.style import (
     esc,
     figure_dict,
     log_axis_ticks,
+    log_extent,
+    log_plottable,
     number_text,
+    plottable,
     title_layout,
 )
 from dashboard.selectors.ranking_rows import RowPrice
@@ -101,7 +104,7 @@ def rankings_bar_figure(
 
     ``title`` replaces the default "Performance per price (baseline = 1.0)" (the LLM use cases
     rank absolute tokens/s)."""
-    ranked = [r for r in rows if r.perf_per_dollar is not None][:limit]
+    ranked = [r for r in rows if plottable(r.perf_per_dollar)][:limit]
     fig = go.Figure()
     for basis, colour, pattern in (("measured", MEASURED_COLOUR, ""), ("estimated", ESTIMATED_COLOUR, "/")):
         subset = [r for r in ranked if r.perf_basis == basis]
@@ -140,8 +143,7 @@ _LABEL_POSITIONS = (
 
 def log_axis_range(values: Sequence[float]) -> list[float]:
     """A log axis range (in log10 units, as Plotly wants it) with room for labels at both ends."""
-    logs = [math.log10(v) for v in values if v and v > 0] or [0.0]
-    low, high = min(logs), max(logs)
+    low, high = log_extent(values) or (0.0, 0.0)
     pad = max(0.12, (high - low) * 0.08)
     return [low - pad, high + pad]
 
@@ -185,27 +187,37 @@ def frontier_labels(
     marker (the frontier's and ``others``, as (price, performance)); no label (the name stays in
     the hover and the table) where none fits."""
     width, height = plot_px
+    x_span = (x_range[1] - x_range[0]) or 1.0
+    y_span = (y_range[1] - y_range[0]) or 1.0
+
+    def drawn(price: float, perf: float) -> bool:
+        return log_plottable(price) and plottable(perf)
 
     def pixel(price: float, perf: float) -> tuple[float, float]:
-        x = (math.log10(price) - x_range[0]) / (x_range[1] - x_range[0]) * width
-        y = height - (perf - y_range[0]) / (y_range[1] - y_range[0]) * height
+        x = (math.log10(price) - x_range[0]) / x_span * width
+        y = height - (perf - y_range[0]) / y_span * height
         return x, y
 
-    markers = [pixel(price, perf) for _name, price, perf in points]
-    obstacles = [pixel(price, perf) for price, perf in others if price > 0]
+    markers = [pixel(price, perf) if drawn(price, perf) else None for _name, price, perf in points]
+    obstacles = [pixel(price, perf) for price, perf in others if drawn(price, perf)]
+    placed_markers = [marker for marker in markers if marker is not None]
     boxes: list[tuple[float, float, float, float]] = []
     out = []
     for i, (name, _price, _perf) in enumerate(points):
-        px, py = markers[i]
+        marker = markers[i]
         chosen = ("", "top center")
+        if marker is None:
+            out.append(chosen)
+            continue
+        px, py = marker
         for position in _LABEL_POSITIONS:
             box = label_box(px, py, name, position)
             inside = box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
             clear = not any(_overlap(box, other) for other in boxes)
             off_markers = not any(
                 _overlap(box, (mx - 4, my - 4, mx + 4, my + 4), pad=0)
-                for j, (mx, my) in enumerate([*markers, *obstacles])
-                if j != i and (mx, my) != (px, py)
+                for mx, my in [*placed_markers, *obstacles]
+                if (mx, my) != (px, py)
             )
             if inside and clear and off_markers:
                 boxes.append(box)
@@ -225,8 +237,9 @@ def perf_price_scatter_figure(
     currency: str,
     price_unit: str,
 ) -> dict[str, Any]:
-    """Performance against price; the Pareto frontier (nothing cheaper is faster) as a line."""
-    priced = [r for r in rows if r.price.amount is not None and r.perf is not None]
+    """Performance against price; the Pareto frontier (nothing cheaper is faster) as a line. A row
+    whose price or performance no axis can draw (style.log_plottable, style.plottable) stays out."""
+    priced = [r for r in rows if log_plottable(r.price.amount) and plottable(r.perf)]
     fig = go.Figure()
     for basis, colour, symbol in (
         ("measured", MEASURED_COLOUR, "circle"),
@@ -288,6 +301,10 @@ def perf_price_scatter_figure(
 TIER_COLOURS = {"S": "#d4380d", "A": "#fa8c16", "B": "#fadb14", "C": "#a0d911", "D": "#8c8c8c"}
 
 
+def _tiered(row: Any) -> bool:
+    return plottable(row.perf_per_dollar) and row.perf_per_dollar > 0
+
+
 def tiers_figure(
     tiers: Mapping[str, Sequence[Any]],
     *,
@@ -300,12 +317,13 @@ def tiers_figure(
     value, dashboard.ranking.maths.tier_mark; the best shown when not given), one colour per tier,
     the tier bounds as shaded bands; estimated GPUs hatched (an estimate may pass the mark and still
     be in tier A). ``tiers`` maps S..D to rows, best first."""
-    rows = [(name, row) for name, members in tiers.items() for row in members if row.perf_per_dollar]
-    best = mark or max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
+    rows = [(name, row) for name, members in tiers.items() for row in members if _tiered(row)]
+    best = mark if plottable(mark) and mark > 0 else None  # type: ignore[operator]
+    best = best or max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
     widest = max((row.perf_per_dollar / best for _name, row in rows), default=1.0)
     fig = go.Figure()
     for name, members in tiers.items():
-        subset = [row for row in members if row.perf_per_dollar]
+        subset = [row for row in members if _tiered(row)]
         if not subset:
             continue
         fig.add_bar(

@@ -12,7 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
-from dashboard.figures.style import LAYOUT_BASE, PALETTE, esc, figure_dict, title_layout
+from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
 from llm.interactivity import cost_per_million_output_tokens
 from llm.selectors.serving_target import ServingChoice
 
@@ -58,18 +58,25 @@ def serving_curve_line(*, choice: ServingChoice, key: str, name: str, price: flo
 
 
 def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
-    """Tick values 1, 2, 5 x 10^k between ``low`` and ``high`` with short labels (500, 1k, 20k)."""
+    """Tick values 1, 2, 5 x 10^k between ``low`` and ``high`` with short labels (500, 1k, 20k),
+    within the decades a log axis may span (style.LOG_DECADES)."""
     values: list[float] = []
     texts: list[str] = []
-    if low <= 0 or high <= 0:
+    if not (0 < low <= high < math.inf):
         return values, texts
-    for exponent in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
+    first = max(math.floor(math.log10(low)), LOG_DECADES[0])
+    last = min(math.ceil(math.log10(high)), LOG_DECADES[1])
+    for exponent in range(first, last + 1):
         for mantissa in (1, 2, 5):
             value = mantissa * 10.0**exponent
             if low <= value <= high:
                 values.append(value)
                 texts.append(_short(value))
     return values, texts
+
+
+def _drawn(x: float, y: float) -> bool:
+    return log_plottable(x) and log_plottable(y)
 
 
 def _short(value: float) -> str:
@@ -95,12 +102,16 @@ def serving_curves_figure(
     xs: list[float] = []
     ys: list[float] = []
     per_user, per_gpu = _("tokens/s per user"), _("tokens/s per GPU")
+    target = target if log_plottable(target) else None
     for index, line in enumerate(lines):
+        # Both axes are logarithmic: a point either of them cannot draw stays out.
+        curve = [(x, y) for x, y in line.curve if _drawn(x, y)]
+        measured = [m for m in line.measured if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
         colour = PALETTE[index % len(PALETTE)]
         visible: bool | str = True if index < VISIBLE_LINES else "legendonly"
         group = line.key
         name = esc(line.name)
-        if line.curve:
+        if curve:
             error = (
                 _("serving model, typically ±%(error)s %%") % {"error": f"{line.curve_error_pct:.0f}"}
                 if line.curve_error_pct is not None
@@ -108,41 +119,41 @@ def serving_curves_figure(
             )
             fig.add_trace(
                 go.Scatter(
-                    x=[x for x, _y in line.curve],
-                    y=[y for _x, y in line.curve],
+                    x=[x for x, _y in curve],
+                    y=[y for _x, y in curve],
                     mode="lines",
                     name=name,
                     legendgroup=group,
                     visible=visible,
-                    line={"color": colour, "width": 2, "dash": "dot" if line.measured else "solid"},
-                    customdata=[_cost_text(line.price, y, currency) for _x, y in line.curve],
+                    line={"color": colour, "width": 2, "dash": "dot" if measured else "solid"},
+                    customdata=[_cost_text(line.price, y, currency) for _x, y in curve],
                     hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{esc(line.curve_label)}<br>"
                     f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata}}<extra></extra>",
                 )
             )
-            xs += [x for x, _y in line.curve]
-            ys += [y for _x, y in line.curve]
-        if line.measured:
+            xs += [x for x, _y in curve]
+            ys += [y for _x, y in curve]
+        if measured:
             fig.add_trace(
                 go.Scatter(
-                    x=[m.tokens_per_s_per_user for m in line.measured],
-                    y=[m.tokens_per_s_per_gpu for m in line.measured],
+                    x=[m.tokens_per_s_per_user for m in measured],
+                    y=[m.tokens_per_s_per_gpu for m in measured],
                     mode="markers",
                     name=name,
                     legendgroup=group,
-                    showlegend=not line.curve,
+                    showlegend=not curve,
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "circle", "line": {"color": "white", "width": 1}},
                     customdata=[
                         [esc(m.label), _cost_text(line.price, m.tokens_per_s_per_gpu, currency), m.gpu_count]
-                        for m in line.measured
+                        for m in measured
                     ],
                     hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>%{{customdata[0]}}<br>"
                     f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[1]}}<extra></extra>",
                 )
             )
-            xs += [m.tokens_per_s_per_user for m in line.measured]
-            ys += [m.tokens_per_s_per_gpu for m in line.measured]
+            xs += [m.tokens_per_s_per_user for m in measured]
+            ys += [m.tokens_per_s_per_gpu for m in measured]
     layout: dict[str, Any] = {
         **LAYOUT_BASE,
         "title": title_layout(title),
@@ -155,7 +166,7 @@ def serving_curves_figure(
     }
     if xs and ys:
         for axis, values in (("xaxis", xs + ([target] if target else [])), ("yaxis", ys)):
-            low, high = min(v for v in values if v > 0), max(values)
+            low, high = min(values), max(values)
             ticks, texts = log_ticks(low / 1.5, high * 1.5)
             layout[axis].update(tickvals=ticks, ticktext=texts)
     if target:

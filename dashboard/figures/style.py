@@ -69,6 +69,34 @@ def currency_prefix(currency: str) -> str:
     return CURRENCY_SYMBOLS.get(currency.upper(), f"{currency} ")
 
 
+# The decades (powers of ten) a log axis may span. Real figures lie well inside (a GPU-hour at a
+# tenth of a cent, a second at the other end), and inside them every power of ten, its logarithm
+# and a pixel scale stay finite floats: 1e-300 (whose reciprocal overflows) or 5e-324 (which
+# underflows to 0 in a logarithm) never reach an axis.
+LOG_DECADES = (-15, 15)
+# Beyond this magnitude a value is not drawn on a linear axis either: no real figure is near it,
+# and an axis range padded around 1e308 overflows to infinity.
+PLOT_LIMIT = 1e15
+# Most ticks on a log axis: over a wider span only every n-th power of ten is labelled.
+MAX_LOG_TICKS = 12
+
+
+def plottable(value: float | None) -> bool:
+    """Whether a chart may draw ``value`` on a linear axis: a finite number of a sane magnitude."""
+    return value is not None and math.isfinite(value) and abs(value) <= PLOT_LIMIT
+
+
+def log_plottable(value: float | None) -> bool:
+    """Whether a chart may draw ``value`` on a log axis: positive, within ``LOG_DECADES``."""
+    return value is not None and math.isfinite(value) and 10.0 ** LOG_DECADES[0] <= value <= 10.0 ** LOG_DECADES[1]
+
+
+def log_extent(values: Sequence[float | None]) -> tuple[float, float] | None:
+    """The smallest and largest log10 of the values a log axis may draw; None when there are none."""
+    logs = [math.log10(v) for v in values if log_plottable(v)]  # type: ignore[arg-type]
+    return (min(logs), max(logs)) if logs else None
+
+
 def log_tick_text(value: float) -> str:
     """A tick's full value: 0.05, 2, 20, 1,000 (never the bare leading digit Plotly's D2 ticks show)."""
     if value >= 1000:
@@ -76,15 +104,23 @@ def log_tick_text(value: float) -> str:
     return f"{value:.6g}"
 
 
+def _log_range_clamped(log_range: Sequence[float]) -> tuple[float, float]:
+    finite = sorted(v for v in log_range if math.isfinite(v)) or [0.0, 1.0]
+    low, high = (max(LOG_DECADES[0], min(LOG_DECADES[1], v)) for v in (finite[0], finite[-1]))
+    return low, high
+
+
 def log_axis_ticks(log_range: Sequence[float], *, prefix: str = "", suffix: str = "") -> dict[str, Any]:
     """tickvals and ticktext for a log axis over ``log_range`` (log10 units, as Plotly's range):
-    1, 2, 5, 10, 20, 50... (only the powers of ten past four decades), each labelled with its full
-    value and unit, so a "2" on a cost axis in tens reads "20"."""
-    low, high = sorted(log_range)
+    1, 2, 5, 10, 20, 50... (only the powers of ten past four decades, every n-th past twelve),
+    each labelled with its full value and unit, so a "2" on a cost axis in tens reads "20"."""
+    low, high = _log_range_clamped(log_range)
     steps = (1.0,) if high - low > 4 else (1.0, 2.0, 5.0)
+    stride = max(1, math.ceil((high - low) / MAX_LOG_TICKS))
     values = [
         step * 10.0**decade
         for decade in range(math.floor(low) - 1, math.ceil(high) + 1)
+        if decade % stride == 0
         for step in steps
         if low <= math.log10(step * 10.0**decade) <= high
     ]
@@ -93,10 +129,9 @@ def log_axis_ticks(log_range: Sequence[float], *, prefix: str = "", suffix: str 
     return {"tickvals": values, "ticktext": [f"{prefix}{log_tick_text(v)}{suffix}" for v in values]}
 
 
-def log_axis_range_of(values: Sequence[float], *, pad: float = 0.05) -> list[float]:
-    """A log axis range (log10 units) around positive ``values``, a little wider on both sides."""
-    logs = [math.log10(v) for v in values if v and v > 0] or [0.0]
-    low, high = min(logs), max(logs)
+def log_axis_range_of(values: Sequence[float | None], *, pad: float = 0.05) -> list[float]:
+    """A log axis range (log10 units) around the drawable ``values``, a little wider on both sides."""
+    low, high = log_extent(values) or (0.0, 0.0)
     if high - low < 0.3:
         low, high = low - 0.15, high + 0.15
     return [low - pad, high + pad]

@@ -35,7 +35,7 @@ Stable interface (the API builds on it; change only by adding fields)
                ranking is priced at: 10 | 20 | 50 | 100 | max
                (max = the highest throughput per GPU)
     gpu_price[<gpu slug>]  your price per GPU-hour for that     none
-               GPU, in the page currency (0 < price <= 1000;
+               GPU, in the page currency (0.001 to 1000;
                repeatable): replaces any offer's price
     mlperf     closed-available | all  (LLM use cases: include    closed-available
                MLPerf results of the open division and of
@@ -57,6 +57,7 @@ from catalog.models import Segment
 from catalog.money import CURRENCIES
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES, UseCase
+from gpuatlas.query_numbers import GPU_PRICE_PER_HOUR, MEMORY_GIB, NumberRange, QueryNumberError, number_parse
 from llm.interactivity import DEFAULT_TARGET, TARGETS
 
 MODES = ("rent", "buy")
@@ -69,7 +70,6 @@ MLPERF_ROWS = ("closed-available", "all")
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 GPU_PRICE_PREFIX = "gpu_price["
 _GPU_PRICE = re.compile(r"^gpu_price\[(?P<slug>[^\]]*)\]$")
-GPU_PRICE_MAX = 1000.0  # per GPU-hour, in USD or CNY: above any rental on record
 GPU_PRICES_MAX = 50
 
 
@@ -165,6 +165,13 @@ def _slug(query: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _number(raw: str, *, field: str, bounds: NumberRange) -> float:
+    try:
+        return number_parse(raw, field=field, bounds=bounds)
+    except QueryNumberError as error:
+        raise RankingParamError(error.field, error.message) from None
+
+
 def gpu_prices_from_query(query: Mapping[str, str]) -> tuple[tuple[str, float], ...]:
     """The ``gpu_price[<gpu slug>]=<price per GPU-hour>`` parameters, validated and sorted by slug."""
     prices: dict[str, float] = {}
@@ -179,15 +186,7 @@ def gpu_prices_from_query(query: Mapping[str, str]) -> tuple[tuple[str, float], 
         raw = (query.get(name) or "").strip()
         if not raw:
             continue
-        try:
-            price = float(raw)
-        except ValueError:
-            raise RankingParamError(field, _("not a number")) from None
-        if not (0 < price <= GPU_PRICE_MAX):  # also rejects NaN
-            raise RankingParamError(
-                field, _("a price per GPU-hour must be above 0 and at most %(most)s") % {"most": f"{GPU_PRICE_MAX:g}"}
-            )
-        prices[slug] = price
+        prices[slug] = _number(raw, field=field, bounds=GPU_PRICE_PER_HOUR)
     if len(prices) > GPU_PRICES_MAX:
         raise RankingParamError("gpu_price", _("at most %(most)d GPUs can be priced") % {"most": GPU_PRICES_MAX})
     return tuple(sorted(prices.items()))
@@ -199,14 +198,7 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
     uc = USE_CASES[use_case]
     precision = _choice(query, "precision", uc.precision_families, uc.default_precision)
     raw_vram = (query.get("min_vram") or "").strip()
-    min_vram: float | None = None
-    if raw_vram:
-        try:
-            min_vram = float(raw_vram)
-        except ValueError:
-            raise RankingParamError("min_vram", _("not a number")) from None
-        if not (0 <= min_vram <= 100_000):
-            raise RankingParamError("min_vram", _("must be between 0 and 100000 GiB"))
+    min_vram = _number(raw_vram, field="min_vram", bounds=MEMORY_GIB) if raw_vram else None
     currency = (query.get("currency") or "USD").strip().upper()
     if currency not in CURRENCIES:
         raise RankingParamError(

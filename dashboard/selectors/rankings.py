@@ -164,7 +164,7 @@ class BuiltRows:
 # computation per data version serves every GPU page, its ranking page and its tier list
 # (perf/RESULTS.md: without it the page warm-up takes 2.6 times as long at scale, and competes
 # with the ingest for the CPU).
-@data_versioned("rankings_compute")
+@data_versioned("rankings_compute", bounded=True)  # keyed by a request's parameters
 def rankings_compute(*, params: RankingParams) -> Ranking:
     """Performance, price and value of every GPU with data for the use case (see module doc)."""
     inputs = ranking_inputs_read(params=params)

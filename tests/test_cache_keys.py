@@ -1,0 +1,82 @@
+"""Nobody can flood the cache: 1,000 distinct URLs add a bounded number of keys, and each address
+may have only so many pages computed a minute.
+
+Before: each distinct query string was a key kept a day; 200 page URLs differing only in
+``gpu_price`` added 25.6 MB (about 128 KB each), 200 rankings URLs 13 MB, and pages had no limit.
+Now page bodies are keyed by their parsed parameters (unknown ones, their order and spelling
+make no new key), API lists by their sorted query (unknown parameters are refused), and at most
+DATA_VERSION_CACHE_VARIANTS parameter sets of each are stored per data version
+(gpuatlas/data_version.py); computed pages count against THROTTLE_PAGE_RENDER per address.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+
+from tests.world import DASHBOARD_WORLD
+
+pytestmark = pytest.mark.django_db
+WORLD = DASHBOARD_WORLD
+H100 = "h100-sxm5-80-gb"
+VARIANTS = 5
+
+
+def key_count() -> int:
+    store = getattr(cache, "_cache", None)
+    if isinstance(store, dict):  # the local-memory cache
+        return len(store)
+    return int(cache._cache.get_client().dbsize())  # type: ignore[attr-defined]  # Redis (CACHE_URL)
+
+
+def flood_urls() -> list[str]:
+    """1,000 distinct URLs, as a flood would send them: noise parameters, user prices, memory
+    floors, reordered and repeated parameters, API orderings and page sizes."""
+    urls = [f"/?utm_source=x{i}&use_case=training" for i in range(350)]  # unknown parameters
+    urls += [f"/tiers/?zz={i}&currency=USD" for i in range(250)]
+    urls += [f"/?gpu_price[{H100}]={1 + i / 100:.2f}" for i in range(20)]  # user prices
+    urls += [f"/tiers/?min_vram={i}" for i in range(10)]
+    urls += [f"/gpus/no-such-gpu-{i}/" for i in range(20)]  # 404
+    urls += [f"/api/v1/rankings/?nonsense{i}=1" for i in range(100)]  # refused: 400
+    urls += [f"/api/v1/gpus/?limit={1 + i}" for i in range(150)]
+    urls += [f"/api/v1/rankings/?gpu_price[{H100}]={2 + i / 100:.2f}" for i in range(30)]
+    urls += [f"/api/v1/gpus/?ordering=name&limit=3&offset={i}&limit=3" for i in range(70)]
+    assert len(set(urls)) == 1000
+    return urls
+
+
+def test_a_flood_of_1000_distinct_urls_adds_a_bounded_number_of_keys(client, world, versioned_cache, settings):  # type: ignore[no-untyped-def]
+    settings.DATA_VERSION_CACHE_VARIANTS = VARIANTS
+    client.get("/")  # the data version and the throttles' first keys
+    before = key_count()
+    statuses = [client.get(url).status_code for url in flood_urls()]
+    added = key_count() - before
+    print(f"\ncache flood: 1,000 distinct URLs added {added} keys")
+    assert statuses.count(500) == 0 and statuses.count(400) == 100 and statuses.count(404) == 20
+    # Per kind (the rankings and tier pages and the rankings behind them, the GPU lookup, the
+    # GPU list and the rankings API): at most VARIANTS entries and one counter of them; a
+    # handful of throttle counters.
+    assert added <= 6 * (VARIANTS + 1) + 6, added
+
+
+def test_the_same_page_in_other_spellings_is_one_cached_body(client, world, versioned_cache):  # type: ignore[no-untyped-def]
+    client.get("/?use_case=training")
+    before = key_count()
+    for url in ("/", "/?currency=usd", "/?utm=1&use_case=training", "/?currency=USD&use_case=training&a=b"):
+        assert client.get(url).status_code == 200
+    assert key_count() == before
+
+
+def test_an_address_has_only_so_many_pages_computed_a_minute(client, world, versioned_cache, settings):  # type: ignore[no-untyped-def]
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "page_render": "3/min"},
+    }
+    computed = [client.get("/", {f"gpu_price[{H100}]": f"{1 + i}"}).status_code for i in range(3)]
+    refused = client.get("/tiers/")
+    assert computed == [200, 200, 200]
+    assert refused.status_code == 429 and "Too many pages were computed" in refused.content.decode()
+    assert int(refused["Retry-After"]) > 0
+    other = client.get("/tiers/", REMOTE_ADDR="198.51.100.20")  # another address has its own allowance
+    assert other.status_code == 200
+    assert client.get("/tiers/").status_code == 200  # cached now: a hit computes nothing
