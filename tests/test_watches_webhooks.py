@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 import time
 
 import pytest
@@ -210,8 +211,14 @@ def test_a_webhook_that_hangs_or_fails_costs_the_import_nothing(
 ):
     settings.WATCH_WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network("127.0.0.1/32")]
     settings.WATCH_WEBHOOK_TIMEOUT_S = 1
+    released = threading.Event()
     if fault == "hangs":
-        httpserver.expect_request("/hook").respond_with_handler(lambda request: time.sleep(3) or Response("late"))
+        # Held until the test ends (3 s at most), so that the server is free again for the next test.
+        def late(request):  # type: ignore[no-untyped-def]
+            released.wait(3)
+            return Response("late")
+
+        httpserver.expect_request("/hook").respond_with_handler(late)
     else:
         httpserver.expect_request("/hook").respond_with_data("broken", status=500)
     world_build(rows=PRICE_WORLD)
@@ -236,6 +243,7 @@ def test_a_webhook_that_hangs_or_fails_costs_the_import_nothing(
     else:
         assert (delivery.response_status, delivery.error) == (500, "HTTP 500")
     assert import_seconds < 3  # never waited for the receiver (it hangs 3 s)
+    released.set()
 
 
 def test_a_retryable_failure_is_retried_with_exponential_backoff(tmp_path, monkeypatch, settings):
