@@ -56,6 +56,15 @@ WORKLOAD_TEXT: dict[str, tuple[Promise, Promise]] = {
         _("Transformer block inference (BF16)"),
         _("The same block's forward pass for inference, all 2048 positions at once (prefill); tokens per second."),
     ),
+    "llm-train": (
+        _("LLM training step (Llama 3 8B layers, BF16)"),
+        _(
+            "Forward pass, backward pass and AdamW step of 4 decoder layers at Llama 3 8B's shapes, 8 sequences of "
+            "4,096 tokens per step, in BF16 with FP32 master weights as mixed-precision training runs them, on "
+            "synthetic data; tokens per second. Its model FLOP rate divided by the GPU's dense BF16 peak is its "
+            "model FLOPs utilisation (MFU)."
+        ),
+    ),
     "transformer-train-ddp": (
         _("Transformer block training, data-parallel (BF16)"),
         _(

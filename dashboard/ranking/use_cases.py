@@ -129,7 +129,7 @@ USE_CASES: dict[str, UseCase] = {
             precision_families=("16bit", "32bit"),
             memory_floor_gib=24,
             memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
-            workload_pattern=r"squad|fine.?tun|lora|transformer.?train",
+            workload_pattern=r"squad|fine.?tun|lora|transformer.?train|llm-train",
             precision_requirements=(("16bit", ("bf16",)),),
             precision_reason=_BF16_TRAINING,
         ),

@@ -11,6 +11,7 @@ from typing import Any
 from .collective import COLLECTIVE_WORKLOADS
 from .common import Case, Context
 from .llm import LLM_PRECISIONS, llm_cases
+from .llm_train import LLM_TRAIN, llm_train_cases
 from .matmul import MATMUL_PRECISIONS, matmul_cases, stress_cases
 from .membw import membw_cases
 from .pcie import pcie_cases
@@ -27,6 +28,7 @@ WORKLOAD_ORDER = (
     "pcie-d2h",
     "transformer-train",
     "transformer-infer",
+    LLM_TRAIN,
     "llm-decode",
     # One process per GPU, at 1..N GPUs (multigpu.py runs these, not cases_build).
     *COLLECTIVE_WORKLOADS,
@@ -53,6 +55,8 @@ def cases_build(ctx: Context, *, workloads: tuple[str, ...], precisions: tuple[s
             cases += membw_cases(ctx, (workload,))
         elif workload.startswith("pcie-"):
             cases += pcie_cases(ctx, (workload,))
+        elif workload == LLM_TRAIN:
+            cases += llm_train_cases(ctx)
         elif workload == "llm-decode":
             cases += llm_cases(ctx, precisions) + serve_cases(ctx, precisions)
         else:

@@ -33,6 +33,8 @@ class SizeProfile:
     correctness_slice: int
     llm: dict[str, Any]
     llm_tp: dict[str, Any]
+    # llm-train: how many of the llm shape's layers, the sequence length and the sequences per optimizer step.
+    llm_train: dict[str, int]
     allreduce_bytes: tuple[int, ...]
     # The serving sweep's energy window (energy.py): at least 5 s of steady steps on a GPU.
     serve_energy: EnergyPolicy = EnergyPolicy()
@@ -76,6 +78,9 @@ GPU_SIZES = SizeProfile(
         "vocab": 128256,
         "rope_theta": 500000.0,
     },
+    # 4 of Llama 3 8B's 32 layers with their weights, gradients and AdamW state take about 16 GiB, so a
+    # 24 GB card trains them a sequence at a time; an 80 GB card takes the 8 sequences of a step at once.
+    llm_train={"n_layers": 4, "seq_len": 4096, "batch": 8},
     # nccl-tests' usual sweep points: latency-bound, middle, and bandwidth-bound (1 GiB).
     allreduce_bytes=(1 * MiB, 8 * MiB, 64 * MiB, 1 * GiB),
 )
@@ -117,6 +122,8 @@ CPU_TINY_SIZES = SizeProfile(
         "rope_theta": 10000.0,
         "serve_cpu_memory_bytes": 370_000,
     },
+    # Two micro-batches of two: the gradient accumulation runs as on a GPU that holds one sequence at a time.
+    llm_train={"n_layers": 2, "seq_len": 32, "batch": 4, "cpu_micro_batch": 2},
     allreduce_bytes=(4096, 65536),
     # No energy counter on the CPU: the window only has to run the code.
     serve_energy=EnergyPolicy(warmup_s=0.0, window_s=0.002, chunk_s=0.001),

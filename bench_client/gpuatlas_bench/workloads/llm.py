@@ -55,11 +55,15 @@ class Shape:
         return self.n_kv_heads * self.head_dim
 
     @property
+    def layer_linear_parameters(self) -> int:
+        """Parameters of one decoder layer's matrix products: QKV, output, gate, up and down."""
+        attention = self.d_model * (self.d_model + 2 * self.kv_dim) + self.d_model * self.d_model
+        return attention + 3 * self.d_model * self.d_ff
+
+    @property
     def linear_parameters(self) -> int:
         """Parameters of the matrix products a token goes through (the output head included)."""
-        per_layer = self.d_model * (self.d_model + 2 * self.kv_dim) + self.d_model * self.d_model
-        per_layer += 3 * self.d_model * self.d_ff
-        return self.n_layers * per_layer + self.d_model * self.vocab
+        return self.n_layers * self.layer_linear_parameters + self.d_model * self.vocab
 
     @property
     def parameters(self) -> int:
@@ -80,6 +84,23 @@ def shape_from(sizes: dict[str, Any]) -> Shape:
         vocab=sizes["vocab"],
         rope_theta=float(sizes["rope_theta"]),
     )
+
+
+def rotary_tables(torch: Any, shape: Shape, *, length: int, device: Any) -> tuple[Any, Any, Any]:
+    """RoPE at positions 0..length-1: (angles [length, head_dim / 2] float32, cos and sin
+    [length, head_dim] bf16, each half repeated as the rotate-half form pairs them)."""
+    hd = shape.head_dim
+    inv_freq = 1.0 / (shape.rope_theta ** (torch.arange(0, hd, 2, device=device).float() / hd))
+    angles = torch.arange(length, device=device).float()[:, None] * inv_freq[None, :]
+    cos = torch.cat((angles.cos(), angles.cos()), dim=-1).to(torch.bfloat16)
+    sin = torch.cat((angles.sin(), angles.sin()), dim=-1).to(torch.bfloat16)
+    return angles, cos, sin
+
+
+def rotate(torch: Any, x: Any, cos: Any, sin: Any) -> Any:
+    """Rotary embedding in the rotate-half form (Llama's layout of the head dimension's pairs)."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
 @dataclass
@@ -166,10 +187,7 @@ class Decoder:
         self.final_norm = norm()
         self.head = weight(self.vocab, d)  # bf16 in both precisions, as fp8 servers keep it
         # Rotary tables for every position, computed once: a decode step slices them (no kernel).
-        inv_freq = 1.0 / (shape.rope_theta ** (torch.arange(0, hd, 2, device=ctx.device).float() / hd))
-        angles = torch.arange(max_len, device=ctx.device).float()[:, None] * inv_freq[None, :]
-        self.cos = torch.cat((angles.cos(), angles.cos()), dim=-1).to(self.dtype)
-        self.sin = torch.cat((angles.sin(), angles.sin()), dim=-1).to(self.dtype)
+        angles, self.cos, self.sin = rotary_tables(torch, shape, length=max_len, device=ctx.device)
         # The decode step rotates the query, key and value heads of its QKV output in one pass:
         # rotated = x * cos + swap_halves(x) * signed_sin, with cos 1 and sin 0 for the value heads,
         # so the keys and values leave it side by side and go into the cache in one copy.
@@ -252,11 +270,8 @@ class Decoder:
         return self.torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, _NORM_EPS)
 
     def rope(self, x: Any, start: int, length: int) -> Any:
-        """Rotary embedding (rotate-half form) of x [batch, heads, length, head_dim] at positions start.."""
-        cos, sin = self.cos[start : start + length], self.sin[start : start + length]
-        half = x.shape[-1] // 2
-        rotated = self.torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-        return x * cos + rotated * sin
+        """Rotary embedding of x [batch, heads, length, head_dim] at positions start.."""
+        return rotate(self.torch, x, self.cos[start : start + length], self.sin[start : start + length])
 
     def _mlp(self, x: Any, layer: dict[str, Any]) -> Any:
         gate_up = self.linear(self.rms_norm(x, layer["mlp_norm"]), layer["gate_up"])
