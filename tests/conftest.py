@@ -17,6 +17,7 @@ from benchmarks_app.services.ingest import submission_ingest
 from catalog.services.catalog_import import catalog_import
 from gpuatlas import followups
 from gpuatlas.celery import app
+from tests.demo_snapshot import demo_snapshot_exists, demo_snapshot_restore, demo_snapshot_take
 from tests.redis_server import PrivateRedis
 from tests.world import World, world_build
 
@@ -234,10 +235,15 @@ def browser():
 
 @pytest.fixture(scope="module")
 def demo(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
-    """The demo data (``load_demo``), loaded once for the module and flushed after it, as a
-    transactional test would."""
+    """The demo data (``load_demo``), there for the module and flushed after it, as a transactional
+    test would. Loaded by the first module of a process, copied back for the others
+    (tests/demo_snapshot.py)."""
     with django_db_blocker.unblock():
-        call_command("load_demo", stdout=io.StringIO())
+        if demo_snapshot_exists():
+            demo_snapshot_restore()
+        else:
+            call_command("load_demo", stdout=io.StringIO())
+            demo_snapshot_take()
     yield
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
