@@ -362,6 +362,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MeasuredOrEstimatedEnum": [("measured", "measured"), ("estimated", "estimated")],
         "TrustLabelEnum": "benchmarks_app.models.TrustLabel",
+        "WatchKindEnum": "watches.models.WatchKind",
+        "DeliveryStatusEnum": "watches.models.Delivery.Status",
+        "ModelKindEnum": "fitcalc.presets.MODEL_KINDS",
+        "ProviderKindEnum": "catalog.models.prices.Provider.Kind",
     },
 }
 

@@ -22,19 +22,23 @@ def _serving(size: str, **query: str) -> dict[str, RankingRow]:
 
 
 # Measured on MLPerf (closed division, available systems) for both models and rented by no
-# current offer in the demo's price data. The RTX PRO 6000 Blackwell Server Edition was one of
-# them until its `RTXPRO6000S` offers were matched to it: it is priced now (asserted below).
+# current offer in the demo's price data. The RTX PRO 6000 Blackwell Server Edition, the MI300X and
+# the MI355X were among them until offers were matched to them (RTXPRO6000S on several clouds,
+# Oracle's bare-metal AMD shapes): they are priced now (asserted below).
 MEASURED_UNPRICED = {
-    "70b": ("radeon-instinct-mi300x", "radeon-instinct-mi325x", "radeon-instinct-mi355x", "h200-nvl"),
+    "70b": ("radeon-instinct-mi325x", "h200-nvl"),
     "8b": ("h200-nvl",),
 }  # fmt: skip
+MEASURED_NOW_PRICED = {"70b": ("rtx-pro-6000-blackwell-server", "radeon-instinct-mi300x", "radeon-instinct-mi355x"),
+                       "8b": ("rtx-pro-6000-blackwell-server",)}  # fmt: skip
 
 
 @pytest.mark.parametrize("size", ["70b", "8b"])
 def test_measured_gpus_stay_in_the_serving_ranking_priced_or_not(demo, size):
     """A measured GPU (MI300X and others) stays in the ranking when no offer gives it a price."""
     rows = _serving(size, interactivity="max")
-    assert rows["rtx-pro-6000-blackwell-server"].llm_price_basis == "offer"
+    for slug in MEASURED_NOW_PRICED[size]:
+        assert rows[slug].perf_basis == "measured" and rows[slug].llm_price_basis == "offer", slug
     for slug in MEASURED_UNPRICED[size]:
         row = rows[slug]
         assert row.perf_basis == "measured", slug

@@ -59,7 +59,11 @@ class FitModelsView(ApiMixin, generics.ListAPIView):
     @extend_schema(
         summary="Hugging Face models imported into the fit calculator",
         description="A page at a time (limit, offset), without their configs: the import's answer holds one.",
-        responses={200: HfModelListSerializer(many=True), 429: ERROR_429},
+        responses={
+            200: HfModelListSerializer(many=True),
+            400: OpenApiResponse(ErrorSerializer, description="A malformed `limit` or `offset`; `errors` names it."),
+            429: ERROR_429,
+        },
     )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)

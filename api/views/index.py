@@ -42,6 +42,8 @@ ENDPOINT_PURPOSES = {
     "submission-dry-run": _(
         "Check a benchmark run as a submission, storing nothing (token required); a CPU-only run is checked too."
     ),
+    "watch-list": _("Your watches on a GPU price or a ranking figure; POST to add one (sign-in required)."),
+    "watch-detail": _("One of your watches: read, change or delete it (sign-in required)."),
     "moderation-queue": _("Submissions awaiting a curator (staff)."),
     "moderation-approve": _("Approve flagged submissions (staff)."),
     "moderation-reject": _("Reject submissions (staff)."),

@@ -191,8 +191,9 @@ def _energy_figures(
     figures: dict[str, Any] = {
         "joules_per_token": None,
         "power_w": None,
-        "energy_window_s": round(window.seconds, 3),
-        "energy_warmup_s": round(window.warmup_s, 3),
+        # Four significant figures, so a window of a few milliseconds (a CPU run) keeps its precision.
+        "energy_window_s": float(f"{window.seconds:.4g}"),
+        "energy_warmup_s": float(f"{window.warmup_s:.4g}"),
         "energy_samples": window.samples,
         "energy_source": window.source,
         "power_limit_w": min(limits) if len(limits) == gpus else None,
