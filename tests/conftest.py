@@ -60,10 +60,33 @@ def _own_redis_databases(worker: int) -> None:
         app.conf.broker_url = settings.CELERY_BROKER_URL
 
 
+# Fixtures through which a test reaches the database, the cache or the broker.
+SERVICE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_setup", "live_server", "demo", "client", "admin_client", "cache"}
+)
+
+
+def _touches_services(item: pytest.Item) -> bool:
+    """Whether the test reaches the database, the cache or the broker (pytest-django refuses a
+    database query to a test without the django_db mark or a database fixture)."""
+    if item.get_closest_marker("django_db") or any(
+        item.get_closest_marker(name) for name in ("postgres", "celery_worker", "services")
+    ):
+        return True
+    return bool(SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     has_broker = bool(settings.CELERY_BROKER_URL)
     run_browser = os.environ.get("GPUATLAS_BROWSER_TESTS", "1") != "0"
+    if os.environ.get("GPUATLAS_SERVICE_TESTS_ONLY") == "1":
+        # The PostgreSQL/Redis pass: a test that reaches none of them gives the same answer as in
+        # the first pass, which ran it.
+        deselected = [item for item in items if not _touches_services(item)]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if _touches_services(item)]
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in the PostgreSQL/Redis CI pass"))

@@ -9,7 +9,6 @@ GPU figures of the pure tests are datasheet-like test fixtures (an H100-like car
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import re
 import statistics
@@ -17,7 +16,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 
 from catalog.models import Gpu, PriceSnapshot
@@ -361,11 +359,6 @@ def test_the_fit_page_speaks_chinese_in_its_throughput_notes_and_method(client) 
 # --- the demo data ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def demo(db):  # type: ignore[no-untyped-def]
-    call_command("load_demo", stdout=io.StringIO())
-
-
 def _fit(query: dict[str, str]) -> Any:
     form = FitForm(data=query)
     request = fit_request_from_form(form=form)
@@ -387,7 +380,7 @@ def _mlperf_range(slug: str) -> tuple[float, float]:
     return min(values), max(values)
 
 
-def test_llama_3_70b_on_h100_and_h200_lands_in_the_range_the_measurements_support(demo) -> None:  # type: ignore[no-untyped-def]
+def test_llama_3_70b_on_h100_and_h200_lands_in_the_range_the_measurements_support(demo, db) -> None:  # type: ignore[no-untyped-def]
     # Batched at the context the model takes for MLPerf's rows: the measured figure of each GPU, within its rows.
     mlperf_context = str(llm_model_state().constants.serving_context_tokens)
     result = _fit({"model": "llama-3-70b", "precision": "fp8", "context": mlperf_context, "tokens": "1e8"})
@@ -447,7 +440,7 @@ def test_llama_3_70b_on_h100_and_h200_lands_in_the_range_the_measurements_suppor
     assert 9.2 * 1.675 * 0.8 <= sxm.throughput_per_s <= 9.7 * 1.675 * 1.25
 
 
-def test_cheap_cards_no_longer_win_by_pretending_to_scale_and_every_price_is_dated(demo, client) -> None:  # type: ignore[no-untyped-def]
+def test_cheap_cards_no_longer_win_by_pretending_to_scale_and_every_price_is_dated(demo, db, client) -> None:  # type: ignore[no-untyped-def]
     # First-round defects: 8x RTX 3080 and 4x V100 16 GB ranked first for a 4-bit 70B one stream, and
     # consumer cards at 8-way tensor parallelism over PCIe first for 70B serving.
     chat = _fit({"model": "llama-3-70b", "precision": "q4_k_m", "serving": "single", "tokens": "1e6"})

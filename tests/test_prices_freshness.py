@@ -4,11 +4,9 @@ once the newest data is itself old; the demo's top-10 rows use current, on-deman
 from __future__ import annotations
 
 import datetime as dt
-import io
 from decimal import Decimal
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 
 from catalog.models import Offer, PriceSnapshot, Provider
@@ -95,8 +93,7 @@ def test_pages_say_prices_as_of_a_date_once_the_newest_data_is_old(client, setti
     assert "live rental prices" in client.get("/providers/").content.decode()
 
 
-def test_demo_top_ten_rows_use_current_on_demand_sku_level_prices_with_provider_and_date(client, settings):
-    call_command("load_demo", stdout=io.StringIO())
+def test_demo_top_ten_rows_use_current_on_demand_sku_level_prices_with_provider_and_date(demo, client, settings):
     newest = Offer.objects.order_by("-last_seen").values_list("last_seen", flat=True).first()
     window = dt.timedelta(days=settings.PRICE_FRESHNESS_DAYS)
     for use_case in USE_CASES:
