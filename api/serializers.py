@@ -1,8 +1,9 @@
 """Response shapes of API v1.
 
-List endpoints build rows straight from ``values()`` (one query per page, no model instances);
-these serializers are the contract those rows follow, and the rankings' and tier lists'
-responses are rendered by theirs: drf-spectacular turns them into the
+List endpoints read rows straight from ``values()`` (one query per page, no model instances) and
+render them through these serializers: a field's ``source`` is the ORM path its value is read
+from (api.views.base.ValuesListView), so a list's columns are declared once, here. The rankings'
+and tier lists' responses are rendered by theirs too: drf-spectacular turns them into the
 OpenAPI schema, schemathesis checks every response against it, and tests/test_api_contract.py
 pins the field names. Decimal figures (prices) are JSON numbers, not strings.
 """
@@ -40,10 +41,10 @@ class PingSerializer(serializers.Serializer):
 class GpuRowSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
-    vendor = serializers.CharField(help_text="Vendor slug.")
-    vendor_name = serializers.CharField()
-    architecture = serializers.CharField(allow_null=True, help_text="Architecture slug.")
-    architecture_name = serializers.CharField(allow_null=True)
+    vendor = serializers.CharField(source="vendor__slug", help_text="Vendor slug.")
+    vendor_name = serializers.CharField(source="vendor__name")
+    architecture = serializers.CharField(source="architecture__slug", allow_null=True, help_text="Architecture slug.")
+    architecture_name = serializers.CharField(source="architecture__name", allow_null=True)
     family = serializers.CharField()
     variant = serializers.CharField()
     segment = serializers.ChoiceField(choices=Segment.choices)
@@ -118,7 +119,6 @@ class GpuDetailSerializer(GpuRowSerializer):
 class ArchitectureSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
-    vendor = serializers.CharField(help_text="Vendor slug.")
     release_month = serializers.DateField(allow_null=True)
     tensor_core_generation = serializers.IntegerField(allow_null=True)
     supports_tf32 = serializers.BooleanField()
@@ -133,6 +133,7 @@ class ArchitectureSerializer(serializers.Serializer):
     source = serializers.CharField()  # type: ignore[assignment]
     source_date = serializers.DateField(allow_null=True)
     gpu_count = serializers.IntegerField(help_text="GPUs of this architecture in the catalogue.")
+    vendor = serializers.CharField(source="vendor__slug", help_text="Vendor slug.")
 
 
 class ProviderSerializer(serializers.Serializer):
@@ -147,28 +148,30 @@ class ProviderSerializer(serializers.Serializer):
 
 class OfferSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    provider = serializers.CharField(help_text="Provider slug.")
-    provider_name = serializers.CharField()
+    provider = serializers.CharField(source="provider__slug", help_text="Provider slug.")
+    provider_name = serializers.CharField(source="provider__name")
     instance_type = serializers.CharField()
     region = serializers.CharField()
     zone = serializers.CharField()
     is_spot = serializers.BooleanField()
-    gpu = serializers.CharField(allow_null=True, help_text="GPU slug; null when the provider's name is unmatched.")
-    gpu_name = serializers.CharField(allow_null=True)
+    gpu = serializers.CharField(
+        source="gpu__slug", allow_null=True, help_text="GPU slug; null when the provider's name is unmatched."
+    )
+    gpu_name = serializers.CharField(source="gpu__name", allow_null=True)
     gpu_name_raw = serializers.CharField(help_text="The GPU name as the provider wrote it.")
     gpu_count = serializers.FloatField(help_text="Fractional for shared GPUs.")
     vcpus = _nullable_float()
     ram_gib = _nullable_float()
-    vcpus_per_gpu = _nullable_float()
-    ram_gib_per_gpu = _nullable_float()
+    vcpus_per_gpu = _nullable_float(source="per_gpu_vcpus")
+    ram_gib_per_gpu = _nullable_float(source="per_gpu_ram_gib")
     available = serializers.BooleanField(help_text="In its feed's newest snapshot.")
     variant_ambiguous = serializers.BooleanField(
         help_text="The source does not state the form factor (SXM/PCIe...): left out of per-GPU rankings."
     )
-    price_per_hour = serializers.FloatField(help_text="Whole instance, in `currency`.")
-    currency = serializers.CharField()
-    price_per_gpu_hour_usd = serializers.FloatField()
-    observed_at = serializers.DateTimeField(allow_null=True)
+    price_per_hour = serializers.FloatField(source="current_price_per_hour", help_text="Whole instance, in `currency`.")
+    currency = serializers.CharField(source="current_currency")
+    price_per_gpu_hour_usd = serializers.FloatField(source="current_price_per_gpu_hour_usd")
+    observed_at = serializers.DateTimeField(source="current_observed_at", allow_null=True)
     first_seen = serializers.DateTimeField()
     last_seen = serializers.DateTimeField()
     source = serializers.CharField()  # type: ignore[assignment]
@@ -176,12 +179,12 @@ class OfferSerializer(serializers.Serializer):
 
 class PriceObservationSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    offer = serializers.IntegerField(help_text="Offer id.")
-    provider = serializers.CharField()
-    instance_type = serializers.CharField()
-    region = serializers.CharField()
-    is_spot = serializers.BooleanField()
-    gpu = serializers.CharField(allow_null=True)
+    offer = serializers.IntegerField(source="offer_id", help_text="Offer id.")
+    provider = serializers.CharField(source="offer__provider__slug")
+    instance_type = serializers.CharField(source="offer__instance_type")
+    region = serializers.CharField(source="offer__region")
+    is_spot = serializers.BooleanField(source="offer__is_spot")
+    gpu = serializers.CharField(source="offer__gpu__slug", allow_null=True)
     observed_at = serializers.DateTimeField()
     price_per_hour = serializers.FloatField()
     currency = serializers.CharField()
@@ -202,12 +205,12 @@ class WorkloadSerializer(serializers.Serializer):
 
 class ResultSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    gpu = serializers.CharField()
-    gpu_name = serializers.CharField()
-    workload = serializers.CharField()
-    workload_version = serializers.CharField()
-    unit = serializers.CharField()
-    higher_is_better = serializers.BooleanField()
+    gpu = serializers.CharField(source="gpu__slug")
+    gpu_name = serializers.CharField(source="gpu__name")
+    workload = serializers.CharField(source="workload__slug")
+    workload_version = serializers.CharField(source="workload__version")
+    unit = serializers.CharField(source="workload__unit")
+    higher_is_better = serializers.BooleanField(source="workload__higher_is_better")
     precision = serializers.ChoiceField(choices=Precision.choices)
     gpu_count = serializers.IntegerField()
     comparison_key = serializers.CharField()
@@ -217,16 +220,18 @@ class ResultSerializer(serializers.Serializer):
     trust = serializers.ChoiceField(choices=TrustLabel.choices)
     measured_at = serializers.DateTimeField()
     source = serializers.CharField()  # type: ignore[assignment]
-    submission = serializers.UUIDField(allow_null=True, help_text="run_uuid of the raw submission.")
+    submission = serializers.UUIDField(
+        source="submission__run_uuid", allow_null=True, help_text="run_uuid of the raw submission."
+    )
 
 
 class AggregateSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    gpu = serializers.CharField()
-    gpu_name = serializers.CharField()
-    workload = serializers.CharField()
-    workload_version = serializers.CharField()
-    unit = serializers.CharField()
+    gpu = serializers.CharField(source="gpu__slug")
+    gpu_name = serializers.CharField(source="gpu__name")
+    workload = serializers.CharField(source="workload__slug")
+    workload_version = serializers.CharField(source="workload__version")
+    unit = serializers.CharField(source="workload__unit")
     precision = serializers.ChoiceField(choices=Precision.choices)
     gpu_count = serializers.IntegerField()
     comparison_key = serializers.CharField()
@@ -248,8 +253,8 @@ class ModerationSubmissionSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.JSONField())
     channel = serializers.CharField()
     received_at = serializers.DateTimeField()
-    submitter = serializers.CharField(allow_null=True, help_text="Username.")
-    gpu = serializers.CharField(allow_null=True, help_text="Matched GPU slug.")
+    submitter = serializers.CharField(source="submitter__username", allow_null=True, help_text="Username.")
+    gpu = serializers.CharField(source="gpu__slug", allow_null=True, help_text="Matched GPU slug.")
     gpu_name_reported = serializers.CharField()
     attempts = serializers.IntegerField()
 
@@ -567,8 +572,8 @@ class TierListSerializer(RankingHeaderSerializer):
 
 class ServingPointSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    gpu = serializers.CharField()
-    gpu_name = serializers.CharField()
+    gpu = serializers.CharField(source="gpu__slug")
+    gpu_name = serializers.CharField(source="gpu__name")
     gpu_count = serializers.IntegerField()
     interconnect = serializers.ChoiceField(choices=Interconnect.choices)
     model = serializers.CharField(help_text="Model key (llm.estimate.shapes), e.g. llama-3.1-70b.")
@@ -596,6 +601,12 @@ class ServingPointSerializer(serializers.Serializer):
         choices=PerUserBasis.choices, help_text="measured, a floor from the latency limit, one stream, or undefined."
     )
     ttft_ms = _nullable_float(help_text="Measured time to first token (ms).")
+    measured_on = serializers.DateField()
+    date_estimated = serializers.BooleanField()
+    source_kind = serializers.ChoiceField(choices=SourceKind.choices)
+    source = serializers.CharField()  # type: ignore[assignment]
+    source_title = serializers.CharField()
+    source_url = serializers.CharField()
     joules_per_token = _nullable_float(
         help_text="Measured energy per output token (J), all GPUs of the configuration; null where not measured or "
         "refused (window under 5 s, or a GPU's average power above its board limit)."
@@ -611,11 +622,7 @@ class ServingPointSerializer(serializers.Serializer):
         help_text="What the energy was read from: nvml-total-energy (the GPU's energy counter) or nvml-power-usage "
         "(the mean of power readings times the window); empty without energy."
     )
-    measured_on = serializers.DateField()
-    date_estimated = serializers.BooleanField()
-    source_kind = serializers.ChoiceField(choices=SourceKind.choices)
-    source = serializers.CharField()  # type: ignore[assignment]
-    source_title = serializers.CharField()
-    source_url = serializers.CharField()
-    result = serializers.IntegerField(help_text="id of the result it is derived from (results/).")
-    trust = serializers.ChoiceField(choices=TrustLabel.choices, help_text="Trust of that result.")
+    result = serializers.IntegerField(source="result_id", help_text="id of the result it is derived from (results/).")
+    trust = serializers.ChoiceField(
+        source="result__trust", choices=TrustLabel.choices, help_text="Trust of that result."
+    )

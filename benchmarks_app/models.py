@@ -185,6 +185,9 @@ class ResultAggregate(models.Model):
     minimum = models.FloatField()
     maximum = models.FloatField()
     has_lab = models.BooleanField(default=False)
+    # Its results' parameters (one comparison key, one set of parameters; comparison_keys.py):
+    # stored so that readers of the workload's shapes (the fit calculator) need no result.
+    params = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

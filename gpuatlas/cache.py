@@ -9,10 +9,10 @@ stops asking Redis for ``RETRY_AFTER_S`` seconds, so that a Redis that hangs cos
 timeout per period, not one per cache call. The outage is logged once when it starts and once when
 Redis answers again; ``/readyz`` reports it (gpuatlas/health.py).
 
-A data-version bump (gpuatlas/data_version.py) written while Redis was down is lost, and a Redis
-that kept its data would then serve pages cached before that write. So the first process to see
-Redis answer again after an outage deletes the data version: the next reader starts a new one,
-and every entry cached before the outage is never read again.
+A data-version bump (gpuatlas/data_version.py) made while Redis was down may be lost (its debounce
+lives in the cache), and a Redis that kept its data would then serve pages cached before that
+write. So the first process to see Redis answer again after an outage stores a new data version
+and copies it into the cache: every entry cached before the outage is never read again.
 """
 
 from __future__ import annotations
@@ -151,5 +151,11 @@ class DegradingRedisCache(RedisCache):
         return client
 
     def _forget_data_version(self) -> None:
-        # Bumps made during the outage were lost: start a new version (module docstring).
-        self.delete(DATA_VERSION_KEY)
+        # Bumps made during the outage may be lost: start a new version (module docstring).
+        from gpuatlas.data_version import data_version_renew  # it reads this module's key
+
+        try:
+            data_version_renew()
+        except Exception:  # the database does not answer either: the next reader reads its row
+            logger.warning("a new data version could not be stored after the outage", exc_info=True)
+            self.delete(DATA_VERSION_KEY)

@@ -7,6 +7,11 @@ catalogue. Instead of deleting every cached variant when one of them changes, th
 their cache keys (``data_version_cached``, ``data_versioned``): entries of an older version are
 never read again.
 
+The version is stored in the database (``catalog.models.DataVersion``, one row) and copied into
+the cache, where readers find it. An evicted copy (Redis's LRU under ``allkeys-lru``, a full
+local-memory cache culling its oldest entries) is read back from the row: it costs one query,
+never a new version that would make every cached page cold.
+
 What a bump sets off, in order, once the writer's transaction commits (so that a reader who sees
 the new version also sees the new data):
 
@@ -40,6 +45,7 @@ from django.utils import timezone
 from django.utils.translation import get_language
 
 from gpuatlas.cache import DATA_VERSION_KEY
+from gpuatlas.db_router import PRIMARY
 from gpuatlas.followups import followup_run
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,6 +53,8 @@ T = TypeVar("T")
 
 # Deleted by the cache backend when Redis answers again after an outage (gpuatlas/cache.py).
 CACHE_KEY = DATA_VERSION_KEY
+# The primary key of the one stored row.
+DATA_VERSION_ROW = 1
 # Holds the Unix time at which the debounce period of the last bump ends.
 BUMP_GATE_KEY = "gpuatlas:data-version:gate"
 # Set while a bump held back by the debounce waits for its period's end: one is enough.
@@ -61,13 +69,39 @@ BUMP_TASK = "gpuatlas.data_version.data_version_bump_task"
 
 
 def data_version() -> str:
-    """The current data version (a short random token); created on first use."""
+    """The current data version (a short random token): the cache's copy, else the stored one
+    (created on first use)."""
     version = cache.get(CACHE_KEY)
     if version is None:
-        version = uuid.uuid4().hex[:12]
-        # add(): two first readers agree on one version instead of each writing its own.
+        version = _stored_version()
+        # add(), not set(): a bump that replaced the row and the copy since the row was read wins.
         if not cache.add(CACHE_KEY, version, timeout=None):
             version = cache.get(CACHE_KEY) or version
+    return version
+
+
+def _stored_version() -> str:
+    from catalog.models import DataVersion
+
+    # The primary: a replica's older row copied into the cache would outlive the next reads.
+    row, _created = DataVersion.objects.using(PRIMARY).get_or_create(
+        pk=DATA_VERSION_ROW, defaults={"token": _new_token()}
+    )
+    return row.token
+
+
+def _new_token() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def data_version_renew() -> str:
+    """Store a new version and copy it into the cache; returns it. Made by a bump, and when the
+    cache answers again after an outage (gpuatlas/cache.py)."""
+    from catalog.models import DataVersion
+
+    version = _new_token()
+    DataVersion.objects.using(PRIMARY).update_or_create(pk=DATA_VERSION_ROW, defaults={"token": version})
+    cache.set(CACHE_KEY, version, timeout=None)
     return version
 
 
@@ -107,7 +141,7 @@ def _bump_debounced() -> None:
 
 
 def _bump() -> None:
-    cache.set(CACHE_KEY, uuid.uuid4().hex[:12], timeout=None)
+    data_version_renew()
     _pages_warm_request()
 
 

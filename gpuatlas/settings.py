@@ -271,11 +271,20 @@ CACHE_URL = env_str("CACHE_URL")
 # Milliseconds: a frozen cache is a miss within half a second (a Redis call on a network answers in
 # well under one).
 CACHE_TIMEOUT_MS = env_int("CACHE_TIMEOUT_MS", 500, minimum=10)
+# Entries of the in-process cache without CACHE_URL (Django's default is 300). A page writes a few
+# (its body, the GPU lookup, one distinct-submitter entry per ranking it computes) and every
+# throttled request one counter; past the limit the oldest third is dropped. The data version is
+# read back from the database when its copy goes (gpuatlas/data_version.py).
+CACHE_LOCAL_MAX_ENTRIES = env_int("CACHE_LOCAL_MAX_ENTRIES", 5000, minimum=100)
 CACHES = {
     "default": (
         cache_settings(CACHE_URL, timeout_s=CACHE_TIMEOUT_MS / 1000)
         if CACHE_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "gpuatlas"}
+        else {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "gpuatlas",
+            "OPTIONS": {"MAX_ENTRIES": CACHE_LOCAL_MAX_ENTRIES},
+        }
     )
 }
 

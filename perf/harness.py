@@ -40,6 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/gpuatlas_perf"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
 PING = "/api/v1/ping/"
+# The fit calculator's preset and the serving plan's model in the page list (fitcalc/data/presets.json).
+FIT_PRESET = "llama-3-8b"
+FIT_SERVING_MODEL = "llama-3.1-70b"
 TERMINAL = ("accepted", "flagged", "rejected", "on_hold")
 LOG_DIR = Path(os.environ.get("PERF_LOG_DIR", "/tmp"))
 LOG_DIR.mkdir(parents=True, exist_ok=True)
@@ -231,6 +234,37 @@ def busiest_gpu_slug() -> str:
         "gpu__slug": "a100-sxm4-80-gb"
     }
     return row["gpu__slug"]
+
+
+def page_urls(slug: str) -> list[str]:
+    """Every page and API read users open, the heaviest variant of each: the rankings (the
+    default and the LLM serving one), the tier list, the busiest GPU's page, a comparison with
+    it, the fit calculator for a preset and for an imported Hugging Face model (when one is
+    imported), its two APIs, and the API lists."""
+    from fitcalc.models import HfModel
+
+    others = [s for s in ("a100-sxm4-80-gb", "geforce-rtx-4090", "h100-sxm5-80-gb") if s != slug][:2]
+    urls = [
+        "/",
+        "/?use_case=llm-serving",
+        "/tiers/",
+        f"/gpus/{slug}/",
+        f"/compare/?gpus={','.join([slug, *others])}",
+        f"/fit/?model={FIT_PRESET}",
+    ]
+    hf_id = HfModel.objects.order_by("repo_id").values_list("repo_id", flat=True).first()
+    if hf_id:
+        urls.append(f"/fit/?hf_model={hf_id}")
+    else:
+        print("  note: no imported Hugging Face model here: /fit/ for one is not measured")
+    return [
+        *urls,
+        f"/api/v1/fit/?model={FIT_PRESET}",
+        f"/api/v1/fit/serving/?model={FIT_SERVING_MODEL}",
+        "/api/v1/rankings/",
+        "/api/v1/gpus/",
+        "/api/v1/offers/",
+    ]
 
 
 def query_counts(urls: list[str]) -> None:
@@ -691,7 +725,7 @@ def main() -> None:
     if counts["benchmark results"] < 1000:
         print("  warning: little data; run `python -m perf.fixture ...` first (perf/README.md)")
     slug = busiest_gpu_slug()
-    urls = ["/", "/tiers/", f"/gpus/{slug}/", "/api/v1/rankings/", "/api/v1/gpus/", "/api/v1/offers/"]
+    urls = page_urls(slug)
     # Before any page is rendered, in-process too: with DEBUG=0 a page names its static files
     # by their hashed names, read from the collected manifest.
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)

@@ -131,8 +131,8 @@ def _redis_keys(server) -> list:  # type: ignore[no-untyped-def]
 
 @needs_redis_server
 def test_the_end_of_an_outage_starts_a_new_data_version(settings, private_redis):  # noqa: F811
-    """A bump written while Redis was down is lost: the first call that finds Redis back drops the
-    version, so that pages cached before the outage are never served again."""
+    """A bump made while Redis was down may be lost: the first call that finds Redis back stores a
+    new version, so that pages cached before the outage are never served again."""
     settings.DATA_VERSION_CACHE_SECONDS = 60
     with override_settings(CACHES=redis_cache(private_redis.url)):
         before = data_version()
@@ -143,7 +143,7 @@ def test_the_end_of_an_outage_starts_a_new_data_version(settings, private_redis)
         # As a Redis that kept its data (written past the backend, which still counts it as down):
         _raw_set(private_redis, cache.make_key("gpuatlas:data-version"), cache._cache._serializer.dumps(before))
         degrading._down_until.update(dict.fromkeys(degrading._down_until, 0.0))  # RETRY_AFTER_S later
-        assert cache.get("anything") is None  # answers again: the recovery drops the version
+        assert cache.get("anything") is None  # answers again: the recovery stores a new version
         assert data_version() != before
 
 

@@ -1,4 +1,4 @@
-"""Distinct submitters per GPU: cached per GPU under its aggregates' fingerprint, recounted
+"""Distinct submitters per GPU: cached with its aggregates' fingerprint (one entry per scope), recounted
 only for the GPUs whose results changed, and always what the plain count says."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import filters as drf_filters
-from rest_framework import generics, permissions
+from rest_framework import generics, permissions, serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -145,14 +145,31 @@ class CachedListMixin:
         )
 
 
-class ValuesListView(ApiMixin, generics.ListAPIView):
-    """A list served from ``values()``: one query per page, rows renamed to public names.
+_COLUMNS: dict[type, dict[str, str]] = {}
 
-    ``fields`` maps public names to ORM paths (or annotations of ``base_queryset``).
+
+def serializer_columns(serializer_class: type[serializers.BaseSerializer]) -> dict[str, str]:
+    """A serializer's fields: public name -> the ORM path of ``values()`` it is read from (the
+    field's ``source``). Nested serializers are left out: they are not columns."""
+    columns = _COLUMNS.get(serializer_class)
+    if columns is None:
+        fields = serializer_class().fields  # type: ignore[attr-defined]  # a Serializer: its bound fields
+        columns = _COLUMNS[serializer_class] = {
+            name: str(field.source)
+            for name, field in fields.items()
+            if not isinstance(field, serializers.BaseSerializer)
+        }
+    return columns
+
+
+class ValuesListView(ApiMixin, generics.ListAPIView):
+    """A list served from ``values()``: one query per page, rendered by ``serializer_class``.
+
+    The serializer declares the columns: each field's ``source`` is the ORM path (or an
+    annotation of ``base_queryset``) its value is read from, so the rows hold exactly what it sends.
     ``ordering_map`` maps public sort keys to ORM paths; ``ordering`` is the default.
     """
 
-    fields: ClassVar[dict[str, str]] = {}
     ordering_map: ClassVar[dict[str, str]] = {}
     ordering: ClassVar[list[str]] = ["id"]
     filter_backends = [ApiFilterBackend, StrictSearchFilter, StrictOrderingFilter]
@@ -163,11 +180,8 @@ class ValuesListView(ApiMixin, generics.ListAPIView):
     def get_queryset(self) -> QuerySet:
         return self.base_queryset()
 
-    def shape(self, row: dict[str, Any]) -> dict[str, Any]:
-        return {name: row[path] for name, path in self.fields.items()}
-
     def _value_paths(self) -> list[str]:
-        paths = dict.fromkeys(self.fields.values())
+        paths = dict.fromkeys(serializer_columns(self.get_serializer_class()).values())
         paths.update(dict.fromkeys(path for path in self.ordering_map.values()))
         paths["id"] = None
         return list(paths)
@@ -175,9 +189,9 @@ class ValuesListView(ApiMixin, generics.ListAPIView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         queryset = self.filter_queryset(self.get_queryset()).values(*self._value_paths())
         if self.pagination_class is None:
-            return Response([self.shape(row) for row in queryset])
+            return Response(self.get_serializer(queryset, many=True).data)
         page = self.paginate_queryset(queryset) or []
-        return self.get_paginated_response([self.shape(row) for row in page])
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
 class PingView(ApiMixin, APIView):

@@ -23,10 +23,6 @@ class WorkloadListView(ValuesListView):
     filterset_class = WorkloadFilterSet
     pagination_class = None
     filter_backends = ValuesListView.filter_backends[:1]
-    fields: ClassVar[dict[str, str]] = {
-        name: name
-        for name in ("slug", "version", "name", "unit", "higher_is_better", "category", "description", "source")
-    }
 
     def base_queryset(self) -> QuerySet:
         return Workload.objects.order_by("category", "slug", "version")
@@ -45,25 +41,6 @@ class ResultListView(ValuesListView):
     serializer_class = ResultSerializer
     filterset_class = ResultFilterSet
     pagination_class = KeysetCursorPagination
-    fields: ClassVar[dict[str, str]] = {
-        "id": "id",
-        "gpu": "gpu__slug",
-        "gpu_name": "gpu__name",
-        "workload": "workload__slug",
-        "workload_version": "workload__version",
-        "unit": "workload__unit",
-        "higher_is_better": "workload__higher_is_better",
-        "precision": "precision",
-        "gpu_count": "gpu_count",
-        "comparison_key": "comparison_key",
-        "comparison_label": "comparison_label",
-        "value": "value",
-        "spread_pct": "spread_pct",
-        "trust": "trust",
-        "measured_at": "measured_at",
-        "source": "source",
-        "submission": "submission__run_uuid",
-    }
     ordering_map: ClassVar[dict[str, str]] = {"measured_at": "measured_at", "value": "value"}
     ordering: ClassVar[list[str]] = ["-measured_at"]
 
@@ -82,27 +59,6 @@ class AggregateListView(ValuesListView):
     serializer_class = AggregateSerializer
     filterset_class = AggregateFilterSet
     pagination_class = StrictLimitOffsetPagination
-    fields: ClassVar[dict[str, str]] = {
-        "id": "id",
-        "gpu": "gpu__slug",
-        "gpu_name": "gpu__name",
-        "workload": "workload__slug",
-        "workload_version": "workload__version",
-        "unit": "workload__unit",
-        "precision": "precision",
-        "gpu_count": "gpu_count",
-        "comparison_key": "comparison_key",
-        "comparison_label": "comparison_label",
-        "n": "n",
-        "distinct_submitters": "distinct_submitters",
-        "median": "median",
-        "q1": "q1",
-        "q3": "q3",
-        "minimum": "minimum",
-        "maximum": "maximum",
-        "has_lab": "has_lab",
-        "updated_at": "updated_at",
-    }
     ordering_map: ClassVar[dict[str, str]] = {"gpu": "gpu__name", "median": "median", "n": "n"}
     ordering: ClassVar[list[str]] = ["gpu__name", "comparison_label"]
 

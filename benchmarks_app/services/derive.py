@@ -340,6 +340,7 @@ def submissions_derive(
                     g.result.gpu_count,
                     g.peer_set.summary(),
                     g.peer_set.lab > 0,
+                    g.result.params,
                 )
                 for (gpu_id, key), g in grown.items()
             ]

@@ -1,3 +1,4 @@
+from catalog.models.data_version import DataVersion
 from catalog.models.gpus import (
     Architecture,
     Gpu,
@@ -27,6 +28,7 @@ from catalog.models.prices import (
 
 __all__ = [
     "Architecture",
+    "DataVersion",
     "ExchangeRate",
     "Gpu",
     "GpuAlias",

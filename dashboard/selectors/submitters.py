@@ -7,10 +7,16 @@ precisions. At scale that count reads most trusted results and is most of a cold
 cold again, although a batch touches a handful of GPUs. It is the one cache kept beside the page
 and API bodies: without it each bump makes the first visitor of every ranking wait for the count.
 
-So each GPU's count is cached under a fingerprint of its aggregates for those workloads and
+So each GPU's count is cached with a fingerprint of its aggregates for those workloads and
 precisions: every change to a GPU's trusted results rewrites an aggregate row of it (its n and
 updated_at; ``aggregates_write``), so an unchanged fingerprint proves an unchanged count. A
 cold ranking then recounts only the GPUs whose fingerprint moved.
+
+The counts of one scope (workloads and precisions) are one cache entry, GPU id -> (fingerprint,
+count): a ranking writes one entry, not one per GPU, so that a page computing several rankings
+does not fill a bounded local-memory cache and push out what it needs. Two rankings of one scope
+computed at once may each write theirs; the later one wins, and the other's recounts are made
+again by a later ranking: the counts are never wrong, at worst recounted.
 """
 
 from __future__ import annotations
@@ -45,13 +51,15 @@ def distinct_submitters_by_gpu(
     """
     workloads, precision_list = sorted(set(workload_ids)), sorted(set(precisions))
     scope = hashlib.sha256(repr((workloads, precision_list)).encode()).hexdigest()[:16]
-    keys = {
-        gpu_id: f"gpuatlas:distinct-submitters:{scope}:{gpu_id}:{print_}" for gpu_id, print_ in fingerprints.items()
-    }
+    key = f"gpuatlas:distinct-submitters:{scope}"
     seconds = data_version_cache_seconds()
-    found = cache.get_many(list(keys.values())) if seconds > 0 else {}
-    counts: dict[int, int | None] = {gpu_id: found[key] for gpu_id, key in keys.items() if key in found}
-    missing = [gpu_id for gpu_id in keys if gpu_id not in counts]
+    stored: dict[int, tuple[str, int | None]] = (cache.get(key) or {}) if seconds > 0 else {}
+    counts: dict[int, int | None] = {
+        gpu_id: stored[gpu_id][1]
+        for gpu_id, print_ in fingerprints.items()
+        if gpu_id in stored and stored[gpu_id][0] == print_
+    }
+    missing = [gpu_id for gpu_id in fingerprints if gpu_id not in counts]
     if missing:
         rows = (
             BenchmarkResult.objects.trusted()
@@ -64,5 +72,6 @@ def distinct_submitters_by_gpu(
         fresh: dict[int, int | None] = dict.fromkeys(missing) | {row["gpu_id"]: row["submitters"] for row in rows}
         counts.update(fresh)
         if seconds > 0:  # kept across bumps: an unchanged GPU keeps its fingerprint
-            cache.set_many({keys[gpu_id]: count for gpu_id, count in fresh.items()}, seconds)
+            merged = stored | {gpu_id: (fingerprints[gpu_id], count) for gpu_id, count in fresh.items()}
+            cache.set(key, merged, seconds)
     return {gpu_id: count for gpu_id, count in counts.items() if count is not None}

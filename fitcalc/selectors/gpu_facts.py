@@ -26,7 +26,7 @@ from django.db.models import Max, Q
 from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
-from benchmarks_app.models import BenchmarkResult, ResultAggregate
+from benchmarks_app.models import ResultAggregate
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
 from catalog.selectors.prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
 from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
@@ -169,7 +169,8 @@ class FitGpuFacts:
 
 
 def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBreakdown) -> dict[int, GpuMeasurements]:
-    """Per GPU: achieved block FLOP rates and Lambda rates. Two queries."""
+    """Per GPU: achieved block FLOP rates and Lambda rates. One query: the block's shapes are its
+    aggregates' stored parameters."""
     training = breakdown.mode in TRAINING_MODES
     slugs = [TRANSFORMER_TRAIN] if training else [TRANSFORMER_INFER]
     lambda_slug = LAMBDA_WORKLOAD_FOR_PRESET.get(model.slug) if breakdown.mode in LAMBDA_MODES else None
@@ -180,18 +181,8 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
         for row in ResultAggregate.objects.filter(gpu_id__in=gpu_ids, gpu_count=1, workload__slug__in=slugs)
         .filter(Q(has_lab=True) | Q(n__gte=MIN_COMMUNITY_N))
         .order_by()
-        .values("gpu_id", "workload__slug", "workload__version", "precision", "median", "n", "comparison_key")
+        .values("gpu_id", "workload__slug", "workload__version", "precision", "median", "n", "params")
     ]
-    block_keys = {r["comparison_key"] for r in rows if r["workload__slug"] in (TRANSFORMER_TRAIN, TRANSFORMER_INFER)}
-    shapes: dict[str, dict[str, Any]] = {}
-    if block_keys:
-        for key, params in (
-            BenchmarkResult.objects.filter(comparison_key__in=block_keys)
-            .order_by()
-            .values_list("comparison_key", "params")
-        ):
-            if isinstance(params, dict):
-                shapes.setdefault(key, params)
 
     best: dict[tuple[int, str, str], dict[str, Any]] = {}
     for row in rows:
@@ -211,7 +202,7 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
             entry["lambda_per_s"][precision] = row["median"]
         else:
             block = block_flops_per_token(
-                params=shapes.get(row["comparison_key"], {}), training=slug == TRANSFORMER_TRAIN
+                params=row["params"] if isinstance(row["params"], dict) else {}, training=slug == TRANSFORMER_TRAIN
             )
             if block is not None:
                 entry["train_flops" if slug == TRANSFORMER_TRAIN else "infer_flops"] = row["median"] * block
