@@ -39,6 +39,7 @@ from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 from dashboard.selectors.standings import gpu_standings_compute
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.interactivity import DEFAULT_TARGET, target_rate
+from llm.selectors.energy import power_curves_current
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from llm.selectors.serving_target import gpu_serving_choices
 
@@ -227,12 +228,18 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
     serving_price = serving_row.price.amount if serving_row is not None else None
+    serving_choices = gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET)
+    power_curves = power_curves_current() if serving_choices else {}
     serving_lines = [
         line
-        for size, choice in gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET).items()
+        for size, choice in serving_choices.items()
         if (
             line := serving_curve_line(
-                choice=choice, key=size, name=MODEL_SHAPES[SIZE_CLASSES[size].reference].name, price=serving_price
+                choice=choice,
+                key=size,
+                name=MODEL_SHAPES[SIZE_CLASSES[size].reference].name,
+                price=serving_price,
+                power_curves=power_curves,
             )
         )  # fmt: skip
     ]

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.models import Gpu
-from llm.estimate.shapes import MODEL_SHAPES
-from llm.models import ServingPoint
-from llm.serving.energy import tokens_per_kwh
+from llm.estimate.shapes import MODEL_SHAPES, model_size_class
+from llm.models import ServingModelFit, ServingPoint
+from llm.serving.energy import PowerCurve, PowerSample, power_curve_key, tokens_per_kwh
+from llm.serving.physics import hardware_class
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,11 @@ class EnergyPoint:
     @property
     def tokens_per_kwh(self) -> float:
         return tokens_per_kwh(self.joules_per_token)
+
+    @property
+    def tokens_per_s_per_kw(self) -> float:
+        """Output tokens/s per kW the GPUs drew, measured: performance per measured kW."""
+        return self.tokens_per_s_per_gpu / (self.power_w / 1000)
 
 
 @dataclass(frozen=True)
@@ -97,4 +103,35 @@ def gpu_energy_curves(*, gpu: Gpu) -> list[EnergyCurve]:
     return list(curves.values())
 
 
-__all__ = ["EnergyCurve", "EnergyPoint", "gpu_energy_curves"]
+def power_samples_for_fit() -> list[PowerSample]:
+    """Every trusted point with a measured energy and a fixed concurrency, as a sample of its GPU
+    class's power curve for its model size class (llm.serving.energy; one query)."""
+    rows = (
+        ServingPoint.objects.trusted()
+        .with_measured_energy()
+        .filter(concurrency__isnull=False)
+        .order_by("id")
+        .values(
+            "model", "concurrency", "gpu_count", "power_w", "power_limit_w", "gpu__segment", "gpu__architecture__slug"
+        )  # fmt: skip
+    )
+    samples = []
+    for row in rows:
+        size = model_size_class(row["model"])
+        if size is None or not row["power_w"] or not row["power_limit_w"] or not row["concurrency"]:
+            continue
+        gpu_class = hardware_class(architecture=row["gpu__architecture__slug"] or "", segment=row["gpu__segment"])
+        key = power_curve_key(gpu_class=gpu_class, size=size)
+        samples.append(PowerSample(key, row["concurrency"] / row["gpu_count"], row["power_w"], row["power_limit_w"]))
+    return samples
+
+
+def power_curves_current() -> dict[str, PowerCurve]:
+    """The power curves stored with the newest serving model fit (``power_curve_key`` -> curve);
+    empty before any fit or where nothing was measured (one query)."""
+    stored = ServingModelFit.objects.newest()
+    data = stored.constants.get("power", {}) if stored is not None and isinstance(stored.constants, dict) else {}
+    return {key: PowerCurve.from_dict(value) for key, value in data.items()}
+
+
+__all__ = ["EnergyCurve", "EnergyPoint", "gpu_energy_curves", "power_curves_current", "power_samples_for_fit"]
