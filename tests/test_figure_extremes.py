@@ -44,6 +44,7 @@ from dashboard.figures.rankings import (
 from dashboard.figures.serving import (
     MeasuredMark,
     ServingCurveLine,
+    energy_marks_of,
     log_ticks,
     serving_curve_line,
     serving_curves_figure,
@@ -220,6 +221,30 @@ HELPERS: dict[str, Callable[[list[float]], object]] = {
     "label_box": lambda v: [label_box(x, x, "GPU", "top center") for x in v],
     "price_steps": lambda v: price_steps([(DAY + dt.timedelta(days=9 * i), x) for i, x in enumerate(v)]),
     "date_axis_range": lambda v: date_axis_range([DAY + dt.timedelta(days=i) for i in range(len(v))]),
+    "energy_marks_of": lambda v: energy_marks_of(
+        [
+            SimpleNamespace(
+                size="8b",
+                engine="PyTorch",
+                precision="bf16",
+                gpu_count=1,
+                context_tokens=1024,
+                measured_on=DAY,
+                points=[
+                    SimpleNamespace(
+                        concurrency=i + 1,
+                        tokens_per_s_per_user=x,
+                        tokens_per_s_per_gpu=v[-1],
+                        joules_per_token=x,
+                        power_w=v[0],
+                    )  # fmt: skip
+                    for i, x in enumerate(v)
+                ],
+            )
+        ],
+        size="8b",
+        ranked=[MeasuredMark(v[0], v[-1], 1, "m")],
+    ),
     "serving_curve_line": lambda v: serving_curve_line(
         choice=SimpleNamespace(
             measured=(),

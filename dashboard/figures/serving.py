@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
 from llm.interactivity import cost_per_million_output_tokens
+from llm.selectors.energy import EnergyCurve
 from llm.selectors.serving_target import ServingChoice
 from llm.serving.energy import EnergyFigure, PowerCurve, energy_estimate, energy_measured
 
@@ -51,6 +52,9 @@ class ServingCurveLine:
     offline_points: int = 0  # measured points without a per-user rate (not drawn)
     curve_energy: tuple[EnergyFigure | None, ...] = ()  # estimated, beside each point of ``curve``
     power_class: str = ""  # the GPU class and model size of the power curve the estimates come from
+    # Measured points with a measured energy that no ranking counts yet (fewer submitters than the
+    # rule asks): drawn apart, so that their energy is seen without passing for a ranked figure.
+    energy_marks: tuple[MeasuredMark, ...] = ()
 
 
 def serving_curve_line(
@@ -126,6 +130,40 @@ def _cost_text(price: float | None, tokens_per_s_per_gpu: float, currency: str) 
     if cost is None:
         return esc(_("no price: enter yours to see the cost"))
     return esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": f"{cost:.3f}", "currency": currency})
+
+
+def energy_marks_of(
+    curves: Sequence[EnergyCurve], *, size: str, ranked: Sequence[MeasuredMark]
+) -> tuple[MeasuredMark, ...]:
+    """The measured-energy points of a GPU's sweeps of one model size class (llm.selectors.energy)
+    that the chart's ranked marks do not already show, as marks with their energy."""
+    shown = {(round(m.tokens_per_s_per_user, 6), round(m.tokens_per_s_per_gpu, 6)) for m in ranked}
+    marks = []
+    for curve in curves:
+        if curve.size != size:
+            continue
+        for p in curve.points:
+            if (
+                not p.tokens_per_s_per_user
+                or (round(p.tokens_per_s_per_user, 6), round(p.tokens_per_s_per_gpu, 6)) in shown
+            ):
+                continue
+            label = " · ".join(
+                part
+                for part in (
+                    curve.engine,
+                    curve.precision.upper(),
+                    _("concurrency %(n)s") % {"n": p.concurrency} if p.concurrency else "",
+                    _("%(tokens)s tokens of context") % {"tokens": curve.context_tokens}
+                    if curve.context_tokens
+                    else "",
+                    _("measured %(date)s") % {"date": f"{curve.measured_on:%Y-%m-%d}"},
+                )
+                if part
+            )
+            energy = energy_measured(joules_per_token_=p.joules_per_token, power_w=p.power_w)
+            marks.append(MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, curve.gpu_count, label, energy))
+    return tuple(marks)
 
 
 def _energy_text(energy: EnergyFigure | None, power_class: str = "") -> str:
@@ -205,6 +243,25 @@ def serving_curves_figure(
             )
             xs += [x for x, _y in curve]
             ys += [y for _x, y in curve]
+        energy_marks = [m for m in line.energy_marks if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
+        if energy_marks:
+            fig.add_trace(
+                go.Scatter(
+                    x=[m.tokens_per_s_per_user for m in energy_marks],
+                    y=[m.tokens_per_s_per_gpu for m in energy_marks],
+                    mode="markers",
+                    name=esc(_("%(name)s · measured energy, not ranked") % {"name": line.name}),
+                    legendgroup=group,
+                    visible=visible,
+                    marker={"color": colour, "size": 9, "symbol": "diamond-open", "line": {"width": 2}},
+                    customdata=[[esc(m.label), m.gpu_count, _energy_text(m.energy)] for m in energy_marks],
+                    hovertemplate=f"<b>{name}</b> ×%{{customdata[1]}} · {esc(_('measured, not ranked'))}<br>"
+                    f"%{{customdata[0]}}<br>%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}"
+                    f"%{{customdata[2]}}<extra></extra>",
+                )
+            )
+            xs += [m.tokens_per_s_per_user for m in energy_marks]
+            ys += [m.tokens_per_s_per_gpu for m in energy_marks]
         if measured:
             fig.add_trace(
                 go.Scatter(

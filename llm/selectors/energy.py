@@ -53,6 +53,7 @@ class EnergyCurve:
     measured_on: dt.date
     run_uuid: uuid.UUID | None  # the submission the sweep came in, where it was one
     points: list[EnergyPoint] = field(default_factory=list)
+    size: str = ""  # the model's size class (llm.estimate.shapes.SIZE_CLASSES), empty outside them
 
 
 _FIELDS = (
@@ -87,6 +88,7 @@ def gpu_energy_curves(*, gpu: Gpu) -> list[EnergyCurve]:
                 energy_source=row["energy_source"],
                 measured_on=row["measured_on"],
                 run_uuid=row["result__submission__run_uuid"],
+                size=model_size_class(row["model"]) or "",
             )
         curve.points.append(
             EnergyPoint(
