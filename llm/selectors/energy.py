@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.models import Gpu
 from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.models import ServingModelFit, ServingPoint
-from llm.serving.energy import PowerCurve, PowerSample, power_curve_key, tokens_per_kwh
+from llm.selectors.serving_target import ServingChoice
+from llm.serving.energy import (
+    EnergyFigure,
+    PowerCurve,
+    PowerSample,
+    energy_estimate,
+    energy_measured,
+    power_curve_key,
+    tokens_per_kwh,
+)
 from llm.serving.physics import hardware_class
 
 
@@ -128,6 +138,26 @@ def power_samples_for_fit() -> list[PowerSample]:
     return samples
 
 
+def serving_choice_energy(
+    choice: ServingChoice, *, tokens_per_s_per_gpu: float, power_curves: Mapping[str, PowerCurve]
+) -> EnergyFigure | None:
+    """The energy per output token of a serving choice's figure: the measured energy of a measured
+    point at that rate (the one the figure quotes), else the GPU class's power curve at the load of
+    the model's curve point nearest that rate (estimated, with its interval); None without either."""
+    for point in choice.measured:
+        at_rate = point.tokens_per_s_per_gpu > 0 and abs(point.tokens_per_s_per_gpu / tokens_per_s_per_gpu - 1) < 1e-6
+        if point.joules_per_token is not None and point.power_w and at_rate:
+            return energy_measured(joules_per_token_=point.joules_per_token, power_w=point.power_w)
+    curve = power_curves.get(choice.power_key)
+    if curve is None or len(choice.curve_loads) != len(choice.curve) or not choice.curve:
+        return None
+    nearest = min(range(len(choice.curve)), key=lambda i: abs(choice.curve[i][1] - tokens_per_s_per_gpu))
+    return energy_estimate(
+        curve, load=choice.curve_loads[nearest], tokens_per_s_per_gpu=tokens_per_s_per_gpu,
+        limit_w=choice.board_limit_w,
+    )  # fmt: skip
+
+
 def power_curves_current() -> dict[str, PowerCurve]:
     """The power curves stored with the newest serving model fit (``power_curve_key`` -> curve);
     empty before any fit or where nothing was measured (one query)."""
@@ -136,4 +166,11 @@ def power_curves_current() -> dict[str, PowerCurve]:
     return {key: PowerCurve.from_dict(value) for key, value in data.items()}
 
 
-__all__ = ["EnergyCurve", "EnergyPoint", "gpu_energy_curves", "power_curves_current", "power_samples_for_fit"]
+__all__ = [
+    "EnergyCurve",
+    "EnergyPoint",
+    "gpu_energy_curves",
+    "power_curves_current",
+    "power_samples_for_fit",
+    "serving_choice_energy",
+]
