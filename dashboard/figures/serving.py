@@ -245,6 +245,7 @@ def serving_curves_figure(
             ys += [y for _x, y in curve]
         energy_marks = [m for m in line.energy_marks if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
         if energy_marks:
+            not_ranked = _("measured, not ranked")
             fig.add_trace(
                 go.Scatter(
                     x=[m.tokens_per_s_per_user for m in energy_marks],
@@ -255,7 +256,7 @@ def serving_curves_figure(
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "diamond-open", "line": {"width": 2}},
                     customdata=[[esc(m.label), m.gpu_count, _energy_text(m.energy)] for m in energy_marks],
-                    hovertemplate=f"<b>{name}</b> ×%{{customdata[1]}} · {esc(_('measured, not ranked'))}<br>"
+                    hovertemplate=f"<b>{name}</b> ×%{{customdata[1]}} · {esc(not_ranked)}<br>"
                     f"%{{customdata[0]}}<br>%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}"
                     f"%{{customdata[2]}}<extra></extra>",
                 )
