@@ -51,7 +51,7 @@ from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.interactivity import MAX_THROUGHPUT, TARGETS, target_rate
-from llm.selectors.energy import gpu_energy_curves
+from llm.selectors.energy import gpu_energy_curves, power_curves_current
 
 # A base template that outputs nothing but the content block: with it, a page template renders
 # its body alone. The page templates take the base from ``base_template`` (default base.html)
@@ -199,10 +199,17 @@ def rankings_body(*, params: RankingParams) -> str:
 def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
     """The curves chart's lines: the ranking's GPUs in its order, at the row's price."""
     lines = []
+    power_curves = power_curves_current() if ranking.serving_choices else {}
     for row in ranking.rows:
         choice = ranking.serving_choices.get(row.gpu_id)
         price = row.price.amount if ranking.params.mode == "rent" else None
-        line = serving_curve_line(choice=choice, key=row.gpu_slug, name=row.gpu_name, price=price) if choice else None
+        line = (
+            serving_curve_line(
+                choice=choice, key=row.gpu_slug, name=row.gpu_name, price=price, power_curves=power_curves
+            )
+            if choice
+            else None
+        )
         if line is not None:
             lines.append(line)
     return lines

@@ -34,7 +34,7 @@ from fitcalc.presets import PRESETS
 from fitcalc.selectors.fit import FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.hf_models import hf_model_get
-from fitcalc.selectors.serving_plans import fit_serving_answer, serving_target_parse
+from fitcalc.selectors.serving_plans import fit_serving_answer, owned_serving_costs, serving_target_parse
 from fitcalc.services import hf_model_import
 from gpuatlas.data_version import compute_spend
 
@@ -104,6 +104,16 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
         serving = fit_serving_answer(
             preset=result.request.model.slug, precision=result.request.precision, target=target
         )
+    owned = (
+        owned_serving_costs(
+            rows=result.buy_vs_rent,
+            serving=serving,
+            price_per_kwh=result.request.electricity_price_per_kwh,
+            hours_per_day=result.request.hours_per_day,
+        )
+        if result is not None
+        else {}
+    )
     groups = [(key, [form[name] for name in names]) for key, names in FIELD_GROUPS]
     return render(
         request,
@@ -126,6 +136,8 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
             "precision_label": PRECISION_LABELS.get(result.request.precision, "") if result else "",
             "serving": serving,
             "serving_targets": (10, 20, 50, 100),
+            "buy_rows": [(row, owned.get(row.slug)) for row in result.buy_vs_rent] if result else [],
+            "owned_serving": bool(owned),
         },
         status=status,
     )

@@ -66,6 +66,8 @@ class NumberRange:
 
 #: A price per GPU-hour in the page currency (USD or CNY), the ``gpu_price[<gpu slug>]`` parameters.
 GPU_PRICE_PER_HOUR = NumberRange(low=0.001, high=1000.0, unit=gettext_lazy("per GPU-hour"))
+#: An electricity price per kWh in the page currency (the rankings' ``kwh_price``, buy mode).
+ELECTRICITY_PER_KWH = NumberRange(low=0.0, high=100.0, unit=gettext_lazy("per kWh"))
 #: A memory size in GiB (the rankings' ``min_vram``).
 MEMORY_GIB = NumberRange(low=0.0, high=100_000.0, unit=gettext_lazy("GiB"))
 #: An LLM serving target: output tokens per second for each user (interactivity).

@@ -44,6 +44,7 @@ from dashboard.figures.rankings import (
 from dashboard.figures.serving import (
     MeasuredMark,
     ServingCurveLine,
+    energy_marks_of,
     log_ticks,
     serving_curve_line,
     serving_curves_figure,
@@ -59,6 +60,7 @@ from dashboard.figures.style import (
 )
 from dashboard.selectors.ranking_rows import RowPrice
 from fitcalc.figures import CostTimePoint, fit_cost_time_figure
+from llm.serving.energy import EnergyFigure, PowerCurve
 
 EXTREMES = (1e-300, 5e-324, math.inf, -math.inf, math.nan, 1e308, -1e308, -1.0, -5e-324, 0.0)
 ORDINARY = (0.05, 0.9, 1.0, 2.5, 37.0, 1200.0)
@@ -117,8 +119,11 @@ def rows_of(values: list[float]) -> list[SimpleNamespace]:
 def line_of(values: list[float], *, index: int = 0) -> ServingCurveLine:
     count = len(values)
     pairs = tuple((values[i], values[(i + 1) % count]) for i in range(count))
-    marks = tuple(MeasuredMark(x, y, 1 + i % 4, f"point {i}") for i, (x, y) in enumerate(pairs))
-    return ServingCurveLine(f"k{index}", f"GPU {index}", values[0], marks, pairs, "8 GPUs", values[-1])
+    marks = tuple(
+        MeasuredMark(x, y, 1 + i % 4, f"point {i}", EnergyFigure("measured", x, y)) for i, (x, y) in enumerate(pairs)
+    )
+    energy = tuple(EnergyFigure("estimated", y, x, x, y, i) for i, (x, y) in enumerate(pairs))
+    return ServingCurveLine(f"k{index}", f"GPU {index}", values[0], marks, pairs, "8 GPUs", values[-1], 0, energy, "c")
 
 
 def scaling_line(value: float, count: int) -> SimpleNamespace:
@@ -216,11 +221,44 @@ HELPERS: dict[str, Callable[[list[float]], object]] = {
     "label_box": lambda v: [label_box(x, x, "GPU", "top center") for x in v],
     "price_steps": lambda v: price_steps([(DAY + dt.timedelta(days=9 * i), x) for i, x in enumerate(v)]),
     "date_axis_range": lambda v: date_axis_range([DAY + dt.timedelta(days=i) for i in range(len(v))]),
+    "energy_marks_of": lambda v: energy_marks_of(
+        [
+            SimpleNamespace(
+                size="8b",
+                engine="PyTorch",
+                precision="bf16",
+                gpu_count=1,
+                context_tokens=1024,
+                measured_on=DAY,
+                points=[
+                    SimpleNamespace(
+                        concurrency=i + 1,
+                        tokens_per_s_per_user=x,
+                        tokens_per_s_per_gpu=v[-1],
+                        joules_per_token=x,
+                        power_w=v[0],
+                    )  # fmt: skip
+                    for i, x in enumerate(v)
+                ],
+            )
+        ],
+        size="8b",
+        ranked=[MeasuredMark(v[0], v[-1], 1, "m")],
+    ),
     "serving_curve_line": lambda v: serving_curve_line(
-        choice=SimpleNamespace(measured=(), curve=tuple(zip(v, v, strict=True)), curve_label="", curve_error_pct=v[0]),
+        choice=SimpleNamespace(
+            measured=(),
+            curve=tuple(zip(v, v, strict=True)),
+            curve_label="",
+            curve_error_pct=v[0],
+            curve_loads=tuple(v),
+            power_key="hopper/8b",
+            board_limit_w=v[-1],
+        ),
         key="k",
         name="n",
         price=v[0],
+        power_curves={"hopper/8b": PowerCurve(400.0, 300.0, 30.0, 700.0, 20, 12.0)},
     ),
 }
 

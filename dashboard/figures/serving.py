@@ -1,11 +1,17 @@
 """LLM serving curves: output tokens/s per GPU against tokens/s per user, per GPU, with the measured
 points as markers and the serving model's curve as a line; the cost of a million output tokens at
-the GPU's price on hover (the rankings' and the GPU pages' chart)."""
+the GPU's price on hover (the rankings' and the GPU pages' chart).
+
+Energy on hover: a measured point with a measured energy shows its joules per output token, tokens
+per kWh and its measured average watts per GPU (tokens/s per measured kW); a point of the model's
+curve shows the energy estimated from its GPU class's fitted power curve at the curve's load
+(llm.serving.energy), labelled estimated with its interval. A point with neither shows none: the
+TDP is never passed off as a measured draw."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +20,9 @@ from django.utils.translation import gettext as _
 
 from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
 from llm.interactivity import cost_per_million_output_tokens
+from llm.selectors.energy import EnergyCurve
 from llm.selectors.serving_target import ServingChoice
+from llm.serving.energy import EnergyFigure, PowerCurve, energy_estimate, energy_measured
 
 # Lines shown at first; the others wait in the legend (a click shows them).
 VISIBLE_LINES = 8
@@ -26,6 +34,7 @@ class MeasuredMark:
     tokens_per_s_per_gpu: float
     gpu_count: int
     label: str
+    energy: EnergyFigure | None = None  # measured energy, where the point carries one
 
 
 @dataclass(frozen=True)
@@ -41,20 +50,49 @@ class ServingCurveLine:
     curve_label: str
     curve_error_pct: float | None
     offline_points: int = 0  # measured points without a per-user rate (not drawn)
+    curve_energy: tuple[EnergyFigure | None, ...] = ()  # estimated, beside each point of ``curve``
+    power_class: str = ""  # the GPU class and model size of the power curve the estimates come from
+    # Measured points with a measured energy that no ranking counts yet (fewer submitters than the
+    # rule asks): drawn apart, so that their energy is seen without passing for a ranked figure.
+    energy_marks: tuple[MeasuredMark, ...] = ()
 
 
-def serving_curve_line(*, choice: ServingChoice, key: str, name: str, price: float | None) -> ServingCurveLine | None:
+def serving_curve_line(
+    *,
+    choice: ServingChoice,
+    key: str,
+    name: str,
+    price: float | None,
+    power_curves: Mapping[str, PowerCurve] | None = None,
+) -> ServingCurveLine | None:
     """A chart line of a serving choice: its measured points that have a per-user rate and the
-    model's curve of its configuration (None when it has neither)."""
+    model's curve of its configuration (None when it has neither), with the measured energy of
+    its points and, given the stored ``power_curves``, the estimated energy along the curve."""
     marks = tuple(
-        MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.gpu_count, p.label)
+        MeasuredMark(
+            p.tokens_per_s_per_user,
+            p.tokens_per_s_per_gpu,
+            p.gpu_count,
+            p.label,
+            energy_measured(joules_per_token_=p.joules_per_token, power_w=p.power_w)
+            if p.joules_per_token is not None and p.power_w is not None
+            else None,
+        )
         for p in choice.measured
         if p.tokens_per_s_per_user
     )
     if not marks and not choice.curve:
         return None
     offline = sum(1 for p in choice.measured if not p.tokens_per_s_per_user)
-    return ServingCurveLine(key, name, price, marks, choice.curve, choice.curve_label, choice.curve_error_pct, offline)
+    power = (power_curves or {}).get(choice.power_key)
+    energy: tuple[EnergyFigure | None, ...] = ()
+    if power is not None and len(choice.curve_loads) == len(choice.curve):
+        energy = tuple(
+            energy_estimate(power, load=load, tokens_per_s_per_gpu=y, limit_w=choice.board_limit_w)
+            for load, (_x, y) in zip(choice.curve_loads, choice.curve, strict=True)
+        )
+    return ServingCurveLine(key, name, price, marks, choice.curve, choice.curve_label, choice.curve_error_pct, offline,
+                            energy, choice.power_key if energy else "")  # fmt: skip
 
 
 def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
@@ -94,6 +132,73 @@ def _cost_text(price: float | None, tokens_per_s_per_gpu: float, currency: str) 
     return esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": f"{cost:.3f}", "currency": currency})
 
 
+def energy_marks_of(
+    curves: Sequence[EnergyCurve], *, size: str, ranked: Sequence[MeasuredMark]
+) -> tuple[MeasuredMark, ...]:
+    """The measured-energy points of a GPU's sweeps of one model size class (llm.selectors.energy)
+    that the chart's ranked marks do not already show, as marks with their energy."""
+    shown = {(round(m.tokens_per_s_per_user, 6), round(m.tokens_per_s_per_gpu, 6)) for m in ranked}
+    marks = []
+    for curve in curves:
+        if curve.size != size:
+            continue
+        for p in curve.points:
+            if (
+                not p.tokens_per_s_per_user
+                or (round(p.tokens_per_s_per_user, 6), round(p.tokens_per_s_per_gpu, 6)) in shown
+            ):
+                continue
+            label = " · ".join(
+                part
+                for part in (
+                    curve.engine,
+                    curve.precision.upper(),
+                    _("concurrency %(n)s") % {"n": p.concurrency} if p.concurrency else "",
+                    _("%(tokens)s tokens of context") % {"tokens": curve.context_tokens}
+                    if curve.context_tokens
+                    else "",
+                    _("measured %(date)s") % {"date": f"{curve.measured_on:%Y-%m-%d}"},
+                )
+                if part
+            )
+            energy = energy_measured(joules_per_token_=p.joules_per_token, power_w=p.power_w)
+            marks.append(MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, curve.gpu_count, label, energy))
+    return tuple(marks)
+
+
+def _energy_text(energy: EnergyFigure | None, power_class: str = "") -> str:
+    """One hover line (with its line break) of a point's energy; empty without one."""
+    if energy is None or not (log_plottable(energy.joules_per_token) and log_plottable(energy.power_w)):
+        return ""
+    figures = {
+        "joules": f"{energy.joules_per_token:.3g}",
+        "per_kwh": f"{energy.tokens_per_kwh:,.0f}",
+        "watts": f"{energy.power_w:,.0f}",
+        "per_kw": f"{energy.tokens_per_s_per_kw:,.0f}",
+    }
+    if energy.basis == "measured":
+        text = (
+            _(
+                "%(joules)s J per output token (measured) · %(per_kwh)s tokens per kWh · %(watts)s W per GPU measured, "
+                "%(per_kw)s tokens/s per measured kW"
+            )
+            % figures
+        )
+    else:
+        low, high = energy.low_j, energy.high_j
+        text = _(
+            "estimated %(joules)s J per output token (%(low)s–%(high)s) · %(per_kwh)s tokens per kWh · "
+            "%(watts)s W per GPU from the power curve of %(class)s, fitted on %(points)s measured points"
+        ) % {
+            **figures,
+            "low": f"{low:.3g}" if low is not None else "?",
+            "high": f"{high:.3g}" if high is not None else "?",
+            "class": power_class,
+            "points": energy.curve_points,
+        }
+    return "<br>" + esc(text)
+
+
 def serving_curves_figure(
     lines: Sequence[ServingCurveLine], *, currency: str, target: float | None, title: str
 ) -> dict[str, Any]:
@@ -106,6 +211,7 @@ def serving_curves_figure(
     for index, line in enumerate(lines):
         # Both axes are logarithmic: a point either of them cannot draw stays out.
         curve = [(x, y) for x, y in line.curve if _drawn(x, y)]
+        energy = dict(zip(line.curve, line.curve_energy, strict=False))
         measured = [m for m in line.measured if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
         colour = PALETTE[index % len(PALETTE)]
         visible: bool | str = True if index < VISIBLE_LINES else "legendonly"
@@ -126,13 +232,37 @@ def serving_curves_figure(
                     legendgroup=group,
                     visible=visible,
                     line={"color": colour, "width": 2, "dash": "dot" if measured else "solid"},
-                    customdata=[_cost_text(line.price, y, currency) for _x, y in curve],
+                    customdata=[
+                        [_cost_text(line.price, y, currency), _energy_text(energy.get((x, y)), line.power_class)]
+                        for x, y in curve
+                    ],
                     hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{esc(line.curve_label)}<br>"
-                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata}}<extra></extra>",
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[0]}}"
+                    f"%{{customdata[1]}}<extra></extra>",
                 )
             )
             xs += [x for x, _y in curve]
             ys += [y for _x, y in curve]
+        energy_marks = [m for m in line.energy_marks if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
+        if energy_marks:
+            not_ranked = _("measured, not ranked")
+            fig.add_trace(
+                go.Scatter(
+                    x=[m.tokens_per_s_per_user for m in energy_marks],
+                    y=[m.tokens_per_s_per_gpu for m in energy_marks],
+                    mode="markers",
+                    name=esc(_("%(name)s · measured energy, not ranked") % {"name": line.name}),
+                    legendgroup=group,
+                    visible=visible,
+                    marker={"color": colour, "size": 9, "symbol": "diamond-open", "line": {"width": 2}},
+                    customdata=[[esc(m.label), m.gpu_count, _energy_text(m.energy)] for m in energy_marks],
+                    hovertemplate=f"<b>{name}</b> ×%{{customdata[1]}} · {esc(not_ranked)}<br>"
+                    f"%{{customdata[0]}}<br>%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}"
+                    f"%{{customdata[2]}}<extra></extra>",
+                )
+            )
+            xs += [m.tokens_per_s_per_user for m in energy_marks]
+            ys += [m.tokens_per_s_per_gpu for m in energy_marks]
         if measured:
             fig.add_trace(
                 go.Scatter(
@@ -145,11 +275,17 @@ def serving_curves_figure(
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "circle", "line": {"color": "white", "width": 1}},
                     customdata=[
-                        [esc(m.label), _cost_text(line.price, m.tokens_per_s_per_gpu, currency), m.gpu_count]
+                        [
+                            esc(m.label),
+                            _cost_text(line.price, m.tokens_per_s_per_gpu, currency),
+                            m.gpu_count,
+                            _energy_text(m.energy),
+                        ]
                         for m in measured
                     ],
                     hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>%{{customdata[0]}}<br>"
-                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[1]}}<extra></extra>",
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[1]}}"
+                    f"%{{customdata[3]}}<extra></extra>",
                 )
             )
             xs += [m.tokens_per_s_per_user for m in measured]

@@ -7,7 +7,7 @@ Each function issues a fixed number of queries whatever the data size; tests pin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -30,7 +30,7 @@ from catalog.selectors.prices import (
 )
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
 from dashboard.figures.multi_gpu import allreduce_figure, scaling_figure
-from dashboard.figures.serving import serving_curve_line, serving_curves_figure
+from dashboard.figures.serving import energy_marks_of, serving_curve_line, serving_curves_figure
 from dashboard.multi_gpu_maths import workload_runs_on_a_host
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
@@ -39,6 +39,7 @@ from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 from dashboard.selectors.standings import gpu_standings_compute
 from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.interactivity import DEFAULT_TARGET, target_rate
+from llm.selectors.energy import gpu_energy_curves, power_curves_current
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from llm.selectors.serving_target import gpu_serving_choices
 
@@ -227,12 +228,19 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
     serving_price = serving_row.price.amount if serving_row is not None else None
+    serving_choices = gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET)
+    power_curves = power_curves_current() if serving_choices else {}
+    energy_curves = gpu_energy_curves(gpu=gpu) if serving_choices else []
     serving_lines = [
-        line
-        for size, choice in gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET).items()
+        replace(line, energy_marks=energy_marks_of(energy_curves, size=size, ranked=line.measured))
+        for size, choice in serving_choices.items()
         if (
             line := serving_curve_line(
-                choice=choice, key=size, name=MODEL_SHAPES[SIZE_CLASSES[size].reference].name, price=serving_price
+                choice=choice,
+                key=size,
+                name=MODEL_SHAPES[SIZE_CLASSES[size].reference].name,
+                price=serving_price,
+                power_curves=power_curves,
             )
         )  # fmt: skip
     ]

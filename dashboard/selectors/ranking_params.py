@@ -21,6 +21,9 @@ Stable interface (the API builds on it; change only by adding fields)
                cheapest current on-demand offer, cheapest
                spot offer; "median" = typical)
     condition  new | used  (buy)                                new
+    kwh_price  your electricity price per kWh in the page       none
+               currency, 0 to 100 (buy, LLM serving: adds the
+               electricity of a million output tokens)
     provider   provider slug (rent)                             all
     region     substring of the offer region (rent)             all
     currency   USD | CNY                                        USD
@@ -57,7 +60,14 @@ from catalog.models import Segment
 from catalog.money import CURRENCIES
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES, UseCase
-from gpuatlas.query_numbers import GPU_PRICE_PER_HOUR, MEMORY_GIB, NumberRange, QueryNumberError, number_parse
+from gpuatlas.query_numbers import (
+    ELECTRICITY_PER_KWH,
+    GPU_PRICE_PER_HOUR,
+    MEMORY_GIB,
+    NumberRange,
+    QueryNumberError,
+    number_parse,
+)
 from llm.interactivity import DEFAULT_TARGET, TARGETS
 
 MODES = ("rent", "buy")
@@ -103,6 +113,7 @@ class RankingParams:
     mlperf: str = "closed-available"
     interactivity: str = ""  # LLM serving: a TARGETS value
     gpu_prices: tuple[tuple[str, float], ...] = ()  # (gpu slug, price per GPU-hour in the page currency), sorted
+    kwh_price: float | None = None  # buy mode: the owner's electricity price per kWh in the page currency
 
     def __post_init__(self) -> None:
         if self.price == "median":
@@ -204,6 +215,8 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         raise RankingParamError(
             "currency", _("unknown currency %(value)r; expected USD or CNY") % {"value": currency[:10]}
         )
+    raw_kwh = (query.get("kwh_price") or "").strip()
+    kwh_price = _number(raw_kwh, field="kwh_price", bounds=ELECTRICITY_PER_KWH) if raw_kwh else None
     region = (query.get("region") or "").strip()
     if len(region) > 64:
         raise RankingParamError("region", _("at most 64 characters"))
@@ -229,4 +242,5 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         mlperf=_choice(query, "mlperf", MLPERF_ROWS, "closed-available"),
         interactivity=_choice(query, "interactivity", TARGETS, DEFAULT_TARGET) if uc.llm_mode == "batched" else "",
         gpu_prices=gpu_prices_from_query(query),
+        kwh_price=kwh_price,
     )

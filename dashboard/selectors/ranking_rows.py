@@ -76,6 +76,13 @@ class RankingRow:
     # LLM use cases: perf is tokens/s (per GPU for serving, of the stream for chat) on llm_gpu_count GPUs.
     llm_gpu_count: int | None = None
     cost_per_million_tokens: float | None = None
+    # LLM serving, buy mode: the energy of an output token at the ranked operating point, measured
+    # or estimated (with its interval), and its electricity per million tokens at ``kwh_price``.
+    energy_basis: str = ""  # "measured" | "estimated" | "" (none)
+    joules_per_token: float | None = None
+    joules_per_token_low: float | None = None
+    joules_per_token_high: float | None = None
+    electricity_per_million_tokens: float | None = None
     llm_source: str = ""
     llm_source_url: str = ""
     llm_precision: str = ""

@@ -25,6 +25,10 @@ LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output
 llm.estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
 per currency unit per GPU-hour of the GPUs involved.
 
+In buy mode with ``kwh_price``, LLM serving rows carry the energy per output token of the ranked
+operating point (measured, else estimated from the GPU class's power curve with its interval) and
+the electricity of a million output tokens at that price (``electricity_per_million_tokens``).
+
 ``tiers_compute(*, params: RankingParams) -> TierList`` (dashboard/selectors/tiers.py)
     S/A/B/C/D over the eligible rows that have a price, relative to ``Ranking.tier_mark`` (the best
     measured performance per price; dashboard.ranking.maths.tiers_from_measurements); an estimated
@@ -86,9 +90,11 @@ from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
 from llm.interactivity import target_rate
+from llm.selectors.energy import power_curves_current, serving_choice_energy
 from llm.selectors.figures import LlmFigure, llm_model_state, llm_ranking_figures, llm_row_values
 from llm.selectors.serving_points import serving_group_figures
 from llm.selectors.serving_target import ServingChoice, llm_serving_choices, serving_error_summary
+from llm.serving.energy import PowerCurve, electricity_per_million_tokens
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook
@@ -130,6 +136,7 @@ class LlmInputs:
     serving: dict[int, ServingChoice] = field(default_factory=dict)
     error_pct: float | None = None
     outside_error_pct: float | None = None
+    power_curves: dict[str, PowerCurve] = field(default_factory=dict)  # buy mode with a price per kWh
 
 
 @dataclass
@@ -473,7 +480,10 @@ def _llm_read(
             rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
         )
         figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
-        return LlmInputs(figures=figures, serving=serving, error_pct=error, outside_error_pct=outside)
+        power = power_curves_current() if params.mode == "buy" and params.kwh_price is not None else {}
+        return LlmInputs(
+            figures=figures, serving=serving, error_pct=error, outside_error_pct=outside, power_curves=power
+        )
     state = llm_model_state()
     figures = llm_ranking_figures(
         use_case=uc.slug,
@@ -606,7 +616,28 @@ def _llm_values(
         values["llm_price_basis"] = "user" if gpu.slug in prices.user_priced else priced
     else:
         values["llm_price_basis"] = ""
+        if choice is not None and params.kwh_price is not None and figure.tokens_per_s:
+            values.update(_electricity_values(choice, figure.tokens_per_s, llm.power_curves, params.kwh_price))
     return values
+
+
+def _electricity_values(
+    choice: ServingChoice, tokens_per_s_per_gpu: float, power_curves: Mapping[str, PowerCurve], kwh_price: float
+) -> dict[str, Any]:
+    """Buy mode: the ranked operating point's energy per output token and the electricity of a
+    million output tokens at the owner's price per kWh (llm.serving.energy)."""
+    energy = serving_choice_energy(choice, tokens_per_s_per_gpu=tokens_per_s_per_gpu, power_curves=power_curves)
+    if energy is None:
+        return {}
+    return {
+        "energy_basis": energy.basis,
+        "joules_per_token": energy.joules_per_token,
+        "joules_per_token_low": energy.low_j,
+        "joules_per_token_high": energy.high_j,
+        "electricity_per_million_tokens": electricity_per_million_tokens(
+            energy_per_token_j=energy.joules_per_token, price_per_kwh=kwh_price
+        ),
+    }
 
 
 def ranking_rows_order(

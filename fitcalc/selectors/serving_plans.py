@@ -12,6 +12,14 @@ precision. Each configuration's figure is
 * else the serving model's (``llm.selectors.serving.serving_curve`` at the stored fit), with the
   held-out error that applies to it and the all-reduce figure it used.
 
+Energy: each configuration's average power per GPU, measured where a point of that GPU, count,
+model and precision with a measured energy serves within 25 % of its tokens/s per user (its watts
+over the configuration's tokens/s per GPU give the joules per token), else estimated from the GPU
+class's fitted power curve at the serving model's load (sequences in flight per GPU), labelled
+estimated with its interval and never above the board limit (llm.serving.energy). An owned GPU's
+cost per million tokens (``owned_serving_costs``) is its purchase spread over the hours of use
+plus that energy at the user's price per kWh.
+
 Cost: the GPUs' hourly rent over the output tokens they make in an hour. The recommendation is
 the configuration with the lowest $ per million output tokens (or, with ``fewest_gpus``, the
 fewest GPUs that meet the target, cheapest among them); the cost of its GPU across counts is
@@ -23,18 +31,30 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors.prices import gpu_rent_prices
+from fitcalc.plan import DAYS_PER_MONTH
 from fitcalc.selectors.gpu_facts import max_count_offered
-from llm.estimate.shapes import MODEL_SHAPES
+from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.models import ServingPoint
+from llm.selectors.energy import power_curves_current
 from llm.selectors.serving import (
     ServingEstimate,
     allreduce_measured,
     serving_curve,
     serving_fit_current,
     serving_hardware,
+)
+from llm.serving.energy import (
+    EnergyFigure,
+    PowerCurve,
+    electricity_per_million_tokens,
+    energy_estimate,
+    energy_measured,
+    owned_cost_per_million_tokens,
+    power_curve_key,
 )
 from llm.serving.fit import ServingFit
 from llm.serving.measured import MeasuredOperatingPoint, measured_at_interactivity
@@ -68,6 +88,7 @@ class ServingPlan:
     price_per_gpu_hour: float | None
     rented: bool  # a current offer rents this many in one machine
     allreduce_priced: bool = True  # False: its all-reduces run over a link with no figure
+    energy: EnergyFigure | None = None  # per output token, measured or estimated (module doc)
 
     @property
     def tokens_per_s(self) -> float:
@@ -102,6 +123,8 @@ class ServingPlan:
             "price_per_gpu_hour_usd": self.price_per_gpu_hour,
             "cost_per_million_tokens_usd": None if self.cost_per_million is None else round(self.cost_per_million, 4),
             "rented": self.rented,
+            "joules_per_token": None if self.energy is None else round(self.energy.joules_per_token, 4),
+            "energy_basis": "" if self.energy is None else self.energy.basis,
         }
 
 
@@ -178,14 +201,18 @@ def serving_plans(
     offered = max_count_offered(gpu_ids=ids)
     prices = gpu_rent_prices(gpu_ids=ids, rule=price_rule)
     measured: dict[tuple[int, int, str], list[MeasuredOperatingPoint]] = defaultdict(list)
+    powers: dict[tuple[int, int, str], list[tuple[float, float]]] = defaultdict(list)
     for point in ServingPoint.objects.trusted().for_model(model).at_precisions(list(precisions)).filter(
         gpu_id__in=ids
     ):  # fmt: skip
         if _lengths_match(point, input_len, output_len):
             label = f"{point.source_title}, {point.get_scenario_display()}, {point.measured_on:%Y-%m-%d}"
-            measured[(point.gpu_id, point.gpu_count, point.weight_precision)].append(
-                MeasuredOperatingPoint(point.tokens_per_s_per_gpu, point.tokens_per_s_per_user, label)
-            )
+            key = (point.gpu_id, point.gpu_count, point.weight_precision)
+            measured[key].append(MeasuredOperatingPoint(point.tokens_per_s_per_gpu, point.tokens_per_s_per_user, label))
+            if point.joules_per_token is not None and point.power_w and point.tokens_per_s_per_user:
+                powers[key].append((point.tokens_per_s_per_user, point.power_w))
+    power_curves = power_curves_current()
+    power_key_size = model_size_class(model) or ""
     options: list[ServingPlan] = []
     not_fitting: list[tuple[str, str]] = []
     for gpu in gpus_list:
@@ -203,7 +230,9 @@ def serving_plans(
                     plan = _plan(gpu=gpu, hw=hw, model=model, precision=precision, count=count, tp=tp,
                                  target=target, input_len=input_len, output_len=output_len, engine=gpu_engine, fit=fit,
                                  links=links, measured=measured.get((gpu.id, count, precision), []), price=price,
-                                 rented=rented)  # fmt: skip
+                                 rented=rented, powers=powers.get((gpu.id, count, precision), []),
+                                 power=power_curves.get(power_curve_key(gpu_class=hw.hardware_class,
+                                                                       size=power_key_size)))  # fmt: skip
                     if plan is not None and (best is None or plan.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu):
                         best = plan
                 if best is not None:
@@ -230,7 +259,7 @@ def serving_plans(
 def _plan(
     *, gpu: Gpu, hw, model: str, precision: str, count: int, tp: int, target: float | None, input_len: int,
     output_len: int, engine: str, fit: ServingFit | None, links, measured: list[MeasuredOperatingPoint],
-    price: float | None, rented: bool,
+    price: float | None, rented: bool, powers: Sequence[tuple[float, float]] = (), power: PowerCurve | None = None,
 ) -> ServingPlan | None:  # fmt: skip
     estimate: ServingEstimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
                                               input_len=input_len, output_len=output_len, engine=engine, fit=fit,
@@ -241,15 +270,48 @@ def _plan(
     at = estimate.at(target)
     found = measured_at_interactivity(measured, target)
     if found is not None:
+        # At maximum throughput (no target) the model's per-user rate there picks the measured power.
+        per_user = target if target is not None else (at.tokens_per_s_per_user if at else None)
+        energy = _plan_energy(powers, power, tokens_per_s_per_gpu=found.tokens_per_s_per_gpu,
+                              tokens_per_s_per_user=per_user, load=at.concurrency / tp if at else None,
+                              limit_w=gpu.tdp_w)  # fmt: skip
         return ServingPlan(gpu.slug, gpu.name, count, tp, precision, found.tokens_per_s_per_gpu, target, None, None,
                            "measured", None, True, estimate.allreduce_source, "; ".join(found.labels), price,
-                           rented, estimate.allreduce_priced)  # fmt: skip
+                           rented, estimate.allreduce_priced, energy)  # fmt: skip
     if at is None:
         return None
+    energy = _plan_energy(powers, power, tokens_per_s_per_gpu=at.tokens_per_s_per_gpu,
+                          tokens_per_s_per_user=at.tokens_per_s_per_user, load=at.concurrency / tp,
+                          limit_w=gpu.tdp_w)  # fmt: skip
     return ServingPlan(gpu.slug, gpu.name, count, tp, precision, at.tokens_per_s_per_gpu, at.tokens_per_s_per_user,
                        at.concurrency * estimate.replicas, at.ttft_s, "estimated", estimate.error_pct,
                        estimate.inside, estimate.allreduce_source, "", price, rented,
-                       estimate.allreduce_priced)  # fmt: skip
+                       estimate.allreduce_priced, energy)  # fmt: skip
+
+
+# A measured power stands for an operating point whose tokens/s per user is within this share of its own.
+POWER_MATCH = 0.25
+
+
+def _plan_energy(
+    powers: Sequence[tuple[float, float]],
+    power: PowerCurve | None,
+    *,
+    tokens_per_s_per_gpu: float,
+    tokens_per_s_per_user: float | None,
+    load: float | None,
+    limit_w: float | None,
+) -> EnergyFigure | None:
+    """A configuration's energy per output token (module doc): measured power of the nearest
+    measured point in tokens/s per user, else the GPU class's power curve at the load."""
+    if tokens_per_s_per_user and tokens_per_s_per_gpu > 0:
+        near = [(abs(user / tokens_per_s_per_user - 1), watts) for user, watts in powers]
+        close = min((n for n in near if n[0] <= POWER_MATCH), default=None)
+        if close is not None:
+            return energy_measured(joules_per_token_=close[1] / tokens_per_s_per_gpu, power_w=close[1])
+    if power is None or load is None:
+        return None
+    return energy_estimate(power, load=load, tokens_per_s_per_gpu=tokens_per_s_per_gpu, limit_w=limit_w)
 
 
 def _why_not(*, gpu: Gpu, hw, model: str, precisions: Sequence[str], fit: ServingFit | None, target: float | None,
@@ -315,3 +377,54 @@ def fit_serving_answer(*, preset: str, precision: str, target: float | None) -> 
         return None
     precisions = [weights, "fp8"] if weights in ("bf16", "fp16") else [weights]
     return serving_plans(model=model, precisions=precisions, target=target)
+
+
+@dataclass(frozen=True)
+class OwnedServingCost:
+    """What a million output tokens cost on one owned GPU of a buy-or-rent row, in the row's
+    currency, at the serving answer's configuration of that GPU with the most tokens/s per GPU."""
+
+    slug: str
+    plan: ServingPlan
+    energy: EnergyFigure | None
+    capital_per_million: float  # the purchase spread over the hours of use
+    electricity_per_million: float | None  # None: no price per kWh given, or no energy figure
+    owned_per_million: float | None  # capital + electricity; None where electricity cannot be counted
+    rented_per_million: float  # the row's rent over the same tokens
+
+
+def owned_serving_costs(
+    *, rows: Sequence[Any], serving: ServingPlans | None, price_per_kwh: float | None, hours_per_day: float
+) -> dict[str, OwnedServingCost]:
+    """gpu slug -> its owned cost per million output tokens (``OwnedServingCost``) for every
+    buy-or-rent row (``fitcalc.selectors.fit.BuyRentRow``) whose GPU the serving answer has a
+    configuration for. Electricity at ``price_per_kwh`` where given and an energy is known."""
+    if serving is None or hours_per_day <= 0:
+        return {}
+    best: dict[str, ServingPlan] = {}
+    for option in serving.options:
+        held = best.get(option.gpu_slug)
+        if held is None or option.tokens_per_s_per_gpu > held.tokens_per_s_per_gpu:
+            best[option.gpu_slug] = option
+    out: dict[str, OwnedServingCost] = {}
+    for row in rows:
+        plan = best.get(row.slug)
+        if plan is None or row.result is None or plan.tokens_per_s_per_gpu <= 0:
+            continue
+        capital_per_hour = row.result.depreciation_per_month / (hours_per_day * DAYS_PER_MONTH)
+        per_hour_tokens = plan.tokens_per_s_per_gpu * 3600.0 / 1e6
+        capital = capital_per_hour / per_hour_tokens
+        rented = row.result.rent_price_per_hour / per_hour_tokens
+        electricity = owned = None
+        if price_per_kwh is not None and plan.energy is not None:
+            electricity = electricity_per_million_tokens(
+                energy_per_token_j=plan.energy.joules_per_token, price_per_kwh=price_per_kwh
+            )
+            owned = owned_cost_per_million_tokens(
+                capital_per_hour=capital_per_hour,
+                tokens_per_s_per_gpu=plan.tokens_per_s_per_gpu,
+                energy_per_token_j=plan.energy.joules_per_token,
+                price_per_kwh=price_per_kwh,
+            )
+        out[row.slug] = OwnedServingCost(row.slug, plan, plan.energy, capital, electricity, owned, rented)
+    return out

@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.models import Gpu
-from llm.estimate.shapes import MODEL_SHAPES
-from llm.models import ServingPoint
-from llm.serving.energy import tokens_per_kwh
+from llm.estimate.shapes import MODEL_SHAPES, model_size_class
+from llm.models import ServingModelFit, ServingPoint
+from llm.selectors.serving_target import ServingChoice
+from llm.serving.energy import (
+    EnergyFigure,
+    PowerCurve,
+    PowerSample,
+    energy_estimate,
+    energy_measured,
+    power_curve_key,
+    tokens_per_kwh,
+)
+from llm.serving.physics import hardware_class
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,11 @@ class EnergyPoint:
     def tokens_per_kwh(self) -> float:
         return tokens_per_kwh(self.joules_per_token)
 
+    @property
+    def tokens_per_s_per_kw(self) -> float:
+        """Output tokens/s per kW the GPUs drew, measured: performance per measured kW."""
+        return self.tokens_per_s_per_gpu / (self.power_w / 1000)
+
 
 @dataclass(frozen=True)
 class EnergyCurve:
@@ -47,6 +63,7 @@ class EnergyCurve:
     measured_on: dt.date
     run_uuid: uuid.UUID | None  # the submission the sweep came in, where it was one
     points: list[EnergyPoint] = field(default_factory=list)
+    size: str = ""  # the model's size class (llm.estimate.shapes.SIZE_CLASSES), empty outside them
 
 
 _FIELDS = (
@@ -81,6 +98,7 @@ def gpu_energy_curves(*, gpu: Gpu) -> list[EnergyCurve]:
                 energy_source=row["energy_source"],
                 measured_on=row["measured_on"],
                 run_uuid=row["result__submission__run_uuid"],
+                size=model_size_class(row["model"]) or "",
             )
         curve.points.append(
             EnergyPoint(
@@ -97,4 +115,62 @@ def gpu_energy_curves(*, gpu: Gpu) -> list[EnergyCurve]:
     return list(curves.values())
 
 
-__all__ = ["EnergyCurve", "EnergyPoint", "gpu_energy_curves"]
+def power_samples_for_fit() -> list[PowerSample]:
+    """Every trusted point with a measured energy and a fixed concurrency, as a sample of its GPU
+    class's power curve for its model size class (llm.serving.energy; one query)."""
+    rows = (
+        ServingPoint.objects.trusted()
+        .with_measured_energy()
+        .filter(concurrency__isnull=False)
+        .order_by("id")
+        .values(
+            "model", "concurrency", "gpu_count", "power_w", "power_limit_w", "gpu__segment", "gpu__architecture__slug"
+        )  # fmt: skip
+    )
+    samples = []
+    for row in rows:
+        size = model_size_class(row["model"])
+        if size is None or not row["power_w"] or not row["power_limit_w"] or not row["concurrency"]:
+            continue
+        gpu_class = hardware_class(architecture=row["gpu__architecture__slug"] or "", segment=row["gpu__segment"])
+        key = power_curve_key(gpu_class=gpu_class, size=size)
+        samples.append(PowerSample(key, row["concurrency"] / row["gpu_count"], row["power_w"], row["power_limit_w"]))
+    return samples
+
+
+def serving_choice_energy(
+    choice: ServingChoice, *, tokens_per_s_per_gpu: float, power_curves: Mapping[str, PowerCurve]
+) -> EnergyFigure | None:
+    """The energy per output token of a serving choice's figure: the measured energy of a measured
+    point at that rate (the one the figure quotes), else the GPU class's power curve at the load of
+    the model's curve point nearest that rate (estimated, with its interval); None without either."""
+    for point in choice.measured:
+        at_rate = point.tokens_per_s_per_gpu > 0 and abs(point.tokens_per_s_per_gpu / tokens_per_s_per_gpu - 1) < 1e-6
+        if point.joules_per_token is not None and point.power_w and at_rate:
+            return energy_measured(joules_per_token_=point.joules_per_token, power_w=point.power_w)
+    curve = power_curves.get(choice.power_key)
+    if curve is None or len(choice.curve_loads) != len(choice.curve) or not choice.curve:
+        return None
+    nearest = min(range(len(choice.curve)), key=lambda i: abs(choice.curve[i][1] - tokens_per_s_per_gpu))
+    return energy_estimate(
+        curve, load=choice.curve_loads[nearest], tokens_per_s_per_gpu=tokens_per_s_per_gpu,
+        limit_w=choice.board_limit_w,
+    )  # fmt: skip
+
+
+def power_curves_current() -> dict[str, PowerCurve]:
+    """The power curves stored with the newest serving model fit (``power_curve_key`` -> curve);
+    empty before any fit or where nothing was measured (one query)."""
+    stored = ServingModelFit.objects.newest()
+    data = stored.constants.get("power", {}) if stored is not None and isinstance(stored.constants, dict) else {}
+    return {key: PowerCurve.from_dict(value) for key, value in data.items()}
+
+
+__all__ = [
+    "EnergyCurve",
+    "EnergyPoint",
+    "gpu_energy_curves",
+    "power_curves_current",
+    "power_samples_for_fit",
+    "serving_choice_energy",
+]

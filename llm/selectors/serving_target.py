@@ -38,6 +38,7 @@ from llm.selectors.serving import (
     serving_fit_current,
     serving_hardware,
 )
+from llm.serving.energy import power_curve_key
 from llm.serving.fit import ServingFit
 
 ESTIMATE_COUNTS = tuple(2**k for k in range(MAX_GPUS.bit_length()) if 2**k <= MAX_GPUS)
@@ -63,6 +64,9 @@ class MeasuredServing:
     input_tokens: int | None = None
     output_tokens: int | None = None
     engine_class: str = ""
+    # Measured energy where the point carries one (every result behind it: their median).
+    joules_per_token: float | None = None  # all GPUs of the configuration, per output token
+    power_w: float | None = None  # average per GPU over the window
 
 
 # MLPerf rows of the closed division and of systems on sale, unless the page asks for all of them.
@@ -102,6 +106,8 @@ def serving_points_measured(
         if p.result.trust != TrustLabel.LAB and len({g.result.submitter_key for g in group}) < MIN_COMMUNITY_N:
             continue
         users = [g.tokens_per_s_per_user for g in group if g.tokens_per_s_per_user]
+        energies = [(g.joules_per_token, g.power_w) for g in group if g.joules_per_token is not None and g.power_w]
+        energy_whole = len(energies) == len(group)
         label = " · ".join(
             part
             for part in (
@@ -132,6 +138,8 @@ def serving_points_measured(
                 p.input_tokens,
                 p.output_tokens,
                 p.engine_class,
+                statistics.median(e[0] for e in energies) if energy_whole else None,
+                statistics.median(e[1] for e in energies) if energy_whole else None,
             )  # fmt: skip
         )
     return dict(out)
@@ -162,6 +170,9 @@ class ServingChoice:
     curve: tuple[tuple[float, float], ...] = ()  # the model's (tokens/s per user, per GPU) of the configuration
     curve_label: str = ""
     curve_error_pct: float | None = None
+    curve_loads: tuple[float, ...] = ()  # sequences in flight per GPU at each point of the curve
+    power_key: str = ""  # its power curve (llm.serving.energy.power_curve_key): GPU class and model size
+    board_limit_w: float | None = None  # the catalogue's TDP, which caps an estimated power
 
 
 def _measured_at(
@@ -286,10 +297,12 @@ def _gpu_choice(
     curve = tuple((p.tokens_per_s_per_user, p.tokens_per_s_per_gpu) for p in chosen.points) if chosen else ()
     curve_label = _estimate_label(MODEL_SHAPES[model].name, precision, chosen) if chosen else ""
     error_pct = chosen.error_pct if chosen else None
+    loads = tuple(p.concurrency / chosen.tp for p in chosen.points) if chosen else ()
+    power_key = power_curve_key(gpu_class=hardware.hardware_class, size=model_size_class(model) or "")
 
     def choice(figure: LlmFigure, *, unreached: bool = False, does_not_fit: bool = False) -> ServingChoice:
         return ServingChoice(figure, target, tuple(sorted(counts)), unreached, does_not_fit, tuple(points), curve,
-                             curve_label, error_pct)  # fmt: skip
+                             curve_label, error_pct, loads, power_key, gpu.tdp_w)  # fmt: skip
 
     found = _measured_at(points, target=target_rate, allowed=counts or None)
     if found is not None:

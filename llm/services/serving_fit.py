@@ -8,6 +8,8 @@ are derived. It fits
   leave-one-GPU-out and leave-one-model-out error table, and
 * the one-stream and prefill constants of ``llm.estimate`` (chat and the rankings' older
   figures) with their leave-one-GPU-out report,
+* the power curves per GPU class and model size class (``llm.serving.energy``) on every trusted
+  point with a measured energy, which estimated energy per token is read from,
 
 and stores both in one ``ServingModelFit`` row. A read never fits: pages read the newest row.
 When nothing changed since the newest row (same inputs digest), nothing is written.
@@ -26,12 +28,14 @@ from django.utils import timezone
 from gpuatlas.data_version import data_version_bump
 from llm.estimate.loo import loo_report_as_dict
 from llm.models import ServingModelFit
+from llm.selectors.energy import power_samples_for_fit
 from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
 from llm.selectors.serving import serving_points_for_fit
+from llm.serving.energy import PowerSample, power_curves_fit
 from llm.serving.fit import MeasuredPoint, serving_fit_build
 
 
-def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...]) -> str:
+def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...], power: list[PowerSample]) -> str:
     payload = [
         (p.gpu_key, p.model_key, p.scenario, p.tokens_per_s_per_gpu, p.tokens_per_s_per_user, p.concurrency,
          p.gpu_count, p.workload.weight_precision, p.workload.bytes_per_weight, p.workload.tp, p.workload.input_len,
@@ -39,7 +43,7 @@ def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...]) -> str:
          p.link.bus_gbs)
         for p in points
     ]  # fmt: skip
-    text = json.dumps([payload, [str(x) for x in legacy]], sort_keys=True, default=str)
+    text = json.dumps([payload, [str(x) for x in legacy], [asdict(s) for s in power]], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -48,16 +52,18 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
     pages read."""
     points = serving_points_for_fit()
     legacy_inputs = llm_model_inputs_fingerprint()
-    digest = _digest(points, legacy_inputs)
+    power_samples = power_samples_for_fit()
+    digest = _digest(points, legacy_inputs, power_samples)
     newest = ServingModelFit.objects.newest()
     if newest is not None and newest.inputs_digest == digest and not force:
         return newest
     fit = serving_fit_build(points)
     legacy = llm_model_compute()
     serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
+    power = {key: curve.as_dict() for key, curve in power_curves_fit(power_samples).items()}
     with transaction.atomic():
         stored = ServingModelFit.objects.create(
-            constants={"serving": serving, "estimate": legacy.constants.as_dict()},
+            constants={"serving": serving, "estimate": legacy.constants.as_dict(), "power": power},
             errors={"serving": fit.errors, "estimate": loo_report_as_dict(legacy.error)},
             fitted_at=timezone.now(),
             points=len(points),

@@ -10,19 +10,33 @@
   falls with load and never exceeds the board limit, which caps it, as the board caps its average.
   ``load`` is any non-negative measure of how busy a step keeps the GPU that grows with the work per
   step (tokens/s per GPU within one model, or the step's achieved share of the GPU's peaks).
+  The stored curves (``power_curves_fit``) use sequences in flight per GPU, one curve per GPU class
+  and model size class: it is read the same way off a measured point (its concurrency over its
+  GPUs) and off a point of the serving model (its batch over the tensor-parallel group), on any GPU
+  of the class;
+* ``energy_estimate``: an operating point's joules per token from a power curve, with the interval
+  of the curve's error (two root-mean-square residuals either side, within zero and the board
+  limit), labelled estimated;
+* ``owned_cost_per_million_tokens``: what a million output tokens cost on a GPU you own, the
+  purchase spread over the hours of use plus the electricity of its joules per token.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import curve_fit
 
 JOULES_PER_KWH = 3.6e6
 MIN_FIT_POINTS = 3
+# The estimate's interval: this many root-mean-square residuals of the fit either side (about 95 %
+# of the measured points lie within it when the residuals are roughly normal).
+INTERVAL_RMS = 2.0
 
 
 def joules_per_token(*, power_w_per_gpu: float, gpu_count: int, tokens_per_s: float) -> float:
@@ -62,6 +76,15 @@ class PowerCurve:
             raise ValueError(f"load must be non-negative, got {load!r}")
         return min(self.limit_w, self.base_w + self.span_w * -math.expm1(-load / self.scale))
 
+    def as_dict(self) -> dict[str, float | int]:
+        return {"base_w": self.base_w, "span_w": self.span_w, "scale": self.scale, "limit_w": self.limit_w,
+                "points": self.points, "rms_error_w": self.rms_error_w}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PowerCurve:
+        return cls(float(data["base_w"]), float(data["span_w"]), float(data["scale"]), float(data["limit_w"]),
+                   int(data["points"]), float(data["rms_error_w"]))  # fmt: skip
+
 
 def _shape(load: np.ndarray, base: float, span: float, scale: float) -> np.ndarray:
     return base + span * -np.expm1(-load / scale)
@@ -94,7 +117,113 @@ def power_curve_fit(points: Sequence[tuple[float, float]], *, limit_w: float) ->
     return PowerCurve(curve.base_w, curve.span_w, curve.scale, limit_w, len(points), rms)
 
 
+@dataclass(frozen=True)
+class PowerSample:
+    """One measured point for the power curves: its curve's key, load and average power per GPU."""
+
+    key: str  # the GPU class and model size class, e.g. "hopper/8b"
+    load: float  # sequences in flight per GPU
+    power_w: float
+    limit_w: float  # the board limit it was checked against
+
+
+def power_curve_key(*, gpu_class: str, size: str) -> str:
+    return f"{gpu_class}/{size}"
+
+
+def power_curves_fit(samples: Iterable[PowerSample]) -> dict[str, PowerCurve]:
+    """One power curve per key with at least ``MIN_FIT_POINTS`` samples, capped at the largest board
+    limit among them (each GPU's own limit caps it again where it is used: ``energy_estimate``)."""
+    by_key: dict[str, list[PowerSample]] = defaultdict(list)
+    for sample in samples:
+        by_key[sample.key].append(sample)
+    curves: dict[str, PowerCurve] = {}
+    for key, group in sorted(by_key.items()):
+        if len(group) < MIN_FIT_POINTS:
+            continue
+        limit = max(s.limit_w for s in group)
+        try:
+            curves[key] = power_curve_fit([(s.load, s.power_w) for s in group], limit_w=limit)
+        except (ValueError, RuntimeError):  # no load above zero, or the optimiser found no curve
+            continue
+    return curves
+
+
+@dataclass(frozen=True)
+class EnergyFigure:
+    """Energy per output token at one operating point: measured, or estimated from a power curve
+    with its interval (``low_j``/``high_j``; None when measured)."""
+
+    basis: str  # "measured" | "estimated"
+    joules_per_token: float
+    power_w: float  # average per GPU
+    low_j: float | None = None
+    high_j: float | None = None
+    curve_points: int = 0  # estimated: the measured points the curve was fitted on
+
+    @property
+    def tokens_per_kwh(self) -> float:
+        return tokens_per_kwh(self.joules_per_token)
+
+    @property
+    def tokens_per_s_per_kw(self) -> float:
+        """Output tokens/s per kW drawn (the measured or estimated power, not the TDP)."""
+        return self.tokens_per_kwh / 3600.0
+
+
+def energy_measured(*, joules_per_token_: float, power_w: float) -> EnergyFigure | None:
+    """A measured point's energy (None unless both figures are positive and finite)."""
+    if not (0 < joules_per_token_ < math.inf and 0 < power_w < math.inf):
+        return None
+    return EnergyFigure("measured", joules_per_token_, power_w)
+
+
+def energy_estimate(
+    curve: PowerCurve, *, load: float, tokens_per_s_per_gpu: float, limit_w: float | None
+) -> EnergyFigure | None:
+    """The estimated energy per output token of a point serving ``tokens_per_s_per_gpu`` per GPU at
+    ``load`` sequences per GPU: the curve's power (within ``limit_w``, the GPU's own board limit,
+    where known) over the rate, with the interval of the curve's error. None where the point is
+    not one (no positive finite rate or load)."""
+    if not (0 <= load < math.inf and 0 < tokens_per_s_per_gpu < math.inf):
+        return None
+    cap = min(curve.limit_w, limit_w) if limit_w and limit_w > 0 else curve.limit_w
+    power = min(cap, curve.power_w(load))
+    spread = INTERVAL_RMS * curve.rms_error_w
+    low = max(min(power - spread, cap), 0.0)
+    high = min(power + spread, cap)
+    if power <= 0:
+        return None
+    return EnergyFigure(
+        "estimated",
+        power / tokens_per_s_per_gpu,
+        power,
+        low / tokens_per_s_per_gpu,
+        high / tokens_per_s_per_gpu,
+        curve.points,
+    )
+
+
+def owned_cost_per_million_tokens(
+    *, capital_per_hour: float, tokens_per_s_per_gpu: float, energy_per_token_j: float, price_per_kwh: float
+) -> float:
+    """A million output tokens on one owned GPU: its purchase spread over the hours of use
+    (``capital_per_hour``) over the tokens of an hour, plus the electricity of their joules."""
+    if capital_per_hour < 0 or not tokens_per_s_per_gpu > 0:
+        raise ValueError("the capital per hour must be non-negative and the rate positive")
+    capital = capital_per_hour / (tokens_per_s_per_gpu * 3600.0) * 1e6
+    return capital + electricity_per_million_tokens(energy_per_token_j=energy_per_token_j, price_per_kwh=price_per_kwh)
+
+
 __all__ = [
+    "INTERVAL_RMS",
+    "EnergyFigure",
+    "PowerSample",
+    "energy_estimate",
+    "energy_measured",
+    "owned_cost_per_million_tokens",
+    "power_curve_key",
+    "power_curves_fit",
     "JOULES_PER_KWH",
     "MIN_FIT_POINTS",
     "PowerCurve",
