@@ -571,7 +571,7 @@ class ServingPointSerializer(serializers.Serializer):
     gpu_name = serializers.CharField()
     gpu_count = serializers.IntegerField()
     interconnect = serializers.ChoiceField(choices=Interconnect.choices)
-    model = serializers.CharField(help_text="Model key (llm.estimate.shapes), e.g. llama-3.1-70b.")
+    model = serializers.CharField(help_text="Model key (llm.serving.shapes), e.g. llama-3.1-70b.")
     weight_precision = serializers.CharField(help_text="Weight format as run (after any correction).")
     weight_precision_stated = serializers.CharField(help_text="Weight format as the source stated it.")
     quant = serializers.CharField(help_text="GGUF type, where the source names one.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm.estimate.shapes import MODEL_SHAPES
+from llm.serving.shapes import MODEL_SHAPES
 from llm.serving.fit import (
     MeasuredPoint,
     constants_fit,

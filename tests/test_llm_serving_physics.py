@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm.estimate.shapes import MODEL_SHAPES
+from llm.serving.shapes import MODEL_SHAPES
 from llm.serving.physics import (
     AllReduce,
     Hardware,

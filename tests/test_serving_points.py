@@ -21,7 +21,7 @@ from benchmarks_app.services.lab_tables import LabTableError
 from benchmarks_app.services.mlperf_import import BUNDLED_DIR as MLPERF_DIR
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from benchmarks_app.services.workloads import workload_seed
-from llm.estimate.shapes import SIZE_CLASSES
+from llm.serving.shapes import SIZE_CLASSES
 from llm.mlperf_rules import LATENCY_LIMITS, RULES_FILES, mlperf_latency_limits
 from llm.models import PrecisionStatus, ServingPoint
 from llm.precision import corrections_load, fits_in_memory

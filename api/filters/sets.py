@@ -24,9 +24,9 @@ from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider,
 from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
-from llm.estimate.shapes import MODEL_SHAPES
-from llm.interactivity import TARGETS
 from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint
+from llm.question import TARGETS
+from llm.serving.shapes import MODEL_SHAPES
 
 # --- vocabularies ----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
 from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
-from llm.interactivity import cost_per_million_output_tokens
+from llm.question import cost_per_million_output_tokens
 from llm.selectors.serving_target import ServingChoice
 
 # Lines shown at first; the others wait in the legend (a click shows them).

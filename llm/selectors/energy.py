@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.models import Gpu
-from llm.estimate.shapes import MODEL_SHAPES
 from llm.models import ServingPoint
 from llm.serving.energy import tokens_per_kwh
+from llm.serving.shapes import MODEL_SHAPES
 
 
 @dataclass(frozen=True)
