@@ -37,12 +37,12 @@ from fitcalc.plan import GpuFacts
 from fitcalc.selectors.fit import fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.llm_jobs import llm_gpu
-from llm.serving.comm import GpuLink, tensor_parallel_step_seconds
 from llm.estimate.constants import constants_default
 from llm.estimate.coverage import Coverage
-from llm.serving.shapes import MODEL_SHAPES, model_size_class
 from llm.selectors.figures import gpu_link_for, llm_model_state
 from llm.selectors.rows import llm_rows
+from llm.serving.comm import GpuLink, tensor_parallel_step_seconds
+from llm.serving.shapes import MODEL_SHAPES, model_size_class
 from tests.factories import (
     GpuFactory,
     OfferFactory,

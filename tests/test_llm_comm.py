@@ -7,6 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from llm.estimate.constants import LlmConstants
+from llm.estimate.coverage import Regime, coverage_build
+from llm.estimate.fit import Observation, constants_fit, predict
+from llm.estimate.loo import leave_one_gpu_out
+from llm.estimate.model import kv_bytes_per_token, llm_throughput_estimate
 from llm.serving.comm import (
     FABRIC_LATENCY_S,
     PCIE_LATENCY_S,
@@ -16,11 +21,6 @@ from llm.serving.comm import (
     layer_split_token_seconds,
     tensor_parallel_step_seconds,
 )
-from llm.estimate.constants import LlmConstants
-from llm.estimate.coverage import Regime, coverage_build
-from llm.estimate.fit import Observation, constants_fit, predict
-from llm.estimate.loo import leave_one_gpu_out
-from llm.estimate.model import kv_bytes_per_token, llm_throughput_estimate
 from llm.serving.shapes import MODEL_SHAPES
 
 PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (catalog.interconnect.pcie_peak_gbs)

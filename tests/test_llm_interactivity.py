@@ -7,8 +7,6 @@ import math
 import random
 
 import pytest
-
-from dashboard.figures.serving import log_ticks
 from llm.interactivity import (
     TARGETS,
     CurvePoint,
@@ -16,6 +14,8 @@ from llm.interactivity import (
     target_rate,
     throughput_at_target,
 )
+
+from dashboard.figures.serving import log_ticks
 
 # An MLPerf-like system: Offline (no user rate), Server at its 200 ms per-token limit (5 tokens/s
 # per user) and Interactive at 40 ms (25 tokens/s per user).
