@@ -273,7 +273,10 @@ class RankingRowSerializer(serializers.Serializer):
     perf = _nullable_float(
         help_text="Relative to the baseline GPU (1.0); LLM use cases: tokens/s (per GPU for serving, of the stream for chat)."
     )
-    perf_basis = serializers.ChoiceField(choices=[("measured", "measured"), ("estimated", "estimated")])
+    perf_basis = serializers.ChoiceField(
+        choices=[("measured", "measured"), ("estimated", "estimated"), ("unreachable", "unreachable")],
+        help_text="LLM serving: unreachable when no configuration reaches the target tokens/s per user (perf null).",
+    )
     measured = serializers.BooleanField(help_text="perf_basis == measured.")
     perf_measured = _nullable_float()
     perf_estimated = _nullable_float(help_text="From dense tensor peak and memory bandwidth.")
@@ -371,6 +374,21 @@ class RankingRowSerializer(serializers.Serializer):
         choices=[("offer", "offer"), ("user", "user"), ("none", "none"), ("", "")],
         help_text="LLM use cases, rent: offer (a current rental offer), user (the gpu_price parameter) or none "
         "(no rental price on record); empty in buy mode and for other use cases.",
+    )
+    llm_workload = serializers.CharField(
+        help_text="LLM serving: the question the figure answers (model, prompt and output tokens, precision, target)."
+    )
+    llm_anchor = serializers.CharField(
+        help_text="LLM serving estimates: the GPU's own measured points the serving model is anchored on; empty when "
+        "it has none."
+    )
+    llm_floor = serializers.BooleanField(
+        help_text="LLM serving, measured: the points were faster per user than the target (at least this much)."
+    )
+    llm_engine = serializers.CharField(help_text="LLM serving: the engine class the answer assumes.")
+    ranked_value = _nullable_float(
+        help_text="The figure rows are ordered and graded by: perf_per_dollar, an estimate's divided by 1 + its "
+        "typical error (its conservative end)."
     )
 
 

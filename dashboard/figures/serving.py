@@ -47,10 +47,12 @@ def serving_curve_line(*, choice: ServingChoice, key: str, name: str, price: flo
     """A chart line of a serving choice: its measured points that have a per-user rate and the
     model's curve of its configuration (None when it has neither)."""
     marks = tuple(
-        MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.gpu_count, p.label)
+        MeasuredMark(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, p.gpu_count,
+                     p.label + (" · " + _("drawn at its latency limit: a bound on the rate per user, not a measured "
+                                          "rate") if p.latency_bound else ""))
         for p in choice.measured
         if p.tokens_per_s_per_user
-    )
+    )  # fmt: skip
     if not marks and not choice.curve:
         return None
     offline = sum(1 for p in choice.measured if not p.tokens_per_s_per_user)

@@ -294,7 +294,8 @@ def gpu_answers(
             engine=engine,
             target=question.target,
             modelled=[m for m, _e in modelled],
-            measured=[p for p in at_workload if p.gpu_count == count],
+            # Replicas of a measured configuration run as it did: a point on 1 GPU answers 2 and 4.
+            measured=[p for p in at_workload if count % p.gpu_count == 0],
             anchor=anchor,
         )
         if answer is not None:

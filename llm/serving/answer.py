@@ -6,7 +6,8 @@ are in ``llm.selectors.answers``, and every page and API that shows a serving fi
 
 The rules, one configuration (a GPU, a count of them, a precision) at a time:
 
-* **Measured at the workload.** Points of that GPU, count, model (or one of the same
+* **Measured at the workload.** Points of that GPU and count (or of a count it is a multiple of:
+  replicas run as the measured configuration did), model (or one of the same
   architecture) and precision class whose mean lengths are the question's within
   ``llm.question.LENGTH_TOLERANCE``. They lie on one curve of tokens/s per GPU against tokens/s
   per user; the frontier (no point beats another on both) is read at the target, interpolated on
@@ -33,6 +34,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+
+from django.utils.translation import gettext as _
 
 from llm.question import cost_per_million_output_tokens
 from llm.serving.physics import CurvePoint, curve_at_interactivity
@@ -239,6 +242,12 @@ def configuration_answer(
     if read is not None:
         tp = next((m.tp for m in modelled), gpu_count)
         labels = "; ".join(dict.fromkeys(p.label for p in read.points))
+        measured_on = read.points[0].gpu_count
+        if measured_on != gpu_count:
+            labels += " · " + _("%(replicas)d replicas of the configuration measured on %(count)d GPU(s)") % {
+                "replicas": gpu_count // measured_on,
+                "count": measured_on,
+            }
         return ServingAnswer(gpu_slug, gpu_count, tp, precision, engine, MEASURED, read.tokens_per_s_per_gpu,
                              target, None, None, labels, read.points[0].url,
                              sum(p.results for p in read.points), read.floor,
