@@ -496,6 +496,8 @@ class RankingParamsSerializer(serializers.Serializer):
     interactivity = serializers.CharField(
         help_text="LLM serving: output tokens/s per user the ranking is at (10, 20, 50, 100, max); empty otherwise."
     )
+    input_len = serializers.IntegerField(allow_null=True, help_text="LLM serving: prompt tokens per request.")
+    output_len = serializers.IntegerField(allow_null=True, help_text="LLM serving: output tokens per request.")
     gpu_prices = serializers.DictField(
         child=serializers.FloatField(),
         source="gpu_price_map",
@@ -561,6 +563,21 @@ class RankingHeaderSerializer(serializers.Serializer):
     warnings = serializers.ListField(source="ranking.warnings", child=serializers.CharField())
     skipped_without_data = serializers.IntegerField(
         source="ranking.skipped_without_data", help_text="GPUs with neither measurements nor specs."
+    )
+    gpus_considered = serializers.IntegerField(
+        source="ranking.gpus_considered",
+        help_text="GPUs the filters keep: the rows, plus hidden_ineligible, skipped_without_data, does_not_fit and "
+        "not_measured.",
+    )
+    does_not_fit = serializers.IntegerField(
+        source="ranking.does_not_fit", help_text="LLM use cases: GPUs the model does not fit on, up to 8 of them."
+    )
+    not_measured = serializers.IntegerField(
+        source="ranking.not_measured", help_text="GPUs left out because basis=measured and theirs is estimated."
+    )
+    workload = serializers.CharField(
+        source="ranking.workload_label",
+        help_text="LLM serving: the question every row answers (model, prompt and output tokens, precision, target).",
     )
 
 

@@ -78,7 +78,9 @@ def test_tiers_follow_the_ranked_figure_and_the_header_accounts_for_every_gpu(de
 
 def test_rankings_api_and_compare_give_one_answer(demo, client: Client) -> None:  # type: ignore[no-untyped-def]
     ranking = _ranking("70b", "20")
-    rows = {r.gpu_slug: r for r in ranking.rows if r.perf and r.cost_per_million_tokens and r.llm_price_basis == "offer"}
+    rows = {
+        r.gpu_slug: r for r in ranking.rows if r.perf and r.cost_per_million_tokens and r.llm_price_basis == "offer"
+    }
     assert len(rows) >= 3
     checked = 0
     for slug, row in list(rows.items())[:4]:
@@ -103,7 +105,9 @@ def test_rankings_api_and_compare_give_one_answer(demo, client: Client) -> None:
         cell = column.cells["llm-serving"]
         assert cell.row is not None
         assert cell.row.perf == pytest.approx(rows[column.gpu.slug].perf, rel=1e-9)
-        assert cell.row.cost_per_million_tokens == pytest.approx(rows[column.gpu.slug].cost_per_million_tokens, rel=1e-9)
+        assert cell.row.cost_per_million_tokens == pytest.approx(
+            rows[column.gpu.slug].cost_per_million_tokens, rel=1e-9
+        )
 
 
 def test_a_user_price_says_your_price_and_nothing_else(demo) -> None:  # type: ignore[no-untyped-def]

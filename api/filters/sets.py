@@ -335,6 +335,18 @@ class RankingFilterSet(ApiFilterSet):
             "for the highest throughput per GPU. Default 20."
         ),
     )
+    input_len = IntFilter(
+        method="validate_only",
+        minimum=1,
+        maximum=1_048_576,
+        description=_("LLM serving: prompt tokens per request the ranking answers. Default 1000."),
+    )
+    output_len = IntFilter(
+        method="validate_only",
+        minimum=1,
+        maximum=1_048_576,
+        description=_("LLM serving: output tokens per request the ranking answers. Default 1000."),
+    )
 
     class Meta:
         model = Gpu

@@ -364,15 +364,19 @@ class TierCandidate:
     measured: bool
 
 
+# The error an estimate counts with where its own is unknown (no measured GPU of its vendor, no fit).
+UNKNOWN_ERROR_PCT = 100.0
+
+
 def conservative_value(value: float | None, *, measured: bool, error_pct: float | None) -> float | None:
     """The figure a row is ranked and graded by: a measurement as it is, an estimate at its
     conservative end, divided by 1 + its typical error (an estimate typically off by 40 % counts
-    as 1 / 1.4 of itself), so a guess never outranks a measurement on its optimistic side."""
-    if value is None:
-        return None
-    if measured or not error_pct or error_pct <= 0:
+    as 1 / 1.4 of itself; one whose error is unknown as off by ``UNKNOWN_ERROR_PCT``), so a guess
+    never outranks a measurement on its optimistic side."""
+    if value is None or measured:
         return value
-    return value / (1.0 + error_pct / 100.0)
+    error = UNKNOWN_ERROR_PCT if error_pct is None else max(error_pct, 0.0)
+    return value / (1.0 + error / 100.0)
 
 
 def tier_mark(candidates: Iterable[TierCandidate]) -> float | None:

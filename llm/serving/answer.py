@@ -220,8 +220,8 @@ class ServingAnswer:
         1 + error), a measurement as it is."""
         if self.tokens_per_s_per_gpu is None:
             return None
-        if self.basis == ESTIMATED and self.error_pct:
-            return self.tokens_per_s_per_gpu / (1.0 + self.error_pct / 100.0)
+        if self.basis == ESTIMATED:
+            return self.tokens_per_s_per_gpu / (1.0 + (100.0 if self.error_pct is None else self.error_pct) / 100.0)
         return self.tokens_per_s_per_gpu
 
 
