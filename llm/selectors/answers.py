@@ -279,7 +279,7 @@ def gpu_answers(
         for tp in _tp_sizes(count):
             estimate = curve(count, tp, question.input_len, question.output_len, precision)
             if not estimate.fits:
-                not_fitting = not_fitting or _not_fitting_reason(estimate)
+                not_fitting = _not_fitting_reason(estimate)  # the largest count and split tried last
                 continue
             factor = _bounded_factor(anchor, estimate, hardware)
             modelled.append((ModelledConfiguration(tp, anchored_curve(estimate.points, factor),
