@@ -175,6 +175,7 @@ def _points_read(*, question: ServingQuestion, gpu_ids: Iterable[int], include_a
             results=len(group),
             latency_bound=p.per_user_basis == PerUserBasis.LATENCY_FLOOR,
             decode_only=decode_only,
+            tp=tp,
         )
         out.append(_Point(p.gpu_id, p.model, p.scenario, p.source_kind, point, tp, p.measured_on))
     return out

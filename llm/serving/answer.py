@@ -63,6 +63,7 @@ class WorkloadPoint:
     results: int = 1
     latency_bound: bool = False  # the user rate is a latency limit (a floor), not a measured rate
     decode_only: bool = False  # a decode microbenchmark: no prefill, no scheduler
+    tp: int | None = None  # tensor-parallel size where the source gives it
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def configuration_answer(
     tensor-parallel split of it and nothing was measured there."""
     read = measured_best(measured, target=target)
     if read is not None:
-        tp = next((m.tp for m in modelled), gpu_count)
+        tp = read.points[0].tp or read.points[0].gpu_count
         labels = "; ".join(dict.fromkeys(p.label for p in read.points))
         measured_on = read.points[0].gpu_count
         if measured_on != gpu_count:
