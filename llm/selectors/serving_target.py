@@ -19,6 +19,8 @@ from llm.selectors.answers import GpuAnswers, serving_answers
 from llm.selectors.figures import LlmFigure, gpu_link_for
 from llm.selectors.serving import serving_fit_current
 from llm.serving.answer import ESTIMATED, MEASURED, UNREACHABLE, ServingAnswer, WorkloadPoint
+from llm.serving.fit import ServingFit
+from llm.serving.physics import hardware_class
 from llm.serving.shapes import SIZE_CLASSES, model_size_class
 
 
@@ -51,7 +53,22 @@ class ServingChoice:
         return self.answers.does_not_fit
 
 
-def answer_figure(answer: ServingAnswer | None, *, precision: str, gpu: Gpu) -> LlmFigure:
+def _outside_reasons(fit: ServingFit | None, *, hardware_class: str, engine: str, tp: int) -> tuple[str, ...]:
+    """Why an estimate lies outside the measured range of the stored fit: no point of its hardware
+    class ("architecture"), none of its engine class on it ("engine"), or none of its kind of
+    configuration ("configuration"); empty inside it."""
+    if fit is None or fit.inside(hardware_class=hardware_class, engine=engine, tp=tp):
+        return ()
+    if not any(r[0] == hardware_class for r in fit.regimes):
+        return ("architecture",)
+    if not any(r[:2] == (hardware_class, engine) for r in fit.regimes):
+        return ("engine",)
+    return ("configuration",)
+
+
+def answer_figure(
+    answer: ServingAnswer | None, *, precision: str, gpu: Gpu, fit: ServingFit | None = None
+) -> LlmFigure:
     """A serving answer as a ranking figure (the row's tokens/s per GPU, basis, source)."""
     if answer is None:
         return LlmFigure(ESTIMATED, None, 0, 0, 0, "", "", precision, False, None, None, 0)
@@ -63,7 +80,8 @@ def answer_figure(answer: ServingAnswer | None, *, precision: str, gpu: Gpu) -> 
         return LlmFigure(UNREACHABLE, None, answer.gpu_count, 0, 0, answer.source, "", answer.precision, True, None,
                          answer.error_pct, 0)  # fmt: skip
     configuration = "single" if answer.tp == 1 else gpu_link_for(gpu).kind(answer.tp)
-    outside = () if answer.inside else ("configuration",)
+    hardware = hardware_class(architecture=gpu.architecture.slug if gpu.architecture else "", segment=gpu.segment)
+    outside = _outside_reasons(fit, hardware_class=hardware, engine=answer.engine, tp=answer.tp)
     anchor = answer.anchor
     return LlmFigure(ESTIMATED, answer.tokens_per_s_per_gpu, answer.gpu_count, 0, 0, answer.source, "",
                      answer.precision, True, None, answer.error_pct, 0, outside, configuration,
@@ -96,13 +114,14 @@ def llm_serving_choices(
 ) -> dict[int, ServingChoice]:
     """Per GPU: its answer to ``question`` in its best rentable configuration."""
     gpus = list(gpus)
+    fit = serving_fit_current()
     answers = serving_answers(question=question, gpus=gpus, rented=rented, peaks_by_gpu=peaks_by_gpu,
-                              include_all_mlperf=include_all_rows)  # fmt: skip
+                              include_all_mlperf=include_all_rows, fit=fit)  # fmt: skip
     out = {}
     for gpu in gpus:
         a = answers[gpu.id]
-        out[gpu.id] = ServingChoice(answer_figure(a.best, precision=a.precision, gpu=gpu), question, a, a.points,
-                                    a.curve, a.curve_label, a.curve_error_pct)  # fmt: skip
+        out[gpu.id] = ServingChoice(answer_figure(a.best, precision=a.precision, gpu=gpu, fit=fit), question, a,
+                                    a.points, a.curve, a.curve_label, a.curve_error_pct)  # fmt: skip
     return out
 
 
