@@ -278,7 +278,10 @@ class RankingRowSerializer(serializers.Serializer):
     perf = _nullable_float(
         help_text="Relative to the baseline GPU (1.0); LLM use cases: tokens/s (per GPU for serving, of the stream for chat)."
     )
-    perf_basis = serializers.ChoiceField(choices=[("measured", "measured"), ("estimated", "estimated")])
+    perf_basis = serializers.ChoiceField(
+        choices=[("measured", "measured"), ("estimated", "estimated"), ("unreachable", "unreachable")],
+        help_text="LLM serving: unreachable when no configuration reaches the target tokens/s per user (perf null).",
+    )
     measured = serializers.BooleanField(help_text="perf_basis == measured.")
     perf_measured = _nullable_float()
     perf_estimated = _nullable_float(help_text="From dense tensor peak and memory bandwidth.")
@@ -376,6 +379,21 @@ class RankingRowSerializer(serializers.Serializer):
         choices=[("offer", "offer"), ("user", "user"), ("none", "none"), ("", "")],
         help_text="LLM use cases, rent: offer (a current rental offer), user (the gpu_price parameter) or none "
         "(no rental price on record); empty in buy mode and for other use cases.",
+    )
+    llm_workload = serializers.CharField(
+        help_text="LLM serving: the question the figure answers (model, prompt and output tokens, precision, target)."
+    )
+    llm_anchor = serializers.CharField(
+        help_text="LLM serving estimates: the GPU's own measured points the serving model is anchored on; empty when "
+        "it has none."
+    )
+    llm_floor = serializers.BooleanField(
+        help_text="LLM serving, measured: the points were faster per user than the target (at least this much)."
+    )
+    llm_engine = serializers.CharField(help_text="LLM serving: the engine class the answer assumes.")
+    ranked_value = _nullable_float(
+        help_text="The figure rows are ordered and graded by: perf_per_dollar, an estimate's divided by 1 + its "
+        "typical error (its conservative end)."
     )
 
 
@@ -483,6 +501,8 @@ class RankingParamsSerializer(serializers.Serializer):
     interactivity = serializers.CharField(
         help_text="LLM serving: output tokens/s per user the ranking is at (10, 20, 50, 100, max); empty otherwise."
     )
+    input_len = serializers.IntegerField(allow_null=True, help_text="LLM serving: prompt tokens per request.")
+    output_len = serializers.IntegerField(allow_null=True, help_text="LLM serving: output tokens per request.")
     gpu_prices = serializers.DictField(
         child=serializers.FloatField(),
         source="gpu_price_map",
@@ -549,6 +569,21 @@ class RankingHeaderSerializer(serializers.Serializer):
     skipped_without_data = serializers.IntegerField(
         source="ranking.skipped_without_data", help_text="GPUs with neither measurements nor specs."
     )
+    gpus_considered = serializers.IntegerField(
+        source="ranking.gpus_considered",
+        help_text="GPUs the filters keep: the rows, plus hidden_ineligible, skipped_without_data, does_not_fit and "
+        "not_measured.",
+    )
+    does_not_fit = serializers.IntegerField(
+        source="ranking.does_not_fit", help_text="LLM use cases: GPUs the model does not fit on, up to 8 of them."
+    )
+    not_measured = serializers.IntegerField(
+        source="ranking.not_measured", help_text="GPUs left out because basis=measured and theirs is estimated."
+    )
+    workload = serializers.CharField(
+        source="ranking.workload_label",
+        help_text="LLM serving: the question every row answers (model, prompt and output tokens, precision, target).",
+    )
 
 
 class RankingSerializer(RankingHeaderSerializer):
@@ -576,7 +611,7 @@ class ServingPointSerializer(serializers.Serializer):
     gpu_name = serializers.CharField(source="gpu__name")
     gpu_count = serializers.IntegerField()
     interconnect = serializers.ChoiceField(choices=Interconnect.choices)
-    model = serializers.CharField(help_text="Model key (llm.estimate.shapes), e.g. llama-3.1-70b.")
+    model = serializers.CharField(help_text="Model key (llm.serving.shapes), e.g. llama-3.1-70b.")
     weight_precision = serializers.CharField(help_text="Weight format as run (after any correction).")
     weight_precision_stated = serializers.CharField(help_text="Weight format as the source stated it.")
     quant = serializers.CharField(help_text="GGUF type, where the source names one.")

@@ -49,8 +49,7 @@ from dashboard.selectors.ranking_rows import Ranking
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
-from llm.interactivity import MAX_THROUGHPUT, TARGETS, target_rate
+from llm.question import MAX_THROUGHPUT, TARGETS, target_rate
 from llm.selectors.energy import gpu_energy_curves, power_curves_current
 
 # A base template that outputs nothing but the content block: with it, a page template renders
@@ -216,12 +215,12 @@ def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
 
 
 def _serving_figure(ranking: Ranking) -> dict[str, Any]:
-    model = MODEL_SHAPES[SIZE_CLASSES[ranking.params.model_size].reference].name
     return serving_curves_figure(
         serving_curve_lines(ranking),
         currency=ranking.currency,
         target=target_rate(ranking.params.interactivity),
-        title=_("Output tokens/s per GPU against tokens/s per user · %(model)s") % {"model": model},
+        title=_("Output tokens/s per GPU against tokens/s per user · %(workload)s")
+        % {"workload": ranking.workload_label},
     )
 
 

@@ -44,7 +44,8 @@ RANKING_CSV_COLUMNS = (
     "llm_price_basis",
     "scaling_gpu_count", "scaling_efficiency", "scaling_n", "scaling_distinct_submitters", "scaling_interconnect",
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
-    "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
+    "estimate_outside_range", "estimate_outside_reasons", "llm_configuration", "llm_workload", "llm_anchor",
+    "ranked_value",
 )  # fmt: skip
 _CSV_NAMES = {"gpu": "gpu_slug", "vendor_name": "vendor"}
 RANKING_CSV_HEADER = tuple(_CSV_NAMES.get(name, name) for name in RANKING_CSV_COLUMNS)

@@ -11,7 +11,7 @@ One stream (``single``)
     stream runs at one GPU's bandwidth whatever the count (``split="layer"``). More GPUs only add
     memory. XiongjieDai's llama.cpp table shows it: Llama 3 70B Q4_K_M on RTX 4090s generates
     19.1, 18.8 and 18.8 tokens/s on 2, 4 and 8 cards. Each token's hidden state is handed across
-    the stage boundaries (``llm.estimate.comm.layer_split_token_seconds``).
+    the stage boundaries (``llm.serving.comm.layer_split_token_seconds``).
 
 Batched serving (``batched``)
     The calibrated serving step: ``(weight bytes + batch x KV bytes) / (eff_bw x bandwidth x t) +
@@ -22,7 +22,7 @@ Batched serving (``batched``)
     size (a power of two, at most 8 in one host) that makes the most tokens.
 
     Every step of a group of several GPUs also waits for two all-reduces per layer of the batch's
-    activations, priced by ``llm.estimate.comm`` from the GPUs' link (NVLink-class fabric, PCIe
+    activations, priced by ``llm.serving.comm`` from the GPUs' link (NVLink-class fabric, PCIe
     GPU to GPU, or PCIe staged through host memory on consumer cards, with nccl-tests figures)
     and scaled by the fitted communication factor of that link, as on the LLM rankings. A link
     the catalogue has no figure for is not priced, and the note says so.
@@ -53,12 +53,12 @@ from django.utils.translation import gettext_lazy
 from fitcalc.memory import GIB, MemoryBreakdown, kv_cache_bytes
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm.estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm.estimate.constants import LlmConstants
 from llm.estimate.coverage import Coverage, Regime, configuration_of
 from llm.estimate.model import compute_peak, decode_seconds_per_token, serving_tokens_per_s
-from llm.estimate.shapes import ModelShape
-from llm.estimate.shapes import bytes_per_weight as llm_bytes_per_weight
+from llm.serving.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
+from llm.serving.shapes import ModelShape
+from llm.serving.shapes import bytes_per_weight as llm_bytes_per_weight
 
 SERVING = "batched"
 ONE_STREAM = "single"
@@ -132,7 +132,7 @@ def llm_shape_of_measured(*, shape: ModelShape, precision: str, quant: str, mode
 class LlmGpu:
     """Datasheet figures of one GPU model: memory (GiB), bandwidth (GB/s), dense tensor TFLOPS by
     precision (llm.estimate's keys, "fp16_nontensor" the vector rate), the link between cards
-    (``llm.estimate.comm.gpu_link``; None: not priced), and vendor and architecture slugs (for
+    (``llm.serving.comm.gpu_link``; None: not priced), and vendor and architecture slugs (for
     the measured range)."""
 
     memory_gib: float
@@ -147,7 +147,7 @@ class LlmGpu:
 class LlmRate:
     """Output tokens/s of ``count`` GPUs (batched: all of them together; one stream: the stream)
     as ``replicas`` groups of ``group`` GPUs at ``batch`` sequences each. ``link_kind``: the path
-    between a group's GPUs (llm.estimate.comm.LINK_KINDS; "single" for one); ``comm_s``: seconds
+    between a group's GPUs (llm.serving.comm.LINK_KINDS; "single" for one); ``comm_s``: seconds
     of a step (one stream: of a token) spent communicating."""
 
     per_s: float

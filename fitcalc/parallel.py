@@ -21,7 +21,7 @@ An all-reduce of ``m`` bytes over n GPUs takes ``2 (n - 1) / n x m / bus bandwid
 definition of bus bandwidth). The bus bandwidth is the one *measured* on this GPU model, at this GPU
 count and over this kind of link (allreduce-busbw of the benchmark client, interpolated on the
 logarithm of the message size between the measured sizes, the nearest measured size beyond them);
-else the datasheet figure of the link (llm.estimate.comm: NVLink, PCIe with peer-to-peer, PCIe
+else the datasheet figure of the link (llm.serving.comm: NVLink, PCIe with peer-to-peer, PCIe
 staged through host memory, with their sources). Every count's note says which one was used.
 
 Communication is not overlapped with compute here: ``step = compute + communication``. For
@@ -41,13 +41,13 @@ from django.utils.translation import gettext as _
 
 from dashboard.multi_gpu_maths import AllreduceLine, ScalingLine, interconnect_label
 from fitcalc.plan import SCALING_EFFICIENCY_PER_DOUBLING, CountRate, scaling_speedup
-from llm.estimate.comm import GpuLink
-from llm.estimate.comm import allreduce_seconds as datasheet_allreduce_seconds
+from llm.serving.comm import GpuLink
+from llm.serving.comm import allreduce_seconds as datasheet_allreduce_seconds
 
 DDP_BUCKET_BYTES = 25 * 2**20
 ACTIVATION_BYTES = 2.0  # 16-bit activations
 # The measured host's interconnect (params.interconnect of allreduce-busbw) for each link kind of
-# the catalogue (llm.estimate.comm.GpuLink.kind): a PCIe host measures both PCIe kinds.
+# the catalogue (llm.serving.comm.GpuLink.kind): a PCIe host measures both PCIe kinds.
 MEASURED_INTERCONNECT = {"fabric": "nvlink", "pcie_p2p": "pcie", "pcie_host": "pcie"}
 STRATEGIES = ("data", "zero3", "tensor")
 

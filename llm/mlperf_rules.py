@@ -49,7 +49,7 @@ LATENCY_LIMITS: dict[tuple[str, str], tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class MlperfBenchmark:
-    """An MLPerf LLM benchmark family: the model key (llm.estimate.shapes) and its mean output length."""
+    """An MLPerf LLM benchmark family: the model key (llm.serving.shapes) and its mean output length."""
 
     key: str  # the mlperf.conf benchmark key
     model: str

@@ -64,7 +64,7 @@ class ServingPointQuerySet(models.QuerySet["ServingPoint"]):
         )
 
     def for_model(self, model: str) -> ServingPointQuerySet:
-        """Points of one model key (``llm.estimate.shapes.MODEL_SHAPES``, e.g. ``llama-3.1-70b``)."""
+        """Points of one model key (``llm.serving.shapes.MODEL_SHAPES``, e.g. ``llama-3.1-70b``)."""
         return self.filter(model=model)
 
     def for_models(self, models_: list[str] | tuple[str, ...]) -> ServingPointQuerySet:

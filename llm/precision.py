@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm.estimate.model import kv_bytes_per_token
-from llm.estimate.shapes import MODEL_SHAPES, bytes_per_weight
+from llm.serving.shapes import MODEL_SHAPES, bytes_per_weight
 
 CORRECTIONS_FILE = Path(__file__).resolve().parent / "data" / "precision_corrections.json"
 GIB = 2**30

@@ -38,7 +38,7 @@ class TrtllmRow:
 
     table: str  # throughput | serving
     model_name: str  # as published
-    model: str | None  # llm.estimate.shapes key, None for a model without a shape
+    model: str | None  # llm.serving.shapes key, None for a model without a shape
     gpu_name: str  # as published
     tensor_parallel: int
     pipeline_parallel: int

@@ -60,10 +60,12 @@ RANKING_ROW = {
     "estimate_outside_range", "estimate_outside_reasons", "llm_configuration",
     # LLM serving at a chosen interactivity: the target, the counts offers rent, and the price's basis
     "llm_target", "llm_rented_counts", "llm_target_unreached", "llm_price_basis",
+    # LLM serving: the workload answered, an estimate's anchor, a measured floor, the engine; the ranked figure
+    "llm_workload", "llm_anchor", "llm_floor", "llm_engine", "ranked_value",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",
-    "hidden_ineligible",
+    "hidden_ineligible", "gpus_considered", "does_not_fit", "not_measured", "workload",
 }  # fmt: skip
 CURSOR_PAGE = {"next", "previous", "results"}
 OFFSET_PAGE = {"count", "next", "previous", "results"}

@@ -15,6 +15,7 @@ from dashboard.ranking.maths import (
     EstimateSample,
     SpecFigures,
     TierCandidate,
+    conservative_value,
     estimate_model_fit,
     geometric_mean,
     measured_relative,
@@ -144,28 +145,26 @@ def test_tiers_relative_to_best_measured():
     assert tiers_from_measurements(_measured({"x": None})) == {}
 
 
-def test_estimates_never_set_the_mark_nor_reach_tier_s():
-    """An estimate three times the best measured value is tier A and leaves the measured grades as
-    they were; an estimate below the mark is graded against it like a measurement."""
-    candidates = [
-        TierCandidate("measured-best", 10.0, True),
-        TierCandidate("measured-half", 5.0, True),
-        TierCandidate("guess-high", 30.0, False),
-        TierCandidate("guess-low", 2.0, False),
-    ]
-    assert tier_mark(candidates) == 10.0
+def test_estimates_are_graded_at_their_conservative_end_and_no_share_passes_the_best():
+    """An estimate three times the best measured value, typically off by 50 %, counts as twice it:
+    it sets the mark, every share is at most 100 %, and tiers follow the ranked figure."""
+    raw = {"measured-best": (10.0, True, None), "measured-half": (5.0, True, None),
+           "guess-high": (30.0, False, 50.0), "guess-unknown": (8.0, False, None)}  # fmt: skip
+    candidates = [TierCandidate(k, conservative_value(v, measured=m, error_pct=e), m) for k, (v, m, e) in raw.items()]
+    assert conservative_value(8.0, measured=False, error_pct=None) == 4.0  # an unknown error counts as 100 %
+    assert tier_mark(candidates) == 20.0
     assert tiers_from_measurements(candidates) == {
-        "measured-best": "S",
-        "measured-half": "A",
-        "guess-high": "A",
-        "guess-low": "C",
+        "guess-high": "S",
+        "measured-best": "A",
+        "measured-half": "B",
+        "guess-unknown": "C",
     }
 
 
-def test_without_measurements_no_gpu_is_tier_s():
+def test_without_measurements_the_best_estimate_is_the_mark():
     candidates = [TierCandidate("a", 10.0, False), TierCandidate("b", 3.0, False)]
     assert tier_mark(candidates) == 10.0
-    assert tiers_from_measurements(candidates) == {"a": "A", "b": "B"}
+    assert tiers_from_measurements(candidates) == {"a": "S", "b": "B"}
 
 
 def test_pareto_frontier():

@@ -289,10 +289,13 @@ def test_estimate_for_an_unmeasured_vendor_is_outside_the_measured_range():
     row = {r.gpu_slug: r for r in ranking.rows}["instinct-mi300x"]
     assert row.perf_basis == "estimated"
     assert row.estimate_error_pct is None and row.estimate_outside_range and row.estimate_outside_reasons == ["vendor"]
-    assert row.tier == "A"  # by far the best value on its estimate, and still not S
-    assert all(r.perf_basis == "measured" for r in ranking.rows if r.tier == "S")
-    measured_values = [r.perf_per_dollar for r in ranking.rows if r.perf_basis == "measured" and r.eligible]
-    assert ranking.tier_mark == max(v for v in measured_values if v)
+    # Its error unknown, it is ranked and graded at half its estimate (off by 100 %).
+    assert row.ranked_value == pytest.approx(row.perf_per_dollar / 2)
+    graded = [r for r in ranking.rows if r.eligible and r.ranked_value]
+    assert ranking.tier_mark == max(r.ranked_value for r in graded)
+    order = "SABCD"
+    by_value = sorted(graded, key=lambda r: -r.ranked_value)
+    assert [order.index(r.tier) for r in by_value] == sorted(order.index(r.tier) for r in by_value)
     body = Client().get(reverse("dashboard:rankings"), {"show": "all"}).content.decode()
     assert "outside the measured range, error unknown" in body
 

@@ -35,12 +35,12 @@ from fitcalc.plan import GpuFacts
 from fitcalc.selectors.fit import fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.llm_jobs import llm_gpu
-from llm.estimate.comm import GpuLink, tensor_parallel_step_seconds
 from llm.estimate.constants import constants_default
 from llm.estimate.coverage import Coverage
-from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.selectors.figures import gpu_link_for, llm_model_state
 from llm.selectors.rows import llm_rows
+from llm.serving.comm import GpuLink, tensor_parallel_step_seconds
+from llm.serving.shapes import MODEL_SHAPES, model_size_class
 from tests.factories import (
     GpuFactory,
     OfferFactory,
@@ -109,7 +109,7 @@ def test_tensor_parallel_groups_wait_for_their_all_reduces_priced_from_the_link(
     assert unpriced is not None and host is not None
     assert (unpriced.link_kind, unpriced.comm_s, unpriced.configuration) == ("unknown", 0.0, "unknown")
     assert (host.link_kind, host.configuration) == ("pcie_host", "pcie_host") and host.group > 1
-    # The step's communication is llm.estimate.comm's price of two all-reduces per layer of the batch,
+    # The step's communication is llm.serving.comm's price of two all-reduces per layer of the batch,
     # times the link's fitted factor, as on the LLM rankings.
     talk = tensor_parallel_step_seconds(link=CONSUMER_LINK, gpus=host.group, tokens=host.batch, layers=80, hidden=8192)
     assert talk is not None and host.comm_s == pytest.approx(talk * constants.communication("pcie_host"))

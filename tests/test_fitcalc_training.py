@@ -27,7 +27,7 @@ from fitcalc.parallel import DdpCalibration, LinkFigures, MeasuredBusBandwidth, 
 from fitcalc.selectors.fit import FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.throughput import model_flops_per_token
-from llm.estimate.comm import GpuLink
+from llm.serving.comm import GpuLink
 
 BENCH = Path(settings.BASE_DIR) / "tests" / "fixtures" / "bench"
 H100, RTX4090, H200, GH200, V100 = (

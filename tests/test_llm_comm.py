@@ -1,4 +1,4 @@
-"""Communication between GPUs in the LLM model (llm.estimate.comm), the configuration it picks,
+"""Communication between GPUs in the LLM model (llm.serving.comm), the configuration it picks,
 and its measured range (llm.estimate.coverage): pure arithmetic on hand-computed cases."""
 
 from __future__ import annotations
@@ -7,7 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from llm.estimate.comm import (
+from llm.estimate.constants import LlmConstants
+from llm.estimate.coverage import Regime, coverage_build
+from llm.estimate.fit import Observation, constants_fit, predict
+from llm.estimate.loo import leave_one_gpu_out
+from llm.estimate.model import kv_bytes_per_token, llm_throughput_estimate
+from llm.serving.comm import (
     FABRIC_LATENCY_S,
     PCIE_LATENCY_S,
     GpuLink,
@@ -16,12 +21,7 @@ from llm.estimate.comm import (
     layer_split_token_seconds,
     tensor_parallel_step_seconds,
 )
-from llm.estimate.constants import LlmConstants
-from llm.estimate.coverage import Regime, coverage_build
-from llm.estimate.fit import Observation, constants_fit, predict
-from llm.estimate.loo import leave_one_gpu_out
-from llm.estimate.model import kv_bytes_per_token, llm_throughput_estimate
-from llm.estimate.shapes import MODEL_SHAPES
+from llm.serving.shapes import MODEL_SHAPES
 
 PCIE4 = 31.504  # GB/s one way: PCIe 4.0 x16 (catalog.interconnect.pcie_peak_gbs)
 PCIE5 = 63.008

@@ -35,13 +35,15 @@ MEASURED_NOW_PRICED = {"70b": ("rtx-pro-6000-blackwell-server", "radeon-instinct
 
 @pytest.mark.parametrize("size", ["70b", "8b"])
 def test_measured_gpus_stay_in_the_serving_ranking_priced_or_not(demo, size):
-    """A measured GPU (MI300X and others) stays in the ranking when no offer gives it a price."""
+    """A measured GPU (MI300X and others) stays in the ranking when no offer gives it a price. Its
+    MLPerf points give no request lengths, so they do not answer the 1,000/1,000 workload: its
+    figure is the serving model's (measured only where a point was measured at the workload)."""
     rows = _serving(size, interactivity="max")
     for slug in MEASURED_NOW_PRICED[size]:
-        assert rows[slug].perf_basis == "measured" and rows[slug].llm_price_basis == "offer", slug
+        assert rows[slug].perf is not None and rows[slug].llm_price_basis == "offer", slug
     for slug in MEASURED_UNPRICED[size]:
         row = rows[slug]
-        assert row.perf_basis == "measured", slug
+        assert row.perf is not None, slug
         assert row.llm_price_basis == "none" and row.price.amount is None and row.cost_per_million_tokens is None, slug
     priced = _serving(size, interactivity="max", **{f"gpu_price[{s}]": "2.00" for s in MEASURED_UNPRICED[size]})
     for slug in MEASURED_UNPRICED[size]:
@@ -52,13 +54,13 @@ def test_measured_gpus_stay_in_the_serving_ranking_priced_or_not(demo, size):
 
 @pytest.mark.parametrize("size", ["70b", "8b"])
 @pytest.mark.parametrize("target", ["10", "20", "50", "max"])
-def test_no_row_uses_a_count_nobody_rents_and_no_estimate_is_in_tier_s(demo, size, target):
+def test_no_row_uses_a_count_nobody_rents_and_tiers_follow_the_ranked_figure(demo, size, target):
     rows = _serving(size, interactivity=target)
     for row in rows.values():
         if row.llm_rented_counts and row.perf is not None:
             assert row.llm_gpu_count in row.llm_rented_counts, (row.gpu_slug, row.llm_gpu_count)
-        if row.perf_basis != "measured":
-            assert row.tier != "S", row.gpu_slug
+    graded = sorted((r for r in rows.values() if r.tier), key=lambda r: -(r.ranked_value or 0))
+    assert ["SABCD".index(r.tier) for r in graded] == sorted("SABCD".index(r.tier) for r in graded)
     # GH200 and H100 NVL are rented one or two at a time: never ranked on eight.
     for slug in ("gh200-96-gb", "h100-nvl-94-gb"):
         if slug in rows and rows[slug].perf is not None:

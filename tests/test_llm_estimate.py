@@ -20,7 +20,7 @@ from llm.estimate.model import (
     kv_bytes_per_token,
     llm_throughput_estimate,
 )
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
+from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES, bytes_per_weight, model_size_class
 
 C = LlmConstants(
     decode_bandwidth_efficiency={"4bit": 0.5, "16bit": 0.8},

@@ -1,5 +1,5 @@
-"""Serving at a chosen interactivity (llm/interactivity.py): reading tokens/s per GPU off measured
-points at a target tokens/s per user, and its cost; the physics a curve must obey."""
+"""Serving at a chosen interactivity (llm/serving/answer.py, llm/question.py): reading tokens/s per
+GPU off measured points at a target tokens/s per user, and its cost; the physics a curve must obey."""
 
 from __future__ import annotations
 
@@ -9,13 +9,18 @@ import random
 import pytest
 
 from dashboard.figures.serving import log_ticks
-from llm.interactivity import (
-    TARGETS,
-    CurvePoint,
-    cost_per_million_output_tokens,
-    target_rate,
-    throughput_at_target,
-)
+from llm.question import TARGETS, cost_per_million_output_tokens, target_rate
+from llm.serving.answer import WorkloadPoint, measured_read
+
+
+def CurvePoint(user: float | None, gpu: float) -> WorkloadPoint:  # noqa: N802 (reads as the point it builds)
+    return WorkloadPoint(8, "fp8", "tensorrt-llm", 1000, 1000, gpu, user, "")
+
+
+def throughput_at_target(points: list[WorkloadPoint], *, target: float | None) -> float | None:
+    read = measured_read(points, target=target)
+    return None if read is None else read.tokens_per_s_per_gpu
+
 
 # An MLPerf-like system: Offline (no user rate), Server at its 200 ms per-token limit (5 tokens/s
 # per user) and Interactive at 40 ms (25 tokens/s per user).

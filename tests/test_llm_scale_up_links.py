@@ -10,11 +10,11 @@ import pytest
 
 from catalog.models import Gpu, SpecCitation, TensorPeak
 from catalog.services.catalog_import import gpu_import_curated
-from llm.estimate.comm import allreduce_seconds
-from llm.estimate.shapes import MODEL_SHAPES
 from llm.selectors.serving import gpu_link_for, serving_curve, serving_hardware, serving_link, weight_format
 from llm.services.trtllm_import import BUNDLED_DIR
+from llm.serving.comm import allreduce_seconds
 from llm.serving.physics import AllReduce, ServingConstants, Workload, one_stream_compute, serving_curve_compute
+from llm.serving.shapes import MODEL_SHAPES
 from llm.trtllm import trtllm_parse
 from tests.world import LLM_WORLD, world_build
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from llm.estimate.shapes import MODEL_SHAPES
 from llm.serving.fit import (
     MeasuredPoint,
     constants_fit,
@@ -14,6 +13,7 @@ from llm.serving.fit import (
     predict,
 )
 from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload
+from llm.serving.shapes import MODEL_SHAPES
 
 H100 = Hardware(80.0, 3350.0, {"bf16": 989.4, "fp16": 989.4, "fp8": 1979.0}, "hopper")
 H200 = Hardware(141.0, 4800.0, {"bf16": 989.5, "fp16": 989.5, "fp8": 1979.0}, "hopper")

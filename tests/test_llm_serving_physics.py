@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llm.estimate.shapes import MODEL_SHAPES
 from llm.serving.physics import (
     AllReduce,
     Hardware,
@@ -27,6 +26,7 @@ from llm.serving.physics import (
     roofline_tokens_per_s_per_gpu,
     serving_curve_compute,
 )
+from llm.serving.shapes import MODEL_SHAPES
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "catalog" / "data" / "curated" / "gpus.toml"
 

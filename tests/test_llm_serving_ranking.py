@@ -25,7 +25,8 @@ OFFLINE, SERVER, INTERACTIVE = Scenario.OFFLINE, Scenario.SERVER, Scenario.INTER
 
 
 def _point(gpu: Gpu, *, count: int, scenario: str, per_gpu: float, per_user: float | None) -> ServingPoint:
-    """An MLPerf llama2-70b point: Offline has no user rate, Server/Interactive their latency floor."""
+    """An MLPerf-like Llama 3.1 70B point at the ranking's workload (1,000 prompt and output tokens):
+    Offline has no user rate, Server/Interactive their latency floor."""
     workload = WorkloadFactory(slug=f"mlperf-llama2-70b-99-{scenario}-tokens", version="5.1", category="inference")
     result = BenchmarkResultFactory(
         gpu=gpu, workload=workload, precision="fp8", gpu_count=count, value=per_gpu * count, trust=TrustLabel.LAB,
@@ -33,8 +34,8 @@ def _point(gpu: Gpu, *, count: int, scenario: str, per_gpu: float, per_user: flo
     )  # fmt: skip
     return ServingPoint.objects.create(
         result=result, source_kind=SourceKind.MLPERF, gpu=gpu, gpu_count=count, interconnect=Interconnect.NVLINK,
-        model="llama-2-70b", weight_precision="fp8", precision_status=PrecisionStatus.STATED, engine="TensorRT-LLM",
-        engine_class="tensorrt-llm", input_tokens=1024, output_tokens=300, scenario=scenario,
+        model="llama-3.1-70b", weight_precision="fp8", precision_status=PrecisionStatus.STATED, engine="TensorRT-LLM",
+        engine_class="tensorrt-llm", input_tokens=1024, output_tokens=1024, scenario=scenario,
         tpot_limit_ms=None if per_user is None else 1000 / per_user, tokens_per_s_per_gpu=per_gpu,
         tokens_per_s_per_user=per_user,
         per_user_basis=PerUserBasis.UNDEFINED if per_user is None else PerUserBasis.LATENCY_FLOOR,
@@ -83,8 +84,9 @@ def test_higher_interactivity_means_fewer_tokens_per_gpu_and_a_higher_cost(servi
 
 
 def test_a_measured_gpu_nobody_rents_stays_in_the_ranking_without_a_price(serving):
+    # Its row is its best configuration, measured (8 GPUs) or the model's on fewer, whichever does more.
     row = _rows()[MI300X]
-    assert row.perf_basis == "measured" and row.price.amount is None and row.llm_price_basis == "none"
+    assert row.perf is not None and row.price.amount is None and row.llm_price_basis == "none"
     assert row.cost_per_million_tokens is None and row.tier is None and row.rank is None
     assert row.llm_rented_counts == []
 
@@ -108,10 +110,11 @@ def test_no_row_uses_a_gpu_count_no_offer_rents(serving):
             assert row.llm_gpu_count in row.llm_rented_counts, row.gpu_slug
 
 
-def test_measured_figures_set_the_tiers_and_no_estimate_is_in_tier_s(serving):
+def test_tiers_grade_the_ranked_figure_and_follow_the_order(serving):
     rows = _rows(**{f"gpu_price[{MI300X}]": "2.10"})
-    assert any(r.tier == "S" and r.perf_basis == "measured" for r in rows.values())
-    assert not [r.gpu_slug for r in rows.values() if r.tier == "S" and r.perf_basis != "measured"]
+    graded = sorted((r for r in rows.values() if r.tier), key=lambda r: -(r.ranked_value or 0))
+    assert graded and graded[0].tier == "S"
+    assert ["SABCD".index(r.tier) for r in graded] == sorted("SABCD".index(r.tier) for r in graded)
 
 
 def test_parameters_are_validated_and_round_trip():
@@ -139,7 +142,9 @@ def test_api_exposes_target_and_basis_and_refuses_bad_values_by_name(serving, cl
     data = client.get(f"{url}&gpu_price[{MI300X}]=2.10").json()
     assert data["params"]["interactivity"] == "20" and data["params"]["gpu_prices"] == {MI300X: 2.1}
     rows = {r["gpu"]: r for r in data["results"]}
-    assert rows[MI300X]["llm_price_basis"] == "user" and rows[MI300X]["measured"]
+    assert rows[MI300X]["llm_price_basis"] == "user" and rows[MI300X]["perf"]
+    assert rows[H100]["measured"] and "1,000 prompt / 1,000 output tokens" in rows[H100]["llm_workload"]
+    assert "1,000 prompt" in data["workload"] and data["gpus_considered"] >= len(rows)
     assert rows[H100]["llm_price_basis"] == "offer" and rows[H100]["llm_target"] == "20"
     assert rows[H100_NVL]["estimate_error_pct"] is None or rows[H100_NVL]["estimate_error_pct"] > 0
     for bad, field in (("interactivity=7", "interactivity"), ("gpu_price[nonesuch]=1", "gpu_price[nonesuch]"),

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from llm.estimate.shapes import MODEL_SHAPES
 from llm.models import ServingPoint
 from llm.selectors.serving import serving_points_for_fit
 from llm.services.trtllm_import import BUNDLED_DIR, BUNDLED_FILES, trtllm_import_file
+from llm.serving.shapes import MODEL_SHAPES
 from llm.trtllm import trtllm_parse
 from tests.world import LLM_WORLD, world_build
 

@@ -21,7 +21,6 @@ from benchmarks_app.services.lab_tables import LabTableError
 from benchmarks_app.services.mlperf_import import BUNDLED_DIR as MLPERF_DIR
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from benchmarks_app.services.workloads import workload_seed
-from llm.estimate.shapes import SIZE_CLASSES
 from llm.mlperf_rules import LATENCY_LIMITS, RULES_FILES, mlperf_latency_limits
 from llm.models import PrecisionStatus, ServingPoint
 from llm.precision import corrections_load, fits_in_memory
@@ -29,6 +28,7 @@ from llm.selectors.rows import llm_rows
 from llm.services.serving_points import serving_points_rebuild
 from llm.services.trtllm_import import BUNDLED_DIR as TRTLLM_DIR
 from llm.services.trtllm_import import trtllm_import_bundled, trtllm_import_file
+from llm.serving.shapes import SIZE_CLASSES
 from llm.trtllm import TrtllmFormatError, trtllm_parse
 from tests.factories import document_ingest
 from tests.world import LLM_WORLD, world_build

@@ -24,9 +24,9 @@ from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider,
 from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
-from llm.estimate.shapes import MODEL_SHAPES
-from llm.interactivity import TARGETS
 from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint
+from llm.question import TARGETS
+from llm.serving.shapes import MODEL_SHAPES
 
 # --- vocabularies ----------------------------------------------------------------------------
 
@@ -334,6 +334,18 @@ class RankingFilterSet(ApiFilterSet):
             "LLM serving: output tokens/s per user the cost per million tokens is taken at (10, 20, 50, 100), or max "
             "for the highest throughput per GPU. Default 20."
         ),
+    )
+    input_len = IntFilter(
+        method="validate_only",
+        minimum=1,
+        maximum=1_048_576,
+        description=_("LLM serving: prompt tokens per request the ranking answers. Default 1000."),
+    )
+    output_len = IntFilter(
+        method="validate_only",
+        minimum=1,
+        maximum=1_048_576,
+        description=_("LLM serving: output tokens per request the ranking answers. Default 1000."),
     )
 
     class Meta:

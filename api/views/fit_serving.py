@@ -15,9 +15,10 @@ from rest_framework.views import APIView
 from api.serializers import ErrorSerializer
 from api.views.base import ERROR_429, ApiMixin
 from catalog.selectors.prices import PRICE_RULES
+from dashboard.selectors.ranking_params import RankingParamError, gpu_prices_from_query
 from fitcalc.selectors.serving_plans import DEFAULT_LENGTHS, DEFAULT_TARGET, PRECISIONS, ServingPlan, serving_plans
-from llm.estimate.shapes import MODEL_SHAPES
-from llm.serving.physics import ENGINE_CLASSES
+from llm.question import AUTO_ENGINE, BATCHED_ENGINES, QueryNumberError, target_parse
+from llm.serving.shapes import MODEL_SHAPES
 
 
 class ServingPlanQuerySerializer(serializers.Serializer):
@@ -37,7 +38,11 @@ class ServingPlanQuerySerializer(serializers.Serializer):
     )
     input_len = serializers.IntegerField(default=DEFAULT_LENGTHS[0], min_value=1, max_value=1_000_000)
     output_len = serializers.IntegerField(default=DEFAULT_LENGTHS[1], min_value=1, max_value=1_000_000)
-    engine = serializers.ChoiceField(choices=list(ENGINE_CLASSES), default="vllm-sglang")
+    engine = serializers.ChoiceField(
+        choices=[AUTO_ENGINE, *BATCHED_ENGINES],
+        default=AUTO_ENGINE,
+        help_text=_("auto: TensorRT-LLM on NVIDIA GPUs, vLLM/SGLang elsewhere (the rankings' rule)."),
+    )
     fewest_gpus = serializers.BooleanField(default=False, help_text=_("Recommend the fewest GPUs, not the cheapest."))
     price_rule = serializers.ChoiceField(choices=list(PRICE_RULES), default="typical")
 
@@ -51,9 +56,10 @@ class ServingPlanQuerySerializer(serializers.Serializer):
         return names
 
     def validate_target(self, value: str) -> float | None:
-        if value.strip().lower() in ("max", "maximum"):
-            return None
-        return float(value)
+        try:
+            return target_parse(value)
+        except QueryNumberError as error:
+            raise serializers.ValidationError(error.message) from None
 
 
 class ServingPlanSerializer(serializers.Serializer):
@@ -76,6 +82,9 @@ class ServingPlanSerializer(serializers.Serializer):
     price_per_gpu_hour_usd = serializers.FloatField(allow_null=True)
     cost_per_million_tokens_usd = serializers.FloatField(allow_null=True)
     rented = serializers.BooleanField()
+    anchor = serializers.CharField(help_text=_("Estimates: the GPU's measured points the model is anchored on."))
+    floor = serializers.BooleanField(help_text=_("Measured faster per user than the target: at least this much."))
+    price_basis = serializers.ChoiceField(choices=["offer", "user", "none"])
 
 
 class ServingPlansSerializer(serializers.Serializer):
@@ -102,6 +111,7 @@ class FitServingView(ApiMixin, APIView):
     cost across GPU counts; the all-reduce figure each configuration used."""
 
     query_parameters = frozenset(ServingPlanQuerySerializer().fields)
+    query_parameter_prefixes = ("gpu_price[",)
 
     @extend_schema(
         summary="What to serve an LLM on: $ per million output tokens at a tokens/s-per-user target",
@@ -124,6 +134,10 @@ class FitServingView(ApiMixin, APIView):
         query.is_valid(raise_exception=True)
         data = query.validated_data
         try:
+            gpu_prices = dict(gpu_prices_from_query(request.query_params))
+        except RankingParamError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        try:
             plans = serving_plans(
                 model=data["model"],
                 precisions=data["precision"],
@@ -133,6 +147,7 @@ class FitServingView(ApiMixin, APIView):
                 engine=data["engine"],
                 fewest_gpus=data["fewest_gpus"],
                 price_rule=data["price_rule"],
+                gpu_prices=gpu_prices,
             )
         except ValueError as error:
             field, _sep, reason = str(error).partition(": ")

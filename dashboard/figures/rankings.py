@@ -302,7 +302,7 @@ TIER_COLOURS = {"S": "#d4380d", "A": "#fa8c16", "B": "#fadb14", "C": "#a0d911", 
 
 
 def _tiered(row: Any) -> bool:
-    return plottable(row.perf_per_dollar) and row.perf_per_dollar > 0
+    return plottable(row.ranked_value) and row.ranked_value > 0
 
 
 def tiers_figure(
@@ -313,14 +313,16 @@ def tiers_figure(
     price_unit: str,
     mark: float | None = None,
 ) -> dict[str, Any]:
-    """Each tiered GPU's performance per price as a share of the tiers' 100 % mark (the best measured
-    value, dashboard.ranking.maths.tier_mark; the best shown when not given), one colour per tier,
-    the tier bounds as shaded bands; estimated GPUs hatched (an estimate may pass the mark and still
-    be in tier A). ``tiers`` maps S..D to rows, best first."""
+    """Each tiered GPU's ranked figure (performance per price, an estimate at its conservative end:
+    RankingRow.ranked_value) as a share of the tiers' 100 % mark, the best one
+    (dashboard.ranking.maths.tier_mark; the best shown when not given): no bar passes 100 %. One
+    colour per tier, the tier bounds as shaded bands, estimated GPUs hatched. ``tiers`` maps S..D
+    to rows, best first."""
     rows = [(name, row) for name, members in tiers.items() for row in members if _tiered(row)]
-    best = mark if plottable(mark) and mark > 0 else None  # type: ignore[operator]
-    best = best or max((row.perf_per_dollar for _name, row in rows), default=0.0) or 1.0
-    widest = max((row.perf_per_dollar / best for _name, row in rows), default=1.0)
+    candidates = [float(row.ranked_value) for _name, row in rows]
+    if mark is not None and plottable(mark) and mark > 0:
+        candidates.append(mark)
+    best = max(candidates, default=0.0) or 1.0
     fig = go.Figure()
     for name, members in tiers.items():
         subset = [row for row in members if _tiered(row)]
@@ -329,14 +331,14 @@ def tiers_figure(
         fig.add_bar(
             name=esc(_("Tier %(name)s") % {"name": name}),
             orientation="h",
-            x=[row.perf_per_dollar / best for row in subset],
+            x=[row.ranked_value / best for row in subset],
             y=[esc(row.gpu_name) for row in subset],
             marker={
                 "color": TIER_COLOURS.get(name, PALETTE[0]),
                 "pattern": {"shape": ["/" if row.perf_basis == "estimated" else "" for row in subset]},
             },
             customdata=[_row_hover(row, currency, price_unit) for row in subset],
-            hovertemplate=_hovertemplate(_("Share of the best measured value")),
+            hovertemplate=_hovertemplate(_("Share of the best value")),
         )
     order = [esc(row.gpu_name) for _name, row in reversed(rows)]
     bands = []
@@ -364,11 +366,11 @@ def tiers_figure(
         height=max(320, 24 * len(rows) + 130),
         barmode="overlay",
         shapes=bands,
-        title=title_layout(_("Performance per price, as a share of the best measured")),
+        title=title_layout(_("Performance per price, as a share of the best (estimates at their conservative end)")),
         xaxis={
-            "title": {"text": esc(_("Share of the best measured value"))},
+            "title": {"text": esc(_("Share of the best value"))},
             "tickformat": ".0%",
-            "range": [0, max(1.02, widest * 1.02)],
+            "range": [0, 1.02],
         },
         yaxis={"categoryorder": "array", "categoryarray": order, "automargin": True, "title": {"text": ""}},
     )

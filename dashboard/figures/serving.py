@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
 from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
-from llm.interactivity import cost_per_million_output_tokens
+from llm.question import cost_per_million_output_tokens
 from llm.selectors.energy import EnergyCurve
 from llm.selectors.serving_target import ServingChoice
 from llm.serving.energy import EnergyFigure, PowerCurve, energy_estimate, energy_measured
@@ -73,7 +73,12 @@ def serving_curve_line(
             p.tokens_per_s_per_user,
             p.tokens_per_s_per_gpu,
             p.gpu_count,
-            p.label,
+            p.label
+            + (
+                " · " + _("drawn at its latency limit: a bound on the rate per user, not a measured rate")
+                if p.latency_bound
+                else ""
+            ),
             energy_measured(joules_per_token_=p.joules_per_token, power_w=p.power_w)
             if p.joules_per_token is not None and p.power_w is not None
             else None,

@@ -33,8 +33,9 @@ Method, as shown on the pages
   (:func:`use_case_eligibility`).
 * Value: performance per GPU-hour price, per 1,000 of purchase price, and per kilowatt of TDP.
 * Tiers (:func:`tiers_from_measurements`): among GPUs eligible for the use case that have a price,
-  performance per dollar relative to the best *measured* one: S >= 70 %, A >= 45 %, B >= 25 %,
-  C >= 12 %, D below; an estimated GPU is never above tier A.
+  the ranked figure (performance per dollar, an estimate at its conservative end:
+  :func:`conservative_value`) relative to the best one: S >= 70 %, A >= 45 %, B >= 25 %,
+  C >= 12 %, D below. Rows are ordered by the same figure, so tiers follow the ranked order.
 """
 
 from __future__ import annotations
@@ -354,52 +355,49 @@ def tier_for(ratio_to_best: float) -> str:
 
 @dataclass(frozen=True)
 class TierCandidate:
-    """A GPU that can be graded: eligible for the use case, with a price. ``value`` is its
-    performance per price; ``measured`` whether that performance is measured (else estimated)."""
+    """A GPU that can be graded: eligible for the use case, with a price. ``value`` is its ranked
+    figure (performance per price, an estimate's at its conservative end: ``conservative_value``);
+    ``measured`` whether that performance is measured (else estimated)."""
 
     key: str
     value: float | None
     measured: bool
 
 
-# The best tier an estimate can reach: it is placed against the measured figures, never above them.
-ESTIMATE_BEST_TIER = "A"
+# The error an estimate counts with where its own is unknown (no measured GPU of its vendor, no fit).
+UNKNOWN_ERROR_PCT = 100.0
+
+
+def conservative_value(value: float | None, *, measured: bool, error_pct: float | None) -> float | None:
+    """The figure a row is ranked and graded by: a measurement as it is, an estimate at its
+    conservative end, divided by 1 + its typical error (an estimate typically off by 40 % counts
+    as 1 / 1.4 of itself; one whose error is unknown as off by ``UNKNOWN_ERROR_PCT``), so a guess
+    never outranks a measurement on its optimistic side."""
+    if value is None or measured:
+        return value
+    error = UNKNOWN_ERROR_PCT if error_pct is None else max(error_pct, 0.0)
+    return value / (1.0 + error / 100.0)
 
 
 def tier_mark(candidates: Iterable[TierCandidate]) -> float | None:
-    """The 100 % mark of a tier list: the best measured performance per price among the candidates;
-    the best estimate only when none is measured. None when nothing has a positive value."""
-    usable = [c for c in candidates if c.value is not None and c.value > 0]
-    measured = [c.value for c in usable if c.measured and c.value is not None]
-    if measured:
-        return max(measured)
-    return max((c.value for c in usable if c.value is not None), default=None)
+    """The 100 % mark of a tier list: the best ranked figure among the candidates (measured or
+    estimated, each at its conservative end). None when nothing has a positive value."""
+    return max((c.value for c in candidates if c.value is not None and c.value > 0), default=None)
 
 
 def tiers_from_measurements(candidates: Iterable[TierCandidate]) -> dict[str, str]:
     """Tier rule: key -> tier for every candidate with a positive value.
 
-    The 100 % mark is the best *measured* performance per price (:func:`tier_mark`); every GPU is
-    graded by its value as a share of that mark (``TIER_THRESHOLDS``). An estimated GPU is placed
-    against the measured ones but never above tier A (``ESTIMATE_BEST_TIER``), even where its
-    estimate beats the mark: an estimate can be off by its typical error and more, a measurement
-    cannot be outranked by a guess. Where nothing is measured, the best estimate is the mark and
-    no GPU is in tier S.
+    Every GPU is graded by its ranked figure (an estimate at its conservative end,
+    :func:`conservative_value`) as a share of the best one (:func:`tier_mark`), with
+    ``TIER_THRESHOLDS``: every share is at most 100 %, and the tiers are monotone along the
+    ranked order (a GPU ranked above another is never in a lower tier).
     """
     items = list(candidates)
     mark = tier_mark(items)
     if mark is None:
         return {}
-    capped_at = TIER_NAMES.index(ESTIMATE_BEST_TIER)
-    out: dict[str, str] = {}
-    for c in items:
-        if c.value is None or c.value <= 0:
-            continue
-        tier = tier_for(c.value / mark)
-        if not c.measured and TIER_NAMES.index(tier) < capped_at:
-            tier = ESTIMATE_BEST_TIER
-        out[c.key] = tier
-    return out
+    return {c.key: tier_for(c.value / mark) for c in items if c.value is not None and c.value > 0}
 
 
 def pareto_frontier(points: Sequence[tuple[str, float, float]]) -> list[str]:

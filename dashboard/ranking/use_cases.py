@@ -19,7 +19,7 @@ PRECISION_FAMILY_LABELS = {
     "any": _("As submitted (any format meeting the benchmark's accuracy target)"),
 }
 
-# The model sizes of the LLM use cases (llm.estimate.shapes.SIZE_CLASSES), as the pages name them.
+# The model sizes of the LLM use cases (llm.serving.shapes.SIZE_CLASSES), as the pages name them.
 MODEL_SIZE_LABELS = {
     "3b": _("3B class (Llama 3.2 3B)"),
     "8b": _("8B class (Llama 3.1 8B; 7B-8B dense models)"),
@@ -67,7 +67,7 @@ class UseCase:
     # The GPU = 1.0 when the query names none (empty: dashboard.ranking.maths.BASELINE_SLUG_DEFAULT).
     default_baseline: str = ""
     llm_mode: str = ""  # "batched" | "one_stream"
-    model_sizes: tuple[str, ...] = ()  # llm.estimate.shapes.SIZE_CLASSES slugs; first = default
+    model_sizes: tuple[str, ...] = ()  # llm.serving.shapes.SIZE_CLASSES slugs; first = default
 
     @property
     def is_llm(self) -> bool:

@@ -107,6 +107,9 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
         for column in columns:
             row = standings.rows.get(column.gpu.id)
             relative = row.perf / first.perf if row and first and row.perf and first.perf else None
+            if row and first and row.llm_precision != first.llm_precision:
+                # Serving figures at different weight formats answer different workloads: no ratio.
+                relative = None
             measured = row is not None and first is not None and row.perf_basis == first.perf_basis == "measured"
             column.cells[use_case] = CompareCell(
                 row=row,

@@ -37,13 +37,16 @@ from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
 from dashboard.selectors.standings import gpu_standings_compute
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
-from llm.interactivity import DEFAULT_TARGET, target_rate
+from llm.question import DEFAULT_TARGET_RATE, ServingQuestion
 from llm.selectors.energy import gpu_energy_curves, power_curves_current
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
 from llm.selectors.serving_target import gpu_serving_choices
+from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES
 
 # Workloads whose parameters choose the model run (MLPerf Inference, llama.cpp, Ollama, llm-decode).
+# The serving question a GPU page's curves answer, for the reference model of each size class the
+# GPU has measured points of: the rankings' default workload and target.
+SERVING_QUESTION = ServingQuestion("llama-3.1-70b")
 LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
 
 
@@ -228,7 +231,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
     serving_price = serving_row.price.amount if serving_row is not None else None
-    serving_choices = gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET)
+    serving_choices = gpu_serving_choices(gpu=gpu, question=SERVING_QUESTION)
     power_curves = power_curves_current() if serving_choices else {}
     energy_curves = gpu_energy_curves(gpu=gpu) if serving_choices else []
     serving_lines = [
@@ -273,8 +276,9 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         serving_figure=serving_curves_figure(
             serving_lines,
             currency=money.currency,
-            target=target_rate(DEFAULT_TARGET),
-            title=_("Output tokens/s per GPU against tokens/s per user on %(gpu)s") % {"gpu": gpu.name},
+            target=DEFAULT_TARGET_RATE,
+            title=_("Output tokens/s per GPU against tokens/s per user on %(gpu)s · %(workload)s")
+            % {"gpu": gpu.name, "workload": SERVING_QUESTION.workload_text()},
         )
         if serving_lines
         else None,

@@ -37,6 +37,8 @@ Stable interface (the API builds on it; change only by adding fields)
     interactivity  LLM serving: output tokens/s per user the     20 (llm-serving)
                ranking is priced at: 10 | 20 | 50 | 100 | max
                (max = the highest throughput per GPU)
+    input_len  LLM serving: prompt tokens per request          1000 (llm-serving)
+    output_len LLM serving: output tokens per request          1000 (llm-serving)
     gpu_price[<gpu slug>]  your price per GPU-hour for that     none
                GPU, in the page currency (0.001 to 1000;
                repeatable): replaces any offer's price
@@ -68,7 +70,7 @@ from gpuatlas.query_numbers import (
     QueryNumberError,
     number_parse,
 )
-from llm.interactivity import DEFAULT_TARGET, TARGETS
+from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DEFAULT_TARGET, TARGETS, length_parse
 
 MODES = ("rent", "buy")
 PRICE_HOW = ("typical", "cheapest", "spot", "median")  # "median" is read as "typical": shared links use it
@@ -112,6 +114,8 @@ class RankingParams:
     model_size: str = ""
     mlperf: str = "closed-available"
     interactivity: str = ""  # LLM serving: a TARGETS value
+    input_len: int | None = None  # LLM serving: prompt tokens per request
+    output_len: int | None = None  # LLM serving: output tokens per request
     gpu_prices: tuple[tuple[str, float], ...] = ()  # (gpu slug, price per GPU-hour in the page currency), sorted
     kwh_price: float | None = None  # buy mode: the owner's electricity price per kWh in the page currency
 
@@ -124,6 +128,11 @@ class RankingParams:
             object.__setattr__(self, "model_size", USE_CASES[self.use_case].default_model_size)
         if not self.interactivity and USE_CASES[self.use_case].llm_mode == "batched":
             object.__setattr__(self, "interactivity", DEFAULT_TARGET)
+        if USE_CASES[self.use_case].llm_mode == "batched":
+            if self.input_len is None:
+                object.__setattr__(self, "input_len", DEFAULT_INPUT_TOKENS)
+            if self.output_len is None:
+                object.__setattr__(self, "output_len", DEFAULT_OUTPUT_TOKENS)
 
     @property
     def gpu_price_map(self) -> dict[str, float]:
@@ -153,6 +162,9 @@ class RankingParams:
             changes["model_size"] = ""
         if "use_case" in changes and "interactivity" not in changes:
             changes["interactivity"] = ""
+        if "use_case" in changes:
+            changes.setdefault("input_len", None)
+            changes.setdefault("output_len", None)
         return replace(self, **changes)
 
 
@@ -179,6 +191,13 @@ def _slug(query: Mapping[str, str], name: str) -> str:
 def _number(raw: str, *, field: str, bounds: NumberRange) -> float:
     try:
         return number_parse(raw, field=field, bounds=bounds)
+    except QueryNumberError as error:
+        raise RankingParamError(error.field, error.message) from None
+
+
+def _length(query: Mapping[str, str], name: str, default: int) -> int:
+    try:
+        return length_parse(query, name, default=default)
     except QueryNumberError as error:
         raise RankingParamError(error.field, error.message) from None
 
@@ -241,6 +260,8 @@ def ranking_params_from_query(query: Mapping[str, str]) -> RankingParams:
         model_size=_choice(query, "model_size", uc.model_sizes, uc.default_model_size) if uc.is_llm else "",
         mlperf=_choice(query, "mlperf", MLPERF_ROWS, "closed-available"),
         interactivity=_choice(query, "interactivity", TARGETS, DEFAULT_TARGET) if uc.llm_mode == "batched" else "",
+        input_len=_length(query, "input_len", DEFAULT_INPUT_TOKENS) if uc.llm_mode == "batched" else None,
+        output_len=_length(query, "output_len", DEFAULT_OUTPUT_TOKENS) if uc.llm_mode == "batched" else None,
         gpu_prices=gpu_prices_from_query(query),
         kwh_price=kwh_price,
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.multi_gpu_maths import MeasuredScaling
-from dashboard.ranking.maths import EstimateModel
+from dashboard.ranking.maths import EstimateModel, conservative_value
 from dashboard.ranking.use_cases import UseCase, use_case_requirement
 from dashboard.selectors.ranking_params import RankingParams
 from llm.selectors.serving_target import ServingChoice
@@ -108,10 +108,26 @@ class RankingRow:
     llm_rented_counts: list[int] = field(default_factory=list)
     llm_target_unreached: bool = False
     llm_price_basis: str = ""
+    # LLM serving: the workload the figure answers (model, lengths, precision, target), the measured
+    # points an estimate is anchored on, whether a measured figure is a floor (measured faster per
+    # user than the target), and the engine class the answer assumes.
+    llm_workload: str = ""
+    llm_anchor: str = ""
+    llm_floor: bool = False
+    llm_engine: str = ""
 
     @property
     def measured(self) -> bool:
         return self.perf_basis == "measured"
+
+    def ranked(self, value: float | None) -> float | None:
+        """``value`` as the ranking orders and grades it (dashboard.ranking.maths.conservative_value)."""
+        return conservative_value(value, measured=self.measured, error_pct=self.estimate_error_pct)
+
+    @property
+    def ranked_value(self) -> float | None:
+        """Performance per price as ranked and graded: an estimate at its conservative end."""
+        return self.ranked(self.perf_per_dollar)
 
 
 @dataclass
@@ -132,6 +148,9 @@ class Ranking:
     ineligible_rows: list[RankingRow] = field(default_factory=list)  # hidden with show=eligible
     llm_typical_error_pct: float | None = None  # LLM use cases: the estimate model's median LOO error
     does_not_fit: int = 0  # LLM use cases: GPUs the model does not fit on (up to 8 of them)
+    not_measured: int = 0  # GPUs left out because the page asks for measured figures only
+    gpus_considered: int = 0  # GPUs the page's filters keep (shown + every reason for leaving one out)
+    workload_label: str = ""  # LLM serving: the question every row answers, in words
     llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
     # The 100 % mark of the tiers: the best measured performance per price among the eligible rows
     # (the best estimate only where none is measured); dashboard.ranking.maths.tiers_from_measurements.
@@ -147,6 +166,25 @@ class Ranking:
     @property
     def rows_count(self) -> int:
         return len(self.rows)
+
+    @property
+    def rows_priced(self) -> int:
+        return sum(1 for r in self.rows if r.price.amount is not None)
+
+    @property
+    def rows_unpriced(self) -> int:
+        return self.rows_count - self.rows_priced
+
+    @property
+    def rows_unreachable(self) -> int:
+        return sum(1 for r in self.rows if r.llm_target_unreached)
+
+    @property
+    def gpus_accounted(self) -> int:
+        """Every GPU the filters keep, each counted once: shown, or left out for one reason."""
+        return (
+            self.rows_count + self.does_not_fit + self.hidden_ineligible + self.skipped_without_data + self.not_measured
+        )
 
     @property
     def ranking(self) -> Ranking:
@@ -227,6 +265,11 @@ ROW_COLUMNS: dict[str, str] = {
     "llm_rented_counts": "llm_rented_counts",
     "llm_target_unreached": "llm_target_unreached",
     "llm_price_basis": "llm_price_basis",
+    "llm_workload": "llm_workload",
+    "llm_anchor": "llm_anchor",
+    "llm_floor": "llm_floor",
+    "llm_engine": "llm_engine",
+    "ranked_value": "ranked_value",
 }
 # What a column reads when the object it is read through is absent (a row without measured scaling).
 _ABSENT: dict[str, Any] = {"scaling_n": 0, "scaling_distinct_submitters": 0, "scaling_interconnect": ""}

@@ -21,8 +21,8 @@ Stable interface (the API builds on it; change only by adding fields)
     ``eligible`` and ``ineligible_reasons`` whichever ``show`` is asked for.
 
 LLM use cases (llm-serving, llm-chat) rank absolute tokens/s: ``perf`` is output tokens/s per GPU
-(serving) or of the one stream (chat), measured (llm/selectors/rows.py) or estimated by
-llm.estimate; ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
+(serving: the answer to the page's serving question, llm.selectors.answers) or of the one stream
+(chat), measured or estimated by the serving model (llm.serving); ``cost_per_million_tokens`` is at the current price; ``perf_per_dollar`` is tokens/s
 per currency unit per GPU-hour of the GPUs involved.
 
 In buy mode with ``kwh_price``, LLM serving rows carry the energy per output token of the ranked
@@ -30,9 +30,10 @@ operating point (measured, else estimated from the GPU class's power curve with 
 the electricity of a million output tokens at that price (``electricity_per_million_tokens``).
 
 ``tiers_compute(*, params: RankingParams) -> TierList`` (dashboard/selectors/tiers.py)
-    S/A/B/C/D over the eligible rows that have a price, relative to ``Ranking.tier_mark`` (the best
-    measured performance per price; dashboard.ranking.maths.tiers_from_measurements); an estimated
-    row is never above tier A.
+    S/A/B/C/D over the eligible rows that have a price, each row's ranked figure as a share of
+    ``Ranking.tier_mark``, the best one (dashboard.ranking.maths.tiers_from_measurements). Rows are
+    ordered and graded by one figure, an estimate at its conservative end
+    (``RankingRow.ranked_value``), so tiers are monotone along the ranked order.
 
 Measured and estimated figures are never merged silently: ``RankingRow.perf_basis`` says which
 one ``perf`` is, ``perf_measured``/``perf_estimated`` carry both, and ``n``/``distinct_submitters``
@@ -45,9 +46,10 @@ and the spread over providers (``minimum``/``maximum`` over ``providers``).
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Q
@@ -89,12 +91,14 @@ from dashboard.selectors.ranking_rows import Ranking, RankingRow, RowPrice
 from dashboard.selectors.scaling import scaling_headlines_by_gpu
 from dashboard.selectors.submitters import aggregate_fingerprints, distinct_submitters_by_gpu
 from gpuatlas.data_version import data_versioned
-from llm.interactivity import target_rate
+from llm.question import ServingQuestion, target_rate
 from llm.selectors.energy import power_curves_current, serving_choice_energy
 from llm.selectors.figures import LlmFigure, llm_model_state, llm_ranking_figures, llm_row_values
 from llm.selectors.serving_points import serving_group_figures
-from llm.selectors.serving_target import ServingChoice, llm_serving_choices, serving_error_summary
+from llm.selectors.serving_target import ServingChoice, llm_serving_choices
+from llm.serving.answer import UNREACHABLE
 from llm.serving.energy import PowerCurve, electricity_per_million_tokens
+from llm.serving.shapes import SIZE_CLASSES
 
 if TYPE_CHECKING:
     from catalog.services.prices.currency import RateBook
@@ -136,6 +140,7 @@ class LlmInputs:
     serving: dict[int, ServingChoice] = field(default_factory=dict)
     error_pct: float | None = None
     outside_error_pct: float | None = None
+    question: ServingQuestion | None = None
     power_curves: dict[str, PowerCurve] = field(default_factory=dict)  # buy mode with a price per kWh
 
 
@@ -165,6 +170,7 @@ class BuiltRows:
     rows: list[RankingRow]
     skipped_without_data: int = 0
     does_not_fit: int = 0
+    not_measured: int = 0
 
 
 # Cached: the GPU pages grade their GPU against the whole ranking of each use case, so one
@@ -178,6 +184,12 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
     built = ranking_rows_build(params=params, inputs=inputs)
     rows, hidden, mark = ranking_rows_order(params=params, rows=built.rows)
     llm = inputs.llm or LlmInputs(figures={})
+    if llm.question is not None:
+        # One error sentence, from the rows' own errors: the median of the estimates shown.
+        errors = sorted(r.estimate_error_pct for r in rows + hidden
+                        if r.perf_basis == "estimated" and r.estimate_error_pct is not None)  # fmt: skip
+        llm.error_pct = statistics.median(errors) if errors else None
+        llm.outside_error_pct = None
     return Ranking(
         params=params,
         use_case=inputs.use_case,
@@ -196,6 +208,9 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         llm_outside_error_pct=llm.outside_error_pct,
         serving_choices=llm.serving,
         tier_mark=mark,
+        not_measured=built.not_measured,
+        gpus_considered=len(inputs.gpus),
+        workload_label=llm.question.label() if llm.question is not None else "",
     )
 
 
@@ -428,9 +443,8 @@ def _prices_read(
             by_gpu[gpu_id] = RowPrice(unit=unit, missing=gap.text)
     user = _user_prices(params, gpus)
     for gpu in gpus:
-        if gpu.slug in user:  # in the page currency already; the offer's provenance stays beside it
-            offer = by_gpu.get(gpu.id, RowPrice(unit=unit))
-            by_gpu[gpu.id] = replace(offer, amount=user[gpu.slug], source=_("your price"), providers=0, missing="")
+        if gpu.slug in user:  # in the page currency already; no offer's provider, date or spread is its
+            by_gpu[gpu.id] = RowPrice(unit=unit, amount=user[gpu.slug], source=_("your price"))
     value_unit = _("per %(currency)s/GPU-hour") % {"currency": money.currency}
     return PriceInputs(
         money=money, by_gpu=by_gpu, unit=unit, scale=1.0, value_unit=value_unit, user_priced=frozenset(user)
@@ -460,6 +474,18 @@ def _rent_row_price(rent: GpuRentPrice, *, money: Money, unit: str, source: str)
     )
 
 
+def serving_question(params: RankingParams) -> ServingQuestion:
+    """The serving question of an llm-serving ranking: the size class's reference model, the
+    page's lengths, precision family and target, the engine each GPU's vendor publishes with."""
+    return ServingQuestion(
+        model=SIZE_CLASSES[params.model_size].reference,
+        input_len=params.input_len or 1000,
+        output_len=params.output_len or 1000,
+        precision=params.precision,
+        target=target_rate(params.interactivity),
+    )
+
+
 def _llm_read(
     *, params: RankingParams, gpus: list[Gpu], peaks_by_gpu: Mapping[int, Mapping[str, float | None]]
 ) -> LlmInputs:
@@ -467,23 +493,17 @@ def _llm_read(
     current offers rent (batched), or the chat model's estimate beside the measured rows."""
     uc = params.use_case_def
     if uc.llm_mode == "batched":
-        rate = target_rate(params.interactivity)
-        error, outside = serving_error_summary(target_rate=rate)
+        question = serving_question(params)
         serving = llm_serving_choices(
-            size=params.model_size,
-            precision_family=params.precision,
+            question=question,
             include_all_rows=params.mlperf == "all",
-            target=params.interactivity,
-            target_rate=rate,
             gpus=gpus,
             peaks_by_gpu=peaks_by_gpu,
             rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
         )
         figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
         power = power_curves_current() if params.mode == "buy" and params.kwh_price is not None else {}
-        return LlmInputs(
-            figures=figures, serving=serving, error_pct=error, outside_error_pct=outside, power_curves=power
-        )
+        return LlmInputs(figures=figures, serving=serving, question=question, power_curves=power)
     state = llm_model_state()
     figures = llm_ranking_figures(
         use_case=uc.slug,
@@ -528,6 +548,7 @@ def ranking_rows_build(*, params: RankingParams, inputs: RankingInputs) -> Built
         if isinstance(values, str):
             built.skipped_without_data += values == _NO_DATA
             built.does_not_fit += values == _DOES_NOT_FIT
+            built.not_measured += values == _NOT_MEASURED
             continue
         values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
         built.rows.append(
@@ -594,7 +615,7 @@ def _llm_values(
     if figure is None:
         return _NO_DATA
     choice = llm.serving.get(gpu.id)
-    unreached = choice is not None and choice.measured_unreached and figure.tokens_per_s is None
+    unreached = figure.basis == UNREACHABLE
     if figure.tokens_per_s is None and not unreached:
         not_fitting = (
             choice.does_not_fit
@@ -602,15 +623,17 @@ def _llm_values(
             else (figure.estimate is not None and figure.estimate.bound == "does not fit")
         )
         return _DOES_NOT_FIT if not_fitting else _NO_DATA
-    if params.basis == "measured" and figure.basis != "measured" and not unreached:
+    if params.basis == "measured" and figure.basis != "measured":
         return _NOT_MEASURED
     values = llm_row_values(
         figure=figure, price=price.amount, mode=params.mode, llm_mode=params.use_case_def.llm_mode, scale=prices.scale
     )
     if unreached:
-        values.update(perf_basis="measured", estimate_error_pct=None, llm_target_unreached=True)
+        values.update(llm_target_unreached=True)
     if choice is not None:
-        values.update(llm_target=choice.target, llm_rented_counts=list(choice.rented_counts))
+        values.update(llm_target=params.interactivity, llm_rented_counts=list(choice.rented_counts),
+                      llm_workload=choice.question.label(), llm_anchor=figure.anchor, llm_floor=figure.floor,
+                      llm_engine=choice.answers.engine)  # fmt: skip
     if params.mode == "rent":
         priced = "offer" if price.amount is not None else "none"
         values["llm_price_basis"] = "user" if gpu.slug in prices.user_priced else priced
@@ -648,15 +671,13 @@ def ranking_rows_order(
     the tiers' 100 % mark."""
     mark = ranking_rows_grade(rows=rows)
     sort_key = params.sort
-    # LLM use cases list measured figures first: their estimates extrapolate a fitted model to
-    # GPUs and configurations the measurements may not contain.
-    measured_first = params.use_case_def.is_llm
+    # Measured and estimated rows are ordered by one figure: an estimate at its conservative end
+    # (dashboard.ranking.maths.conservative_value), the figure the tiers grade.
     rows = sorted(
         rows,
         key=lambda r: (
             getattr(r, sort_key) is None,
-            measured_first and r.perf_basis != "measured",
-            -(getattr(r, sort_key) or 0),
+            -(r.ranked(getattr(r, sort_key)) or 0),
             r.gpu_name,
         ),
     )
@@ -675,7 +696,7 @@ def ranking_rows_grade(*, rows: list[RankingRow]) -> float | None:
     """Sets each eligible row's tier against the best performance per price among them
     (dashboard.ranking.maths.tiers_from_measurements); returns that 100 % mark. Only rows with a
     price can be graded or set the mark, so rows without one may be left out."""
-    candidates = [TierCandidate(r.gpu_slug, r.perf_per_dollar, r.perf_basis == "measured") for r in rows if r.eligible]
+    candidates = [TierCandidate(r.gpu_slug, r.ranked_value, r.measured) for r in rows if r.eligible]
     tiers = tiers_from_measurements(candidates)
     for row in rows:
         row.tier = tiers.get(row.gpu_slug)

@@ -1,7 +1,8 @@
 """Reads for the tier lists.
 
-The grading is one rule, dashboard.ranking.maths.tiers_from_measurements: the 100 % mark is the
-best measured performance per price, estimates are graded against it and never above tier A.
+The grading is one rule, dashboard.ranking.maths.tiers_from_measurements: each GPU's ranked
+figure (performance per price, an estimate at its conservative end) as a share of the best one,
+so no share passes 100 % and tiers follow the ranked order.
 Beside an estimate, ``estimate_error_pct`` (in percent) is the leave-one-GPU-out miss on the
 measured GPUs of its vendor and class (dashboard.ranking.maths.estimate_error_for).
 """

@@ -66,7 +66,7 @@ from fitcalc.throughput import (
     compute_peak_flops,
     throughput_resolve,
 )
-from llm.estimate.comm import catalogue_link
+from llm.serving.comm import catalogue_link
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5

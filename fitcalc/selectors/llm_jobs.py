@@ -9,7 +9,7 @@ LLM inference (``fitcalc.llm`` does the arithmetic):
   median per GPU over the newest MLPerf round's systems (closed division, available systems) of
   the job's size class and weight-format family; for one stream the figure the LLM chat ranking
   shows for that size class and family (llama.cpp, Ollama's eval rate, the benchmark client).
-  Only presets that are members of a size class (``llm.estimate.shapes.SIZE_CLASSES``) have them.
+  Only presets that are members of a size class (``llm.serving.shapes.SIZE_CLASSES``) have them.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from fitcalc.llm import (
 from fitcalc.memory import MemoryBreakdown
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm.estimate.comm import catalogue_link
 from llm.estimate.constants import LlmConstants
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
 from llm.selectors.figures import _reference_benchmark, llm_model_state
 from llm.selectors.rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
+from llm.serving.comm import catalogue_link
+from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
 
 DDP_WORKLOAD = "transformer-train-ddp"
 

@@ -1,16 +1,12 @@
-"""The fit calculator's serving answer: what to run a model on for a tokens/s-per-user target.
+"""The fit calculator's serving answer: what to run a model on for a serving question.
 
-For a model, its precision(s) and a target in output tokens/s per user (None: maximum
-throughput), every curated GPU is tried at every GPU count a current offer rents in one machine
-(powers of two up to the most one offer puts in a machine; 1, 2, 4 and 8 for a GPU no offer
-rents, shown without a price), every tensor-parallel size that divides the count and every
-precision. Each configuration's figure is
-
-* measured first: the trusted ``ServingPoint``s of that GPU, count, model and precision whose
-  prompt and output lengths are within 30 % of the job's, read at the target on their curve
-  (``llm.serving.measured``);
-* else the serving model's (``llm.selectors.serving.serving_curve`` at the stored fit), with the
-  held-out error that applies to it and the all-reduce figure it used.
+For a model, its precision(s), the request lengths and a target in output tokens/s per user
+(None: maximum throughput), every curated GPU is answered by ``llm.selectors.answers`` (the one
+serving answer the rankings, compare and the GPU pages read) in every configuration it is rented
+in: the GPU counts up to eight current offers rent in one machine, or 1, 2, 4 and 8 for a GPU no
+offer rents (shown without a price unless the user gives one), each at its best tensor-parallel
+split. A figure is measured where a point was measured at the workload, else the serving model's,
+anchored on the GPU's own measurements, with the held-out error that applies to it.
 
 Energy: each configuration's average power per GPU, measured where a point of that GPU, count,
 model and precision with a measured energy serves within 25 % of its tokens/s per user (its watts
@@ -20,33 +16,37 @@ estimated with its interval and never above the board limit (llm.serving.energy)
 cost per million tokens (``owned_serving_costs``) is its purchase spread over the hours of use
 plus that energy at the user's price per kWh.
 
-Cost: the GPUs' hourly rent over the output tokens they make in an hour. The recommendation is
-the configuration with the lowest $ per million output tokens (or, with ``fewest_gpus``, the
-fewest GPUs that meet the target, cheapest among them); the cost of its GPU across counts is
-listed beside it. Memory is checked in GiB with the engine's runtime reserve (the model's).
+Cost: ``llm.question.cost_per_million_output_tokens`` at the GPU's hourly rent (or the user's
+``gpu_prices``). The recommendation is the configuration with the lowest $ per million output
+tokens (or, with ``fewest_gpus``, the fewest GPUs that meet the target, cheapest among them); the
+cost of its GPU across counts is listed beside it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.models import Gpu, TensorPeak
-from catalog.selectors.prices import gpu_rent_prices
+from catalog.selectors.prices import gpu_counts_rented, gpu_rent_prices
 from fitcalc.plan import DAYS_PER_MONTH
-from fitcalc.selectors.gpu_facts import max_count_offered
-from llm.estimate.shapes import MODEL_SHAPES, model_size_class
-from llm.models import ServingPoint
-from llm.selectors.energy import power_curves_current
-from llm.selectors.serving import (
-    ServingEstimate,
-    allreduce_measured,
-    serving_curve,
-    serving_fit_current,
-    serving_hardware,
+from gpuatlas.query_numbers import QueryNumberError
+from llm.question import (
+    AUTO_ENGINE,
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_TARGET_RATE,
+    FIXED_PRECISIONS,
+    ServingQuestion,
+    cost_per_million_output_tokens,
+    target_parse,
 )
+from llm.selectors.answers import serving_answers
+from llm.selectors.energy import power_curves_current
+from llm.selectors.serving import allreduce_measured, serving_fit_current
+from llm.serving.answer import UNREACHABLE, ServingAnswer
 from llm.serving.energy import (
     EnergyFigure,
     PowerCurve,
@@ -57,13 +57,11 @@ from llm.serving.energy import (
     power_curve_key,
 )
 from llm.serving.fit import ServingFit
-from llm.serving.measured import MeasuredOperatingPoint, measured_at_interactivity
+from llm.serving.physics import hardware_class
+from llm.serving.shapes import MODEL_SHAPES, model_size_class
 
-DEFAULT_TARGET = 20.0
-DEFAULT_LENGTHS = (1000, 1000)
-UNRENTED_COUNTS = (1, 2, 4, 8)
-MAX_COUNT = 8  # tensor parallelism and its all-reduces stay within one machine
-LENGTH_TOLERANCE = 0.3
+DEFAULT_TARGET = DEFAULT_TARGET_RATE
+DEFAULT_LENGTHS = (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS)
 PRECISIONS = ("fp8", "bf16", "fp16", "fp4", "int4")
 
 
@@ -88,6 +86,9 @@ class ServingPlan:
     price_per_gpu_hour: float | None
     rented: bool  # a current offer rents this many in one machine
     allreduce_priced: bool = True  # False: its all-reduces run over a link with no figure
+    anchor: str = ""  # estimates: the GPU's measured points the model is anchored on
+    floor: bool = False  # measured faster per user than the target: at least this much
+    price_basis: str = ""  # offer | user | none
     energy: EnergyFigure | None = None  # per output token, measured or estimated (module doc)
 
     @property
@@ -96,9 +97,8 @@ class ServingPlan:
 
     @property
     def cost_per_million(self) -> float | None:
-        if not self.price_per_gpu_hour or self.tokens_per_s_per_gpu <= 0:
-            return None
-        return self.price_per_gpu_hour / (self.tokens_per_s_per_gpu * 3600.0) * 1e6
+        return cost_per_million_output_tokens(price_per_gpu_hour=self.price_per_gpu_hour,
+                                              tokens_per_s_per_gpu=self.tokens_per_s_per_gpu)  # fmt: skip
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -123,6 +123,9 @@ class ServingPlan:
             "price_per_gpu_hour_usd": self.price_per_gpu_hour,
             "cost_per_million_tokens_usd": None if self.cost_per_million is None else round(self.cost_per_million, 4),
             "rented": self.rented,
+            "anchor": self.anchor,
+            "floor": self.floor,
+            "price_basis": self.price_basis,
             "joules_per_token": None if self.energy is None else round(self.energy.joules_per_token, 4),
             "energy_basis": "" if self.energy is None else self.energy.basis,
         }
@@ -144,29 +147,6 @@ class ServingPlans:
     fitted: str = ""  # when the model's constants were fitted, on how many points
 
 
-def _counts(max_offered: int | None) -> tuple[tuple[int, bool], ...]:
-    if not max_offered:
-        return tuple((c, False) for c in UNRENTED_COUNTS)
-    out, c = [], 1
-    while c <= min(max_offered, MAX_COUNT):
-        out.append((c, True))
-        c *= 2
-    return tuple(out)
-
-
-def _tp_sizes(count: int) -> list[int]:
-    return [t for t in (1, 2, 4, 8) if t <= count and count % t == 0]
-
-
-def _lengths_match(point: ServingPoint, input_len: int, output_len: int) -> bool:
-    if point.input_tokens is None or point.output_tokens is None:
-        return False
-    return (
-        abs(point.input_tokens / input_len - 1) <= LENGTH_TOLERANCE
-        and abs(point.output_tokens / output_len - 1) <= LENGTH_TOLERANCE
-    )
-
-
 def serving_plans(
     *,
     model: str,
@@ -174,16 +154,17 @@ def serving_plans(
     target: float | None = DEFAULT_TARGET,
     input_len: int = DEFAULT_LENGTHS[0],
     output_len: int = DEFAULT_LENGTHS[1],
-    engine: str = "vllm-sglang",
+    engine: str = AUTO_ENGINE,
     fewest_gpus: bool = False,
     price_rule: str = "typical",
     gpu_slugs: Sequence[str] | None = None,
     fit: ServingFit | None = None,
+    gpu_prices: Mapping[str, float] | None = None,
 ) -> ServingPlans:
     """The search (module doc). Raises ValueError naming the argument that is wrong."""
     if model not in MODEL_SHAPES:
         raise ValueError(f"model: unknown model {model!r}")
-    bad = [p for p in precisions if p not in PRECISIONS]
+    bad = [p for p in precisions if p not in PRECISIONS or p not in FIXED_PRECISIONS]
     if bad or not precisions:
         raise ValueError(f"precision: one or more of {', '.join(PRECISIONS)}, got {', '.join(bad) or 'none'}")
     if target is not None and target <= 0:
@@ -198,50 +179,53 @@ def serving_plans(
     for peak in TensorPeak.objects.filter(gpu_id__in=ids).values("gpu_id", "precision", "supported", "dense_tflops"):
         peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
     links = allreduce_measured(gpu_ids=ids)
-    offered = max_count_offered(gpu_ids=ids)
+    rented = gpu_counts_rented(gpu_ids=ids)
     prices = gpu_rent_prices(gpu_ids=ids, rule=price_rule)
-    measured: dict[tuple[int, int, str], list[MeasuredOperatingPoint]] = defaultdict(list)
-    powers: dict[tuple[int, int, str], list[tuple[float, float]]] = defaultdict(list)
-    for point in ServingPoint.objects.trusted().for_model(model).at_precisions(list(precisions)).filter(
-        gpu_id__in=ids
-    ):  # fmt: skip
-        if _lengths_match(point, input_len, output_len):
-            label = f"{point.source_title}, {point.get_scenario_display()}, {point.measured_on:%Y-%m-%d}"
-            key = (point.gpu_id, point.gpu_count, point.weight_precision)
-            measured[key].append(MeasuredOperatingPoint(point.tokens_per_s_per_gpu, point.tokens_per_s_per_user, label))
-            if point.joules_per_token is not None and point.power_w and point.tokens_per_s_per_user:
-                powers[key].append((point.tokens_per_s_per_user, point.power_w))
+    user = dict(gpu_prices or {})
     power_curves = power_curves_current()
     power_key_size = model_size_class(model) or ""
     options: list[ServingPlan] = []
-    not_fitting: list[tuple[str, str]] = []
-    for gpu in gpus_list:
-        hw = serving_hardware(gpu, peaks=peaks.get(gpu.id, {}))
-        # TensorRT-LLM runs on NVIDIA GPUs only: the others are served by vLLM or SGLang.
-        gpu_engine = "vllm-sglang" if engine == "tensorrt-llm" and gpu.vendor.slug != "nvidia" else engine
-        price = float(prices[gpu.id].price_usd) if gpu.id in prices else None
-        fitted_any = False
-        for precision in precisions:
-            if precision == "fp4" and not hw.supports("fp4"):
-                continue
-            for count, rented in _counts(offered.get(gpu.id)):
-                best: ServingPlan | None = None
-                for tp in _tp_sizes(count):
-                    plan = _plan(gpu=gpu, hw=hw, model=model, precision=precision, count=count, tp=tp,
-                                 target=target, input_len=input_len, output_len=output_len, engine=gpu_engine, fit=fit,
-                                 links=links, measured=measured.get((gpu.id, count, precision), []), price=price,
-                                 rented=rented, powers=powers.get((gpu.id, count, precision), []),
-                                 power=power_curves.get(power_curve_key(gpu_class=hw.hardware_class,
-                                                                       size=power_key_size)))  # fmt: skip
-                    if plan is not None and (best is None or plan.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu):
-                        best = plan
-                if best is not None:
-                    options.append(best)
-                    fitted_any = True
-        if not fitted_any:
-            not_fitting.append((gpu.name, _why_not(gpu=gpu, hw=hw, model=model, precisions=precisions, fit=fit,
-                                                   target=target, input_len=input_len, output_len=output_len,
-                                                   engine=gpu_engine, offered=offered.get(gpu.id))))  # fmt: skip
+    why: dict[int, str] = {}
+    for precision in precisions:
+        question = ServingQuestion(model, input_len, output_len, precision, target, engine)
+        # A 4-bit float format needs its tensor path (Blackwell); the others convert on the fly.
+        able = [g for g in gpus_list if precision != "fp4" or peaks.get(g.id, {}).get("fp4")]
+        answers = serving_answers(question=question, gpus=able, rented=rented, peaks_by_gpu=peaks, fit=fit,
+                                  links=links)  # fmt: skip
+        for gpu in able:
+            a = answers[gpu.id]
+            rented_counts = set(a.rented_counts)
+            if gpu.slug in user:
+                price, basis = user[gpu.slug], "user"
+            elif gpu.id in prices:
+                price, basis = float(prices[gpu.id].price_usd), "offer"
+            else:
+                price, basis = None, "none"
+            power = power_curves.get(power_curve_key(gpu_class=hardware_class(
+                architecture=gpu.architecture.slug if gpu.architecture else "", segment=gpu.segment),
+                size=power_key_size))  # fmt: skip
+            for answer in a.by_count:
+                if answer.tokens_per_s_per_gpu is not None:
+                    powers = [(p.tokens_per_s_per_user, p.power_w) for p in a.points
+                              if p.gpu_count == answer.gpu_count and p.precision == answer.precision
+                              and p.power_w and p.tokens_per_s_per_user
+                              and question.lengths_match(p.input_tokens, p.output_tokens)]  # fmt: skip
+                    energy = _plan_energy(
+                        powers,
+                        power,
+                        tokens_per_s_per_gpu=answer.tokens_per_s_per_gpu,
+                        tokens_per_s_per_user=answer.tokens_per_s_per_user or target,
+                        load=answer.concurrency / answer.gpu_count if answer.concurrency else None,
+                        limit_w=gpu.tdp_w,
+                    )
+                    options.append(_plan(gpu, answer, price=price, price_basis=basis,
+                                         rented=answer.gpu_count in rented_counts, energy=energy))  # fmt: skip
+            if a.best is None:
+                why.setdefault(gpu.id, a.not_fitting_reason or "no figure")
+            elif a.best.basis == UNREACHABLE:
+                why.setdefault(gpu.id, f"cannot reach {target:g} tokens/s per user" if target else "no figure")
+    served = {o.gpu_slug for o in options}
+    not_fitting = [(g.name, why[g.id]) for g in gpus_list if g.slug not in served and g.id in why]
     recommended = _recommend(options, fewest_gpus=fewest_gpus)
     across = (
         sorted(
@@ -257,36 +241,22 @@ def serving_plans(
 
 
 def _plan(
-    *, gpu: Gpu, hw, model: str, precision: str, count: int, tp: int, target: float | None, input_len: int,
-    output_len: int, engine: str, fit: ServingFit | None, links, measured: list[MeasuredOperatingPoint],
-    price: float | None, rented: bool, powers: Sequence[tuple[float, float]] = (), power: PowerCurve | None = None,
-) -> ServingPlan | None:  # fmt: skip
-    estimate: ServingEstimate = serving_curve(gpu=gpu, model=model, precision=precision, gpu_count=count, tp=tp,
-                                              input_len=input_len, output_len=output_len, engine=engine, fit=fit,
-                                              links=links, hardware=hw,
-                                              scenario="offline" if target is None else "server")  # fmt: skip
-    if not estimate.fits:
-        return None
-    at = estimate.at(target)
-    found = measured_at_interactivity(measured, target)
-    if found is not None:
-        # At maximum throughput (no target) the model's per-user rate there picks the measured power.
-        per_user = target if target is not None else (at.tokens_per_s_per_user if at else None)
-        energy = _plan_energy(powers, power, tokens_per_s_per_gpu=found.tokens_per_s_per_gpu,
-                              tokens_per_s_per_user=per_user, load=at.concurrency / tp if at else None,
-                              limit_w=gpu.tdp_w)  # fmt: skip
-        return ServingPlan(gpu.slug, gpu.name, count, tp, precision, found.tokens_per_s_per_gpu, target, None, None,
-                           "measured", None, True, estimate.allreduce_source, "; ".join(found.labels), price,
-                           rented, estimate.allreduce_priced, energy)  # fmt: skip
-    if at is None:
-        return None
-    energy = _plan_energy(powers, power, tokens_per_s_per_gpu=at.tokens_per_s_per_gpu,
-                          tokens_per_s_per_user=at.tokens_per_s_per_user, load=at.concurrency / tp,
-                          limit_w=gpu.tdp_w)  # fmt: skip
-    return ServingPlan(gpu.slug, gpu.name, count, tp, precision, at.tokens_per_s_per_gpu, at.tokens_per_s_per_user,
-                       at.concurrency * estimate.replicas, at.ttft_s, "estimated", estimate.error_pct,
-                       estimate.inside, estimate.allreduce_source, "", price, rented,
-                       estimate.allreduce_priced, energy)  # fmt: skip
+    gpu: Gpu,
+    answer: ServingAnswer,
+    *,
+    price: float | None,
+    price_basis: str,
+    rented: bool,
+    energy: EnergyFigure | None = None,
+) -> ServingPlan:
+    anchor = ""
+    if answer.anchor is not None and answer.basis != "measured":
+        anchor = f"anchored on {len(answer.anchor.points)} measured point(s) of this GPU: x{answer.anchor.factor:.2f}"
+    return ServingPlan(gpu.slug, gpu.name, answer.gpu_count, answer.tp, answer.precision,
+                       answer.tokens_per_s_per_gpu or 0.0, answer.tokens_per_s_per_user, answer.concurrency,
+                       answer.ttft_s, answer.basis, answer.error_pct, answer.inside, answer.allreduce_source,
+                       answer.source if answer.basis == "measured" else "", price, rented, answer.allreduce_priced,
+                       anchor, answer.floor, price_basis, energy)  # fmt: skip
 
 
 # A measured power stands for an operating point whose tokens/s per user is within this share of its own.
@@ -314,28 +284,14 @@ def _plan_energy(
     return energy_estimate(power, load=load, tokens_per_s_per_gpu=tokens_per_s_per_gpu, limit_w=limit_w)
 
 
-def _why_not(*, gpu: Gpu, hw, model: str, precisions: Sequence[str], fit: ServingFit | None, target: float | None,
-             input_len: int, output_len: int, engine: str, offered: int | None) -> str:  # fmt: skip
-    """Why no configuration of this GPU serves the model: the weights do not fit its largest
-    count, or it fits and no configuration reaches the target."""
-    largest = max(c for c, _ in _counts(offered))
-    estimate = serving_curve(gpu=gpu, model=model, precision=precisions[0], gpu_count=largest, tp=largest,
-                             input_len=input_len, output_len=output_len, engine=engine, fit=fit, hardware=hw)  # fmt: skip
-    curve = estimate.curve
-    if not curve.fits:
-        return (
-            f"does not fit on {largest}: {curve.weights_gib_per_gpu:.1f} GiB of weights per GPU, "
-            f"{curve.usable_gib_per_gpu:.1f} GiB usable"
-        )
-    return f"no configuration reaches {target:g} tokens/s per user" if target else "no figure"
-
-
 def _recommend(options: list[ServingPlan], *, fewest_gpus: bool) -> ServingPlan | None:
-    """The cheapest (or fewest GPUs) of the rented, priced configurations; a tensor-parallel one
-    only where its all-reduces are priced (a link the catalogue has no figure for is not)."""
+    """The cheapest (or fewest GPUs) of the priced configurations a current offer rents (or the
+    user priced); a tensor-parallel one only where its all-reduces are priced (a link the
+    catalogue has no figure for is not)."""
     priced = [
         o for o in options
-        if o.cost_per_million is not None and o.rented and (o.tp == 1 or o.basis == "measured" or o.allreduce_priced)
+        if o.cost_per_million is not None and (o.rented or o.price_basis == "user")
+        and (o.tp == 1 or o.basis == "measured" or o.allreduce_priced)
     ]  # fmt: skip
     if not priced:
         return None
@@ -356,16 +312,11 @@ SERVING_PRECISION_OF = {
 
 def serving_target_parse(text: str | None) -> float | None:
     """A tokens/s-per-user target from the page's ``tokens_per_user`` parameter: a number, "max"
-    (the most throughput), or the default when absent or not a positive number."""
-    if text is None or not text.strip():
-        return DEFAULT_TARGET
-    if text.strip().lower() in ("max", "maximum"):
-        return None
+    (the most throughput), or the default when absent or not a number in range."""
     try:
-        value = float(text)
-    except ValueError:
+        return target_parse(text)
+    except QueryNumberError:
         return DEFAULT_TARGET
-    return value if 0 < value <= 10_000 else DEFAULT_TARGET
 
 
 def fit_serving_answer(*, preset: str, precision: str, target: float | None) -> ServingPlans | None:

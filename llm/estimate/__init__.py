@@ -6,7 +6,7 @@ both call :func:`llm.estimate.model.llm_throughput_estimate` with plain numbers.
 
 from llm.estimate.constants import LlmConstants, constants_default
 from llm.estimate.model import LlmEstimate, cost_per_million_tokens, llm_throughput_estimate
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, SizeClass
+from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, SizeClass
 
 __all__ = [
     "MODEL_SHAPES",

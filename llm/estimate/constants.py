@@ -22,7 +22,7 @@ class LlmConstants:
     ``decode_overhead_ms_per_layer`` (one stream), ``prefill_compute_efficiency`` (per group),
     ``serving_compute_efficiency`` (per benchmark, with a default for the others),
     ``serving_bandwidth_efficiency`` (batched serving) and ``communication_factor`` (per link
-    kind of llm.estimate.comm: the share of the all-reduce time priced from measured nccl-tests
+    kind of llm.serving.comm: the share of the all-reduce time priced from measured nccl-tests
     bandwidths that a tensor-parallel serving step does not hide; 1, the nccl-tests figure as it
     is, for a link no measured row runs over); the context a served request holds in the KV
     cache is chosen from a grid.

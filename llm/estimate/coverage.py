@@ -33,7 +33,7 @@ class Regime:
     kind: str  # serving | decode
     vendor: str
     architecture: str
-    configuration: str  # single | layer | a link kind of llm.estimate.comm (tensor parallel)
+    configuration: str  # single | layer | a link kind of llm.serving.comm (tensor parallel)
     compute_precision: str = ""
 
     def coverage_keys(self) -> tuple[tuple[str, ...], ...]:

@@ -12,7 +12,7 @@ records. Each kind of row fits its own constants, in the model's own arithmetic:
   one bandwidth efficiency and one factor on the all-reduce time per link kind that measured
   rows communicate over, bounded robust least squares on log residuals.
 
-Communication seconds come from llm.estimate.comm (measured nccl-tests figures); the
+Communication seconds come from llm.serving.comm (measured nccl-tests figures); the
 configuration of a serving row (its tensor-parallel degree) is the one the model itself picks.
 """
 
@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from llm.estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm.estimate.constants import LlmConstants, precision_group
 from llm.estimate.coverage import Regime, configuration_of
 from llm.estimate.model import (
@@ -37,7 +36,8 @@ from llm.estimate.model import (
     llm_throughput_estimate,
     prefill_tokens_per_s,
 )
-from llm.estimate.shapes import ModelShape
+from llm.serving.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
+from llm.serving.shapes import ModelShape
 
 KINDS = ("decode", "prefill", "serving")
 USE_CASE_OF_KIND = {"decode": "chat", "prefill": "prefill", "serving": "serving"}

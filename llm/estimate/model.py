@@ -13,7 +13,7 @@ different share of the bandwidth than 8- or 16-bit weights).
 With the layers split across GPUs (llama.cpp's default) the GPUs work one after the other:
 the bandwidth is one GPU's and the memory is all of theirs, and each token's hidden state is
 copied across every stage boundary. Split by tensor, the bandwidths add and every layer ends in
-two all-reduces (llm/estimate/comm.py prices both from the GPUs' link).
+two all-reduces (llm/serving/comm.py prices both from the GPUs' link).
 
 Prefill: ``2 x active parameters + 2 x layers x hidden x prompt length`` FLOP per prompt token
 (the second term is attention over the prompt), at ``eff_prefill x dense tensor peak``.
@@ -45,8 +45,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 
-from llm.estimate.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 from llm.estimate.constants import LlmConstants, constants_default
+from llm.serving.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
 
 GIB = 1024**3
 MODES = ("batched", "one_stream")
@@ -70,7 +70,7 @@ class LlmEstimate:
 
     ``tokens_per_s``: one stream's generation rate (one_stream), or all GPUs' output tokens per
     second together (batched); ``tokens_per_s_per_gpu`` divides that by ``gpu_count``.
-    ``link_kind``: the path between the GPUs (llm.estimate.comm.LINK_KINDS; "" when no link was
+    ``link_kind``: the path between the GPUs (llm.serving.comm.LINK_KINDS; "" when no link was
     given); ``communication_s``: seconds of a serving step, or of a token in one stream, spent
     communicating.
     """
@@ -309,7 +309,7 @@ def llm_throughput_estimate(
     of two of GPUs) or "one_stream" (chat, layers split across GPUs unless ``split`` says
     otherwise). ``gpu_count`` None = the fewest GPUs the model fits on, up to ``max_gpus``
     (batched with a ``link``: the tensor-parallel degree with the most tokens/s per GPU).
-    ``link`` (llm.estimate.comm.gpu_link) prices the communication between the GPUs; None
+    ``link`` (llm.serving.comm.gpu_link) prices the communication between the GPUs; None
     leaves it out.
     """
     if mode not in MODES:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.models import Gpu
-from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.models import ServingModelFit, ServingPoint
 from llm.selectors.serving_target import ServingChoice
 from llm.serving.energy import (
@@ -29,6 +28,7 @@ from llm.serving.energy import (
     tokens_per_kwh,
 )
 from llm.serving.physics import hardware_class
+from llm.serving.shapes import MODEL_SHAPES, model_size_class
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,11 @@ from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import BenchmarkResult, LabImportRow
 from catalog.models import Gpu, TensorPeak
 from catalog.value import per_price
-from llm.estimate.comm import GpuLink, layer_split_token_seconds
 from llm.estimate.constants import LlmConstants, constants_default, constants_from_dict
 from llm.estimate.coverage import Regime, configuration_of
 from llm.estimate.fit import Observation, constants_fit
 from llm.estimate.loo import LooReport, leave_one_gpu_out, loo_report_from_dict
 from llm.estimate.model import LlmEstimate, compute_peak, cost_per_million_tokens, llm_throughput_estimate
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, bytes_per_weight, model_size_class
 from llm.models import ServingModelFit
 from llm.selectors.rows import (
     CHAT_CONTEXT_TOKENS,
@@ -42,8 +40,10 @@ from llm.selectors.rows import (
     mlperf_serving_figure,
 )
 from llm.selectors.serving import gpu_link_for, serving_fit_current, serving_hardware
+from llm.serving.comm import GpuLink, layer_split_token_seconds
 from llm.serving.fit import ServingFit
 from llm.serving.physics import Workload, one_stream_compute
+from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, bytes_per_weight, model_size_class
 
 # What limits an estimate (llm.estimate.model's "bound" of a configuration that fits).
 _BOUNDS = {
@@ -227,6 +227,9 @@ class LlmFigure:
     # configuration class (single, layer, or the link kind of a tensor-parallel split).
     outside: tuple[str, ...] = ()
     configuration: str = ""
+    anchor: str = ""  # serving estimates: the GPU's measured points the estimate is anchored on
+    capped: bool = False  # serving estimates: held at the configuration's measured throughput
+    floor: bool = False  # serving, measured faster per user than the target: at least this much
 
     def cost_per_million(self, *, price_per_gpu_hour: float | None, mode: str) -> float | None:
         if self.tokens_per_s is None:

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from benchmarks_app.models import LabImportRow
 from catalog.models import Architecture, Gpu, TensorPeak, Vendor
-from llm.estimate import comm
 from llm.estimate.constants import LlmConstants
 from llm.estimate.loo import LooReport
-from llm.estimate.shapes import MODEL_SHAPES, SIZE_CLASSES
 from llm.selectors.figures import LlmModelState, llm_model_state, llm_ranking_figures
+from llm.serving import comm
+from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def llm_landmarks(*, constants: LlmConstants) -> list[Landmark]:
 
 @dataclass(frozen=True)
 class LinkFigure:
-    """A link kind's all-reduce figures (llm.estimate.comm) and the factor fitted on it."""
+    """A link kind's all-reduce figures (llm.serving.comm) and the factor fitted on it."""
 
     kind: str
     busbw_share: str  # share of the per-direction line rate, as the source gives it

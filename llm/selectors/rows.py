@@ -40,8 +40,8 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES, figure_counts
 from benchmarks_app.models import BenchmarkResult
 from benchmarks_app.services.workloads import LLM_DECODE, LLM_DECODE_TP
-from llm.estimate.shapes import MODEL_SHAPES, model_size_class
 from llm.models import PrecisionStatus
+from llm.serving.shapes import MODEL_SHAPES, model_size_class
 
 _MLPERF = re.compile(
     r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive|singlestream|multistream)-(?P<unit>[a-z-]+)$"

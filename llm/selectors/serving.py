@@ -6,7 +6,7 @@ Stable interface (llmrank and the fit calculator build on it; change only by add
 ``serving_curve(*, gpu, model, precision, gpu_count, tp, input_len, output_len, engine, fit,
 links) -> ServingEstimate``
     The model's curve for ``gpu_count`` GPUs of ``gpu`` (a catalogue ``Gpu`` with its
-    architecture loaded) running ``model`` (a slug of ``llm.estimate.shapes.MODEL_SHAPES``) at
+    architecture loaded) running ``model`` (a slug of ``llm.serving.shapes.MODEL_SHAPES``) at
     ``precision`` (fp8, bf16, fp16, fp4, int4, or a GGUF type such as Q4_K_M) split by tensor over
     ``tp`` GPUs per replica. ``fit``: the stored fit (``serving_fit_current()``); ``links``: the
     measured all-reduce figures (``allreduce_measured(gpu_ids=...)``), both read once by the
@@ -29,9 +29,8 @@ from django.utils.translation import gettext_lazy
 
 from benchmarks_app.models import BenchmarkResult
 from catalog.models import Gpu, TensorPeak
-from llm.estimate.comm import LINK_COLUMNS, GpuLink, catalogue_link
-from llm.estimate.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
 from llm.models import ServingModelFit, ServingPoint
+from llm.serving.comm import LINK_COLUMNS, GpuLink, catalogue_link
 from llm.serving.fit import MeasuredPoint, ServingFit
 from llm.serving.physics import (
     AllReduce,
@@ -45,6 +44,7 @@ from llm.serving.physics import (
     hardware_class,
     serving_curve_compute,
 )
+from llm.serving.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
 
 __all__ = [
     "MeasuredAllReduce",
@@ -69,7 +69,7 @@ LINK_LABELS = {
     "pcie_p2p": gettext_lazy("PCIe, GPU to GPU"),
     "pcie_host": gettext_lazy("PCIe through host memory (no peer-to-peer)"),
 }
-# The client's interconnect label -> the link kind of llm.estimate.comm it measures.
+# The client's interconnect label -> the link kind of llm.serving.comm it measures.
 _LINK_OF_INTERCONNECT = {"nvlink": "fabric", "pcie": "pcie"}
 
 
@@ -123,7 +123,7 @@ def allreduce_measured(*, gpu_ids: Iterable[int]) -> dict[int, list[MeasuredAllR
 
 
 def gpu_link_for(gpu: Gpu) -> GpuLink:
-    """How a catalogue GPU reaches its neighbours (llm.estimate.comm.catalogue_link): its scale-up
+    """How a catalogue GPU reaches its neighbours (llm.serving.comm.catalogue_link): its scale-up
     link and the GPUs it joins, its host link's PCIe peak, and whether its driver allows
     peer-to-peer transfers."""
     return catalogue_link({column: getattr(gpu, column) for column in LINK_COLUMNS})
@@ -150,7 +150,7 @@ def serving_hardware(gpu: Gpu, *, peaks: Mapping[str, float | None] | None = Non
 
 def serving_link(gpu: Gpu, *, tp: int, measured: Sequence[MeasuredAllReduce] = ()) -> AllReduce:
     """The all-reduce figure for ``tp`` GPUs of ``gpu``: a measured run on that many GPUs over the
-    link the datasheet says they use, else the datasheet link's figure (llm.estimate.comm)."""
+    link the datasheet says they use, else the datasheet link's figure (llm.serving.comm)."""
     link = gpu_link_for(gpu)
     kind = link.kind(tp)
     for run in measured:
@@ -205,6 +205,7 @@ class ServingEstimate:
     allreduce_source: str
     allreduce_measured: bool
     allreduce_priced: bool = True  # False: several GPUs over a link the catalogue has no figure for
+    workload: Workload | None = None  # what the curve was computed for (the roofline of an anchor)
 
     @property
     def points(self) -> tuple[CurvePoint, ...]:
@@ -266,7 +267,7 @@ def serving_curve(
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
                            inside, link.source if tp > 1 else "", link.is_measured and tp > 1,
-                           tp == 1 or link.known)  # fmt: skip
+                           tp == 1 or link.known, w)  # fmt: skip
 
 
 # -- the measured points the model is fitted on -------------------------------------------------

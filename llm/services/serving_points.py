@@ -22,7 +22,7 @@ result (workload)                   scenario              tokens/s per user
 
 Tokens/s per GPU is the result's value where the result is per GPU (MLPerf, TensorRT-LLM), the
 configuration's rate divided by its GPU count otherwise. Every point's precision is checked
-(``llm.precision``). Results of models without a shape (``llm.estimate.shapes``) give no point.
+(``llm.precision``). Results of models without a shape (``llm.serving.shapes``) give no point.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ from django.db.models import Q
 from benchmarks_app.models import BenchmarkResult, SourceKind
 from benchmarks_app.services.energy import energy_verdict
 from catalog.interconnect import pcie_peak_gbs
-from llm.estimate.comm import FABRIC_VARIANTS
-from llm.estimate.shapes import MODEL_SHAPES
 from llm.mlperf_rules import mlperf_benchmark, mlperf_latency_limits
 from llm.models import EngineClass, Interconnect, PerUserBasis, Scenario, ServingPoint
 from llm.precision import precision_assess
@@ -50,6 +48,8 @@ from llm.selectors.rows import (
     llamacpp_section_title,
     model_slug_normalise,
 )
+from llm.serving.comm import FABRIC_VARIANTS
+from llm.serving.shapes import MODEL_SHAPES
 
 _MLPERF = re.compile(r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive)-tokens$")
 _KV = re.compile(r"(fp8|fp16|bf16|fp4|int8|int4)\s*kv", re.IGNORECASE)

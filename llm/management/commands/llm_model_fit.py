@@ -8,13 +8,13 @@ from django.core.management.base import BaseCommand
 
 from benchmarks_app.models import BenchmarkResult
 from llm.estimate.constants import CONSTANTS_PATH, constants_write
-from llm.estimate.shapes import SIZE_CLASSES
 from llm.selectors.figures import llm_model_state
 from llm.selectors.model_page import llm_landmarks
 from llm.selectors.rows import llm_points, llm_rows
 from llm.selectors.serving import serving_fit_from_stored, serving_points_for_fit
 from llm.services.serving_fit import serving_model_refit
 from llm.serving.fit import predict
+from llm.serving.shapes import SIZE_CLASSES
 
 
 class Command(BaseCommand):
