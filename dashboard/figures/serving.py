@@ -16,7 +16,8 @@ from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figu
 from llm.interactivity import cost_per_million_output_tokens
 from llm.selectors.serving_target import ServingChoice
 
-# Lines shown at first; the others wait in the legend (a click shows them).
+# Lines shown at first; the others wait in the legend (a click shows one) and behind the chart's
+# "show all" button (static/js/charts.js reads its labels from layout.meta.more).
 VISIBLE_LINES = 8
 
 
@@ -103,12 +104,16 @@ def serving_curves_figure(
     ys: list[float] = []
     per_user, per_gpu = _("tokens/s per user"), _("tokens/s per GPU")
     target = target if log_plottable(target) else None
+    drawn = 0
     for index, line in enumerate(lines):
         # Both axes are logarithmic: a point either of them cannot draw stays out.
         curve = [(x, y) for x, y in line.curve if _drawn(x, y)]
         measured = [m for m in line.measured if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
+        if not curve and not measured:
+            continue
+        drawn += 1
         colour = PALETTE[index % len(PALETTE)]
-        visible: bool | str = True if index < VISIBLE_LINES else "legendonly"
+        visible: bool | str = True if drawn <= VISIBLE_LINES else "legendonly"
         group = line.key
         name = esc(line.name)
         if curve:
@@ -164,6 +169,13 @@ def serving_curves_figure(
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
         "margin": {"l": 10, "r": 20, "t": 78, "b": 50},
     }
+    if drawn > VISIBLE_LINES:
+        layout["meta"] = {
+            "more": {
+                "all": _("Show all %(count)d lines") % {"count": drawn},
+                "first": _("Show the first %(count)d only") % {"count": VISIBLE_LINES},
+            }
+        }
     if xs and ys:
         for axis, values in (("xaxis", xs + ([target] if target else [])), ("yaxis", ys)):
             low, high = min(values), max(values)
