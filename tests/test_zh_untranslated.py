@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from benchmarks_app.models import Submission
+from benchmarks_app.models import RawSubmission
 from catalog.models import Gpu
 from dashboard.ranking.use_cases import USE_CASES
 from tests.english_left import english_sentences
@@ -36,7 +36,7 @@ def _pages() -> list[str]:
         "/accounts/",
         "/watches/new/?kind=gpu&gpu=h100-sxm5-80-gb",
     ]
-    submission = Submission.objects.order_by("id").first()
+    submission = RawSubmission.objects.order_by("id").first()
     if submission is not None:
         pages.append(f"/submissions/{submission.run_uuid}/")
     return pages

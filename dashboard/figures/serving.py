@@ -12,7 +12,16 @@ from typing import Any
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
-from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
+from dashboard.figures.style import (
+    LAYOUT_BASE,
+    LOG_DECADES,
+    PALETTE,
+    esc,
+    figure_dict,
+    log_plottable,
+    rounded,
+    title_layout,
+)
 from llm.interactivity import cost_per_million_output_tokens
 from llm.selectors.serving_target import ServingChoice
 
@@ -88,11 +97,23 @@ def _short(value: float) -> str:
     return f"{value:g}"
 
 
-def _cost_text(price: float | None, tokens_per_s_per_gpu: float, currency: str) -> str:
-    cost = cost_per_million_output_tokens(price_per_gpu_hour=price, tokens_per_s_per_gpu=tokens_per_s_per_gpu)
-    if cost is None:
+def _costs(price: float | None, tokens_per_s_per_gpu: Sequence[float]) -> list[float] | None:
+    """The cost of a million output tokens at each rate, for the hover (None: no price)."""
+    if price is None:
+        return None
+    costs = [
+        cost_per_million_output_tokens(price_per_gpu_hour=price, tokens_per_s_per_gpu=rate)
+        for rate in tokens_per_s_per_gpu
+    ]
+    return [float(f"{cost:.4g}") if cost is not None else math.nan for cost in costs]
+
+
+def _cost_hover(price: float | None, currency: str, field: str) -> str:
+    """The hover's cost line: the number from ``field`` (a customdata reference), the words once."""
+    if price is None:
         return esc(_("no price: enter yours to see the cost"))
-    return esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": f"{cost:.3f}", "currency": currency})
+    words = esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": "\x00", "currency": currency})
+    return words.replace("\x00", f"%{{{field}:.3f}}")
 
 
 def serving_curves_figure(
@@ -124,16 +145,17 @@ def serving_curves_figure(
             )
             fig.add_trace(
                 go.Scatter(
-                    x=[x for x, _y in curve],
-                    y=[y for _x, y in curve],
+                    x=rounded([x for x, _y in curve]),
+                    y=rounded([y for _x, y in curve]),
                     mode="lines",
                     name=name,
                     legendgroup=group,
                     visible=visible,
                     line={"color": colour, "width": 2, "dash": "dot" if measured else "solid"},
-                    customdata=[_cost_text(line.price, y, currency) for _x, y in curve],
+                    customdata=_costs(line.price, [y for _x, y in curve]),
                     hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{esc(line.curve_label)}<br>"
-                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata}}<extra></extra>",
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>"
+                    f"{_cost_hover(line.price, currency, 'customdata')}<extra></extra>",
                 )
             )
             xs += [x for x, _y in curve]
@@ -150,11 +172,16 @@ def serving_curves_figure(
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "circle", "line": {"color": "white", "width": 1}},
                     customdata=[
-                        [esc(m.label), _cost_text(line.price, m.tokens_per_s_per_gpu, currency), m.gpu_count]
-                        for m in measured
+                        [esc(m.label), cost, m.gpu_count]
+                        for m, cost in zip(
+                            measured,
+                            _costs(line.price, [m.tokens_per_s_per_gpu for m in measured]) or [None] * len(measured),
+                            strict=True,
+                        )
                     ],
                     hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>%{{customdata[0]}}<br>"
-                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[1]}}<extra></extra>",
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>"
+                    f"{_cost_hover(line.price, currency, 'customdata[1]')}<extra></extra>",
                 )
             )
             xs += [m.tokens_per_s_per_user for m in measured]
