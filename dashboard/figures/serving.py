@@ -175,7 +175,8 @@ def serving_curves_figure(
                         [esc(m.label), cost, m.gpu_count]
                         for m, cost in zip(
                             measured,
-                            _costs(line.price, [m.tokens_per_s_per_gpu for m in measured]) or [None] * len(measured),
+                            _costs(line.price, [m.tokens_per_s_per_gpu for m in measured])
+                            or [math.nan] * len(measured),
                             strict=True,
                         )
                     ],
