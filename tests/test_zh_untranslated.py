@@ -15,6 +15,8 @@ from catalog.models import Gpu
 from dashboard.ranking.use_cases import USE_CASES
 from tests.english_left import english_sentences
 
+pytestmark = pytest.mark.django_db
+
 
 def _pages() -> list[str]:
     pages = [f"/?use_case={slug}" for slug in USE_CASES]

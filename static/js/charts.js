@@ -168,12 +168,26 @@
 
   // Plotly's labels are a small HTML dialect with entities escaped server-side: shortened as text.
   var scratch = document.createElement("textarea");
+  function cutTail(text, px, size) {
+    while (text.length > 4 && plainWidth(text + "…", size) > px) { text = text.slice(0, -1); }
+    return text.trim() + "…";
+  }
+  // A label cut to ``px``: the end goes first ("RTX PRO 6000 Bla…"), unless that cuts into the
+  // model number, when the words before it go instead ("AMD Instinct MI355X": "Instinct MI355X").
   function shortened(label, px, size) {
     scratch.innerHTML = label;
     var text = scratch.value;
-    if (textWidth(label, size) <= px) { return label; }
-    while (text.length > 4 && plainWidth(text + "…", size) > px) { text = text.slice(0, -1); }
-    return (text.trim() + "…").replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+    if (plainWidth(text, size) <= px) { return label; }
+    var words = text.split(" ");
+    var model = words.findIndex(function (word) { return /\d/.test(word); });
+    var cut = cutTail(text, px, size);
+    if (model > 0 && cut.length - 1 < words.slice(0, model + 1).join(" ").length) {
+      var rest = words.slice(model).join(" ");
+      while (model > 0 && plainWidth(words.slice(model - 1).join(" "), size) <= px) { model -= 1; }
+      rest = words.slice(model).join(" ");
+      cut = plainWidth(rest, size) <= px ? rest : cutTail(rest, px, size);
+    }
+    return cut.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
 
   // The categories of each axis that bars or boxes are drawn against, in the order given.
