@@ -84,7 +84,7 @@ class FitInputsSerializer(serializers.Serializer):
 
 class FitCitationSerializer(serializers.Serializer):
     title = serializers.CharField()
-    publisher = serializers.CharField()
+    publisher = serializers.CharField(source="publisher_with_site")
     date = serializers.CharField(allow_blank=True)
     url = serializers.CharField()
 

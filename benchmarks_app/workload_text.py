@@ -107,6 +107,24 @@ WORKLOAD_TEXT: dict[str, tuple[Promise, Promise]] = {
             "Tokens per second."
         ),
     ),
+    "llm-decode-tp": (
+        _("LLM serving sweep with tensor parallelism (Llama 3 70B shapes, NCCL)"),
+        _(
+            "The llm-decode serving sweep at the shapes of Llama 3 70B (80 layers, 70.6 B parameters), split over "
+            "the GPUs of one host with Megatron's tensor parallelism (two all-reduces per layer over NCCL, captured "
+            "in the step's CUDA graph), every layer run; a configuration that does not fit is skipped with the GiB "
+            "it needs. BF16 and FP8. Output tokens per second of the group, per GPU and per user, with the energy "
+            "of every GPU of the group."
+        ),
+    ),
+    "inferencex-serving": (
+        _("InferenceX serving runs"),
+        _(
+            "SemiAnalysis InferenceX: serving runs at a fixed number of requests in flight with random prompts of "
+            "fixed lengths. Output tokens/s over every GPU of the run (InferenceX's total throughput per GPU times "
+            "output / (input + output) length)."
+        ),
+    ),
     "llamacpp-tg": (
         _("llama.cpp text generation (one stream)"),
         _(
@@ -193,9 +211,37 @@ def _mlperf_text(slug: str, version: str) -> tuple[str, str] | None:
     return str(name), str(description)
 
 
+# NVIDIA's TensorRT-LLM performance overview, one workload per release (the version).
+_TRTLLM_TEXT = {
+    "trtllm-serving": (
+        _("TensorRT-LLM %(release)s online serving at fixed request rates"),
+        _(
+            "NVIDIA's TensorRT-LLM performance overview, release %(release)s: online serving at fixed request rates "
+            "(mean TTFT and inter-token latency published). The published output tokens/s of the configuration "
+            "divided by its GPU count (TP x PP), or as published per GPU."
+        ),
+    ),
+    "trtllm-throughput": (
+        _("TensorRT-LLM %(release)s maximum throughput"),
+        _(
+            "NVIDIA's TensorRT-LLM performance overview, release %(release)s: maximum throughput (requests issued at "
+            "an unbounded rate). The published output tokens/s of the configuration divided by its GPU count "
+            "(TP x PP), or as published per GPU."
+        ),
+    ),
+}
+
+
+def _release_text(slug: str, version: str) -> tuple[str, str] | None:
+    text = _TRTLLM_TEXT.get(slug)
+    if text is None or not version:
+        return None
+    return str(text[0]) % {"release": version}, str(text[1]) % {"release": version}
+
+
 def workload_display_name(*, slug: str, version: str = "", fallback: str = "") -> str:
     """The workload's name for pages; Lambda's newer suite is told apart by its version."""
-    mlperf = _mlperf_text(slug, version)
+    mlperf = _mlperf_text(slug, version) or _release_text(slug, version)
     if mlperf is not None:
         return mlperf[0]
     text = WORKLOAD_TEXT.get(slug)
@@ -207,7 +253,7 @@ def workload_display_name(*, slug: str, version: str = "", fallback: str = "") -
 
 
 def workload_display_description(*, slug: str, version: str = "", fallback: str = "") -> str:
-    mlperf = _mlperf_text(slug, version)
+    mlperf = _mlperf_text(slug, version) or _release_text(slug, version)
     if mlperf is not None:
         return mlperf[1]
     text = WORKLOAD_TEXT.get(slug)

@@ -6,7 +6,6 @@ GPU names come from the catalogue (and, through it, from imports), so every labe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from dashboard.figures.style import (
     MEASURED_COLOUR,
     currency_prefix,
     esc,
+    figure_dict,
     log_axis_range_of,
     log_axis_ticks,
     log_plottable,
@@ -139,4 +139,4 @@ def fit_cost_time_figure(points: Sequence[CostTimePoint], *, currency: str, max_
             **log_axis_ticks(cost_range, prefix=currency_prefix(currency)),
         },
     )
-    return json.loads(fig.to_json())
+    return figure_dict(fig)

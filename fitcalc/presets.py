@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from django.utils.translation import gettext as _
+
 from fitcalc.configs import config_shapes
 from fitcalc.errors import FitInputError
 
@@ -47,9 +49,24 @@ class Citation:
     publisher: str
     date: str
     url: str
+    site: str = ""  # where the publisher put it ("Hugging Face"), when not on its own site
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        fields = asdict(self)
+        del fields["site"]
+        return fields | {"publisher": self.publisher_with_site}
+
+    @property
+    def publisher_with_site(self) -> str:
+        """The publisher and the site in English, as the API names them ("Meta on Hugging Face")."""
+        return f"{self.publisher} on {self.site}" if self.site else self.publisher
+
+    @property
+    def publisher_display(self) -> str:
+        """The publisher and the site, in the page's language ("Meta on Hugging Face")."""
+        if not self.site:
+            return self.publisher
+        return _("%(publisher)s on %(site)s") % {"publisher": self.publisher, "site": self.site}
 
 
 @dataclass(frozen=True)
@@ -202,7 +219,8 @@ def _preset_citations(entry: Mapping[str, Any]) -> tuple[Citation, ...]:
     return (
         Citation(
             title=f"{repo}: config.json",
-            publisher=f"{publisher} on Hugging Face",
+            publisher=publisher,
+            site="Hugging Face",
             date=released,
             url=hf_config_url(repo),
         ),

@@ -134,6 +134,10 @@ LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 FORMAT_MODULE_PATH = ["gpuatlas.formats"]
+# Every number a template prints is grouped by thousands in the language's format ("8,406"): one
+# format on every page (gpuatlas/numbers.py sets the significant figures). Identifiers written into
+# forms and links go through |unlocalize.
+USE_THOUSAND_SEPARATOR = True
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

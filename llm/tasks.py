@@ -15,13 +15,10 @@ import logging
 from celery import shared_task
 
 from gpuatlas.followups import followup_after_commit
-from llm.services.serving_fit import serving_model_refit
+from llm.services.serving_fit import WATCHES_AFTER_FIT_TASK, serving_model_refit_after_write
 from llm.services.serving_points import serving_points_add_for_submissions, serving_points_rebuild
 
 logger = logging.getLogger(__name__)
-
-# The ranking watches of the LLM use cases follow the serving points and the fit (watches, above llm).
-WATCHES_TASK = "watches.tasks.watches_evaluate_after_serving_model"
 
 
 @shared_task(name="llm.tasks.serving_points_refresh", acks_late=True, soft_time_limit=540, time_limit=600)
@@ -38,14 +35,14 @@ def serving_points_refresh(
     if submission_ids is not None:
         written = serving_points_add_for_submissions(submission_ids=submission_ids)
         if written and refit:
-            serving_model_refit()
+            serving_model_refit_after_write()
         if written:
-            followup_after_commit(WATCHES_TASK)
+            followup_after_commit(WATCHES_AFTER_FIT_TASK)
         return written
     summary = serving_points_rebuild(source=source)
     for line in summary.as_lines():
         logger.info("%s: %s", source or "every source", line)
     if refit:
-        serving_model_refit()
-    followup_after_commit(WATCHES_TASK)
+        serving_model_refit_after_write()
+    followup_after_commit(WATCHES_AFTER_FIT_TASK)
     return sum(summary.points.values())

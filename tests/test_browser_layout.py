@@ -1,6 +1,8 @@
 """Every page on a 390 px phone and a 1400 px screen, in English and Chinese, in a real browser:
-no sideways scroll (the page is never wider than the window), and the API documentation pages
-(ReDoc, Swagger UI) load with no console error: nothing blocked by the CSP, no broken schema.
+no sideways scroll (the page is never wider than the window), every chart's plot area at least half
+the width it has to give with its title inside the chart (tests/browser_charts.py), and the API
+documentation pages (ReDoc, Swagger UI) load with no console error: nothing blocked by the CSP, no
+broken schema.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from django.test import Client
 from benchmarks_app.services.geerling_import import geerling_import
 from benchmarks_app.services.mlperf_import import mlperf_import_file
 from dashboard.ranking.use_cases import USE_CASES
+from tests.browser_charts import CHART_BOXES, chart_faults
 from tests.world import DASHBOARD_WORLD, world_build
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
 MLPERF_EXCERPT = Path(__file__).resolve().parent / "fixtures" / "mlperf" / "summary_results_v5.1_excerpt.json"
 OVERFLOW = """() => {
   const width = window.innerWidth;
@@ -82,7 +86,7 @@ def test_every_page_fits_the_window_and_the_docs_load_cleanly(
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    too_wide, console = {}, {}
+    too_wide, console, charts = {}, {}, {}
     try:
         for name, url in _pages(world).items():
             errors.clear()
@@ -97,6 +101,13 @@ def test_every_page_fits_the_window_and_the_docs_load_cleanly(
                 page.wait_for_function(
                     "document.querySelectorAll('.main-svg').length >= document.querySelectorAll('[data-figure]').length"
                 )
+                if faults := chart_faults(page.evaluate(CHART_BOXES), viewport=width):
+                    charts[name] = faults
+                    SHOTS.mkdir(parents=True, exist_ok=True)
+                    for chart in page.locator("[data-figure]").all():
+                        chart.screenshot(
+                            path=str(SHOTS / f"layout-{name}-{chart.get_attribute('id')}-{width}-{language}.png")
+                        )
             found = page.evaluate(OVERFLOW)
             if found["scroll"] > found["width"]:
                 too_wide[name] = found
@@ -107,4 +118,5 @@ def test_every_page_fits_the_window_and_the_docs_load_cleanly(
     finally:
         context.close()
     assert too_wide == {}, f"wider than {width} px: {too_wide}"
+    assert charts == {}, f"charts squeezed at {width} px: {charts}"
     assert console == {}, console

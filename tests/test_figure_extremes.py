@@ -57,6 +57,7 @@ from dashboard.figures.style import (
     log_tick_text,
     number_text,
     plottable,
+    rounded,
 )
 from dashboard.selectors.ranking_rows import RowPrice
 from fitcalc.figures import CostTimePoint, fit_cost_time_figure
@@ -211,6 +212,7 @@ HELPERS: dict[str, Callable[[list[float]], object]] = {
     "log_plottable": lambda v: [log_plottable(x) for x in v],
     "plottable": lambda v: [plottable(x) for x in v],
     "number_text": lambda v: [number_text(x) for x in v],
+    "rounded": rounded,
     "log_tick_text": lambda v: [log_tick_text(x) for x in v if log_plottable(x)],
     "frontier_labels": lambda v: frontier_labels(
         [(f"GPU {i}", x, v[0]) for i, x in enumerate(v)],

@@ -662,7 +662,11 @@ def test_fit_calculator_speaks_chinese(client) -> None:  # type: ignore[no-untyp
     assert "购买new" not in html and "购买新卡" in html
     for english in ("concurrent users", ">estimated<", "Model shapes", "tokens/s", "preset models"):
         assert english not in html, english
-    # Preset citations are readable: title, publisher, date, link (no raw file names).
+    # Preset citations are readable: title, publisher and the site it is on (in Chinese), date, link.
+    assert "meta-llama/Meta-Llama-3-70B: config.json</a></cite>, Meta（Hugging Face）, 2024-04" in html
+    assert "on Hugging Face" not in html
+    client.cookies["django_language"] = "en"
+    html = client.get("/fit/", {"model": "llama-3-70b", "tokens": "1e8"}).content.decode()
     assert "meta-llama/Meta-Llama-3-70B: config.json</a></cite>, Meta on Hugging Face, 2024-04" in html
 
 

@@ -18,13 +18,23 @@ from typing import Any
 import plotly.graph_objects as go
 from django.utils.translation import gettext as _
 
-from dashboard.figures.style import LAYOUT_BASE, LOG_DECADES, PALETTE, esc, figure_dict, log_plottable, title_layout
+from dashboard.figures.style import (
+    LAYOUT_BASE,
+    LOG_DECADES,
+    PALETTE,
+    esc,
+    figure_dict,
+    log_plottable,
+    rounded,
+    title_layout,
+)
 from llm.question import cost_per_million_output_tokens
 from llm.selectors.energy import EnergyCurve
 from llm.selectors.serving_target import ServingChoice
 from llm.serving.energy import EnergyFigure, PowerCurve, energy_estimate, energy_measured
 
-# Lines shown at first; the others wait in the legend (a click shows them).
+# Lines shown at first; the others wait in the legend (a click shows one) and behind the chart's
+# "show all" button (static/js/charts.js reads its labels from layout.meta.more).
 VISIBLE_LINES = 8
 
 
@@ -130,11 +140,23 @@ def _short(value: float) -> str:
     return f"{value:g}"
 
 
-def _cost_text(price: float | None, tokens_per_s_per_gpu: float, currency: str) -> str:
-    cost = cost_per_million_output_tokens(price_per_gpu_hour=price, tokens_per_s_per_gpu=tokens_per_s_per_gpu)
-    if cost is None:
+def _costs(price: float | None, tokens_per_s_per_gpu: Sequence[float]) -> list[float] | None:
+    """The cost of a million output tokens at each rate, for the hover (None: no price)."""
+    if price is None:
+        return None
+    costs = [
+        cost_per_million_output_tokens(price_per_gpu_hour=price, tokens_per_s_per_gpu=rate)
+        for rate in tokens_per_s_per_gpu
+    ]
+    return [float(f"{cost:.4g}") if cost is not None else math.nan for cost in costs]
+
+
+def _cost_hover(price: float | None, currency: str, field: str) -> str:
+    """The hover's cost line: the number from ``field`` (a customdata reference), the words once."""
+    if price is None:
         return esc(_("no price: enter yours to see the cost"))
-    return esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": f"{cost:.3f}", "currency": currency})
+    words = esc(_("%(cost)s %(currency)s per million output tokens") % {"cost": "\x00", "currency": currency})
+    return words.replace("\x00", f"%{{{field}:.3f}}")
 
 
 def energy_marks_of(
@@ -213,13 +235,17 @@ def serving_curves_figure(
     ys: list[float] = []
     per_user, per_gpu = _("tokens/s per user"), _("tokens/s per GPU")
     target = target if log_plottable(target) else None
+    drawn = 0
     for index, line in enumerate(lines):
         # Both axes are logarithmic: a point either of them cannot draw stays out.
         curve = [(x, y) for x, y in line.curve if _drawn(x, y)]
         energy = dict(zip(line.curve, line.curve_energy, strict=False))
         measured = [m for m in line.measured if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
+        if not curve and not measured:
+            continue
+        drawn += 1
         colour = PALETTE[index % len(PALETTE)]
-        visible: bool | str = True if index < VISIBLE_LINES else "legendonly"
+        visible: bool | str = True if drawn <= VISIBLE_LINES else "legendonly"
         group = line.key
         name = esc(line.name)
         if curve:
@@ -230,20 +256,22 @@ def serving_curves_figure(
             )
             fig.add_trace(
                 go.Scatter(
-                    x=[x for x, _y in curve],
-                    y=[y for _x, y in curve],
+                    x=rounded([x for x, _y in curve]),
+                    y=rounded([y for _x, y in curve]),
                     mode="lines",
                     name=name,
                     legendgroup=group,
                     visible=visible,
                     line={"color": colour, "width": 2, "dash": "dot" if measured else "solid"},
                     customdata=[
-                        [_cost_text(line.price, y, currency), _energy_text(energy.get((x, y)), line.power_class)]
-                        for x, y in curve
+                        [cost, _energy_text(energy.get((x, y)), line.power_class)]
+                        for (x, y), cost in zip(
+                            curve, _costs(line.price, [y for _x, y in curve]) or [math.nan] * len(curve), strict=True
+                        )
                     ],
                     hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{esc(line.curve_label)}<br>"
-                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[0]}}"
-                    f"%{{customdata[1]}}<extra></extra>",
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>"
+                    f"{_cost_hover(line.price, currency, 'customdata[0]')}%{{customdata[1]}}<extra></extra>",
                 )
             )
             xs += [x for x, _y in curve]
@@ -280,17 +308,17 @@ def serving_curves_figure(
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "circle", "line": {"color": "white", "width": 1}},
                     customdata=[
-                        [
-                            esc(m.label),
-                            _cost_text(line.price, m.tokens_per_s_per_gpu, currency),
-                            m.gpu_count,
-                            _energy_text(m.energy),
-                        ]
-                        for m in measured
+                        [esc(m.label), cost, m.gpu_count, _energy_text(m.energy)]
+                        for m, cost in zip(
+                            measured,
+                            _costs(line.price, [m.tokens_per_s_per_gpu for m in measured])
+                            or [math.nan] * len(measured),
+                            strict=True,
+                        )
                     ],
                     hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>%{{customdata[0]}}<br>"
-                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>%{{customdata[1]}}"
-                    f"%{{customdata[3]}}<extra></extra>",
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>"
+                    f"{_cost_hover(line.price, currency, 'customdata[1]')}%{{customdata[3]}}<extra></extra>",
                 )
             )
             xs += [m.tokens_per_s_per_user for m in measured]
@@ -305,6 +333,13 @@ def serving_curves_figure(
         "legend": {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
         "margin": {"l": 10, "r": 20, "t": 78, "b": 50},
     }
+    if drawn > VISIBLE_LINES:
+        layout["meta"] = {
+            "more": {
+                "all": _("Show all %(count)d lines") % {"count": drawn},
+                "first": _("Show the first %(count)d only") % {"count": VISIBLE_LINES},
+            }
+        }
     if xs and ys:
         for axis, values in (("xaxis", xs + ([target] if target else [])), ("yaxis", ys)):
             low, high = min(values), max(values)

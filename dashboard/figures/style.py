@@ -14,12 +14,27 @@ from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
 from django.utils.translation import gettext as _
 
 MEASURED_COLOUR = "#1f6feb"
 ESTIMATED_COLOUR = "#f0a020"
 FRONTIER_COLOUR = "#d4380d"
 PALETTE = ("#1f6feb", "#76b900", "#d4380d", "#8957e5", "#f0a020", "#0e8a7e", "#c2185b", "#5d6d7e")
+
+
+def _cartesian_template() -> dict[str, Any]:
+    """Plotly's "plotly_white" cut to what our charts draw (bars, boxes, lines and markers on x/y
+    axes): the full template carries maps, polar and 3-D defaults, 7 KB in every chart of a page."""
+    full = pio.templates["plotly_white"].to_plotly_json()
+    unused = {"geo", "polar", "scene", "ternary", "coloraxis", "colorscale"}
+    return {
+        "layout": {key: value for key, value in full["layout"].items() if key not in unused},
+        "data": {key: value for key, value in full["data"].items() if key in {"bar", "scatter"}},
+    }
+
+
+CHART_TEMPLATE = _cartesian_template()
 LAYOUT_BASE = {
     "template": "plotly_white",
     "margin": {"l": 10, "r": 20, "t": 78, "b": 10},
@@ -58,7 +73,15 @@ def basis_label(basis: str) -> str:
 
 
 def figure_dict(fig: go.Figure) -> dict[str, Any]:
-    return json.loads(fig.to_json())
+    figure: dict[str, Any] = json.loads(fig.to_json())
+    figure["layout"]["template"] = CHART_TEMPLATE
+    return figure
+
+
+def rounded(values: Sequence[float], digits: int = 4) -> list[float]:
+    """Coordinates to ``digits`` significant figures: a chart is read to far less, and the page
+    carries every point of every curve."""
+    return [float(f"{value:.{digits}g}") for value in values]
 
 
 CURRENCY_SYMBOLS = {"USD": "$", "CNY": "¥"}

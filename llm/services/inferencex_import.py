@@ -41,7 +41,7 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from benchmarks_app.services.mlperf_import import accelerator_name_candidates
-from llm.services.serving_fit import serving_model_refit
+from llm.services.serving_fit import serving_model_refit_after_write
 from llm.services.serving_points import serving_points_rebuild
 
 BUNDLED_FILE = Path(__file__).resolve().parents[1] / "data" / "inferencex" / "benchmarks.json"
@@ -160,7 +160,7 @@ def inferencex_import_file(
         )
         serving_points_rebuild(source=SourceKind.INFERENCEX)
         if refit:
-            serving_model_refit()
+            serving_model_refit_after_write()
     return summary
 
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
@@ -26,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gpuatlas.data_version import data_version_bump
+from gpuatlas.followups import followup_after_commit
 from llm.estimate.loo import loo_report_as_dict
 from llm.models import ServingModelFit
 from llm.selectors.energy import power_samples_for_fit
@@ -47,9 +51,46 @@ def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...], power: list[Po
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# The ranking watches of the LLM use cases follow the serving points and the fit (watches, above llm).
+WATCHES_AFTER_FIT_TASK = "watches.tasks.watches_evaluate_after_serving_model"
+# Inside ``serving_refit_once()``: the refits writes ask for are noted here instead of run.
+_REFITS_ASKED: ContextVar[list[bool] | None] = ContextVar("serving_refits_asked", default=None)
+
+
+@contextmanager
+def serving_refit_once() -> Iterator[None]:
+    """Many writes in a row (the demo's load of a dozen client runs): each write's refit waits, and
+    one refit on everything they wrote runs at the end (when one was asked for since the last
+    ``serving_model_refit``), in this process.
+    A fit takes seconds of scipy; one per write made the load look hung."""
+    asked: list[bool] = []
+    token = _REFITS_ASKED.set(asked)
+    try:
+        yield
+    finally:
+        _REFITS_ASKED.reset(token)
+    if asked:
+        serving_model_refit()
+        # The ranking watches the writes evaluated against the fit before this one look again.
+        followup_after_commit(WATCHES_AFTER_FIT_TASK)
+
+
+def serving_model_refit_after_write() -> None:
+    """The refit a write of measured points asks for: now, or at the end of the enclosing
+    ``serving_refit_once``."""
+    asked = _REFITS_ASKED.get()
+    if asked is not None:
+        asked.append(True)
+        return
+    serving_model_refit()
+
+
 def serving_model_refit(*, force: bool = False) -> ServingModelFit:
     """Fit both models on the stored measurements and store them (module doc); returns the row the
     pages read."""
+    asked = _REFITS_ASKED.get()
+    if asked:
+        asked.clear()  # this fit covers every write that asked for one so far
     points = serving_points_for_fit()
     legacy_inputs = llm_model_inputs_fingerprint()
     power_samples = power_samples_for_fit()

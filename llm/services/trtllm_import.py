@@ -34,7 +34,7 @@ from benchmarks_app.services.lab_tables import (
     workload_ensure,
 )
 from benchmarks_app.services.mlperf_import import accelerator_name_candidates
-from llm.services.serving_fit import serving_model_refit
+from llm.services.serving_fit import serving_model_refit_after_write
 from llm.services.serving_points import serving_points_rebuild
 from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
 
@@ -128,7 +128,7 @@ def trtllm_import_file(
         )
         serving_points_rebuild(source=SourceKind.TRTLLM)
         if refit:
-            serving_model_refit()
+            serving_model_refit_after_write()
     return summary
 
 

@@ -30,11 +30,13 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceSnapshot, Provider
 
 PLACEHOLDER_SHARE = Decimal("0.5")
-MARKER_PLACEHOLDER = "the catalogue's own marker for a machine without a price (700.0: unavailable)"
+# Stored on the offer in English; pages translate it when they show it ({% translate o.placeholder %}).
+MARKER_PLACEHOLDER = gettext_noop("the catalogue's own marker for a machine without a price (700.0: unavailable)")
 RULES = (GpuPrice.Rule.TYPICAL, GpuPrice.Rule.CHEAPEST, GpuPrice.Rule.SPOT)
 
 
