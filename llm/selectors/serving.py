@@ -361,7 +361,8 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
             stream = r.tokens_per_s_per_user or r.tokens_per_s_per_gpu * r.gpu_count
             out.append(MeasuredPoint(r.gpu.slug, r.model, pooled, replace(w, tp=1), r.scenario, stream, stream,
                                      concurrency=1, gpu_count=1, label=f"{r.source_title} (layers split over "
-                                     f"{r.gpu_count} GPUs)"))  # fmt: skip
+                                     f"{r.gpu_count} GPUs)", source=r.source_kind,
+                                     published=r.measured_on.isoformat()))  # fmt: skip
             continue
         out.append(
             MeasuredPoint(
@@ -377,6 +378,8 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                 link=link_of(tp),
                 label=f"{r.source_title}: {r.gpu.name} x{r.gpu_count} {r.model} {precision} {r.scenario} "
                 f"{r.input_tokens}/{r.output_tokens}",
+                source=r.source_kind,
+                published=r.measured_on.isoformat(),
             )
         )
     return out

@@ -72,6 +72,8 @@ class MeasuredPoint:
     gpu_count: int = 1
     link: AllReduce = field(default_factory=AllReduce)
     label: str = ""
+    source: str = ""  # the source kind (mlperf, trtllm, llamacpp, ...): leave-one-source-out groups by it
+    published: str = ""  # ISO date the source published the figure: the time split cuts on it
 
     @property
     def replicas(self) -> int:
