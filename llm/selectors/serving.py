@@ -245,28 +245,32 @@ def serving_curve(
     links: Mapping[int, Sequence[MeasuredAllReduce]] | None = None,
     hardware: Hardware | None = None,
     scenario: str = "server",
+    ep: int = 1,
 ) -> ServingEstimate:
     """The model's curve (module doc). Raises ValueError naming the argument that is wrong."""
     if model not in MODEL_SHAPES:
         raise ValueError(f"model: unknown model {model!r}")
     if tp < 1 or gpu_count < tp or gpu_count % tp:
         raise ValueError(f"tp: {tp} must divide gpu_count {gpu_count}")
+    if ep < 1 or gpu_count % ep or (ep > 1 and (tp != 1 or not MODEL_SHAPES[model].experts)):
+        raise ValueError(f"ep: {ep} must divide gpu_count {gpu_count}, with tp 1 and a mixture-of-experts model")
     if input_len < 1 or output_len < 1:
         raise ValueError("input_len and output_len must be at least 1")
     weight_precision, bpw = weight_format(precision)
     hw = hardware or serving_hardware(gpu)
-    link = serving_link(gpu, tp=tp, measured=(links or {}).get(gpu.id, ()))
+    group = max(tp, ep)
+    link = serving_link(gpu, tp=group, measured=(links or {}).get(gpu.id, ()))
     constants = fit.constants if fit else ServingConstants()
-    w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine)
+    w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine, ep=ep)
     curve = serving_curve_compute(w=w, hw=hw, c=constants, link=link)
-    if tp > 1 and not link.known:
+    if group > 1 and not link.known:
         # Communication over a link with no figure would cost nothing: no estimate, not a free one.
         curve = replace(curve, points=(), reason=link.source)
-    inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp))
+    inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp, ep=ep))
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
-                           inside, link.source if tp > 1 else "", link.is_measured and tp > 1,
-                           tp == 1 or link.known)  # fmt: skip
+                           inside, link.source if group > 1 else "", link.is_measured and group > 1,
+                           group == 1 or link.known)  # fmt: skip
 
 
 # -- the measured points the model is fitted on -------------------------------------------------
@@ -322,12 +326,16 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         # are not known, or that ran pipeline stages, experts spread over the GPUs, attention
         # data-parallel, prefill and decode on separate GPUs or speculative decoding, is not one
         # it can be fitted on.
+        # Experts spread over the GPUs with attention data parallel on each (DEPn) is a plan the
+        # model prices (``Workload.ep``); experts spread under tensor-parallel attention is not.
+        ep = int(params.get("expert_parallel") or 1)
+        dep = ep > 1 and bool(params.get("attention_data_parallel")) and r.gpu_count % ep == 0
         if (
             r.input_tokens is None
             or r.output_tokens is None
             or int(params.get("pipeline_parallel") or 1) > 1
-            or int(params.get("expert_parallel") or 1) > 1
-            or params.get("attention_data_parallel")
+            or (ep > 1 and not dep)
+            or (params.get("attention_data_parallel") and not dep)
             or params.get("disaggregated")
             or params.get("speculative")
         ):
@@ -343,17 +351,18 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         def link_of(tp: int, gpu: Gpu = r.gpu) -> AllReduce:
             return serving_link(gpu, tp=tp, measured=links.get(gpu.id, ()))
 
-        given = params.get("tp") or params.get("tensor_parallel")
+        given = 1 if dep else params.get("tp") or params.get("tensor_parallel")
         tp = int(given) if isinstance(given, int | float) and given >= 1 and r.gpu_count % int(given) == 0 else 0
         engine = r.engine_class
         if not tp:
             tp = tp_choose(gpu_count=r.gpu_count, hw=hw, model=r.model, precision=precision,
                            input_len=r.input_tokens, output_len=r.output_tokens, engine=engine,
                            link_of=link_of)  # fmt: skip
-        if tp > 1 and r.scenario != "single-stream" and not link_of(tp).known:
+        group = ep if dep else tp
+        if group > 1 and r.scenario != "single-stream" and not link_of(group).known:
             continue  # its all-reduces ran over a link with no figure: the fit would take them as free
         w = Workload(MODEL_SHAPES[r.model], weight_precision, bpw, r.input_tokens, r.output_tokens, tp=tp,
-                     kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine)  # fmt: skip
+                     kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine, ep=ep if dep else 1)  # fmt: skip
         if r.scenario == "single-stream" and r.gpu_count > 1:
             # One stream with the layers split over the GPUs (llama.cpp's default): they work in turn,
             # at one GPU's bandwidth, with all their memory: one GPU of the pooled memory.
@@ -375,7 +384,7 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                 tokens_per_s_per_user=r.tokens_per_s_per_user,
                 concurrency=r.concurrency,
                 gpu_count=r.gpu_count,
-                link=link_of(tp),
+                link=link_of(group),
                 label=f"{r.source_title}: {r.gpu.name} x{r.gpu_count} {r.model} {precision} {r.scenario} "
                 f"{r.input_tokens}/{r.output_tokens}",
                 source=r.source_kind,

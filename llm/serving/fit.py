@@ -39,10 +39,12 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
+    attention_width,
+    communication_seconds,
     decode_step,
     max_concurrency,
     point_at,
-    weights_bytes,
+    weights_bytes_per_gpu,
 )
 
 SCENARIOS = ("offline", "server", "interactive", "concurrency", "single-stream")
@@ -53,6 +55,7 @@ SHARE_BOUNDS = (0.02, 1.0)
 ENGINE_BOUNDS = (0.2, 2.0)
 OVERHEAD_MS_BOUNDS = (0.0, 3.0)
 DEQUANT_BOUNDS = (0.6, 1.0)
+EXPERT_PARALLEL_BOUNDS = (0.05, 1.0)
 _SHARE_PRIOR = 0.05
 HELD_OUT_MAX_NFEV = 40
 
@@ -86,7 +89,8 @@ class MeasuredPoint:
     @property
     def regime(self) -> tuple[str, str, str]:
         """What must be among the fitted points for an estimate of this one to be inside the range."""
-        return (self.hardware.hardware_class, self.workload.engine, "tp" if self.workload.tp > 1 else "single")
+        w = self.workload
+        return (self.hardware.hardware_class, w.engine, "ep" if w.ep > 1 else "tp" if w.tp > 1 else "single")
 
 
 def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
@@ -149,7 +153,8 @@ class _Layout:
         ecomp = {eng: float(np.exp(theta[2 * k + e + i])) for i, eng in enumerate(self.engines)}
         over = {eng: float(theta[2 * k + 2 * e + i]) for i, eng in enumerate(self.engines)}
         return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
-                       overhead_ms=over, dequant_share=float(np.exp(theta[-1])))  # fmt: skip
+                       overhead_ms=over, dequant_share=float(np.exp(theta[-1])),
+                       expert_parallel_share=float(np.exp(theta[-2])))  # fmt: skip
 
     def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k, e = len(self.classes), len(self.engines)
@@ -159,12 +164,15 @@ class _Layout:
             [math.log(base.engine_bandwidth.get(g, 1.0)) for g in self.engines],
             [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
             [min(OVERHEAD_MS_BOUNDS[1] * 0.99, base.overhead_ms.get(g, 0.3)) for g in self.engines],
+            [math.log(min(0.99, base.expert_parallel_share))],
             [math.log(min(0.99, base.dequant_share))],
         ])  # fmt: skip
         low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
-                              np.full(e, OVERHEAD_MS_BOUNDS[0]), [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
+                              np.full(e, OVERHEAD_MS_BOUNDS[0]), [math.log(EXPERT_PARALLEL_BOUNDS[0])],
+                              [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
         high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
-                               np.full(e, OVERHEAD_MS_BOUNDS[1]), [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
+                               np.full(e, OVERHEAD_MS_BOUNDS[1]), [math.log(EXPERT_PARALLEL_BOUNDS[1])],
+                               [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
         return np.clip(start, low + 1e-9, high - 1e-9), low, high
 
 
@@ -189,6 +197,7 @@ class _Design:
     cls: np.ndarray
     engine: np.ndarray
     int4: np.ndarray
+    ep: np.ndarray  # 1 where the experts are spread (attention data parallel)
 
 
 def _batches(p: MeasuredPoint, limit: int) -> list[int]:
@@ -219,33 +228,32 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
         m = w.model
         for b in _batches(p, limit):
             step = decode_step(w=peak_w, hw=peak_hw, c=unit, batch=b, link=p.link, peak=True)
-            talk = 2 * m.layers * p.link.seconds(message_bytes=b * m.hidden * 2.0, gpus=w.tp)
+            talk = communication_seconds(w, p.link, b)
             tokens = b * w.input_len
             peak = hw.compute_peak(w.weight_precision)
             tflops = peak[0] if peak else 0.0
-            pre_flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
+            pre_flops = (
+                tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m) * w.input_len) / w.tp
+            )
             rows["point"].append(len(kept) - 1)
             rows["batch"].append(b)
             rows["memory_s"].append(step.memory_s)
             rows["compute_s"].append(step.compute_s)
             rows["allreduce_s"].append(talk)
             rows["prefill_compute_s"].append(pre_flops / (tflops * 1e12))
-            rows["prefill_memory_s"].append(weights_bytes(w) / w.tp / (hw.bandwidth_gbs * 1e9))
-            rows["prefill_allreduce_s"].append(
-                2 * m.layers * p.link.seconds(message_bytes=tokens * m.hidden * 2.0, gpus=w.tp)
-            )
+            rows["prefill_memory_s"].append(weights_bytes_per_gpu(w) / (hw.bandwidth_gbs * 1e9))
+            rows["prefill_allreduce_s"].append(communication_seconds(w, p.link, tokens))
             rows["has_prefill"].append(1.0 if tokens > 0 else 0.0)
             others = (b - 1) * w.input_len
             rows["others_compute_s"].append(pre_flops * others / tokens / (tflops * 1e12) if tokens else 0.0)
-            rows["others_allreduce_s"].append(
-                2 * m.layers * p.link.seconds(message_bytes=others * m.hidden * 2.0, gpus=w.tp)
-            )
+            rows["others_allreduce_s"].append(communication_seconds(w, p.link, others))
             rows["has_others"].append(1.0 if others > 0 else 0.0)
             rows["output_len"].append(w.output_len)
             rows["tp"].append(w.tp)
             rows["cls"].append(layout.classes.index(hw.hardware_class))
             rows["engine"].append(layout.engines.index(w.engine))
             rows["int4"].append(1.0 if w.weight_precision == "int4" else 0.0)
+            rows["ep"].append(1.0 if w.ep > 1 else 0.0)
     arrays = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
     for key in ("point", "cls", "engine"):
         arrays[key] = arrays.get(key, np.zeros(0)).astype(int)
@@ -259,6 +267,8 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     bw = np.exp(theta[d.cls] + theta[2 * k + d.engine]) * np.where(d.int4 > 0, np.exp(theta[-1]), 1.0)
     comp = np.exp(theta[k + d.cls] + theta[2 * k + e + d.engine])
     bw, comp = np.minimum(bw, 1.0), np.minimum(comp, 1.0)
+    spread = np.where(d.ep > 0, np.exp(theta[-2]), 1.0)
+    bw, comp = bw * spread, comp * spread
     overhead = theta[2 * k + 2 * e + d.engine] / 1000.0
     step = np.maximum(d.memory_s / bw, d.compute_s / comp) + overhead + d.allreduce_s
     prefill = d.has_prefill * (
@@ -459,9 +469,9 @@ class ServingFit:
     regimes: frozenset[tuple[str, str, str]] = frozenset()
     points: int = 0
 
-    def inside(self, *, hardware_class: str, engine: str, tp: int) -> bool:
+    def inside(self, *, hardware_class: str, engine: str, tp: int, ep: int = 1) -> bool:
         """Whether an estimate lies inside the measured range (module doc)."""
-        return (hardware_class, engine, "tp" if tp > 1 else "single") in self.regimes
+        return (hardware_class, engine, "ep" if ep > 1 else "tp" if tp > 1 else "single") in self.regimes
 
     def error_pct(self, *, scenario: str, engine: str, inside: bool) -> float | None:
         return error_for(self.errors, scenario=scenario, engine=engine, inside=inside)
