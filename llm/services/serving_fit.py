@@ -5,7 +5,9 @@ figures (the import commands, the client's ingest, ``rebuild_results``), right a
 are derived. It fits
 
 * the serving model (``llm.serving``) on every trusted ``ServingPoint``, with its
-  leave-one-GPU-out and leave-one-model-out error table, and
+  leave-one-GPU-out and leave-one-model-out error table, the reviewer's checks
+  (``llm.serving.heldout``: a time split and leave one source, GPU, model out) and the 80 %
+  intervals by kind of extrapolation they give, with their out-of-sample coverage, and
 * the one-stream and prefill constants of ``llm.estimate`` (chat and the rankings' older
   figures) with their leave-one-GPU-out report,
 
@@ -29,6 +31,12 @@ from llm.models import ServingModelFit
 from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
 from llm.selectors.serving import serving_points_for_fit
 from llm.serving.fit import MeasuredPoint, serving_fit_build
+from llm.serving.heldout import error_rows, held_out_after, held_out_by, intervals
+
+# The time split: fit on what was published before, estimate what was published from this date on
+# (TensorRT-LLM's 1.0 and 1.1 tables, InferenceX, our client's runs; the 0.17 tables and llama.cpp
+# before it).
+TIME_SPLIT = "2025-09-01"
 
 
 def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...]) -> str:
@@ -53,12 +61,25 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
     if newest is not None and newest.inputs_digest == digest and not force:
         return newest
     fit = serving_fit_build(points)
+    checks = []
+    if points:
+        checks = held_out_after(points, cutoff=TIME_SPLIT, base=fit.constants) + [
+            r for by in ("source", "gpu", "model") for r in held_out_by(points, by=by, base=fit.constants)
+        ]
     legacy = llm_model_compute()
     serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
     with transaction.atomic():
         stored = ServingModelFit.objects.create(
             constants={"serving": serving, "estimate": legacy.constants.as_dict()},
-            errors={"serving": fit.errors, "estimate": loo_report_as_dict(legacy.error)},
+            errors={
+                "serving": fit.errors,
+                "serving_checks": {
+                    "time_split": TIME_SPLIT,
+                    "errors": error_rows(checks),
+                    "intervals": intervals(checks),
+                },
+                "estimate": loo_report_as_dict(legacy.error),
+            },  # fmt: skip
             fitted_at=timezone.now(),
             points=len(points),
             inputs_digest=digest,
