@@ -30,8 +30,8 @@ from llm.estimate.loo import loo_report_as_dict
 from llm.models import ServingModelFit
 from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
 from llm.selectors.serving import serving_points_for_fit
-from llm.serving.fit import MeasuredPoint, serving_fit_build
-from llm.serving.heldout import error_rows, held_out_after, held_out_by, intervals
+from llm.serving.fit import MeasuredPoint
+from llm.serving.heldout import error_rows, intervals, serving_fit_checked
 
 # The time split: fit on what was published before, estimate what was published from this date on
 # (TensorRT-LLM's 1.0 and 1.1 tables, InferenceX, our client's runs; the 0.17 tables and llama.cpp
@@ -60,12 +60,7 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
     newest = ServingModelFit.objects.newest()
     if newest is not None and newest.inputs_digest == digest and not force:
         return newest
-    fit = serving_fit_build(points)
-    checks = []
-    if points:
-        checks = held_out_after(points, cutoff=TIME_SPLIT, base=fit.constants) + [
-            r for by in ("source", "gpu", "model") for r in held_out_by(points, by=by, base=fit.constants)
-        ]
+    fit, checks = serving_fit_checked(points, cutoff=TIME_SPLIT)
     legacy = llm_model_compute()
     serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
     with transaction.atomic():

@@ -26,11 +26,21 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from llm.serving.fit import HELD_OUT_MAX_NFEV, MeasuredPoint, constants_fit, predict
+from llm.serving.fit import (
+    HELD_OUT_MAX_NFEV,
+    HeldOut,
+    MeasuredPoint,
+    ServingFit,
+    constants_fit,
+    error_table,
+    measured_regimes,
+    predict,
+    serving_fit_build,
+)
 from llm.serving.physics import ServingConstants
 
 INTERVAL_QUANTILES = (10.0, 90.0)  # an 80 % interval
@@ -43,6 +53,7 @@ class Estimate:
     estimate: float | None
     check: str  # time | source | gpu | model
     kinds: tuple[str, ...]
+    inside: bool = False  # its regime (hardware class, engine class, parallelism) among the fitted points'
 
     @property
     def ratio(self) -> float | None:
@@ -101,10 +112,11 @@ def _estimate(test: Sequence[MeasuredPoint], train: Sequence[MeasuredPoint], *, 
               fit: Fit) -> list[Estimate]:  # fmt: skip
     constants = fit(train, base=base, max_nfev=HELD_OUT_MAX_NFEV)
     seen = _Seen.of(train)
+    regimes = measured_regimes(train)
     out = []
     for p in test:
         got = predict(p, constants)
-        out.append(Estimate(p, got.tokens_per_s_per_gpu if got else None, check, seen.kinds(p)))
+        out.append(Estimate(p, got.tokens_per_s_per_gpu if got else None, check, seen.kinds(p), p.regime in regimes))
     return out
 
 
@@ -135,6 +147,23 @@ def held_out_after(points: Sequence[MeasuredPoint], *, cutoff: str, base: Servin
     if not train or not test:
         return []
     return _estimate(test, train, check="time", base=base, fit=fit)
+
+
+def serving_fit_checked(points: Sequence[MeasuredPoint], *, cutoff: str,
+                        base: ServingConstants | None = None) -> tuple[ServingFit, list[Estimate]]:  # fmt: skip
+    """The fit on every point and the reviewer's checks (time split at ``cutoff``, leave one source,
+    GPU, model out), each refit done once: the fit's leave-one-GPU-out and leave-one-model-out
+    error table is read off the same held-out estimates the checks make."""
+    fit = serving_fit_build(points, base=base, with_errors=False)
+    if not points:
+        return fit, []
+    checks = held_out_after(points, cutoff=cutoff, base=fit.constants) + [
+        r for by in ("source", "gpu", "model") for r in held_out_by(points, by=by, base=fit.constants)
+    ]
+    table = error_table(
+        [HeldOut(r.point, r.estimate, r.inside, r.check) for r in checks if r.check in ("gpu", "model")]
+    )
+    return replace(fit, errors=table), checks
 
 
 # -- what the checks say ----------------------------------------------------------------------
