@@ -66,3 +66,21 @@ def test_two_gpus_of_one_class_and_bandwidth_stream_alike_whatever_their_tensor_
     b = one_stream_compute(w=w, hw=fast, c=c, handover_s=lambda n: 0.0)
     assert a and b
     assert a.tokens_per_s == pytest.approx(b.tokens_per_s, rel=0.10)
+
+
+def test_a_mixture_of_experts_pays_its_per_layer_overhead_once_per_layer_and_a_dense_model_none() -> None:
+    from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload, decode_step
+
+    hw = Hardware(141.0, 4800.0, {"bf16": 989.5, "fp16": 989.5, "fp8": 1979.0}, "hopper")
+    c = ServingConstants(overhead_ms={"vllm-sglang": 0.5}, moe_layer_overhead_us={"vllm-sglang": 50.0})
+    dense = MODEL_SHAPES["llama-3.1-70b"]
+    moe = MODEL_SHAPES["deepseek-r1"]
+    step = decode_step(w=Workload(dense, "fp8", 1.0, 1000, 1000, tp=8), hw=hw, c=c, batch=1, link=AllReduce())
+    assert step.overhead_s == pytest.approx(0.5e-3)
+    step = decode_step(w=Workload(moe, "fp8", 1.0, 1000, 1000, tp=8), hw=hw, c=c, batch=1, link=AllReduce())
+    assert step.overhead_s == pytest.approx(0.5e-3 + moe.layers * 50e-6)
+    # An engine class with no fitted per-layer figure takes the mean of the fitted ones, never a made-up 1 us.
+    bare = ServingConstants(overhead_ms={"vllm-sglang": 0.5})
+    assert bare.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3)
+    # An engine class without its own figure takes the mean of the fitted ones.
+    assert c.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3 + moe.layers * 50e-6)

@@ -7,7 +7,8 @@ One decode step of a replica (``t`` GPUs split by tensor) at concurrency ``b`` a
 context ``c`` (the prompt plus half the output)::
 
     step = max(bytes read / effective bandwidth, FLOPs / effective compute)
-           + per-step overhead + 2 x layers x all-reduce(b x hidden x 2 bytes)
+           + per-step overhead (+ layers x per-layer overhead for a mixture of experts)
+           + 2 x layers x all-reduce(b x hidden x 2 bytes)
 
     bytes read = weights touched / t + b x c x KV bytes per token / t
     FLOPs      = (2 x active parameters + 4 x layers x hidden x c) x b / t
@@ -45,8 +46,14 @@ message's size is taken from a measured all-reduce run of the GPU and link where
 else from the datasheet link figure plus a per-call latency; :class:`AllReduce` says which.
 
 Effective bandwidth and compute are the datasheet figures times a share per hardware class and
-a factor per engine class (never above the datasheet); the per-step overhead is per engine
-class. Nothing depends on the benchmark or on the precision: FP8 reads half the bytes of BF16
+a factor per engine class (never above the datasheet); the overheads are per engine class: one
+per step (scheduling, sampling, the host's work between steps) and, for a mixture of experts, one
+per layer: the time its expert path takes when it has almost nothing to do (about ten kernels a
+dense layer does not run: router, top-k, token permutation, grouped expert matrices, combine;
+some engines wait on the host for the routing; and the latency of the dispatch and combine).
+That is what a step of a deep mixture of experts costs at low concurrency, when the bytes read
+take a few milliseconds: DeepSeek-R1 on eight GPUs, 61 layers, runs a token every 7 to 25 ms
+whatever the GPUs' bandwidth. Nothing depends on the benchmark or on the precision: FP8 reads half the bytes of BF16
 and computes at the FP8 peak, so it is never slower where the GPU has an FP8 path.
 """
 
@@ -207,6 +214,8 @@ class ServingConstants:
     engine_bandwidth: Mapping[str, float] = field(default_factory=dict)
     engine_compute: Mapping[str, float] = field(default_factory=dict)
     overhead_ms: Mapping[str, float] = field(default_factory=lambda: {"other": 0.3})
+    # Per layer of a mixture of experts (module doc), in microseconds per decode step or prefill.
+    moe_layer_overhead_us: Mapping[str, float] = field(default_factory=lambda: {"other": 0.0})
     # Integer 4-bit weights (GGUF k-quants, AWQ, GPTQ) are unpacked and scaled inside the matrix
     # kernels: they stream at this share of the rate 8- and 16-bit weights stream at.
     dequant_share: float = 1.0
@@ -228,8 +237,12 @@ class ServingConstants:
         share = _lookup(self.compute_share, hw.hardware_class) * _lookup(self.engine_compute, engine, 1.0)
         return peak_tflops * min(1.0, share)
 
-    def overhead_s(self, engine: str) -> float:
-        return _lookup(self.overhead_ms, engine) / 1000.0
+    def overhead_s(self, engine: str, model: ModelShapeLike | None = None) -> float:
+        """The fixed time of a step of ``model`` (per step, and per layer of a mixture of experts)."""
+        fixed = _lookup(self.overhead_ms, engine) / 1000.0
+        if model is None or not is_moe(model):
+            return fixed
+        return fixed + model.layers * _lookup_time(self.moe_layer_overhead_us, engine) / 1e6
 
     def usable_bytes(self, memory_gib: float) -> float:
         """Bytes per GPU the weights may take: the usable share of the memory less the runtime
@@ -243,6 +256,7 @@ class ServingConstants:
             "engine_bandwidth": dict(self.engine_bandwidth),
             "engine_compute": dict(self.engine_compute),
             "overhead_ms": dict(self.overhead_ms),
+            "moe_layer_overhead_us": dict(self.moe_layer_overhead_us),
             "dequant_share": self.dequant_share,
             "expert_parallel_share": self.expert_parallel_share,
             "memory_usable_fraction": self.memory_usable_fraction,
@@ -266,6 +280,13 @@ def _lookup(values: Mapping[str, float], key: str, default: float | None = None)
         return default
     known = [v for v in values.values() if v > 0]
     return math.exp(sum(math.log(v) for v in known) / len(known)) if known else 1.0
+
+
+def _lookup_time(values: Mapping[str, float], key: str) -> float:
+    """A time of an engine class; a class with none fitted takes the mean of the fitted ones."""
+    if key in values:
+        return values[key]
+    return sum(values.values()) / len(values) if values else 0.0
 
 
 @dataclass(frozen=True)
@@ -326,6 +347,12 @@ def attention_width(model: ModelShapeLike) -> int:
     wide dot products per context token, five times its hidden size."""
     heads = getattr(model, "heads", 0) or 0
     return max(model.hidden, heads * model.head_dim)
+
+
+def is_moe(model: ModelShapeLike) -> bool:
+    """A mixture of experts: fewer parameters active per token than in all. Every layer counts as
+    an expert layer (DeepSeek's first three dense layers of 61 are within the fit's error)."""
+    return model.active_params_b < model.total_params_b
 
 
 def routed_expert_params_b(model: ModelShapeLike) -> float:
@@ -439,7 +466,7 @@ def decode_step(
     compute_s = flops / (compute * 1e12) if compute > 0 else math.inf
     if peak:
         return StepTimes(memory_s, compute_s, 0.0, 0.0)
-    return StepTimes(memory_s, compute_s, c.overhead_s(w.engine), communication_seconds(w, link, batch))
+    return StepTimes(memory_s, compute_s, c.overhead_s(w.engine, m), communication_seconds(w, link, batch))
 
 
 def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests: int, link: AllReduce) -> float:
@@ -455,7 +482,7 @@ def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests:
     spread = c.expert_parallel_share if w.ep > 1 else 1.0
     compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * spread * 1e12)
     memory_s = weights_bytes_per_gpu(w) / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread * 1e9)
-    return max(compute_s, memory_s) + c.overhead_s(w.engine) + communication_seconds(w, link, tokens)
+    return max(compute_s, memory_s) + c.overhead_s(w.engine, m) + communication_seconds(w, link, tokens)
 
 
 def concurrency_grid(limit: int) -> list[int]:
