@@ -106,3 +106,12 @@ def test_a_checked_fit_refits_once_per_held_out_group_and_reads_its_error_table_
     calls.clear()
     again = held_out(points, by="gpu", base=fit.constants) + held_out(points, by="model", base=fit.constants)
     assert fit.errors == error_table(again)
+
+
+def test_a_measured_per_user_rate_the_model_cannot_reach_is_scored_at_its_one_stream() -> None:
+    w = Workload(MODEL_SHAPES["llama-3.1-8b"], "bf16", 2.0, 467, 256, engine="tensorrt-llm")
+    one = predict(MeasuredPoint("h100", "llama-3.1-8b", H100, w, "offline", 1.0, concurrency=None), TRUE)
+    fast = MeasuredPoint("h100", "llama-3.1-8b", H100, w, "server", 500.0, tokens_per_s_per_user=10_000.0)
+    got = predict(fast, TRUE)
+    assert got is not None and one is not None
+    assert got.concurrency == 1 and got.tokens_per_s_per_user < 10_000.0

@@ -31,8 +31,9 @@ from benchmarks_app.models import BenchmarkResult
 from catalog.models import Gpu, TensorPeak
 from llm.estimate.comm import LINK_COLUMNS, GpuLink, catalogue_link
 from llm.estimate.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
-from llm.models import ServingModelFit, ServingPoint
-from llm.serving.fit import MeasuredPoint, ServingFit
+from llm.models import PerUserBasis, ServingModelFit, ServingPoint
+from llm.serving.fit import MeasuredCoverage, MeasuredPoint, ServingFit
+from llm.serving.heldout import interval_for
 from llm.serving.physics import (
     AllReduce,
     CurvePoint,
@@ -189,6 +190,9 @@ class ServingEstimate:
     GPU is the same for every replica); ``error_pct``: the held-out median error that applies
     (None: no fit stored); ``inside``: whether the measured points cover its hardware class,
     engine class and kind of configuration; ``allreduce_source``: which all-reduce figure it used.
+    ``interval``: the 80 % interval as factors on the estimate (``low x estimate`` to ``high x
+    estimate``), from the held-out checks of the kind of extrapolation it makes that is widest
+    (``interval_kind``); None where no fit with intervals is stored.
     """
 
     gpu_slug: str
@@ -205,6 +209,8 @@ class ServingEstimate:
     allreduce_source: str
     allreduce_measured: bool
     allreduce_priced: bool = True  # False: several GPUs over a link the catalogue has no figure for
+    interval: tuple[float, float] | None = None
+    interval_kind: str = ""
 
     @property
     def points(self) -> tuple[CurvePoint, ...]:
@@ -220,6 +226,12 @@ class ServingEstimate:
 
     def at(self, target_tokens_per_s_per_user: float | None) -> CurvePoint | None:
         return curve_at_interactivity(self.curve.points, target_tokens_per_s_per_user)
+
+    def interval_at(self, value: float) -> tuple[float, float] | None:
+        """The 80 % interval of an estimated figure of this curve (tokens/s per GPU), or None."""
+        if self.interval is None:
+            return None
+        return value * self.interval[0], value * self.interval[1]
 
 
 def weight_format(precision: str) -> tuple[str, float]:
@@ -268,9 +280,17 @@ def serving_curve(
         curve = replace(curve, points=(), reason=link.source)
     inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp, ep=ep))
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
+    interval, interval_kind = None, ""
+    if fit and fit.intervals:
+        kinds = fit.coverage.kinds(gpu_key=gpu.slug, model_key=model, engine=engine, hardware_class=hw.hardware_class,
+                                   input_len=input_len, output_len=output_len)  # fmt: skip
+        found = interval_for(fit.intervals, kinds)
+        if found is not None:
+            # p10 and p90 are of estimate / measured: the measured figure lies in [e / p90, e / p10].
+            interval, interval_kind = (1.0 / found[1], 1.0 / found[0]), found[2]
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
                            inside, link.source if group > 1 else "", link.is_measured and group > 1,
-                           group == 1 or link.known)  # fmt: skip
+                           group == 1 or link.known, interval, interval_kind)  # fmt: skip
 
 
 # -- the measured points the model is fitted on -------------------------------------------------
@@ -382,7 +402,7 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                 scenario=r.scenario,
                 tokens_per_s_per_gpu=r.tokens_per_s_per_gpu,
                 tokens_per_s_per_user=r.tokens_per_s_per_user,
-                concurrency=r.concurrency,
+                concurrency=r.concurrency or _in_flight(r),
                 gpu_count=r.gpu_count,
                 link=link_of(group),
                 label=f"{r.source_title}: {r.gpu.name} x{r.gpu_count} {r.model} {precision} {r.scenario} "
@@ -392,6 +412,25 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
             )
         )
     return out
+
+
+def _in_flight(r: ServingPoint) -> int | None:
+    """Requests in flight at a fixed request rate, by Little's law, where the rate, the time to the
+    first token and the time per output token were all measured (TensorRT-LLM's online-serving
+    table): rate x (TTFT + (output - 1) x time per token). Such a run is not at the most throughput
+    its tokens/s per user allow (at 2 requests per second the GPUs idle between requests), so the
+    model is asked for the requests it actually had in flight."""
+    if (
+        r.scenario != "server"
+        or r.per_user_basis != PerUserBasis.MEASURED
+        or not r.ttft_ms
+        or not r.tokens_per_s_per_user
+        or not r.output_tokens
+    ):
+        return None
+    requests_per_s = r.tokens_per_s_per_gpu * r.gpu_count / r.output_tokens
+    life_s = r.ttft_ms / 1000.0 + (r.output_tokens - 1) / r.tokens_per_s_per_user
+    return max(1, round(requests_per_s * life_s))
 
 
 def serving_fit_current() -> ServingFit | None:
@@ -404,4 +443,7 @@ def serving_fit_from_stored(stored: ServingModelFit) -> ServingFit:
     data = dict(stored.constants.get("serving", {})) if isinstance(stored.constants, dict) else {}
     regimes = frozenset(tuple(r) for r in data.pop("measured_regimes", []))
     errors = stored.errors.get("serving", {}) if isinstance(stored.errors, dict) else {}
-    return ServingFit(constants_from_dict(data), errors, regimes, stored.points)  # type: ignore[arg-type]
+    checks = stored.errors.get("serving_checks", {}) if isinstance(stored.errors, dict) else {}
+    return ServingFit(constants_from_dict(data), errors, regimes, stored.points,  # type: ignore[arg-type]
+                      intervals=dict(checks.get("intervals") or {}),
+                      coverage=MeasuredCoverage.from_dict(checks.get("coverage") or {}))  # fmt: skip

@@ -31,7 +31,7 @@ from llm.models import ServingModelFit
 from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
 from llm.selectors.serving import serving_points_for_fit
 from llm.serving.fit import MeasuredPoint
-from llm.serving.heldout import error_rows, intervals, serving_fit_checked
+from llm.serving.heldout import error_rows, serving_fit_checked
 
 # The time split: fit on what was published before, estimate what was published from this date on
 # (TensorRT-LLM's 1.0 and 1.1 tables, InferenceX, our client's runs; the 0.17 tables and llama.cpp
@@ -71,7 +71,8 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
                 "serving_checks": {
                     "time_split": TIME_SPLIT,
                     "errors": error_rows(checks),
-                    "intervals": intervals(checks),
+                    "intervals": fit.intervals,
+                    "coverage": fit.coverage.as_dict(),
                 },
                 "estimate": loo_report_as_dict(legacy.error),
             },  # fmt: skip

@@ -6,13 +6,15 @@ model, precision, engine class, prompt and output lengths, and where the point s
 * at a known concurrency (our client's sweeps, one-stream chat figures): the model's point at
   that concurrency;
 * at a latency bound or a measured tokens/s per user (MLPerf Server and Interactive): the most
-  throughput the model allows at that tokens/s per user;
+  throughput the model allows at that tokens/s per user (its one stream where even that is
+  slower: the measured system was faster, and the error says by how much);
 * at maximum load (MLPerf Offline, TensorRT-LLM's throughput tables): the model's throughput at
   the KV-cache limit (throughput never falls with concurrency in the model, so that is its
   maximum).
 
 The constants (``physics.ServingConstants``: bandwidth and compute shares per hardware class,
-factors and a per-step overhead per engine class) are fitted by bounded robust least squares on
+factors, a per-step overhead and a per-layer overhead of a mixture of experts per engine
+class) are fitted by bounded robust least squares on
 log residuals of tokens/s per GPU (and of tokens/s per user where the concurrency is known). The
 class shares and the engine factors multiply, so the engine factors are pulled gently towards 1
 (a weak prior) to keep them apart.
@@ -42,6 +44,7 @@ from llm.serving.physics import (
     attention_width,
     communication_seconds,
     decode_step,
+    is_moe,
     max_concurrency,
     point_at,
     weights_bytes_per_gpu,
@@ -54,6 +57,11 @@ _ENGINE_PRIOR = 0.3  # weight of the pull of log(engine factor) towards 0
 SHARE_BOUNDS = (0.02, 1.0)
 ENGINE_BOUNDS = (0.2, 2.0)
 OVERHEAD_MS_BOUNDS = (0.0, 3.0)
+# A mixture of experts' layer runs about ten kernels a dense one does not (router, top-k,
+# permutation, grouped matrices, combine), of a few microseconds each with almost nothing to do;
+# some engines wait on the host for the routing; the dispatch and combine have their latency:
+# at most 200 us a layer.
+MOE_LAYER_OVERHEAD_US_BOUNDS = (0.0, 200.0)
 DEQUANT_BOUNDS = (0.6, 1.0)
 EXPERT_PARALLEL_BOUNDS = (0.05, 1.0)
 _SHARE_PRIOR = 0.05
@@ -103,7 +111,10 @@ def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
         batch = max(1, min(limit, round(p.concurrency / p.replicas)))
         return point_at(w=w, hw=hw, c=c, batch=batch, link=p.link)
     if p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
-        return at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit)
+        # The measured system reached this tokens/s per user; where the model's one stream is
+        # slower, its one stream is the nearest point it has (as the fit scores it).
+        got = at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit)
+        return got or point_at(w=w, hw=hw, c=c, batch=1, link=p.link)
     return point_at(w=w, hw=hw, c=c, batch=limit, link=p.link)
 
 
@@ -152,8 +163,10 @@ class _Layout:
         ebw = {eng: float(np.exp(theta[2 * k + i])) for i, eng in enumerate(self.engines)}
         ecomp = {eng: float(np.exp(theta[2 * k + e + i])) for i, eng in enumerate(self.engines)}
         over = {eng: float(theta[2 * k + 2 * e + i]) for i, eng in enumerate(self.engines)}
+        moe = {eng: float(theta[2 * k + 3 * e + i]) for i, eng in enumerate(self.engines)}
         return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
-                       overhead_ms=over, dequant_share=float(np.exp(theta[-1])),
+                       overhead_ms=over, moe_layer_overhead_us=moe,
+                       dequant_share=float(np.exp(theta[-1])),
                        expert_parallel_share=float(np.exp(theta[-2])))  # fmt: skip
 
     def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,14 +177,15 @@ class _Layout:
             [math.log(base.engine_bandwidth.get(g, 1.0)) for g in self.engines],
             [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
             [min(OVERHEAD_MS_BOUNDS[1] * 0.99, base.overhead_ms.get(g, 0.3)) for g in self.engines],
+            [min(MOE_LAYER_OVERHEAD_US_BOUNDS[1] * 0.99, base.moe_layer_overhead_us.get(g, 5.0)) for g in self.engines],
             [math.log(min(0.99, base.expert_parallel_share))],
             [math.log(min(0.99, base.dequant_share))],
         ])  # fmt: skip
         low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
-                              np.full(e, OVERHEAD_MS_BOUNDS[0]), [math.log(EXPERT_PARALLEL_BOUNDS[0])],
+                              np.full(e, OVERHEAD_MS_BOUNDS[0]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[0]), [math.log(EXPERT_PARALLEL_BOUNDS[0])],
                               [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
         high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
-                               np.full(e, OVERHEAD_MS_BOUNDS[1]), [math.log(EXPERT_PARALLEL_BOUNDS[1])],
+                               np.full(e, OVERHEAD_MS_BOUNDS[1]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[1]), [math.log(EXPERT_PARALLEL_BOUNDS[1])],
                                [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
         return np.clip(start, low + 1e-9, high - 1e-9), low, high
 
@@ -198,6 +212,7 @@ class _Design:
     engine: np.ndarray
     int4: np.ndarray
     ep: np.ndarray  # 1 where the experts are spread (attention data parallel)
+    moe_layers: np.ndarray  # the layers of a mixture of experts, else 0
 
 
 def _batches(p: MeasuredPoint, limit: int) -> list[int]:
@@ -254,6 +269,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             rows["engine"].append(layout.engines.index(w.engine))
             rows["int4"].append(1.0 if w.weight_precision == "int4" else 0.0)
             rows["ep"].append(1.0 if w.ep > 1 else 0.0)
+            rows["moe_layers"].append(m.layers if is_moe(m) else 0.0)
     arrays = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
     for key in ("point", "cls", "engine"):
         arrays[key] = arrays.get(key, np.zeros(0)).astype(int)
@@ -269,7 +285,7 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     bw, comp = np.minimum(bw, 1.0), np.minimum(comp, 1.0)
     spread = np.where(d.ep > 0, np.exp(theta[-2]), 1.0)
     bw, comp = bw * spread, comp * spread
-    overhead = theta[2 * k + 2 * e + d.engine] / 1000.0
+    overhead = theta[2 * k + 2 * e + d.engine] / 1e3 + d.moe_layers * theta[2 * k + 3 * e + d.engine] / 1e6
     step = np.maximum(d.memory_s / bw, d.compute_s / comp) + overhead + d.allreduce_s
     prefill = d.has_prefill * (
         np.maximum(d.prefill_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.prefill_allreduce_s
@@ -459,15 +475,79 @@ def error_for(
 
 
 @dataclass(frozen=True)
+class MeasuredCoverage:
+    """What the fitted points measured: GPUs, models, GPU and model pairs, and per model the range
+    of prompt and output lengths. An estimate's kinds of extrapolation (``llm.serving.heldout``)
+    are read against it."""
+
+    gpus: frozenset[str] = frozenset()
+    models: frozenset[str] = frozenset()
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    lengths: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # input min, max, output min, max
+
+    @classmethod
+    def of(cls, points: Iterable[MeasuredPoint]) -> MeasuredCoverage:
+        spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        gpus, models, pairs = set(), set(), set()
+        for p in points:
+            gpus.add(p.gpu_key)
+            models.add(p.model_key)
+            pairs.add((p.gpu_key, p.model_key))
+            spans[p.model_key].append((p.workload.input_len, p.workload.output_len))
+        lengths = {
+            model: (min(v[0] for v in values), max(v[0] for v in values), min(v[1] for v in values),
+                    max(v[1] for v in values))
+            for model, values in spans.items()
+        }  # fmt: skip
+        return cls(frozenset(gpus), frozenset(models), frozenset(pairs), lengths)
+
+    def kinds(self, *, gpu_key: str, model_key: str, engine: str, hardware_class: str, input_len: int,
+              output_len: int) -> tuple[str, ...]:  # fmt: skip
+        """The kinds of extrapolation an estimate makes (``llm.serving.heldout``'s module doc)."""
+        if (gpu_key, model_key) in self.pairs:
+            pair = "pair:measured"
+        elif gpu_key not in self.gpus:
+            pair = "gpu:new"
+        elif model_key not in self.models:
+            pair = "model:new"
+        else:
+            pair = "pair:new"
+        out = ["all", pair, f"engine:{engine}", f"class:{hardware_class}"]
+        span = self.lengths.get(model_key)
+        if span is None or not (span[0] <= input_len <= span[1] and span[2] <= output_len <= span[3]):
+            out.append("lengths:outside")
+        return tuple(out)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"gpus": sorted(self.gpus), "models": sorted(self.models), "pairs": sorted(list(p) for p in self.pairs),
+                "lengths": {m: list(v) for m, v in sorted(self.lengths.items())}}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> MeasuredCoverage:
+        pairs = data.get("pairs") or []
+        lengths = data.get("lengths") or {}
+        return cls(
+            frozenset(str(g) for g in data.get("gpus") or []),  # type: ignore[attr-defined]
+            frozenset(str(m) for m in data.get("models") or []),  # type: ignore[attr-defined]
+            frozenset((str(g), str(m)) for g, m in pairs),  # type: ignore[attr-defined]
+            {str(m): (int(v[0]), int(v[1]), int(v[2]), int(v[3])) for m, v in lengths.items()},  # type: ignore[attr-defined]
+        )
+
+
+@dataclass(frozen=True)
 class ServingFit:
     """What a fit stores: the constants, the held-out error table (:func:`error_table`), the
-    regimes (hardware class, engine class, single or tensor parallel) of the fitted points, and
-    how many points it was fitted on."""
+    regimes (hardware class, engine class, single or tensor parallel) of the fitted points, how
+    many points it was fitted on, and (from the reviewer's checks, ``llm.serving.heldout``) the
+    80 % intervals by kind of extrapolation and what the points measured, to read an estimate's
+    kinds against."""
 
     constants: ServingConstants
     errors: dict[str, dict[str, dict[str, dict[str, float | int]]]] = field(default_factory=dict)
     regimes: frozenset[tuple[str, str, str]] = frozenset()
     points: int = 0
+    intervals: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    coverage: MeasuredCoverage = field(default_factory=MeasuredCoverage)
 
     def inside(self, *, hardware_class: str, engine: str, tp: int, ep: int = 1) -> bool:
         """Whether an estimate lies inside the measured range (module doc)."""

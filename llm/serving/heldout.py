@@ -15,17 +15,23 @@ constants were fitted on:
 * ``engine:<class>`` and ``class:<hardware class>`` (the engine and the vendor's architecture);
 * ``all``.
 
-The 80 % interval of a kind is the 10th to 90th percentile of ``estimate / measured`` over the
-held-out estimates of that kind: an estimate ``e`` of that kind reads ``[e / p90, e / p10]``.
-Its coverage is checked out of sample: for each GPU, the interval from the other GPUs'
-residuals of the kind, applied to that GPU's points (so no point checks an interval it made).
+The 80 % interval of a kind is made from the held-out estimates of that kind, as
+``estimate / measured``: centred (in log) on their median and as wide either way as the
+finite-sample conformal 80 % quantile (the ``ceil((n + 1) x 0.8)``-th smallest of ``n``) of how
+far each GPU's ratios fall from the median of the other GPUs' ratios. Taking each GPU's distance
+from the others, not from a centre it helped make, is what a GPU never measured sees: the points
+of one GPU share its bias, so percentiles of the pooled ratios would be too narrow for it. An
+estimate ``e`` of that kind reads ``[e / p90, e / p10]``. Its coverage is checked out of sample:
+for each GPU, the interval made without that GPU, applied to that GPU's points (so no point
+checks an interval it made). A kind with fewer than 20 estimates, or from fewer than three GPUs,
+has no interval of its own (its estimates take the widest of their other kinds).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -33,6 +39,7 @@ import numpy as np
 from llm.serving.fit import (
     HELD_OUT_MAX_NFEV,
     HeldOut,
+    MeasuredCoverage,
     MeasuredPoint,
     ServingFit,
     constants_fit,
@@ -43,8 +50,9 @@ from llm.serving.fit import (
 )
 from llm.serving.physics import ServingConstants
 
-INTERVAL_QUANTILES = (10.0, 90.0)  # an 80 % interval
+INTERVAL_LEVEL = 0.8
 MIN_POINTS = 20  # a kind with fewer held-out estimates has no interval of its own
+MIN_GPUS = 3  # nor one measured on fewer GPUs: its coverage could not be checked on a GPU left out
 
 
 @dataclass(frozen=True)
@@ -67,56 +75,21 @@ class Estimate:
         return 1.0 if r is None else abs(r - 1.0)
 
 
-@dataclass(frozen=True)
-class _Seen:
-    gpus: set[str]
-    models: set[str]
-    pairs: set[tuple[str, str]]
-    lengths: dict[str, tuple[int, int, int, int]]  # model -> input min, max, output min, max
-
-    @classmethod
-    def of(cls, points: Iterable[MeasuredPoint]) -> _Seen:
-        seen = cls(set(), set(), set(), {})
-        spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for p in points:
-            seen.gpus.add(p.gpu_key)
-            seen.models.add(p.model_key)
-            seen.pairs.add((p.gpu_key, p.model_key))
-            spans[p.model_key].append((p.workload.input_len, p.workload.output_len))
-        for model, values in spans.items():
-            ins, outs = [v[0] for v in values], [v[1] for v in values]
-            seen.lengths[model] = (min(ins), max(ins), min(outs), max(outs))
-        return seen
-
-    def kinds(self, p: MeasuredPoint) -> tuple[str, ...]:
-        if (p.gpu_key, p.model_key) in self.pairs:
-            pair = "pair:measured"
-        elif p.gpu_key not in self.gpus:
-            pair = "gpu:new"
-        elif p.model_key not in self.models:
-            pair = "model:new"
-        else:
-            pair = "pair:new"
-        out = ["all", pair, f"engine:{p.engine}", f"class:{p.hardware.hardware_class}"]
-        span = self.lengths.get(p.model_key)
-        w = p.workload
-        if span is None or not (span[0] <= w.input_len <= span[1] and span[2] <= w.output_len <= span[3]):
-            out.append("lengths:outside")
-        return tuple(out)
-
-
 Fit = Callable[..., ServingConstants]
 
 
 def _estimate(test: Sequence[MeasuredPoint], train: Sequence[MeasuredPoint], *, check: str, base: ServingConstants,
               fit: Fit) -> list[Estimate]:  # fmt: skip
     constants = fit(train, base=base, max_nfev=HELD_OUT_MAX_NFEV)
-    seen = _Seen.of(train)
+    seen = MeasuredCoverage.of(train)
     regimes = measured_regimes(train)
     out = []
     for p in test:
         got = predict(p, constants)
-        out.append(Estimate(p, got.tokens_per_s_per_gpu if got else None, check, seen.kinds(p), p.regime in regimes))
+        kinds = seen.kinds(gpu_key=p.gpu_key, model_key=p.model_key, engine=p.engine,
+                           hardware_class=p.hardware.hardware_class, input_len=p.workload.input_len,
+                           output_len=p.workload.output_len)  # fmt: skip
+        out.append(Estimate(p, got.tokens_per_s_per_gpu if got else None, check, kinds, p.regime in regimes))
     return out
 
 
@@ -163,7 +136,7 @@ def serving_fit_checked(points: Sequence[MeasuredPoint], *, cutoff: str,
     table = error_table(
         [HeldOut(r.point, r.estimate, r.inside, r.check) for r in checks if r.check in ("gpu", "model")]
     )
-    return replace(fit, errors=table), checks
+    return replace(fit, errors=table, intervals=intervals(checks), coverage=MeasuredCoverage.of(points)), checks
 
 
 # -- what the checks say ----------------------------------------------------------------------
@@ -193,54 +166,66 @@ def error_rows(results: Sequence[Estimate]) -> dict[str, dict[str, dict[str, flo
     return table
 
 
-def interval_of(ratios: Sequence[float]) -> tuple[float, float]:
-    """(p10, p90) of estimate / measured: an estimate ``e`` reads ``[e / p90, e / p10]``."""
-    logs = np.log(np.asarray(ratios, dtype=float))
-    low, high = np.percentile(logs, INTERVAL_QUANTILES)
-    return float(math.exp(low)), float(math.exp(high))
+def interval_of(by_gpu: Mapping[str, Sequence[float]]) -> tuple[float, float] | None:
+    """(p10, p90) of estimate / measured for held-out estimates grouped by GPU (module doc): the
+    median ratio, widened either way by the finite-sample conformal 80 % quantile of how far each
+    GPU's ratios fall (in log) from the median of the other GPUs' ratios. None with fewer than two
+    GPUs: a spread between GPUs needs two."""
+    logs = {g: np.log(np.asarray(v, dtype=float)) for g, v in by_gpu.items() if len(v)}
+    if len(logs) < 2:
+        return None
+    scores: list[float] = []
+    for gpu, values in logs.items():
+        center = float(np.median(np.concatenate([v for g, v in logs.items() if g != gpu])))
+        scores.extend(np.abs(values - center).tolist())
+    ordered = np.sort(np.asarray(scores))
+    n = len(ordered)
+    rank = min(n, math.ceil((n + 1) * INTERVAL_LEVEL))  # the finite-sample conformal rank
+    half = float(ordered[rank - 1])
+    center = float(np.median(np.concatenate(list(logs.values()))))
+    return math.exp(center - half), math.exp(center + half)
 
 
-def intervals(results: Sequence[Estimate]) -> dict[str, dict[str, float]]:
-    """``{kind: {"n", "p10", "p90", "coverage"}}`` for every kind with at least MIN_POINTS
-    held-out estimates the model fits; ``coverage``: the share of them inside the interval made
-    without their GPU (module doc)."""
-    by_kind: dict[str, list[Estimate]] = defaultdict(list)
+def intervals(results: Sequence[Estimate]) -> dict[str, dict[str, float | None]]:
+    """``{kind: {"n", "gpus", "p10", "p90", "coverage"}}`` for every kind with at least MIN_POINTS
+    held-out estimates the model fits, on at least MIN_GPUS GPUs (so that its interval can be
+    checked on a GPU it was not made from); ``coverage``: the share of them inside the interval
+    made without their GPU (module doc)."""
+    by_kind: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         if r.ratio is not None:
             for kind in r.kinds:
-                by_kind[kind].append(r)
-    out: dict[str, dict[str, float]] = {}
-    for kind, rows in sorted(by_kind.items()):
-        if len(rows) < MIN_POINTS:
+                by_kind[kind][r.point.gpu_key].append(r.ratio)
+    out: dict[str, dict[str, float | None]] = {}
+    for kind, by_gpu in sorted(by_kind.items()):
+        n = sum(len(v) for v in by_gpu.values())
+        made = interval_of(by_gpu)
+        if n < MIN_POINTS or len(by_gpu) < MIN_GPUS or made is None:
             continue
-        p10, p90 = interval_of([r.ratio for r in rows if r.ratio is not None])
-        out[kind] = {"n": len(rows), "p10": round(p10, 4), "p90": round(p90, 4),
-                     "coverage": round(_coverage(rows), 3)}  # fmt: skip
+        out[kind] = {"n": n, "gpus": len(by_gpu), "p10": round(made[0], 4), "p90": round(made[1], 4),
+                     "coverage": _coverage(by_gpu)}  # fmt: skip
     return out
 
 
-def _coverage(rows: Sequence[Estimate]) -> float:
-    by_gpu: dict[str, list[float]] = defaultdict(list)
-    for r in rows:
-        if r.ratio is not None:
-            by_gpu[r.point.gpu_key].append(r.ratio)
+def _coverage(by_gpu: Mapping[str, Sequence[float]]) -> float | None:
     inside = total = 0
     for gpu, ratios in by_gpu.items():
-        others = [x for g, values in by_gpu.items() if g != gpu for x in values]
-        if len(others) < MIN_POINTS // 2:
+        made = interval_of({g: v for g, v in by_gpu.items() if g != gpu})
+        if made is None:
             continue
-        p10, p90 = interval_of(others)
-        inside += sum(1 for x in ratios if p10 <= x <= p90)
+        inside += sum(1 for x in ratios if made[0] <= x <= made[1])
         total += len(ratios)
-    return inside / total if total else float("nan")
+    return round(inside / total, 3) if total else None
 
 
-def interval_for(table: dict[str, dict[str, float]], kinds: Iterable[str]) -> tuple[float, float, str] | None:
+def interval_for(table: Mapping[str, Mapping[str, float | None]],
+                 kinds: Iterable[str]) -> tuple[float, float, str] | None:  # fmt: skip
     """The widest 80 % interval among the kinds an estimate makes (p10, p90, kind), else the
     interval over all held-out estimates; None when no interval is stored."""
-    found = [(table[k]["p10"], table[k]["p90"], k) for k in kinds if k in table]
+    found = [(float(table[k]["p10"] or 0), float(table[k]["p90"] or 0), k) for k in kinds if k in table]
     if not found and "all" in table:
-        found = [(table["all"]["p10"], table["all"]["p90"], "all")]
+        found = [(float(table["all"]["p10"] or 0), float(table["all"]["p90"] or 0), "all")]
+    found = [f for f in found if 0 < f[0] <= f[1]]
     if not found:
         return None
     return max(found, key=lambda f: math.log(f[1]) - math.log(f[0]))

@@ -59,7 +59,8 @@ class Command(BaseCommand):
         self.stdout.write("80 % interval by kind of extrapolation (estimate / measured, p10 to p90) and its coverage:")
         for kind, v in checks.get("intervals", {}).items():
             self.stdout.write(
-                f"  {kind:28} n={v['n']:4} [{v['p10']:.2f}, {v['p90']:.2f}] coverage {v['coverage'] * 100:5.1f} %"
+                f"  {kind:28} n={v['n']:4} [{v['p10']:.2f}, {v['p90']:.2f}] coverage "
+                f"{'not checkable' if v.get('coverage') is None else format(v['coverage'] * 100, '5.1f') + ' %'}"
             )
         if not stored.points:
             self.stdout.write("  no measured serving points: import MLPerf / TensorRT-LLM / llama.cpp results first")
