@@ -115,3 +115,8 @@ def test_a_measured_per_user_rate_the_model_cannot_reach_is_scored_at_its_one_st
     got = predict(fast, TRUE)
     assert got is not None and one is not None
     assert got.concurrency == 1 and got.tokens_per_s_per_user < 10_000.0
+
+
+def test_an_engine_class_with_no_mixture_of_experts_among_the_points_has_no_per_layer_figure_of_its_own() -> None:
+    fitted = constants_fit(_points())  # dense models only
+    assert dict(fitted.moe_layer_overhead_us) == {}

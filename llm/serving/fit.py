@@ -155,6 +155,7 @@ def at_interactivity(
 class _Layout:
     classes: tuple[str, ...]
     engines: tuple[str, ...]
+    moe_engines: frozenset[str] = frozenset()  # engine classes with a mixture of experts among the points
 
     def constants(self, theta: np.ndarray, base: ServingConstants) -> ServingConstants:
         k, e = len(self.classes), len(self.engines)
@@ -163,7 +164,9 @@ class _Layout:
         ebw = {eng: float(np.exp(theta[2 * k + i])) for i, eng in enumerate(self.engines)}
         ecomp = {eng: float(np.exp(theta[2 * k + e + i])) for i, eng in enumerate(self.engines)}
         over = {eng: float(theta[2 * k + 2 * e + i]) for i, eng in enumerate(self.engines)}
-        moe = {eng: float(theta[2 * k + 3 * e + i]) for i, eng in enumerate(self.engines)}
+        # An engine class no mixture of experts was measured on has no figure of its own (the
+        # lookup takes the mean of the others), not the start value the fit never moved.
+        moe = {eng: float(theta[2 * k + 3 * e + i]) for i, eng in enumerate(self.engines) if eng in self.moe_engines}
         return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
                        overhead_ms=over, moe_layer_overhead_us=moe,
                        dequant_share=float(np.exp(theta[-1])),
@@ -334,6 +337,7 @@ def constants_fit(
     layout = _Layout(
         classes=tuple(sorted({p.hardware.hardware_class for p in usable})),
         engines=tuple(sorted({p.engine for p in usable})),
+        moe_engines=frozenset(p.engine for p in usable if is_moe(p.workload.model)),
     )
     design, kept = _design(usable, layout)
     if not kept:
