@@ -11,10 +11,9 @@ from django.urls import reverse
 
 from catalog.models import Gpu
 from dashboard.figures.serving import serving_curve_line
-from dashboard.selectors.gpus import gpu_page_compute
+from dashboard.selectors.gpus import SERVING_QUESTION, gpu_page_compute
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
-from llm.interactivity import DEFAULT_TARGET
 from llm.models import ServingPoint
 from llm.selectors.energy import power_curves_current
 from llm.selectors.serving_target import gpu_serving_choices
@@ -61,7 +60,7 @@ def test_the_h100_8b_curve_shows_energy_estimated_from_the_hopper_curve_within_i
     # No measured energy of its own (its sweep's windows were half a second): no energy marks.
     assert not [t for t in _traces(H100, "Llama 3.1 8B") if "measured energy" in t["name"]]
     gpu = Gpu.objects.get(slug=H100)
-    choice = gpu_serving_choices(gpu=gpu, target=DEFAULT_TARGET)["8b"]
+    choice = gpu_serving_choices(gpu=gpu, question=SERVING_QUESTION)["8b"]
     line = serving_curve_line(choice=choice, key="8b", name="8B", price=None, power_curves=curves)
     assert line is not None and line.curve_energy
     for energy, (_user, per_gpu) in zip(line.curve_energy, line.curve, strict=True):

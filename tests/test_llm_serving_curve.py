@@ -12,7 +12,7 @@ import pytest
 from benchmarks_app.models import SubmissionStatus
 from catalog.models import Gpu
 from llm.selectors.serving import allreduce_measured, serving_curve
-from llm.serving.fit import ServingFit
+from llm.serving.fit import MeasuredCoverage, ServingFit
 from llm.serving.physics import ServingConstants
 from tests.factories import UserFactory, document_ingest
 from tests.world import LLM_WORLD, world_build
@@ -86,3 +86,30 @@ def test_deepseek_v3_fp8_does_not_fit_on_8x_80gb_but_on_8x_h200(h200_run):
     # 671e9 bytes / 8 = 78.1 GiB per GPU of 80 x 0.9 - 1.34 = 70.7 GiB usable.
     assert on_h100.curve.weights_gib_per_gpu > on_h100.curve.usable_gib_per_gpu
     assert _curve(h200_run, tp=8, links={}, model="deepseek-r1").fits
+
+
+def test_an_estimate_carries_the_80_percent_interval_of_the_widest_kind_it_makes(h200_run):
+    intervals: dict[str, dict[str, float | None]] = {
+        "all": {"n": 100, "p10": 0.8, "p90": 1.25, "coverage": 0.8},
+        "pair:measured": {"n": 30, "p10": 0.9, "p90": 1.1, "coverage": 0.8},
+        "gpu:new": {"n": 50, "p10": 0.5, "p90": 2.0, "coverage": 0.8},
+        "class:hopper": {"n": 40, "p10": 0.7, "p90": 1.4, "coverage": 0.8},
+    }
+    coverage = MeasuredCoverage.of([])
+    coverage = replace(coverage, gpus=frozenset({"h200-sxm-141-gb"}), models=frozenset({"llama-3.1-70b"}),
+                       pairs=frozenset({("h200-sxm-141-gb", "llama-3.1-70b")}),
+                       lengths={"llama-3.1-70b": (128, 2048, 128, 2048)})  # fmt: skip
+    fit = ServingFit(ServingConstants(), {}, frozenset(), 10, intervals=intervals, coverage=coverage)
+    measured = serving_curve(gpu=h200_run, model="llama-3.1-70b", precision="fp8", gpu_count=2, tp=2, input_len=1000,
+                             output_len=1000, engine="tensorrt-llm", fit=fit)  # fmt: skip
+    # A measured pair on Hopper: the Hopper interval is the widest of its kinds.
+    assert measured.interval_kind == "class:hopper"
+    assert measured.interval == pytest.approx((1 / 1.4, 1 / 0.7))
+    assert measured.interval_at(100.0) == pytest.approx((100 / 1.4, 100 / 0.7))
+    other = serving_curve(gpu=h200_run, model="llama-3.1-8b", precision="fp8", gpu_count=1, tp=1, input_len=1000,
+                          output_len=1000, engine="tensorrt-llm", fit=fit)  # fmt: skip
+    # A model never measured: no interval of that kind stored, so the widest of the rest (Hopper).
+    assert other.interval_kind == "class:hopper"
+    bare = serving_curve(gpu=h200_run, model="llama-3.1-8b", precision="fp8", gpu_count=1, tp=1, input_len=1000,
+                         output_len=1000, engine="tensorrt-llm", fit=None)  # fmt: skip
+    assert bare.interval is None and bare.interval_at(100.0) is None

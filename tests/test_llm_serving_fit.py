@@ -80,3 +80,43 @@ def test_held_out_errors_fill_the_table_and_an_estimate_gets_its_error() -> None
     assert table["model"]["scenario:offline"]["inside"]["median_pct"] < 5
     assert error_for(table, scenario="offline", engine="tensorrt-llm", inside=True) is not None
     assert error_for(table, scenario="nonesuch", engine="nonesuch", inside=True) is not None  # falls back to all
+
+
+def test_a_checked_fit_refits_once_per_held_out_group_and_reads_its_error_table_off_the_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import llm.serving.fit as fit_module
+    from llm.serving.heldout import serving_fit_checked
+
+    points = _points()
+    calls = []
+    solve = fit_module.least_squares
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(fit_module, "least_squares", counted)
+    fit, checks = serving_fit_checked(points, cutoff="2025-09-01")
+    gpus, models = {p.gpu_key for p in points}, {p.model_key for p in points}
+    # One fit on every point, one per GPU left out, one per model left out (the points carry no
+    # source or date, so neither the source nor the time check refits).
+    assert len(calls) == 1 + len(gpus) + len(models)
+    assert {r.check for r in checks} == {"gpu", "model"}
+    calls.clear()
+    again = held_out(points, by="gpu", base=fit.constants) + held_out(points, by="model", base=fit.constants)
+    assert fit.errors == error_table(again)
+
+
+def test_a_measured_per_user_rate_the_model_cannot_reach_is_scored_at_its_one_stream() -> None:
+    w = Workload(MODEL_SHAPES["llama-3.1-8b"], "bf16", 2.0, 467, 256, engine="tensorrt-llm")
+    one = predict(MeasuredPoint("h100", "llama-3.1-8b", H100, w, "offline", 1.0, concurrency=None), TRUE)
+    fast = MeasuredPoint("h100", "llama-3.1-8b", H100, w, "server", 500.0, tokens_per_s_per_user=10_000.0)
+    got = predict(fast, TRUE)
+    assert got is not None and one is not None
+    assert got.concurrency == 1 and got.tokens_per_s_per_user < 10_000.0
+
+
+def test_an_engine_class_with_no_mixture_of_experts_among_the_points_has_no_per_layer_figure_of_its_own() -> None:
+    fitted = constants_fit(_points())  # dense models only
+    assert dict(fitted.moe_layer_overhead_us) == {}

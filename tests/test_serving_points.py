@@ -366,3 +366,17 @@ def test_relative_inference_use_cases_rank_the_measured_llm_figures(client):
     assert sum(r.perf_basis == "measured" for r in sixteen.rows) >= 5
     page = client.get(reverse("dashboard:rankings"), {"use_case": "inference-8bit"}).content.decode()
     assert 'id="spec-only"' not in page
+
+
+def test_a_fixed_request_rate_run_is_fitted_at_the_requests_it_had_in_flight() -> None:
+    from llm.models import PerUserBasis, ServingPoint
+    from llm.selectors.serving import _in_flight
+
+    # TensorRT-LLM 0.14, LLaMA 3.1 70B on 4x H100, 467/256 at 2 requests/s: 498 output tokens/s,
+    # mean TTFT 62 ms, mean ITL 21 ms: 2 x (0.062 + 255 x 0.021) = 10.8 requests in flight.
+    row = ServingPoint(scenario="server", per_user_basis=PerUserBasis.MEASURED, ttft_ms=62.0,
+                       tokens_per_s_per_user=1000 / 21, tokens_per_s_per_gpu=498 / 4, gpu_count=4,
+                       output_tokens=256)  # fmt: skip
+    assert _in_flight(row) == 11
+    row.ttft_ms = None  # without the time to the first token the life of a request is not known
+    assert _in_flight(row) is None

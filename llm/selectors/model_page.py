@@ -11,6 +11,7 @@ from benchmarks_app.models import LabImportRow
 from catalog.models import Architecture, Gpu, TensorPeak, Vendor
 from llm.estimate.constants import LlmConstants
 from llm.estimate.loo import LooReport
+from llm.models import ServingModelFit
 from llm.selectors.figures import LlmModelState, llm_model_state, llm_ranking_figures
 from llm.serving import comm
 from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES
@@ -156,6 +157,31 @@ def llm_measured_ranges(*, state: LlmModelState) -> list[MeasuredRange]:
 
 
 @dataclass(frozen=True)
+class IntervalLine:
+    """The 80 % interval of one kind of extrapolation (llm.serving.heldout) as stored with the fit:
+    an estimate ``e`` of this kind reads ``e / p90`` to ``e / p10``; ``coverage``: the share of
+    held-out points inside the interval made without their GPU."""
+
+    kind: str
+    n: int
+    low_pct: float  # the interval's lower end, per cent of the estimate
+    high_pct: float
+    coverage_pct: float | None
+
+
+def llm_serving_intervals() -> list[IntervalLine]:
+    """The newest stored fit's intervals by kind (never computed on a read)."""
+    stored = ServingModelFit.objects.newest()
+    checks = stored.errors.get("serving_checks", {}) if stored and isinstance(stored.errors, dict) else {}
+    out = []
+    for kind, v in checks.get("intervals", {}).items():
+        coverage = v.get("coverage")
+        out.append(IntervalLine(kind, int(v["n"]), 100.0 / v["p90"], 100.0 / v["p10"],
+                                coverage * 100 if coverage == coverage and coverage is not None else None))  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
 class LlmModelPage:
     state: LlmModelState
     gpu_names: dict[str, str]
@@ -164,6 +190,7 @@ class LlmModelPage:
     size_classes: list[tuple[str, str, str]]  # slug, reference model, its source
     links: list[LinkFigure]
     measured_ranges: list[MeasuredRange]
+    intervals: list[IntervalLine]
 
 
 def llm_model_page() -> LlmModelPage:
@@ -176,4 +203,5 @@ def llm_model_page() -> LlmModelPage:
         (slug, MODEL_SHAPES[c.reference].name, MODEL_SHAPES[c.reference].source) for slug, c in SIZE_CLASSES.items()
     ]
     return LlmModelPage(state, names, llm_outside_catalogue(), llm_landmarks(constants=state.constants), sizes,
-                        llm_link_figures(constants=state.constants), llm_measured_ranges(state=state))  # fmt: skip
+                        llm_link_figures(constants=state.constants), llm_measured_ranges(state=state),
+                        llm_serving_intervals())  # fmt: skip

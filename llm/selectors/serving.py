@@ -29,9 +29,10 @@ from django.utils.translation import gettext_lazy
 
 from benchmarks_app.models import BenchmarkResult
 from catalog.models import Gpu, TensorPeak
-from llm.models import ServingModelFit, ServingPoint
+from llm.models import PerUserBasis, ServingModelFit, ServingPoint
 from llm.serving.comm import LINK_COLUMNS, GpuLink, catalogue_link
-from llm.serving.fit import MeasuredPoint, ServingFit
+from llm.serving.fit import MeasuredCoverage, MeasuredPoint, ServingFit
+from llm.serving.heldout import interval_for
 from llm.serving.physics import (
     AllReduce,
     CurvePoint,
@@ -189,6 +190,9 @@ class ServingEstimate:
     GPU is the same for every replica); ``error_pct``: the held-out median error that applies
     (None: no fit stored); ``inside``: whether the measured points cover its hardware class,
     engine class and kind of configuration; ``allreduce_source``: which all-reduce figure it used.
+    ``interval``: the 80 % interval as factors on the estimate (``low x estimate`` to ``high x
+    estimate``), from the held-out checks of the kind of extrapolation it makes that is widest
+    (``interval_kind``); None where no fit with intervals is stored.
     """
 
     gpu_slug: str
@@ -206,6 +210,8 @@ class ServingEstimate:
     allreduce_measured: bool
     allreduce_priced: bool = True  # False: several GPUs over a link the catalogue has no figure for
     workload: Workload | None = None  # what the curve was computed for (the roofline of an anchor)
+    interval: tuple[float, float] | None = None
+    interval_kind: str = ""
 
     @property
     def points(self) -> tuple[CurvePoint, ...]:
@@ -221,6 +227,12 @@ class ServingEstimate:
 
     def at(self, target_tokens_per_s_per_user: float | None) -> CurvePoint | None:
         return curve_at_interactivity(self.curve.points, target_tokens_per_s_per_user)
+
+    def interval_at(self, value: float) -> tuple[float, float] | None:
+        """The 80 % interval of an estimated figure of this curve (tokens/s per GPU), or None."""
+        if self.interval is None:
+            return None
+        return value * self.interval[0], value * self.interval[1]
 
 
 def weight_format(precision: str) -> tuple[str, float]:
@@ -246,28 +258,40 @@ def serving_curve(
     links: Mapping[int, Sequence[MeasuredAllReduce]] | None = None,
     hardware: Hardware | None = None,
     scenario: str = "server",
+    ep: int = 1,
 ) -> ServingEstimate:
     """The model's curve (module doc). Raises ValueError naming the argument that is wrong."""
     if model not in MODEL_SHAPES:
         raise ValueError(f"model: unknown model {model!r}")
     if tp < 1 or gpu_count < tp or gpu_count % tp:
         raise ValueError(f"tp: {tp} must divide gpu_count {gpu_count}")
+    if ep < 1 or gpu_count % ep or (ep > 1 and (tp != 1 or not MODEL_SHAPES[model].experts)):
+        raise ValueError(f"ep: {ep} must divide gpu_count {gpu_count}, with tp 1 and a mixture-of-experts model")
     if input_len < 1 or output_len < 1:
         raise ValueError("input_len and output_len must be at least 1")
     weight_precision, bpw = weight_format(precision)
     hw = hardware or serving_hardware(gpu)
-    link = serving_link(gpu, tp=tp, measured=(links or {}).get(gpu.id, ()))
+    group = max(tp, ep)
+    link = serving_link(gpu, tp=group, measured=(links or {}).get(gpu.id, ()))
     constants = fit.constants if fit else ServingConstants()
-    w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine)
+    w = Workload(MODEL_SHAPES[model], weight_precision, bpw, input_len, output_len, tp=tp, engine=engine, ep=ep)
     curve = serving_curve_compute(w=w, hw=hw, c=constants, link=link)
-    if tp > 1 and not link.known:
+    if group > 1 and not link.known:
         # Communication over a link with no figure would cost nothing: no estimate, not a free one.
         curve = replace(curve, points=(), reason=link.source)
-    inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp))
+    inside = bool(fit and fit.inside(hardware_class=hw.hardware_class, engine=engine, tp=tp, ep=ep))
     error = fit.error_pct(scenario=scenario, engine=engine, inside=inside) if fit else None
+    interval, interval_kind = None, ""
+    if fit and fit.intervals:
+        kinds = fit.coverage.kinds(gpu_key=gpu.slug, model_key=model, engine=engine, hardware_class=hw.hardware_class,
+                                   input_len=input_len, output_len=output_len)  # fmt: skip
+        found = interval_for(fit.intervals, kinds)
+        if found is not None:
+            # p10 and p90 are of estimate / measured: the measured figure lies in [e / p90, e / p10].
+            interval, interval_kind = (1.0 / found[1], 1.0 / found[0]), found[2]
     return ServingEstimate(gpu.slug, model, precision, engine, gpu_count, tp, input_len, output_len, curve, error,
-                           inside, link.source if tp > 1 else "", link.is_measured and tp > 1,
-                           tp == 1 or link.known, w)  # fmt: skip
+                           inside, link.source if group > 1 else "", link.is_measured and group > 1,
+                           group == 1 or link.known, w, interval, interval_kind)  # fmt: skip
 
 
 # -- the measured points the model is fitted on -------------------------------------------------
@@ -323,12 +347,16 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         # are not known, or that ran pipeline stages, experts spread over the GPUs, attention
         # data-parallel, prefill and decode on separate GPUs or speculative decoding, is not one
         # it can be fitted on.
+        # Experts spread over the GPUs with attention data parallel on each (DEPn) is a plan the
+        # model prices (``Workload.ep``); experts spread under tensor-parallel attention is not.
+        ep = int(params.get("expert_parallel") or 1)
+        dep = ep > 1 and bool(params.get("attention_data_parallel")) and r.gpu_count % ep == 0
         if (
             r.input_tokens is None
             or r.output_tokens is None
             or int(params.get("pipeline_parallel") or 1) > 1
-            or int(params.get("expert_parallel") or 1) > 1
-            or params.get("attention_data_parallel")
+            or (ep > 1 and not dep)
+            or (params.get("attention_data_parallel") and not dep)
             or params.get("disaggregated")
             or params.get("speculative")
         ):
@@ -344,17 +372,18 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
         def link_of(tp: int, gpu: Gpu = r.gpu) -> AllReduce:
             return serving_link(gpu, tp=tp, measured=links.get(gpu.id, ()))
 
-        given = params.get("tp") or params.get("tensor_parallel")
+        given = 1 if dep else params.get("tp") or params.get("tensor_parallel")
         tp = int(given) if isinstance(given, int | float) and given >= 1 and r.gpu_count % int(given) == 0 else 0
         engine = r.engine_class
         if not tp:
             tp = tp_choose(gpu_count=r.gpu_count, hw=hw, model=r.model, precision=precision,
                            input_len=r.input_tokens, output_len=r.output_tokens, engine=engine,
                            link_of=link_of)  # fmt: skip
-        if tp > 1 and r.scenario != "single-stream" and not link_of(tp).known:
+        group = ep if dep else tp
+        if group > 1 and r.scenario != "single-stream" and not link_of(group).known:
             continue  # its all-reduces ran over a link with no figure: the fit would take them as free
         w = Workload(MODEL_SHAPES[r.model], weight_precision, bpw, r.input_tokens, r.output_tokens, tp=tp,
-                     kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine)  # fmt: skip
+                     kv_bytes=_KV_BYTES.get(r.kv_cache_precision), engine=engine, ep=ep if dep else 1)  # fmt: skip
         if r.scenario == "single-stream" and r.gpu_count > 1:
             # One stream with the layers split over the GPUs (llama.cpp's default): they work in turn,
             # at one GPU's bandwidth, with all their memory: one GPU of the pooled memory.
@@ -362,7 +391,8 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
             stream = r.tokens_per_s_per_user or r.tokens_per_s_per_gpu * r.gpu_count
             out.append(MeasuredPoint(r.gpu.slug, r.model, pooled, replace(w, tp=1), r.scenario, stream, stream,
                                      concurrency=1, gpu_count=1, label=f"{r.source_title} (layers split over "
-                                     f"{r.gpu_count} GPUs)"))  # fmt: skip
+                                     f"{r.gpu_count} GPUs)", source=r.source_kind,
+                                     published=r.measured_on.isoformat()))  # fmt: skip
             continue
         out.append(
             MeasuredPoint(
@@ -373,14 +403,35 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                 scenario=r.scenario,
                 tokens_per_s_per_gpu=r.tokens_per_s_per_gpu,
                 tokens_per_s_per_user=r.tokens_per_s_per_user,
-                concurrency=r.concurrency,
+                concurrency=r.concurrency or _in_flight(r),
                 gpu_count=r.gpu_count,
-                link=link_of(tp),
+                link=link_of(group),
                 label=f"{r.source_title}: {r.gpu.name} x{r.gpu_count} {r.model} {precision} {r.scenario} "
                 f"{r.input_tokens}/{r.output_tokens}",
+                source=r.source_kind,
+                published=r.measured_on.isoformat(),
             )
         )
     return out
+
+
+def _in_flight(r: ServingPoint) -> int | None:
+    """Requests in flight at a fixed request rate, by Little's law, where the rate, the time to the
+    first token and the time per output token were all measured (TensorRT-LLM's online-serving
+    table): rate x (TTFT + (output - 1) x time per token). Such a run is not at the most throughput
+    its tokens/s per user allow (at 2 requests per second the GPUs idle between requests), so the
+    model is asked for the requests it actually had in flight."""
+    if (
+        r.scenario != "server"
+        or r.per_user_basis != PerUserBasis.MEASURED
+        or not r.ttft_ms
+        or not r.tokens_per_s_per_user
+        or not r.output_tokens
+    ):
+        return None
+    requests_per_s = r.tokens_per_s_per_gpu * r.gpu_count / r.output_tokens
+    life_s = r.ttft_ms / 1000.0 + (r.output_tokens - 1) / r.tokens_per_s_per_user
+    return max(1, round(requests_per_s * life_s))
 
 
 def serving_fit_current() -> ServingFit | None:
@@ -393,4 +444,7 @@ def serving_fit_from_stored(stored: ServingModelFit) -> ServingFit:
     data = dict(stored.constants.get("serving", {})) if isinstance(stored.constants, dict) else {}
     regimes = frozenset(tuple(r) for r in data.pop("measured_regimes", []))
     errors = stored.errors.get("serving", {}) if isinstance(stored.errors, dict) else {}
-    return ServingFit(constants_from_dict(data), errors, regimes, stored.points)  # type: ignore[arg-type]
+    checks = stored.errors.get("serving_checks", {}) if isinstance(stored.errors, dict) else {}
+    return ServingFit(constants_from_dict(data), errors, regimes, stored.points,  # type: ignore[arg-type]
+                      intervals=dict(checks.get("intervals") or {}),
+                      coverage=MeasuredCoverage.from_dict(checks.get("coverage") or {}))  # fmt: skip

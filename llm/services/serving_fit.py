@@ -5,7 +5,9 @@ figures (the import commands, the client's ingest, ``rebuild_results``), right a
 are derived. It fits
 
 * the serving model (``llm.serving``) on every trusted ``ServingPoint``, with its
-  leave-one-GPU-out and leave-one-model-out error table, and
+  leave-one-GPU-out and leave-one-model-out error table, the reviewer's checks
+  (``llm.serving.heldout``: a time split and leave one source, GPU, model out) and the 80 %
+  intervals by kind of extrapolation they give, with their out-of-sample coverage, and
 * the one-stream and prefill constants of ``llm.estimate`` (chat and the rankings' older
   figures) with their leave-one-GPU-out report,
 * the power curves per GPU class and model size class (``llm.serving.energy``) on every trusted
@@ -36,7 +38,13 @@ from llm.selectors.energy import power_samples_for_fit
 from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
 from llm.selectors.serving import serving_points_for_fit
 from llm.serving.energy import PowerSample, power_curves_fit
-from llm.serving.fit import MeasuredPoint, serving_fit_build
+from llm.serving.fit import MeasuredPoint
+from llm.serving.heldout import error_rows, serving_fit_checked
+
+# The time split: fit on what was published before, estimate what was published from this date on
+# (TensorRT-LLM's 1.0 and 1.1 tables, InferenceX, our client's runs; the 0.17 tables and llama.cpp
+# before it).
+TIME_SPLIT = "2025-09-01"
 
 
 def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...], power: list[PowerSample]) -> str:
@@ -98,14 +106,23 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
     newest = ServingModelFit.objects.newest()
     if newest is not None and newest.inputs_digest == digest and not force:
         return newest
-    fit = serving_fit_build(points)
+    fit, checks = serving_fit_checked(points, cutoff=TIME_SPLIT)
     legacy = llm_model_compute()
     serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
     power = {key: curve.as_dict() for key, curve in power_curves_fit(power_samples).items()}
     with transaction.atomic():
         stored = ServingModelFit.objects.create(
             constants={"serving": serving, "estimate": legacy.constants.as_dict(), "power": power},
-            errors={"serving": fit.errors, "estimate": loo_report_as_dict(legacy.error)},
+            errors={
+                "serving": fit.errors,
+                "serving_checks": {
+                    "time_split": TIME_SPLIT,
+                    "errors": error_rows(checks),
+                    "intervals": fit.intervals,
+                    "coverage": fit.coverage.as_dict(),
+                },
+                "estimate": loo_report_as_dict(legacy.error),
+            },  # fmt: skip
             fitted_at=timezone.now(),
             points=len(points),
             inputs_digest=digest,

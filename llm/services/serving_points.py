@@ -49,6 +49,7 @@ from llm.selectors.rows import (
     model_slug_normalise,
 )
 from llm.serving.comm import FABRIC_VARIANTS
+from llm.serving.datasets import mlperf_dataset_lengths
 from llm.serving.shapes import MODEL_SHAPES
 
 _MLPERF = re.compile(r"^mlperf-(?P<bench>.+)-(?P<scenario>offline|server|interactive)-tokens$")
@@ -181,6 +182,9 @@ def _mlperf(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
     framework = str(env.get("framework", ""))
     floor = limits.user_rate_floor
     output_tokens = family.output_tokens if family else None
+    # The prompt length enters only where MLCommons publishes the dataset's mean (lengths.json).
+    lengths = mlperf_dataset_lengths().get(family.key) if family else None
+    input_tokens = round(lengths.mean_input_tokens) if lengths and lengths.mean_input_tokens else None
     system = f"{env.get('submitter', '')}, {env.get('system', '')}"
     return (
         _point(
@@ -200,11 +204,15 @@ def _mlperf(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
             engine=framework[:120] or "not stated",
             engine_class=engine_class_of(framework),
             engine_version=(_VERSION.search(framework) or [""])[0][:60],
-            input_tokens=None,
+            input_tokens=input_tokens,
             output_tokens=output_tokens,
             lengths_note=(
-                f"mean output tokens per sample of the benchmark: {family.output_source}; input lengths vary "
-                "per sample (the reference publishes no mean)"
+                f"mean output tokens per sample of the benchmark: {family.output_source}; "
+                + (
+                    f"mean input tokens: {lengths.input_source}"
+                    if input_tokens and lengths
+                    else "input lengths vary per sample (MLCommons publishes no mean: llm/data/mlperf_datasets)"
+                )
             )
             if output_tokens and family
             else "the benchmark's lengths vary per sample; no published mean in the table",

@@ -6,13 +6,15 @@ model, precision, engine class, prompt and output lengths, and where the point s
 * at a known concurrency (our client's sweeps, one-stream chat figures): the model's point at
   that concurrency;
 * at a latency bound or a measured tokens/s per user (MLPerf Server and Interactive): the most
-  throughput the model allows at that tokens/s per user;
+  throughput the model allows at that tokens/s per user (its one stream where even that is
+  slower: the measured system was faster, and the error says by how much);
 * at maximum load (MLPerf Offline, TensorRT-LLM's throughput tables): the model's throughput at
   the KV-cache limit (throughput never falls with concurrency in the model, so that is its
   maximum).
 
 The constants (``physics.ServingConstants``: bandwidth and compute shares per hardware class,
-factors and a per-step overhead per engine class) are fitted by bounded robust least squares on
+factors, a per-step overhead and a per-layer overhead of a mixture of experts per engine
+class) are fitted by bounded robust least squares on
 log residuals of tokens/s per GPU (and of tokens/s per user where the concurrency is known). The
 class shares and the engine factors multiply, so the engine factors are pulled gently towards 1
 (a weak prior) to keep them apart.
@@ -39,10 +41,13 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
+    attention_width,
+    communication_seconds,
     decode_step,
+    is_moe,
     max_concurrency,
     point_at,
-    weights_bytes,
+    weights_bytes_per_gpu,
 )
 
 SCENARIOS = ("offline", "server", "interactive", "concurrency", "single-stream")
@@ -52,7 +57,13 @@ _ENGINE_PRIOR = 0.3  # weight of the pull of log(engine factor) towards 0
 SHARE_BOUNDS = (0.02, 1.0)
 ENGINE_BOUNDS = (0.2, 2.0)
 OVERHEAD_MS_BOUNDS = (0.0, 3.0)
+# A mixture of experts' layer runs about ten kernels a dense one does not (router, top-k,
+# permutation, grouped matrices, combine), of a few microseconds each with almost nothing to do;
+# some engines wait on the host for the routing; the dispatch and combine have their latency:
+# at most 200 us a layer.
+MOE_LAYER_OVERHEAD_US_BOUNDS = (0.0, 200.0)
 DEQUANT_BOUNDS = (0.6, 1.0)
+EXPERT_PARALLEL_BOUNDS = (0.05, 1.0)
 _SHARE_PRIOR = 0.05
 HELD_OUT_MAX_NFEV = 40
 
@@ -72,6 +83,8 @@ class MeasuredPoint:
     gpu_count: int = 1
     link: AllReduce = field(default_factory=AllReduce)
     label: str = ""
+    source: str = ""  # the source kind (mlperf, trtllm, llamacpp, ...): leave-one-source-out groups by it
+    published: str = ""  # ISO date the source published the figure: the time split cuts on it
 
     @property
     def replicas(self) -> int:
@@ -84,7 +97,8 @@ class MeasuredPoint:
     @property
     def regime(self) -> tuple[str, str, str]:
         """What must be among the fitted points for an estimate of this one to be inside the range."""
-        return (self.hardware.hardware_class, self.workload.engine, "tp" if self.workload.tp > 1 else "single")
+        w = self.workload
+        return (self.hardware.hardware_class, w.engine, "ep" if w.ep > 1 else "tp" if w.tp > 1 else "single")
 
 
 def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
@@ -97,7 +111,10 @@ def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
         batch = max(1, min(limit, round(p.concurrency / p.replicas)))
         return point_at(w=w, hw=hw, c=c, batch=batch, link=p.link)
     if p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
-        return at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit)
+        # The measured system reached this tokens/s per user; where the model's one stream is
+        # slower, its one stream is the nearest point it has (as the fit scores it).
+        got = at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit)
+        return got or point_at(w=w, hw=hw, c=c, batch=1, link=p.link)
     return point_at(w=w, hw=hw, c=c, batch=limit, link=p.link)
 
 
@@ -138,6 +155,7 @@ def at_interactivity(
 class _Layout:
     classes: tuple[str, ...]
     engines: tuple[str, ...]
+    moe_engines: frozenset[str] = frozenset()  # engine classes with a mixture of experts among the points
 
     def constants(self, theta: np.ndarray, base: ServingConstants) -> ServingConstants:
         k, e = len(self.classes), len(self.engines)
@@ -146,8 +164,13 @@ class _Layout:
         ebw = {eng: float(np.exp(theta[2 * k + i])) for i, eng in enumerate(self.engines)}
         ecomp = {eng: float(np.exp(theta[2 * k + e + i])) for i, eng in enumerate(self.engines)}
         over = {eng: float(theta[2 * k + 2 * e + i]) for i, eng in enumerate(self.engines)}
+        # An engine class no mixture of experts was measured on has no figure of its own (the
+        # lookup takes the mean of the others), not the start value the fit never moved.
+        moe = {eng: float(theta[2 * k + 3 * e + i]) for i, eng in enumerate(self.engines) if eng in self.moe_engines}
         return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
-                       overhead_ms=over, dequant_share=float(np.exp(theta[-1])))  # fmt: skip
+                       overhead_ms=over, moe_layer_overhead_us=moe,
+                       dequant_share=float(np.exp(theta[-1])),
+                       expert_parallel_share=float(np.exp(theta[-2])))  # fmt: skip
 
     def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k, e = len(self.classes), len(self.engines)
@@ -157,12 +180,16 @@ class _Layout:
             [math.log(base.engine_bandwidth.get(g, 1.0)) for g in self.engines],
             [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
             [min(OVERHEAD_MS_BOUNDS[1] * 0.99, base.overhead_ms.get(g, 0.3)) for g in self.engines],
+            [min(MOE_LAYER_OVERHEAD_US_BOUNDS[1] * 0.99, base.moe_layer_overhead_us.get(g, 5.0)) for g in self.engines],
+            [math.log(min(0.99, base.expert_parallel_share))],
             [math.log(min(0.99, base.dequant_share))],
         ])  # fmt: skip
         low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
-                              np.full(e, OVERHEAD_MS_BOUNDS[0]), [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
+                              np.full(e, OVERHEAD_MS_BOUNDS[0]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[0]), [math.log(EXPERT_PARALLEL_BOUNDS[0])],
+                              [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
         high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
-                               np.full(e, OVERHEAD_MS_BOUNDS[1]), [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
+                               np.full(e, OVERHEAD_MS_BOUNDS[1]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[1]), [math.log(EXPERT_PARALLEL_BOUNDS[1])],
+                               [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
         return np.clip(start, low + 1e-9, high - 1e-9), low, high
 
 
@@ -187,6 +214,8 @@ class _Design:
     cls: np.ndarray
     engine: np.ndarray
     int4: np.ndarray
+    ep: np.ndarray  # 1 where the experts are spread (attention data parallel)
+    moe_layers: np.ndarray  # the layers of a mixture of experts, else 0
 
 
 def _batches(p: MeasuredPoint, limit: int) -> list[int]:
@@ -217,33 +246,33 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
         m = w.model
         for b in _batches(p, limit):
             step = decode_step(w=peak_w, hw=peak_hw, c=unit, batch=b, link=p.link, peak=True)
-            talk = 2 * m.layers * p.link.seconds(message_bytes=b * m.hidden * 2.0, gpus=w.tp)
+            talk = communication_seconds(w, p.link, b)
             tokens = b * w.input_len
             peak = hw.compute_peak(w.weight_precision)
             tflops = peak[0] if peak else 0.0
-            pre_flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
+            pre_flops = (
+                tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m) * w.input_len) / w.tp
+            )
             rows["point"].append(len(kept) - 1)
             rows["batch"].append(b)
             rows["memory_s"].append(step.memory_s)
             rows["compute_s"].append(step.compute_s)
             rows["allreduce_s"].append(talk)
             rows["prefill_compute_s"].append(pre_flops / (tflops * 1e12))
-            rows["prefill_memory_s"].append(weights_bytes(w) / w.tp / (hw.bandwidth_gbs * 1e9))
-            rows["prefill_allreduce_s"].append(
-                2 * m.layers * p.link.seconds(message_bytes=tokens * m.hidden * 2.0, gpus=w.tp)
-            )
+            rows["prefill_memory_s"].append(weights_bytes_per_gpu(w) / (hw.bandwidth_gbs * 1e9))
+            rows["prefill_allreduce_s"].append(communication_seconds(w, p.link, tokens))
             rows["has_prefill"].append(1.0 if tokens > 0 else 0.0)
             others = (b - 1) * w.input_len
             rows["others_compute_s"].append(pre_flops * others / tokens / (tflops * 1e12) if tokens else 0.0)
-            rows["others_allreduce_s"].append(
-                2 * m.layers * p.link.seconds(message_bytes=others * m.hidden * 2.0, gpus=w.tp)
-            )
+            rows["others_allreduce_s"].append(communication_seconds(w, p.link, others))
             rows["has_others"].append(1.0 if others > 0 else 0.0)
             rows["output_len"].append(w.output_len)
             rows["tp"].append(w.tp)
             rows["cls"].append(layout.classes.index(hw.hardware_class))
             rows["engine"].append(layout.engines.index(w.engine))
             rows["int4"].append(1.0 if w.weight_precision == "int4" else 0.0)
+            rows["ep"].append(1.0 if w.ep > 1 else 0.0)
+            rows["moe_layers"].append(m.layers if is_moe(m) else 0.0)
     arrays = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
     for key in ("point", "cls", "engine"):
         arrays[key] = arrays.get(key, np.zeros(0)).astype(int)
@@ -257,7 +286,9 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     bw = np.exp(theta[d.cls] + theta[2 * k + d.engine]) * np.where(d.int4 > 0, np.exp(theta[-1]), 1.0)
     comp = np.exp(theta[k + d.cls] + theta[2 * k + e + d.engine])
     bw, comp = np.minimum(bw, 1.0), np.minimum(comp, 1.0)
-    overhead = theta[2 * k + 2 * e + d.engine] / 1000.0
+    spread = np.where(d.ep > 0, np.exp(theta[-2]), 1.0)
+    bw, comp = bw * spread, comp * spread
+    overhead = theta[2 * k + 2 * e + d.engine] / 1e3 + d.moe_layers * theta[2 * k + 3 * e + d.engine] / 1e6
     step = np.maximum(d.memory_s / bw, d.compute_s / comp) + overhead + d.allreduce_s
     prefill = d.has_prefill * (
         np.maximum(d.prefill_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.prefill_allreduce_s
@@ -306,6 +337,7 @@ def constants_fit(
     layout = _Layout(
         classes=tuple(sorted({p.hardware.hardware_class for p in usable})),
         engines=tuple(sorted({p.engine for p in usable})),
+        moe_engines=frozenset(p.engine for p in usable if is_moe(p.workload.model)),
     )
     design, kept = _design(usable, layout)
     if not kept:
@@ -447,19 +479,83 @@ def error_for(
 
 
 @dataclass(frozen=True)
+class MeasuredCoverage:
+    """What the fitted points measured: GPUs, models, GPU and model pairs, and per model the range
+    of prompt and output lengths. An estimate's kinds of extrapolation (``llm.serving.heldout``)
+    are read against it."""
+
+    gpus: frozenset[str] = frozenset()
+    models: frozenset[str] = frozenset()
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    lengths: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # input min, max, output min, max
+
+    @classmethod
+    def of(cls, points: Iterable[MeasuredPoint]) -> MeasuredCoverage:
+        spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        gpus, models, pairs = set(), set(), set()
+        for p in points:
+            gpus.add(p.gpu_key)
+            models.add(p.model_key)
+            pairs.add((p.gpu_key, p.model_key))
+            spans[p.model_key].append((p.workload.input_len, p.workload.output_len))
+        lengths = {
+            model: (min(v[0] for v in values), max(v[0] for v in values), min(v[1] for v in values),
+                    max(v[1] for v in values))
+            for model, values in spans.items()
+        }  # fmt: skip
+        return cls(frozenset(gpus), frozenset(models), frozenset(pairs), lengths)
+
+    def kinds(self, *, gpu_key: str, model_key: str, engine: str, hardware_class: str, input_len: int,
+              output_len: int) -> tuple[str, ...]:  # fmt: skip
+        """The kinds of extrapolation an estimate makes (``llm.serving.heldout``'s module doc)."""
+        if (gpu_key, model_key) in self.pairs:
+            pair = "pair:measured"
+        elif gpu_key not in self.gpus:
+            pair = "gpu:new"
+        elif model_key not in self.models:
+            pair = "model:new"
+        else:
+            pair = "pair:new"
+        out = ["all", pair, f"engine:{engine}", f"class:{hardware_class}"]
+        span = self.lengths.get(model_key)
+        if span is None or not (span[0] <= input_len <= span[1] and span[2] <= output_len <= span[3]):
+            out.append("lengths:outside")
+        return tuple(out)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"gpus": sorted(self.gpus), "models": sorted(self.models), "pairs": sorted(list(p) for p in self.pairs),
+                "lengths": {m: list(v) for m, v in sorted(self.lengths.items())}}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> MeasuredCoverage:
+        pairs = data.get("pairs") or []
+        lengths = data.get("lengths") or {}
+        return cls(
+            frozenset(str(g) for g in data.get("gpus") or []),  # type: ignore[attr-defined]
+            frozenset(str(m) for m in data.get("models") or []),  # type: ignore[attr-defined]
+            frozenset((str(g), str(m)) for g, m in pairs),  # type: ignore[attr-defined]
+            {str(m): (int(v[0]), int(v[1]), int(v[2]), int(v[3])) for m, v in lengths.items()},  # type: ignore[attr-defined]
+        )
+
+
+@dataclass(frozen=True)
 class ServingFit:
     """What a fit stores: the constants, the held-out error table (:func:`error_table`), the
-    regimes (hardware class, engine class, single or tensor parallel) of the fitted points, and
-    how many points it was fitted on."""
+    regimes (hardware class, engine class, single or tensor parallel) of the fitted points, how
+    many points it was fitted on, and (from the reviewer's checks, ``llm.serving.heldout``) the
+    80 % intervals by kind of extrapolation and what the points measured, to read an estimate's
+    kinds against."""
 
     constants: ServingConstants
     errors: dict[str, dict[str, dict[str, dict[str, float | int]]]] = field(default_factory=dict)
     regimes: frozenset[tuple[str, str, str]] = frozenset()
     points: int = 0
+    intervals: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    coverage: MeasuredCoverage = field(default_factory=MeasuredCoverage)
 
-    def inside(self, *, hardware_class: str, engine: str, tp: int) -> bool:
+    def inside(self, *, hardware_class: str, engine: str, tp: int, ep: int = 1) -> bool:
         """Whether an estimate lies inside the measured range (module doc)."""
-        return (hardware_class, engine, "tp" if tp > 1 else "single") in self.regimes
+        return (hardware_class, engine, "ep" if ep > 1 else "tp" if tp > 1 else "single") in self.regimes
 
     def error_pct(self, *, scenario: str, engine: str, inside: bool) -> float | None:
         return error_for(self.errors, scenario=scenario, engine=engine, inside=inside)

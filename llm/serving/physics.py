@@ -7,7 +7,8 @@ One decode step of a replica (``t`` GPUs split by tensor) at concurrency ``b`` a
 context ``c`` (the prompt plus half the output)::
 
     step = max(bytes read / effective bandwidth, FLOPs / effective compute)
-           + per-step overhead + 2 x layers x all-reduce(b x hidden x 2 bytes)
+           + per-step overhead (+ layers x per-layer overhead for a mixture of experts)
+           + 2 x layers x all-reduce(b x hidden x 2 bytes)
 
     bytes read = weights touched / t + b x c x KV bytes per token / t
     FLOPs      = (2 x active parameters + 4 x layers x hidden x c) x b / t
@@ -29,14 +30,30 @@ The weights must fit in ``memory x usable share - runtime reserve`` (GiB); the K
 the usable share of what the weights and the reserve leave, and bounds concurrency for the full
 context ``L + out``.
 
+A mixture of experts may be served as engines serve it at scale (``ep`` GPUs, TensorRT-LLM's
+DEPn, SGLang's DP attention with EP): every GPU runs attention for its own sequences (attention
+data parallel, so each keeps only its own sequences' keys and values, MLA's latent included) and
+holds the shared weights whole and ``1 / ep`` of the routed experts. A step then reads the shared
+weights, the experts of this GPU that the ``b x ep`` tokens of the step route to, and its own
+KV cache; and sends each token's hidden state to its ``k`` experts and back (two all-to-alls per
+MoE layer) over the link. The routed experts touched by ``n`` tokens each choosing ``k`` of ``E``
+are ``E (1 - (1 - k / E)^n)`` in expectation; the shared weights are what is left of the total
+when the routed experts, ``(total - active) / (1 - k / E)``, are taken out.
+
 All-reduce: ring, ``2 (t - 1) / t x message / bus bandwidth`` per call. The bus bandwidth at the
 message's size is taken from a measured all-reduce run of the GPU and link where one exists
 (interpolated in log-log between the run's message sizes; below the smallest, that size's time),
 else from the datasheet link figure plus a per-call latency; :class:`AllReduce` says which.
 
 Effective bandwidth and compute are the datasheet figures times a share per hardware class and
-a factor per engine class (never above the datasheet); the per-step overhead is per engine
-class. Nothing depends on the benchmark or on the precision: FP8 reads half the bytes of BF16
+a factor per engine class (never above the datasheet); the overheads are per engine class: one
+per step (scheduling, sampling, the host's work between steps) and, for a mixture of experts, one
+per layer: the time its expert path takes when it has almost nothing to do (about ten kernels a
+dense layer does not run: router, top-k, token permutation, grouped expert matrices, combine;
+some engines wait on the host for the routing; and the latency of the dispatch and combine).
+That is what a step of a deep mixture of experts costs at low concurrency, when the bytes read
+take a few milliseconds: DeepSeek-R1 on eight GPUs, 61 layers, runs a token every 7 to 25 ms
+whatever the GPUs' bandwidth. Nothing depends on the benchmark or on the precision: FP8 reads half the bytes of BF16
 and computes at the FP8 peak, so it is never slower where the GPU has an FP8 path.
 """
 
@@ -152,6 +169,18 @@ class AllReduce:
             return 0.0
         return self.latency_s + ring * message_bytes / (self.bus_gbs * 1e9)
 
+    def all_to_all_seconds(self, *, message_bytes: float, gpus: int) -> float:
+        """One all-to-all in which each GPU sends ``message_bytes`` spread over the others (0 when
+        unknown or one GPU): the share that leaves the GPU at the link's bus bandwidth."""
+        if gpus <= 1 or message_bytes <= 0:
+            return 0.0
+        leaving = (gpus - 1) / gpus * message_bytes
+        if self.measured:
+            return leaving / (self._measured_bus(message_bytes) * 1e9)
+        if not self.bus_gbs:
+            return 0.0
+        return self.latency_s + leaving / (self.bus_gbs * 1e9)
+
     def _measured_bus(self, message_bytes: float) -> float:
         points = sorted(self.measured)
         sizes = [math.log(s) for s, _ in points]
@@ -185,9 +214,15 @@ class ServingConstants:
     engine_bandwidth: Mapping[str, float] = field(default_factory=dict)
     engine_compute: Mapping[str, float] = field(default_factory=dict)
     overhead_ms: Mapping[str, float] = field(default_factory=lambda: {"other": 0.3})
+    # Per layer of a mixture of experts (module doc), in microseconds per decode step or prefill.
+    moe_layer_overhead_us: Mapping[str, float] = field(default_factory=lambda: {"other": 0.0})
     # Integer 4-bit weights (GGUF k-quants, AWQ, GPTQ) are unpacked and scaled inside the matrix
     # kernels: they stream at this share of the rate 8- and 16-bit weights stream at.
     dequant_share: float = 1.0
+    # Experts spread over GPUs with attention data parallel (``Workload.ep``) reach this share of
+    # the rates a replica reaches: uneven routing leaves some GPUs waiting at every layer's
+    # all-to-all, and each rank's attention batch is uneven too. Fitted on the DEP points.
+    expert_parallel_share: float = 1.0
     memory_usable_fraction: float = 0.9
     reserve_gib: float = 1.34
     max_concurrency: int = 4096
@@ -202,8 +237,12 @@ class ServingConstants:
         share = _lookup(self.compute_share, hw.hardware_class) * _lookup(self.engine_compute, engine, 1.0)
         return peak_tflops * min(1.0, share)
 
-    def overhead_s(self, engine: str) -> float:
-        return _lookup(self.overhead_ms, engine) / 1000.0
+    def overhead_s(self, engine: str, model: ModelShapeLike | None = None) -> float:
+        """The fixed time of a step of ``model`` (per step, and per layer of a mixture of experts)."""
+        fixed = _lookup(self.overhead_ms, engine) / 1000.0
+        if model is None or not is_moe(model):
+            return fixed
+        return fixed + model.layers * _lookup_time(self.moe_layer_overhead_us, engine) / 1e6
 
     def usable_bytes(self, memory_gib: float) -> float:
         """Bytes per GPU the weights may take: the usable share of the memory less the runtime
@@ -217,7 +256,9 @@ class ServingConstants:
             "engine_bandwidth": dict(self.engine_bandwidth),
             "engine_compute": dict(self.engine_compute),
             "overhead_ms": dict(self.overhead_ms),
+            "moe_layer_overhead_us": dict(self.moe_layer_overhead_us),
             "dequant_share": self.dequant_share,
+            "expert_parallel_share": self.expert_parallel_share,
             "memory_usable_fraction": self.memory_usable_fraction,
             "reserve_gib": self.reserve_gib,
             "max_concurrency": self.max_concurrency,
@@ -241,6 +282,13 @@ def _lookup(values: Mapping[str, float], key: str, default: float | None = None)
     return math.exp(sum(math.log(v) for v in known) / len(known)) if known else 1.0
 
 
+def _lookup_time(values: Mapping[str, float], key: str) -> float:
+    """A time of an engine class; a class with none fitted takes the mean of the fitted ones."""
+    if key in values:
+        return values[key]
+    return sum(values.values()) / len(values) if values else 0.0
+
+
 @dataclass(frozen=True)
 class Workload:
     """What is served: a model at a weight format (``bytes_per_weight`` includes the scales of
@@ -254,6 +302,7 @@ class Workload:
     tp: int = 1
     kv_bytes: float | None = None  # per value; None = the engine's default for the weights
     engine: str = "vllm-sglang"
+    ep: int = 1  # GPUs the routed experts are spread over, attention data parallel on each (tp = 1)
 
     def kv_value_bytes(self, hw: Hardware) -> float:
         if self.kv_bytes is not None:
@@ -291,6 +340,65 @@ def weights_bytes(w: Workload) -> float:
     return w.model.total_params_b * 1e9 * w.bytes_per_weight
 
 
+def attention_width(model: ModelShapeLike) -> int:
+    """Query heads x head width, the width attention computes over the context (the hidden size
+    where the shape does not give its heads). MLA attends in its 576-wide latent space (the
+    shape's one KV head of 288 keys and 288 values), so DeepSeek's 128 heads cost 128 x 288 x 2
+    wide dot products per context token, five times its hidden size."""
+    heads = getattr(model, "heads", 0) or 0
+    return max(model.hidden, heads * model.head_dim)
+
+
+def is_moe(model: ModelShapeLike) -> bool:
+    """A mixture of experts: fewer parameters active per token than in all. Every layer counts as
+    an expert layer (DeepSeek's first three dense layers of 61 are within the fit's error)."""
+    return model.active_params_b < model.total_params_b
+
+
+def routed_expert_params_b(model: ModelShapeLike) -> float:
+    """Parameters of the routed experts (0 for a dense model or one without its expert counts)."""
+    experts, k = getattr(model, "experts", 0), getattr(model, "active_experts", 0)
+    if not experts or not k or model.active_params_b >= model.total_params_b:
+        return 0.0
+    return (model.total_params_b - model.active_params_b) / (1.0 - k / experts)
+
+
+def weights_bytes_per_gpu(w: Workload) -> float:
+    """The weights one GPU holds: a ``1 / tp`` slice, or with experts spread over ``ep`` GPUs the
+    shared weights whole and ``1 / ep`` of the routed experts."""
+    if w.ep > 1:
+        routed = routed_expert_params_b(w.model)
+        return ((w.model.total_params_b - routed) + routed / w.ep) * 1e9 * w.bytes_per_weight
+    return weights_bytes(w) / w.tp
+
+
+def touched_bytes_per_gpu(w: Workload, batch: int) -> float:
+    """Weight bytes one GPU reads in a decode step of ``batch`` sequences (per replica of ``tp``
+    GPUs, or per GPU of an expert-parallel group): the shared weights and the routed experts the
+    step's tokens choose (module doc)."""
+    m = w.model
+    routed = routed_expert_params_b(m)
+    if not routed:
+        return min(m.total_params_b, m.active_params_b * batch) * 1e9 * w.bytes_per_weight / w.tp
+    experts, k = m.experts, m.active_experts  # type: ignore[attr-defined]
+    tokens = batch * max(1, w.ep)
+    touched_share = 1.0 - (1.0 - k / experts) ** tokens
+    shared = m.total_params_b - routed
+    per_gpu = (shared + routed * touched_share / max(1, w.ep)) / w.tp
+    return per_gpu * 1e9 * w.bytes_per_weight
+
+
+def communication_seconds(w: Workload, link: AllReduce, tokens: int) -> float:
+    """What a step of ``tokens`` tokens per replica (per GPU with experts spread) spends on the link:
+    two all-reduces per layer under tensor parallelism, two all-to-alls per layer (dispatch to
+    the experts and back) under expert parallelism."""
+    m = w.model
+    if w.ep > 1:
+        k = getattr(m, "active_experts", 0) or 1
+        return 2 * m.layers * link.all_to_all_seconds(message_bytes=tokens * k * m.hidden * ACTIVATION_BYTES, gpus=w.ep)
+    return 2 * m.layers * link.seconds(message_bytes=tokens * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
+
+
 def kv_bytes_per_token_per_gpu(w: Workload, hw: Hardware) -> float:
     """Keys and values of one token in every layer, on one GPU of the replica (whole KV heads per
     GPU: beyond ``tp = kv_heads`` heads are replicated)."""
@@ -301,7 +409,7 @@ def kv_bytes_per_token_per_gpu(w: Workload, hw: Hardware) -> float:
 
 def max_concurrency(w: Workload, hw: Hardware, c: ServingConstants) -> int:
     """Sequences of full context (prompt + output) whose KV cache fits beside the weights."""
-    weights = weights_bytes(w) / w.tp
+    weights = weights_bytes_per_gpu(w)
     if weights > c.usable_bytes(hw.memory_gib):
         return 0
     # The KV cache takes its share of what the weights and the runtime leave (TensorRT-LLM's
@@ -342,24 +450,23 @@ def decode_step(
     with no overhead (the roofline)."""
     m = w.model
     context = w.input_len + w.output_len / 2.0
-    touched = min(m.total_params_b, m.active_params_b * batch) * 1e9 * w.bytes_per_weight
-    read = touched / w.tp + batch * context * kv_bytes_per_token_per_gpu(w, hw)
-    flops = (2.0 * m.active_params_b * 1e9 + 4.0 * m.layers * m.hidden * context) * batch / w.tp
+    read = touched_bytes_per_gpu(w, batch) + batch * context * kv_bytes_per_token_per_gpu(w, hw)
+    flops = (2.0 * m.active_params_b * 1e9 + 4.0 * m.layers * attention_width(m) * context) * batch / w.tp
     peak_compute = hw.compute_peak(w.weight_precision)
     tflops = peak_compute[0] if peak_compute else 0.0
     if peak:
         bandwidth, compute = hw.bandwidth_gbs, tflops
     else:
+        spread = c.expert_parallel_share if w.ep > 1 else 1.0
         bandwidth, compute = (
-            c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision),
-            c.effective_tflops(tflops, hw, w.engine),
+            c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread,
+            c.effective_tflops(tflops, hw, w.engine) * spread,
         )
     memory_s = read / (bandwidth * 1e9)
     compute_s = flops / (compute * 1e12) if compute > 0 else math.inf
     if peak:
         return StepTimes(memory_s, compute_s, 0.0, 0.0)
-    talk = 2 * m.layers * link.seconds(message_bytes=batch * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
-    return StepTimes(memory_s, compute_s, c.overhead_s(w.engine), talk)
+    return StepTimes(memory_s, compute_s, c.overhead_s(w.engine, m), communication_seconds(w, link, batch))
 
 
 def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests: int, link: AllReduce) -> float:
@@ -371,11 +478,11 @@ def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests:
     peak_compute = hw.compute_peak(w.weight_precision)
     if not peak_compute:
         return math.inf
-    flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * m.hidden * w.input_len) / w.tp
-    compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * 1e12)
-    memory_s = weights_bytes(w) / w.tp / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * 1e9)
-    talk = 2 * m.layers * link.seconds(message_bytes=tokens * m.hidden * ACTIVATION_BYTES, gpus=w.tp)
-    return max(compute_s, memory_s) + c.overhead_s(w.engine) + talk
+    flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m) * w.input_len) / w.tp
+    spread = c.expert_parallel_share if w.ep > 1 else 1.0
+    compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * spread * 1e12)
+    memory_s = weights_bytes_per_gpu(w) / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread * 1e9)
+    return max(compute_s, memory_s) + c.overhead_s(w.engine, m) + communication_seconds(w, link, tokens)
 
 
 def concurrency_grid(limit: int) -> list[int]:
@@ -410,11 +517,11 @@ def serving_curve_compute(
     limit = max_concurrency(w, hw, c)
     peak = hw.compute_peak(w.weight_precision)
     common = {
-        "weights_gib_per_gpu": weights_bytes(w) / w.tp / GIB,
+        "weights_gib_per_gpu": weights_bytes_per_gpu(w) / GIB,
         "kv_gib_per_sequence_per_gpu": (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(w, hw) / GIB,
         "usable_gib_per_gpu": c.usable_bytes(hw.memory_gib) / GIB,
         "compute_precision": peak[1] if peak else "",
-        "allreduce_source": link.source if w.tp > 1 else "",
+        "allreduce_source": link.source if w.tp > 1 or w.ep > 1 else "",
     }
     if not hw.bandwidth_gbs or not peak:
         return ServingCurve(False, (), 0, reason="no bandwidth or tensor figure", **common)  # type: ignore[arg-type]
@@ -483,7 +590,7 @@ def one_stream_compute(
     none, or on the fewest GPUs that hold it the hand-over has no figure."""
     if not hw.bandwidth_gbs:
         return None
-    one = replace(w, tp=1)
+    one = replace(w, tp=1, ep=1)
     need = weights_bytes(one) + (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(one, hw)
     for gpus in range(1, max_gpus + 1):
         if c.usable_bytes(hw.memory_gib) * gpus >= need:

@@ -45,6 +45,23 @@ class Command(BaseCommand):
                     for where, c in sorted(cells.items())
                 ]
                 self.stdout.write(f"    {group:28} " + "   ".join(parts))
+        checks = stored.errors.get("serving_checks", {}) if isinstance(stored.errors, dict) else {}
+        self.stdout.write(
+            f"serving model, reviewer's checks (time split at {checks.get('time_split', '?')}: fit on what was "
+            "published before, estimate the rest; leave one source / GPU / model out):"
+        )
+        for check, groups in checks.get("errors", {}).items():
+            self.stdout.write(f"  {check}:")
+            for group, c in groups.items():
+                self.stdout.write(
+                    f"    {group:28} n={c['n']:4} median {c['median_pct']:6.1f} % p90 {c['p90_pct']:7.1f} %"
+                )
+        self.stdout.write("80 % interval by kind of extrapolation (estimate / measured, p10 to p90) and its coverage:")
+        for kind, v in checks.get("intervals", {}).items():
+            self.stdout.write(
+                f"  {kind:28} n={v['n']:4} [{v['p10']:.2f}, {v['p90']:.2f}] coverage "
+                f"{'not checkable' if v.get('coverage') is None else format(v['coverage'] * 100, '5.1f') + ' %'}"
+            )
         if not stored.points:
             self.stdout.write("  no measured serving points: import MLPerf / TensorRT-LLM / llama.cpp results first")
         if options["points"]:

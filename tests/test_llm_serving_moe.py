@@ -1,0 +1,86 @@
+"""Mixtures of experts as engines serve them: experts spread over the GPUs with attention data
+parallel on each (DEPn), the all-to-all priced over the link, MLA's cache per rank; and one
+stream's rate set by bandwidth (pure physics)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from llm.serving.physics import (
+    AllReduce,
+    Hardware,
+    ServingConstants,
+    Workload,
+    decode_step,
+    kv_bytes_per_token_per_gpu,
+    one_stream_compute,
+    routed_expert_params_b,
+    weights_bytes_per_gpu,
+)
+from llm.serving.shapes import MODEL_SHAPES
+
+H200 = Hardware(memory_gib=141, bandwidth_gbs=4800, tensor_tflops={"fp8": 1979, "bf16": 989}, hardware_class="hopper")
+NVLINK = AllReduce(bus_gbs=360.0, source="test link")
+
+
+def _r1(**kw: object) -> Workload:
+    return Workload(MODEL_SHAPES["deepseek-r1"], "fp8", 1.0, 1000, 1000, engine="tensorrt-llm", **kw)  # type: ignore[arg-type]
+
+
+def test_dep_holds_the_shared_weights_whole_and_an_eighth_of_the_experts() -> None:
+    routed = routed_expert_params_b(MODEL_SHAPES["deepseek-r1"])
+    assert 640 < routed < 660  # (671 - 37) / (1 - 8 / 256)
+    per_gpu = weights_bytes_per_gpu(_r1(ep=8)) / 1e9
+    assert per_gpu == pytest.approx(671 - routed + routed / 8, rel=1e-6)
+    assert weights_bytes_per_gpu(_r1(tp=8)) / 1e9 == pytest.approx(671 / 8)
+
+
+def test_mla_cache_is_per_rank_under_attention_data_parallel_and_replicated_under_tp() -> None:
+    per_rank = kv_bytes_per_token_per_gpu(_r1(ep=8), H200)
+    assert kv_bytes_per_token_per_gpu(_r1(tp=8), H200) == per_rank  # one latent head: every TP rank keeps it
+    # Under DEP a rank holds only its own sequences: 8 ranks hold 8x the sequences of one TP group.
+    c = ServingConstants()
+    step_dep = decode_step(w=_r1(ep=8), hw=H200, c=c, batch=64, link=NVLINK)
+    step_tp = decode_step(w=_r1(tp=8), hw=H200, c=c, batch=64, link=NVLINK)
+    assert step_dep.memory_s > 0 and step_tp.memory_s > 0
+
+
+def test_the_all_to_all_is_priced_over_the_link_and_free_only_on_one_gpu() -> None:
+    c = ServingConstants()
+    with_link = decode_step(w=_r1(ep=8), hw=H200, c=c, batch=64, link=NVLINK)
+    slower = decode_step(w=_r1(ep=8), hw=H200, c=c, batch=64, link=replace(NVLINK, bus_gbs=36.0))
+    assert with_link.allreduce_s > 0
+    assert slower.allreduce_s > 5 * with_link.allreduce_s
+    assert decode_step(w=_r1(), hw=H200, c=c, batch=64, link=NVLINK).allreduce_s == 0
+
+
+@pytest.mark.parametrize("bandwidth", [448.0, 1008.0, 1792.0])
+def test_two_gpus_of_one_class_and_bandwidth_stream_alike_whatever_their_tensor_figures(bandwidth: float) -> None:
+    c = ServingConstants(bandwidth_share={"blackwell": 0.8}, compute_share={"blackwell": 0.5})
+    slow = Hardware(96, bandwidth, {"fp16": 100.0, "int8": 200.0}, "blackwell")
+    fast = Hardware(96, bandwidth, {"fp16": 500.0, "int8": 1000.0, "fp8": 1000.0}, "blackwell")
+    w = Workload(MODEL_SHAPES["llama-3-8b"], "int4", 0.6, 0, 128, engine="llama.cpp")
+    a = one_stream_compute(w=w, hw=slow, c=c, handover_s=lambda n: 0.0)
+    b = one_stream_compute(w=w, hw=fast, c=c, handover_s=lambda n: 0.0)
+    assert a and b
+    assert a.tokens_per_s == pytest.approx(b.tokens_per_s, rel=0.10)
+
+
+def test_a_mixture_of_experts_pays_its_per_layer_overhead_once_per_layer_and_a_dense_model_none() -> None:
+    from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload, decode_step
+
+    hw = Hardware(141.0, 4800.0, {"bf16": 989.5, "fp16": 989.5, "fp8": 1979.0}, "hopper")
+    c = ServingConstants(overhead_ms={"vllm-sglang": 0.5}, moe_layer_overhead_us={"vllm-sglang": 50.0})
+    dense = MODEL_SHAPES["llama-3.1-70b"]
+    moe = MODEL_SHAPES["deepseek-r1"]
+    step = decode_step(w=Workload(dense, "fp8", 1.0, 1000, 1000, tp=8), hw=hw, c=c, batch=1, link=AllReduce())
+    assert step.overhead_s == pytest.approx(0.5e-3)
+    step = decode_step(w=Workload(moe, "fp8", 1.0, 1000, 1000, tp=8), hw=hw, c=c, batch=1, link=AllReduce())
+    assert step.overhead_s == pytest.approx(0.5e-3 + moe.layers * 50e-6)
+    # An engine class with no fitted per-layer figure takes the mean of the fitted ones, never a made-up 1 us.
+    bare = ServingConstants(overhead_ms={"vllm-sglang": 0.5})
+    assert bare.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3)
+    # An engine class without its own figure takes the mean of the fitted ones.
+    assert c.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3 + moe.layers * 50e-6)
