@@ -97,6 +97,7 @@ def ranked(perf: float, price: float, value: float, *, slug: str = "g", basis: s
         distinct_submitters=2,
         price=RowPrice(amount=price, unit="per GPU-hour"),
         perf_per_dollar=value,
+        ranked_value=value,
         memory_gib=perf,
         estimate_error_pct=value,
         estimate_outside_range=False,

@@ -13,14 +13,14 @@ from llm.services.serving_fit import serving_model_refit, serving_model_refit_af
 def fits(monkeypatch):  # type: ignore[no-untyped-def]
     """Each fit actually run, counted (and forced: the empty test database's inputs never change)."""
     runs: list[int] = []
-    real = serving_fit.serving_fit_build
+    real = serving_fit.serving_fit_checked
 
-    def counted(points):  # type: ignore[no-untyped-def]
+    def counted(points, **kwargs):  # type: ignore[no-untyped-def]
         runs.append(len(points))
-        return real(points)
+        return real(points, **kwargs)
 
-    monkeypatch.setattr(serving_fit, "serving_fit_build", counted)
-    monkeypatch.setattr(serving_fit, "_digest", lambda points, legacy: f"inputs {len(runs)}")
+    monkeypatch.setattr(serving_fit, "serving_fit_checked", counted)
+    monkeypatch.setattr(serving_fit, "_digest", lambda *inputs: f"inputs {len(runs)}")
     return runs
 
 
