@@ -12,7 +12,6 @@ import datetime as dt
 import io
 import json
 import re
-import statistics
 from decimal import Decimal
 from typing import Any
 
