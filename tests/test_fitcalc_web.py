@@ -501,8 +501,9 @@ def test_query_count_does_not_grow_with_the_number_of_gpus(client) -> None:  # t
     with CaptureQueriesContext(connection) as page:
         assert client.get("/fit/", query).status_code == 200
     # The page adds "What to serve it on": the serving points, the stored serving fit, the counts
-    # offers rent and the measured all-reduce runs, each read once for every GPU together.
-    assert len(page.captured_queries) <= 18
+    # offers rent and the measured all-reduce runs, each read once for every GPU together; its table
+    # reads the serving answers as the API does (above).
+    assert len(page.captured_queries) <= 24
 
 
 # --- the page --------------------------------------------------------------------------------
