@@ -1,6 +1,10 @@
 """LLM inference in the fit calculator: the calibrated model at each GPU count, anchored on a
 measurement where one exists. Pure: plain numbers in, plain numbers out.
 
+Batched serving of a model the serving model knows, at full load, is not computed here: the
+calculator reads the serving model's answers (``fitcalc.selectors.gpu_facts._serving_inputs``),
+the rankings' figures. This module answers one stream and a fixed number of users.
+
 The model is ``llm.estimate`` (fitted to MLPerf Inference and llama.cpp measurements; its
 leave-one-GPU-out error is on /llm-model/). This module feeds it the calculator's own job (the
 model's exact weight bytes, KV cache bytes per token, context and users) and says what more GPUs

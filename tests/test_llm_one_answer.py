@@ -1,5 +1,5 @@
 """One serving question, one answer on every page and API (demo data): the rankings,
-/api/v1/fit/serving/ and compare give the same tokens/s per GPU and $ per million output tokens;
+/api/v1/fit/serving/, /api/v1/fit/ and compare give the same tokens/s per GPU and $ per million output tokens;
 curves never rise as the target rises; a row is measured only at its workload; tiers follow the
 ranked figure; the header accounts for every GPU."""
 
@@ -13,7 +13,7 @@ from dashboard.selectors.compare import compare_compute
 from dashboard.selectors.ranking_params import ranking_params_from_query
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
-from llm.question import ServingQuestion
+from llm.question import ServingQuestion, cost_per_million_output_tokens
 
 pytestmark = pytest.mark.django_db
 TARGETS = ("10", "20", "50", "100", "max")
@@ -115,3 +115,40 @@ def test_a_user_price_says_your_price_and_nothing_else(demo) -> None:  # type: i
     row = next(r for r in ranking.rows if r.gpu_slug == "h100-sxm5-80-gb")
     assert row.price.amount == 1.5 and row.llm_price_basis == "user"
     assert (row.price.provider, row.price.observed_at, row.price.providers) == ("", None, 0)
+
+
+def test_the_fit_api_gives_the_ranking_answer_at_maximum_throughput(demo, client: Client) -> None:  # type: ignore[no-untyped-def]
+    # /api/v1/fit/ answers batched serving at maximum throughput and 1,000/1,000 tokens: at the
+    # ranking row's GPU count, the same tokens/s per GPU, basis and $ per million output tokens (in
+    # the formats the calculator offers by these names).
+    ranking = _ranking("70b", "max")
+    rows = [r for r in ranking.rows if r.perf and r.cost_per_million_tokens and r.llm_price_basis == "offer"
+            and r.llm_gpu_count in (1, 2, 4, 8) and r.llm_precision in ("fp8", "int8", "bf16", "fp16")]  # fmt: skip
+    assert len(rows) >= 3
+    for row in rows[:4]:
+        response = client.get("/api/v1/fit/", {"model": "llama-3.1-70b", "precision": row.llm_precision})
+        assert response.status_code == 200, response.content
+        plan = next(p for p in response.json()["plans"] if p["gpu"]["slug"] == row.gpu_slug)
+        at = next(c for c in plan["counts"] if c["count"] == row.llm_gpu_count)
+        per_gpu = at["throughput_per_s"] / at["count"]
+        assert per_gpu == pytest.approx(row.perf, rel=1e-3), row.gpu_slug
+        assert at["throughput_basis"] == row.perf_basis, row.gpu_slug
+        cost = cost_per_million_output_tokens(
+            price_per_gpu_hour=plan["gpu"]["price_per_gpu_hour"], tokens_per_s_per_gpu=per_gpu
+        )
+        assert cost == pytest.approx(row.cost_per_million_tokens, rel=1e-3), row.gpu_slug
+
+
+def test_the_fit_api_serves_405b_as_tensorrt_llm_measures_it_and_deepseek_does_not_fit_80_gb(  # type: ignore[no-untyped-def]
+    demo, client: Client
+) -> None:
+    body = client.get("/api/v1/fit/", {"model": "llama-3.1-405b", "precision": "fp8"}).json()
+    h200 = next(p for p in body["plans"] if p["gpu"]["slug"] == "h200-sxm-141-gb")
+    eight = next(c for c in h200["counts"] if c["count"] == 8)
+    # TensorRT-LLM's performance overview: 3,330 output tokens/s on 8 x H200 at 1000/1000.
+    assert 0.75 * 3330 <= eight["throughput_per_s"] <= 1.25 * 3330
+    body = client.get("/api/v1/fit/", {"model": "deepseek-v3", "precision": "fp8"}).json()
+    for slug in ("h100-sxm5-80-gb", "a100-sxm4-80-gb"):
+        plan = next(p for p in body["plans"] if p["gpu"]["slug"] == slug)
+        assert plan["gpus_needed"] is None, slug
+        assert not any(c["fits"] for c in plan["counts"]), slug

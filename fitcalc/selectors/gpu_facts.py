@@ -66,7 +66,14 @@ from fitcalc.throughput import (
     compute_peak_flops,
     throughput_resolve,
 )
+from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, PRECISION_CLASS, ServingQuestion
+from llm.selectors.answers import MAX_GPUS as SERVING_MAX_GPUS
+from llm.selectors.answers import GpuAnswers, serving_answers
+from llm.selectors.serving import serving_fit_current
+from llm.serving.answer import MEASURED
 from llm.serving.comm import catalogue_link
+from llm.serving.physics import ServingConstants
+from llm.serving.shapes import MODEL_SHAPES
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5
@@ -387,18 +394,73 @@ class FitJobInputs:
     training: bool
     llm: LlmJobContext | None
     measured: dict[int, GpuMeasurements]
+    serving: dict[int, GpuAnswers] | None  # batched LLM serving: the serving model's answers per GPU
+    serving_usable_gib: dict[int, float]  # memory per GPU the serving model lets a job use
     multi_gpu: dict[int, MultiGpuFigures]
     specs_by_id: dict[int, GpuSpecs]
     relative: dict[int, RelativeTraining]
     job: TrainingJob
 
 
-def _job_inputs(*, request: FitRequest, gpus: list[dict[str, Any]], rates: Any) -> FitJobInputs:
+def serving_model_of(model: ModelSpec) -> str | None:
+    """The serving model's key for a calculator preset: its own, else the one network of the same
+    shape (DeepSeek-V3 is DeepSeek-R1's: layers, width, experts and parameters), else None."""
+    if model.slug in MODEL_SHAPES:
+        return model.slug
+    for slug, shape in MODEL_SHAPES.items():
+        if (
+            shape.layers == model.layers
+            and shape.hidden == model.hidden
+            and (shape.experts or None) == (model.experts or None)
+            and (shape.active_experts or None) == (model.experts_active or None)
+            and abs(shape.total_params_b * 1e9 / model.params - 1.0) < 0.01
+        ):
+            return slug
+    return None
+
+
+def serving_question_of(request: FitRequest) -> ServingQuestion | None:
+    """The serving question a batched LLM job asks (llm.question), or None where the serving
+    model cannot answer it: a model it has no shape of, a weight format outside its precisions,
+    one stream, or a fixed number of users (a concurrency, not a rate per user)."""
+    model, breakdown = request.model, request.breakdown
+    precision = breakdown.precision.value
+    if not (breakdown.is_inference and model.kind == "decoder") or request.serving == "single":
+        return None
+    served = serving_model_of(model)
+    if request.users is not None or served is None or precision not in PRECISION_CLASS:
+        return None
+    return ServingQuestion(served, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, precision, None)
+
+
+def _serving_inputs(
+    *, request: FitRequest, gpu_ids: list[int], peaks: Mapping[int, Mapping[str, float | None]], counts: tuple[int, ...]
+) -> tuple[dict[int, GpuAnswers] | None, dict[int, float]]:
+    """The serving model's answers at the calculator's counts (up to one server) and the memory
+    per GPU it lets a job use (what the GPU exposes less the runtime reserve)."""
+    question = serving_question_of(request)
+    if question is None:
+        return None, {}
+    fit = serving_fit_current()
+    constants = fit.constants if fit is not None else ServingConstants()
+    gpus = list(Gpu.objects.curated().with_related().filter(id__in=gpu_ids))
+    in_one_server = frozenset(c for c in counts if c <= SERVING_MAX_GPUS)
+    answers = serving_answers(
+        question=question, gpus=gpus, rented={g.id: in_one_server for g in gpus}, peaks_by_gpu=peaks, fit=fit
+    )
+    usable = {g.id: constants.usable_bytes(float(g.memory_gib or 0.0)) / GIB for g in gpus}
+    return answers, usable
+
+
+def _job_inputs(
+    *, request: FitRequest, gpus: list[dict[str, Any]], rates: Any, counts: tuple[int, ...] = DEFAULT_COUNTS
+) -> FitJobInputs:
     """The prices, peaks, measurements and job shape the per-GPU figures need, in a fixed number of queries."""
     model, breakdown = request.model, request.breakdown
     gpu_ids = [g["id"] for g in gpus]
     peaks = _tensor_peaks(gpu_ids=gpu_ids)
     llm_inference = breakdown.is_inference and model.kind == "decoder"
+    serving, serving_usable_gib = _serving_inputs(request=request, gpu_ids=gpu_ids, peaks=peaks, counts=counts)
     training = breakdown.mode in TRAINING_MODES
     measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
     specs_by_id = {
@@ -423,6 +485,8 @@ def _job_inputs(*, request: FitRequest, gpus: list[dict[str, Any]], rates: Any) 
         if llm_inference
         else None,
         measured=measured,
+        serving=serving,
+        serving_usable_gib=serving_usable_gib,
         multi_gpu=multi_gpu_by_gpu(gpu_ids=gpu_ids) if training else {},
         specs_by_id=specs_by_id,
         relative=_relative_training(precision=breakdown.precision.value, measured=measured, specs_by_id=specs_by_id)
@@ -455,7 +519,10 @@ class GpuRates:
 def _llm_rates(
     *, request: FitRequest, inputs: FitJobInputs, llm: LlmJobContext, gpu: dict[str, Any], counts: tuple[int, ...]
 ) -> GpuRates:
-    """LLM inference: each count's rate by the calibrated model, measured figures first."""
+    """LLM inference: batched serving from the serving model's answers (the rankings' figures),
+    one stream and a fixed number of users from the calibrated model, measured figures first."""
+    if inputs.serving is not None and gpu["id"] in inputs.serving:
+        return _serving_rates(inputs.serving[gpu["id"]], counts=counts)
     gpu_peaks = inputs.peaks.get(gpu["id"], {})
     precision = request.breakdown.precision.value
     job_facts = llm_job_facts(
@@ -475,6 +542,40 @@ def _llm_rates(
         typical_error=first.typical_error if first else None,
         count_rates=count_rates,
         measured_llm=job_facts.measured,
+    )
+
+
+def _serving_rates(answers: GpuAnswers, *, counts: tuple[int, ...]) -> GpuRates:
+    """Each count's tokens/s (all its GPUs together) as the serving model answers it: the best
+    tensor-parallel split at maximum throughput, measured at this workload or anchored."""
+    by_count = {a.gpu_count: a for a in answers.by_count}
+    count_rates: dict[int, CountRate] = {}
+    for count in counts:
+        scaling = "single" if count == 1 else "tensor-parallel"
+        answer = by_count.get(count)
+        if count > SERVING_MAX_GPUS:
+            count_rates[count] = CountRate(None, "none", scaling, _("tensor parallelism stays within one server"))
+        elif answer is None or answer.tokens_per_s_per_gpu is None:
+            why = answers.not_fitting_reason or _("the serving model has no figure for this count")
+            count_rates[count] = CountRate(None, "none", scaling, why)
+        else:
+            count_rates[count] = CountRate(
+                answer.tokens_per_s_per_gpu * count,
+                "measured" if answer.basis == MEASURED else "estimated",
+                scaling,
+                answer.source,
+                None if answer.error_pct is None else answer.error_pct / 100,
+                () if answer.inside else (_("outside the measured range"),),
+                "single" if answer.tp == 1 else f"tp{answer.tp}",
+            )
+    first = _first_rate(count_rates, per_gpu=True)
+    return GpuRates(
+        unit="tokens/s",
+        per_s=first.per_s if first else None,
+        basis=first.basis if first else "none",
+        note=first.note if first else next(iter(count_rates.values())).note,
+        typical_error=first.typical_error if first else None,
+        count_rates=count_rates,
     )
 
 
@@ -582,7 +683,7 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
     """
     gpus = list(Gpu.objects.curated().filter(memory_gib__gt=0).order_by("name").values(*GPU_COLUMNS))
     rates = exchange_rates()
-    inputs = _job_inputs(request=request, gpus=gpus, rates=rates)
+    inputs = _job_inputs(request=request, gpus=gpus, rates=rates, counts=counts)
     money = _money(currency=request.currency, rates=rates)
     warnings: list[str] = []
     if money.units_per_usd is None:
@@ -594,7 +695,8 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
     details: dict[str, GpuDetail] = {}
     lacking: list[str] = []
     for gpu in gpus:
-        memory = _within(gpu["memory_gib"], low=0, high=_MAX_MEMORY_GIB)
+        # A served model fits in what the serving model lets it use, as on the rankings.
+        memory = _within(inputs.serving_usable_gib.get(gpu["id"], gpu["memory_gib"]), low=0, high=_MAX_MEMORY_GIB)
         if memory is None:
             continue
         if inputs.training and _lacks_format(precision, gpu, inputs.peaks.get(gpu["id"], {})):
