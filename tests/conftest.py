@@ -80,6 +80,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     has_broker = bool(settings.CELERY_BROKER_URL)
     run_browser = os.environ.get("GPUATLAS_BROWSER_TESTS", "1") != "0"
+    run_demo = os.environ.get("GPUATLAS_DEMO_TESTS", "1") != "0"
     if os.environ.get("GPUATLAS_SERVICE_TESTS_ONLY") == "1":
         # The PostgreSQL/Redis pass: a test that reaches none of them gives the same answer as in
         # the first pass, which ran it.
@@ -94,6 +95,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a Redis broker: runs in the PostgreSQL/Redis CI pass"))
         if "browser" in item.keywords and not run_browser:
             item.add_marker(pytest.mark.skip(reason="GPUATLAS_BROWSER_TESTS=0"))
+        # The demo-data tests (load_demo, minutes per process) other than the browser's: CI runs them
+        # once, in its PostgreSQL/Redis pass.
+        if not run_demo and "demo" in getattr(item, "fixturenames", ()) and "browser" not in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="GPUATLAS_DEMO_TESTS=0: the demo data runs in the PostgreSQL pass"))
 
 
 @pytest.fixture(autouse=True, scope="session")
