@@ -137,7 +137,8 @@ class FormThrottle(WindowRateThrottle):
 
 def client_address(request: HttpRequest) -> str:
     """The client address as the deployment's proxies define it (DRF's get_ident, NUM_PROXIES)."""
-    return "address:" + BaseThrottle().get_ident(request)  # type: ignore[arg-type]
+    # A request with no address (no REMOTE_ADDR and no forwarded one) shares one allowance.
+    return "address:" + (BaseThrottle().get_ident(request) or "unknown")  # type: ignore[arg-type]
 
 
 def _account(request: HttpRequest) -> str | None:

@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 5.0
 # The cache key of the data version (gpuatlas/data_version.py reads and bumps it).
 DATA_VERSION_KEY = "gpuatlas:data-version"
+# Called when the cache answers again after an outage: gpuatlas.data_version registers the
+# storing of a new version (it imports this module, so the call goes this way round).
+RECOVERY_HOOKS: list[Callable[[], object]] = []
 
 _lock = threading.Lock()
 # Per Redis location (shared by the threads of this process, each of which has its own backend).
@@ -152,10 +155,9 @@ class DegradingRedisCache(RedisCache):
 
     def _forget_data_version(self) -> None:
         # Bumps made during the outage may be lost: start a new version (module docstring).
-        from gpuatlas.data_version import data_version_renew  # it reads this module's key
-
         try:
-            data_version_renew()
+            for hook in RECOVERY_HOOKS:
+                hook()
         except Exception:  # the database does not answer either: the next reader reads its row
             logger.warning("a new data version could not be stored after the outage", exc_info=True)
             self.delete(DATA_VERSION_KEY)

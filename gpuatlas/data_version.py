@@ -38,13 +38,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from celery import shared_task
+from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import get_language
 
-from gpuatlas.cache import DATA_VERSION_KEY
+from gpuatlas.cache import DATA_VERSION_KEY, RECOVERY_HOOKS
 from gpuatlas.db_router import PRIMARY
 from gpuatlas.followups import followup_run
 
@@ -80,11 +81,15 @@ def data_version() -> str:
     return version
 
 
-def _stored_version() -> str:
-    from catalog.models import DataVersion
+def _version_rows() -> Any:
+    """The manager of the one-row table of the version (catalog.DataVersion), looked up in the app
+    registry: the catalogue's models import this module to bump it."""
+    return apps.get_model("catalog", "DataVersion").objects.using(PRIMARY)
 
+
+def _stored_version() -> str:
     # The primary: a replica's older row copied into the cache would outlive the next reads.
-    row, _created = DataVersion.objects.using(PRIMARY).get_or_create(
+    row, _created = _version_rows().get_or_create(
         pk=DATA_VERSION_ROW, defaults={"token": _new_token()}
     )
     return row.token
@@ -97,10 +102,8 @@ def _new_token() -> str:
 def data_version_renew() -> str:
     """Store a new version and copy it into the cache; returns it. Made by a bump, and when the
     cache answers again after an outage (gpuatlas/cache.py)."""
-    from catalog.models import DataVersion
-
     version = _new_token()
-    DataVersion.objects.using(PRIMARY).update_or_create(pk=DATA_VERSION_ROW, defaults={"token": version})
+    _version_rows().update_or_create(pk=DATA_VERSION_ROW, defaults={"token": version})
     cache.set(CACHE_KEY, version, timeout=None)
     return version
 
@@ -250,3 +253,7 @@ def data_versioned(name: str, *, key: Callable[..., object] | None = None, bound
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+# After a Redis outage the cache asks for a new version (gpuatlas/cache.py).
+RECOVERY_HOOKS.append(data_version_renew)

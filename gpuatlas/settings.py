@@ -379,6 +379,7 @@ SPECTACULAR_SETTINGS = {
         "DeliveryStatusEnum": "watches.models.Delivery.Status",
         "ModelKindEnum": "fitcalc.presets.MODEL_KINDS",
         "ProviderKindEnum": "catalog.models.prices.Provider.Kind",
+        "PriceBasisEnum": ["offer", "user", "none"],
     },
 }
 

@@ -36,6 +36,7 @@ def _row(slug, name, perf, price, basis="measured", n=3):
         RowPrice(amount=price),
         perf / price if price else None,
         24.0,
+        ranked_value=perf / price if price else None,
     )
 
 

@@ -59,10 +59,14 @@ def test_the_runs_land_as_serving_points_and_only_plain_tensor_parallel_ones_are
     assert b200.engine_class == "tensorrt-llm" and b200.source_url.endswith("/actions/runs/23438524239/attempts/5")
     mi300x = points.get(gpu__slug="radeon-instinct-mi300x", concurrency=32, input_tokens=8192)
     assert mi300x.tokens_per_s_per_gpu == pytest.approx(81.8, abs=0.1) and mi300x.engine_class == "vllm-sglang"
-    fitted = [p.label for p in serving_points_for_fit() if p.label.startswith("InferenceX")]
-    assert fitted and not any("prefill" in label or "DEP" in label or ",EP" in label for label in fitted)
-    assert len(fitted) == sum(1 for r in _runs() if not (r.disaggregated or r.speculative or r.decode_ep > 1
-                                                        or r.attention_data_parallel))  # fmt: skip
+    # Plain tensor parallelism and DEP (experts spread, attention data parallel: the model's ``ep``)
+    # are fitted; disaggregated, speculative and experts under tensor-parallel attention are not.
+    fitted = [p for p in serving_points_for_fit() if p.label.startswith("InferenceX")]
+    assert fitted and not any("prefill" in p.label or ",EP" in p.label for p in fitted)
+    assert all(p.workload.ep > 1 and p.workload.tp == 1 for p in fitted if "DEP" in p.label)
+    assert len(fitted) == sum(1 for r in _runs() if not (r.disaggregated or r.speculative) and (
+        (r.decode_ep == 1 and not r.attention_data_parallel)
+        or (r.decode_ep > 1 and r.attention_data_parallel and r.gpu_count % r.decode_ep == 0)))  # fmt: skip
     bad = tmp_path / "runs.json"
     bad.write_text('[{"hardware": "b200"}]')
     with pytest.raises(LabTableError, match="run #1 lacks a field"):

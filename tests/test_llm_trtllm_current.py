@@ -72,7 +72,9 @@ def test_the_references_land_as_serving_points_and_stay_out_of_a_tensor_parallel
             "attention_data_parallel" not in params)  # fmt: skip
     dep = points.get(model="deepseek-r1", gpu__slug="h200-sxm-141-gb")
     assert dep.gpu_count == 8 and dep.result.params["expert_parallel"] == 8 and dep.date_estimated
-    # The serving model splits by tensor only: an attention data-parallel run is not fitted as TP8.
-    fitted = {p.label for p in serving_points_for_fit()}
-    assert not any("DEP" in label or "deepseek-r1" in label and "1000/1000" in label for label in fitted)
-    assert any("gpt-oss-120b fp8" in label and "H200" in label for label in fitted)  # TP1 stays in
+    # An attention data-parallel run is fitted as DEP (experts over the 8 GPUs, attention on each),
+    # never as TP8.
+    fitted = serving_points_for_fit()
+    dep_fitted = [p for p in fitted if "deepseek-r1" in p.label and "H200" in p.label]
+    assert dep_fitted and all(p.workload.ep == 8 and p.workload.tp == 1 for p in dep_fitted)
+    assert any("gpt-oss-120b fp8" in p.label and "H200" in p.label for p in fitted)  # TP1 stays in

@@ -263,7 +263,7 @@ def test_compare_shows_llm_tokens_and_cost_per_million_at_the_default_size(llm_w
             row.estimate_error_pct,
         )
     priced = serving["h200-sxm-141-gb"]
-    assert f"{priced.perf:.0f}</span> tokens/s" in html and f"{priced.cost_per_million_tokens:.3f}" in html
+    assert f"{priced.perf:,.0f}</span> tokens/s" in html and f"{priced.cost_per_million_tokens:.3f}" in html
     # MI355X: no AMD point in this small world, so its estimate is outside the measured range.
     assert serving["radeon-instinct-mi355x"].estimate_outside_range
     assert "±35 % when extrapolating" in html

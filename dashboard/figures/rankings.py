@@ -44,6 +44,7 @@ class RankedPoint:
     perf_per_dollar: float | None
     memory_gib: float | None
     tier: str | None = None
+    ranked_value: float | None = None  # what ranks and tiers the row (RankingRow.ranked_value)
 
 
 def _row_hover(row: Any, currency: str, price_unit: str) -> list[str]:
