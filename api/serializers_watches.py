@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from django.urls import reverse
@@ -13,15 +13,26 @@ from watches.models import Delivery, Watch, WatchKind, WatchMetric
 from watches.validation import GPU_COUNT_MAX, THRESHOLD_MAX, WatchSpec
 
 
+class RoundedDecimalField(serializers.DecimalField):
+    """A decimal rounded to its places rather than refused for having more: a JSON number such as
+    0.000001 may arrive as 1.0000000000000002e-06. The value's bounds still apply."""
+
+    def validate_precision(self, value: Decimal) -> Decimal:
+        return value
+
+
 class WatchCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=WatchKind.choices, help_text="`price`: a GPU's cheapest offer; `ranking`: a ranking row's figure."
     )
-    threshold = serializers.DecimalField(
+    threshold = RoundedDecimalField(
         max_digits=14,
         decimal_places=6,
+        rounding=ROUND_HALF_EVEN,
         min_value=Decimal("0.000001"),
         max_value=THRESHOLD_MAX,
+        # A number in the schema: as a string its pattern would admit "" (drf-spectacular).
+        coerce_to_string=False,
         help_text="Alert when the figure reaches it: at or under it for a price or a cost, at or over it for performance per price.",
     )
     metric = serializers.ChoiceField(

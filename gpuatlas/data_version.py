@@ -89,9 +89,7 @@ def _version_rows() -> Any:
 
 def _stored_version() -> str:
     # The primary: a replica's older row copied into the cache would outlive the next reads.
-    row, _created = _version_rows().get_or_create(
-        pk=DATA_VERSION_ROW, defaults={"token": _new_token()}
-    )
+    row, _created = _version_rows().get_or_create(pk=DATA_VERSION_ROW, defaults={"token": _new_token()})
     return row.token
 
 

@@ -29,7 +29,7 @@ SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots
 MLPERF_EXCERPT = Path(__file__).resolve().parent / "fixtures" / "mlperf" / "summary_results_v5.1_excerpt.json"
 # Names that keep their English on Chinese pages: benchmarks, data sets and engines.
 NAMES = (
-    "MLPerf Inference", "geerlingguy/ai-benchmarks", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "llama.cpp",
+    "MLPerf Inference", "MLPerf Training", "geerlingguy/ai-benchmarks", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "llama.cpp",
     "gpuatlas-bench",
 )  # fmt: skip
 

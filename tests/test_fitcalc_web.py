@@ -347,7 +347,14 @@ def test_api_uses_the_measured_transformer_block_scaled_to_the_model(client) -> 
     workload = WorkloadFactory(slug="transformer-train", version="1.0", unit="tokens/s")
     shapes = {"batch": 8, "seq_len": 2048, "d_model": 2048, "n_heads": 16, "d_ff": 8192}
     ResultAggregateFactory(
-        gpu=gpu, workload=workload, precision="bf16", comparison_key="k-train", median=1.2e6, has_lab=False, n=3
+        gpu=gpu,
+        workload=workload,
+        precision="bf16",
+        comparison_key="k-train",
+        median=1.2e6,
+        has_lab=False,
+        n=3,
+        params=shapes,
     )
     BenchmarkResultFactory(gpu=gpu, workload=workload, precision="bf16", comparison_key="k-train", params=shapes)
     body = client.get(URL, {"model": "llama-3-8b", "mode": "full_finetune", "tokens": "1e9"}).json()
@@ -501,9 +508,9 @@ def test_query_count_does_not_grow_with_the_number_of_gpus(client) -> None:  # t
     with CaptureQueriesContext(connection) as page:
         assert client.get("/fit/", query).status_code == 200
     # The page adds "What to serve it on": the serving points, the stored serving fit, the counts
-    # offers rent and the measured all-reduce runs, each read once for every GPU together; its table
-    # reads the serving answers as the API does (above).
-    assert len(page.captured_queries) <= 24
+    # offers rent, the measured all-reduce runs and the stored power curves (energy per token), each
+    # read once for every GPU together; its table reads the serving answers as the API does (above).
+    assert len(page.captured_queries) <= 25
 
 
 # --- the page --------------------------------------------------------------------------------
