@@ -95,10 +95,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a Redis broker: runs in the PostgreSQL/Redis CI pass"))
         if "browser" in item.keywords and not run_browser:
             item.add_marker(pytest.mark.skip(reason="GPUATLAS_BROWSER_TESTS=0"))
-        # The demo-data tests (load_demo, minutes per process) other than the browser's: CI runs them
-        # once, in its PostgreSQL/Redis pass.
-        if not run_demo and "demo" in getattr(item, "fixturenames", ()) and "browser" not in item.keywords:
-            item.add_marker(pytest.mark.skip(reason="GPUATLAS_DEMO_TESTS=0: the demo data runs in the PostgreSQL pass"))
+        # The demo-data tests (load_demo, minutes per process): CI runs them once, in its first pass.
+        if not run_demo and "demo" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.skip(reason="GPUATLAS_DEMO_TESTS=0: the demo-data tests ran in the first pass"))
 
 
 @pytest.fixture(autouse=True, scope="session")
