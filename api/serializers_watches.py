@@ -18,6 +18,12 @@ class RoundedDecimalField(serializers.DecimalField):
     0.000001 may arrive as 1.0000000000000002e-06. The value's bounds still apply."""
 
     def validate_precision(self, value: Decimal) -> Decimal:
+        # The bounds are checked before rounding: quantizing a number far beyond max_digits (1e307)
+        # raises InvalidOperation rather than a validation error.
+        if self.max_value is not None and value > self.max_value:
+            self.fail("max_value", max_value=self.max_value)
+        if self.min_value is not None and value < self.min_value:
+            self.fail("min_value", min_value=self.min_value)
         return value
 
 

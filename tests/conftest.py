@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlsplit, urlunsplit
 
@@ -60,20 +62,56 @@ def _own_redis_databases(worker: int) -> None:
         app.conf.broker_url = settings.CELERY_BROKER_URL
 
 
-# Fixtures through which a test reaches the database, the cache or the broker.
+# Fixtures through which a test reaches a service beyond plain ORM reads and writes: commits seen
+# by other connections, a live server, the cache, the broker or workers.
 SERVICE_FIXTURES = frozenset(
-    {"db", "transactional_db", "django_db_setup", "live_server", "demo", "client", "admin_client", "cache"}
+    {
+        "transactional_db",
+        "live_server",
+        "cache",
+        "versioned_cache",
+        "private_redis",
+        "wsgi_keeps_test_connection",
+    }
+)
+
+# The modules whose behaviour depends on the backend: row locks, upserts, raw SQL, commit hooks,
+# advisory locks, the data version and the cache (grep for select_for_update, update_conflicts,
+# cursor(), on_commit). A test module that imports one of them runs on PostgreSQL too.
+BACKEND_SENSITIVE_MODULES = (
+    "benchmarks_app.services.aggregates",
+    "benchmarks_app.services.derive",
+    "benchmarks_app.services.ingest",
+    "benchmarks_app.services.intake",
+    "benchmarks_app.services.locks",
+    "benchmarks_app.services.moderation",
+    "benchmarks_app.tasks",
+    "gpuatlas.data_version",
+    "gpuatlas.db_router",
+    "gpuatlas.followups",
+    "gpuatlas.health",
+    "gpuatlas.cache",
+    "watches.services",
+    "watches.tasks",
+    "catalog.services.prices",
 )
 
 
-def _touches_services(item: pytest.Item) -> bool:
-    """Whether the test reaches the database, the cache or the broker (pytest-django refuses a
-    database query to a test without the django_db mark or a database fixture)."""
-    if item.get_closest_marker("django_db") or any(
-        item.get_closest_marker(name) for name in ("postgres", "celery_worker", "services")
-    ):
+@functools.cache
+def _module_uses_backend_sensitive_code(path: str) -> bool:
+    source = Path(path).read_text(encoding="utf-8")
+    return any(module in source for module in BACKEND_SENSITIVE_MODULES)
+
+
+def _needs_the_services(item: pytest.Item) -> bool:
+    """Whether the test's answer can depend on PostgreSQL, Redis or real workers rather than on
+    the embedded default: a test that only reads and writes rows through the ORM gives the same
+    answer on both, and the first pass ran it."""
+    if any(item.get_closest_marker(name) for name in ("postgres", "celery_worker", "services")):
         return True
-    return bool(SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())))
+    if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    return _module_uses_backend_sensitive_code(str(item.path))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -82,12 +120,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run_browser = os.environ.get("GPUATLAS_BROWSER_TESTS", "1") != "0"
     run_demo = os.environ.get("GPUATLAS_DEMO_TESTS", "1") != "0"
     if os.environ.get("GPUATLAS_SERVICE_TESTS_ONLY") == "1":
-        # The PostgreSQL/Redis pass: a test that reaches none of them gives the same answer as in
-        # the first pass, which ran it.
-        deselected = [item for item in items if not _touches_services(item)]
+        # The PostgreSQL/Redis pass: the tests whose answer can depend on the services.
+        deselected = [item for item in items if not _needs_the_services(item)]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
-            items[:] = [item for item in items if _touches_services(item)]
+            items[:] = [item for item in items if _needs_the_services(item)]
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in the PostgreSQL/Redis CI pass"))

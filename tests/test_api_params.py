@@ -9,7 +9,8 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.world import API_WORLD, world_build
 
-pytestmark = pytest.mark.django_db
+# PostgreSQL refuses values SQLite stores (integers past 64 bits, NUL characters): checked there too.
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 WORLD = API_WORLD
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
+import huggingface_hub.utils._http
 import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
@@ -59,7 +61,10 @@ def serve(httpserver: HTTPServer, repo: str, body: bytes | None, *, status: int 
 
 
 @pytest.fixture
-def online(settings, httpserver: HTTPServer, tmp_path):  # type: ignore[no-untyped-def]
+def online(settings, httpserver: HTTPServer, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    # The Hub client retries a 5xx with exponential backoff (about 23 s of sleeping); the retries
+    # still reach the test server, only the waits between them are skipped.
+    monkeypatch.setattr(huggingface_hub.utils._http, "time", SimpleNamespace(sleep=lambda seconds: None))
     settings.FITCALC_HF_ONLINE = True
     settings.HF_ENDPOINT = httpserver.url_for("").rstrip("/")
     settings.FITCALC_HF_CACHE_DIR = str(tmp_path / "hf-cache")

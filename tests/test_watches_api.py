@@ -49,6 +49,8 @@ def test_create_list_and_delete_through_the_api(priced):
         ({"gpu": ""}, "gpu"),
         ({"threshold": "-1"}, "threshold"),
         ({"threshold": "abc"}, "threshold"),
+        ({"threshold": -7.4e307}, "threshold"),
+        ({"threshold": 1e300}, "threshold"),
         ({"kind": "stock"}, "kind"),
         ({"provider": "nobody"}, "provider"),
         ({"gpu_count": 0}, "gpu_count"),

@@ -178,6 +178,9 @@ def energy_measured(*, joules_per_token_: float, power_w: float) -> EnergyFigure
     return EnergyFigure("measured", joules_per_token_, power_w)
 
 
+MIN_ESTIMATED_POWER_W = 1e-3
+
+
 def energy_estimate(
     curve: PowerCurve, *, load: float, tokens_per_s_per_gpu: float, limit_w: float | None
 ) -> EnergyFigure | None:
@@ -192,7 +195,9 @@ def energy_estimate(
     spread = INTERVAL_RMS * curve.rms_error_w
     low = max(min(power - spread, cap), 0.0)
     high = min(power + spread, cap)
-    if power <= 0:
+    # Under a milliwatt a curve says nothing a board draws under load (and a subnormal power
+    # would divide to zero joules per token).
+    if power < MIN_ESTIMATED_POWER_W:
         return None
     return EnergyFigure(
         "estimated",
