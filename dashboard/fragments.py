@@ -81,7 +81,8 @@ def filter_options() -> dict[str, Any]:
         "segments": Segment.choices,
         "providers": list(Provider.objects.values_list("slug", "name")),
         "baselines": [
-            (gpu.slug, gpu.display_name) for gpu in Gpu.objects.curated().order_by("name").only("slug", "name", "name_zh")
+            (gpu.slug, gpu.display_name)
+            for gpu in Gpu.objects.curated().order_by("name").only("slug", "name", "name_zh")
         ],
         "currencies": CURRENCIES,
         "price_how": [

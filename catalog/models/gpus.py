@@ -186,10 +186,6 @@ class Gpu(models.Model):
 
     objects = GpuQuerySet.as_manager()
 
-    @property
-    def display_name(self) -> str:
-        return gpu_display_name(name=self.name, name_zh=self.name_zh)
-
     class Meta:
         ordering = ["name"]
         indexes = [
@@ -218,6 +214,10 @@ class Gpu(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def display_name(self) -> str:
+        return gpu_display_name(name=self.name, name_zh=self.name_zh)
 
 
 class SpecCitation(models.Model):
