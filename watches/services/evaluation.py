@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from gpuatlas.followups import followup_after_commit
 from watches.models import Crossing, Delivery, Watch
-from watches.selectors.readings import Reading, offer_cause, watch_readings
+from watches.selectors.readings import Reading, SharedReads, offer_cause, watch_readings
 from watches.validation import watch_is_past
 
 DELIVERY_TASK = "watches.tasks.delivery_send"
@@ -47,10 +47,11 @@ def watches_evaluate(*, watch_ids: list[int], fresh: bool = True) -> Evaluation:
     changed = 0
     crossings: list[int] = []
     ids = sorted(set(watch_ids))
+    shared = SharedReads()  # each GPU's offers and each question's ranking, read once for all batches
     for start in range(0, len(ids), EVALUATION_BATCH):
         batch = ids[start : start + EVALUATION_BATCH]
-        watches = list(Watch.objects.filter(pk__in=batch).select_related("gpu", "provider"))
-        readings = watch_readings(watches=watches, fresh=fresh)
+        watches = list(Watch.objects.filter(pk__in=batch))
+        readings = watch_readings(watches=watches, fresh=fresh, shared=shared)
         batch_changed, batch_crossings = _record(readings)
         changed += batch_changed
         crossings += batch_crossings
