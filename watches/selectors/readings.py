@@ -82,25 +82,30 @@ def _current_offers(gpu_ids: set[int]) -> dict[tuple[int, bool], list[_OfferLine
     return found
 
 
+def offer_causes(*, offer_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The offers behind price watches' figures, as a crossing keeps them, by offer id: one query
+    for the offers that cause crossings, not for every offer compared."""
+    causes: dict[int, dict[str, Any]] = {}
+    for row in Offer.objects.filter(pk__in=sorted(set(offer_ids))).values_list(*_OFFER_COLUMNS):
+        values = dict(zip(_OFFER_COLUMNS, row, strict=True))
+        causes[values["id"]] = {
+            "offer": values["id"],
+            "gpu": values["gpu__slug"],
+            "gpu_name": values["gpu__name"],
+            "provider": values["provider__name"],
+            "provider_slug": values["provider__slug"],
+            "instance_type": values["instance_type"],
+            "region": values["region"],
+            "gpu_count": values["gpu_count"],
+            "spot": values["is_spot"],
+            "price_per_gpu_hour_usd": str(values["current_price_per_gpu_hour_usd"]),
+            "observed_at": values["last_seen"].isoformat(),
+        }
+    return causes
+
+
 def offer_cause(*, offer_id: int) -> dict[str, Any]:
-    """The offer behind a price watch's figure, as a crossing keeps it (read for the few offers
-    that cause a crossing, not for every offer compared)."""
-    values = dict(
-        zip(_OFFER_COLUMNS, Offer.objects.filter(pk=offer_id).values_list(*_OFFER_COLUMNS).get(), strict=True)
-    )
-    return {
-        "offer": values["id"],
-        "gpu": values["gpu__slug"],
-        "gpu_name": values["gpu__name"],
-        "provider": values["provider__name"],
-        "provider_slug": values["provider__slug"],
-        "instance_type": values["instance_type"],
-        "region": values["region"],
-        "gpu_count": values["gpu_count"],
-        "spot": values["is_spot"],
-        "price_per_gpu_hour_usd": str(values["current_price_per_gpu_hour_usd"]),
-        "observed_at": values["last_seen"].isoformat(),
-    }
+    return offer_causes(offer_ids=[offer_id])[offer_id]
 
 
 def _price_key(watch: Watch) -> tuple[Any, ...]:
