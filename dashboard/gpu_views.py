@@ -84,7 +84,7 @@ def gpu_results_view(request: HttpRequest, slug: str) -> HttpResponse:
         lines = [line for line in lines if line.workload_slug == workload]
         if not lines:
             error = _("workload: %(gpu)s has no measured result of a workload %(workload)r.") % {
-                "gpu": gpu.name,
+                "gpu": gpu.display_name,
                 "workload": workload,
             }
             return render(request, "dashboard/gpu_results.html", {**context, "error": error}, status=400)

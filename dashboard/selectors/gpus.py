@@ -93,9 +93,9 @@ def workload_summaries(lines: list[AggregateLine]) -> list[WorkloadSummary]:
 
 def gpu_results_lines(*, gpu: Gpu, baseline: str = BASELINE_SLUG_DEFAULT) -> tuple[list[AggregateLine], str]:
     """Every measured configuration of the GPU (the results page), and the baseline's name."""
-    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name", "name_zh").first()
     results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
-    return results.lines, baseline_gpu.name if baseline_gpu else baseline
+    return results.lines, baseline_gpu.display_name if baseline_gpu else baseline
 
 
 @dataclass
@@ -250,7 +250,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     rent_price = gpu_rent_prices(gpu_ids=[gpu.id], with_providers=True).get(gpu.id)
     price_gap = None if rent_price else gpu_price_gaps(gpu_ids=[gpu.id]).get(gpu.id)
 
-    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name", "name_zh").first()
     results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
     own = results.own
     efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
@@ -261,7 +261,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         for slug, uc in USE_CASES.items()
     ]
 
-    baseline_name = baseline_gpu.name if baseline_gpu else baseline
+    baseline_name = baseline_gpu.display_name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
     serving_price = serving_row.price.amount if serving_row is not None else None
@@ -313,7 +313,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
             currency=money.currency,
             target=DEFAULT_TARGET_RATE,
             title=_("Output tokens/s per GPU against tokens/s per user on %(gpu)s · %(workload)s")
-            % {"gpu": gpu.name, "workload": SERVING_QUESTION.workload_text()},
+            % {"gpu": gpu.display_name, "workload": SERVING_QUESTION.workload_text()},
         )
         if serving_lines
         else None,
