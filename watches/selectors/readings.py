@@ -144,14 +144,14 @@ def price_readings(*, watches: Sequence[Watch], shared: SharedReads | None = Non
     offers = shared.offers
     rates = exchange_rates() if any(watch.currency != "USD" for watch in watches) else None
     moneys: dict[str, Money] = {}
-    shared: dict[tuple[Any, ...], Reading] = {}
+    by_key: dict[tuple[Any, ...], Reading] = {}
     readings: dict[int, Reading] = {}
     for watch in watches:
         key = _price_key(watch)
-        if key not in shared:
+        if key not in by_key:
             money = moneys.setdefault(watch.currency, display_money(currency=watch.currency, rates=rates))
-            shared[key] = _cheapest(watch, offers.get((watch.gpu_id or 0, watch.spot), []), money)
-        readings[watch.pk] = shared[key]
+            by_key[key] = _cheapest(watch, offers.get((watch.gpu_id or 0, watch.spot), []), money)
+        readings[watch.pk] = by_key[key]
     return readings
 
 
