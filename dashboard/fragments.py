@@ -80,7 +80,10 @@ def filter_options() -> dict[str, Any]:
         "vendors": list(Vendor.objects.filter(gpus__is_curated=True).distinct().values_list("slug", "name")),
         "segments": Segment.choices,
         "providers": list(Provider.objects.values_list("slug", "name")),
-        "baselines": list(Gpu.objects.curated().order_by("name").values_list("slug", "name")),
+        "baselines": [
+            (gpu.slug, gpu.display_name)
+            for gpu in Gpu.objects.curated().order_by("name").only("slug", "name", "name_zh")
+        ],
         "currencies": CURRENCIES,
         "price_how": [
             ("typical", _("typical (median of providers)")),

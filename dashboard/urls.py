@@ -9,6 +9,7 @@ urlpatterns = [
     path("tiers/", views.tiers_view, name="tiers"),
     path("compare/", views.compare_view, name="compare"),
     path("gpus/<slug:slug>/", gpu_views.gpu_detail_view, name="gpu-detail"),
+    path("gpus/<slug:slug>/results/", gpu_views.gpu_results_view, name="gpu-results"),
     path("architectures/", views.architectures_view, name="architectures"),
     path("open-data/", views.open_data_view, name="open-data"),
     path("llm-model/", views.llm_model_view, name="llm-model"),

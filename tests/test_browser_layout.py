@@ -41,6 +41,7 @@ def _pages(world) -> dict[str, str]:
         "tiers": "/tiers/",
         "catalogue": "/gpus/",
         "gpu": f"/gpus/{h100}/",
+        "gpu-results": f"/gpus/{h100}/results/",
         "gpu-llm": f"/gpus/{rtx4090}/",
         "compare": f"/compare/?gpus={h100},{rtx4090},{world.gpus['baseline'].slug}",
         "fit": "/fit/",

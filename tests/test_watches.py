@@ -141,7 +141,9 @@ def test_the_evaluation_reads_only_the_watches_of_gpus_whose_offers_changed(tmp_
     monkeypatch.setattr(
         evaluation,
         "watch_readings",
-        lambda *, watches, fresh: evaluated.append([w.pk for w in watches]) or real(watches=watches, fresh=fresh),
+        lambda *, watches, fresh, shared: (
+            evaluated.append([w.pk for w in watches]) or real(watches=watches, fresh=fresh, shared=shared)
+        ),
     )
     price_import(tmp_path, [("h100.1x", "H100-SXM", "2.39"), ("a100.1x", "A100-80GB", "1.50")], T2)
     assert evaluated == [[h100.pk]]

@@ -2,7 +2,8 @@
 sentence outside citations, sources and product names (tests/english_left.py says what counts).
 
 The names of the catalogue's GPUs and of the benchmark engines are products and stay English;
-they are taken out of the text before it is read.
+they are taken out of the text before it is read, except a name that holds an English phrase
+("GB300 (per Blackwell Ultra GPU)"): the catalogue gives such a name in Chinese (``name_zh``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def _pages() -> list[str]:
         "/llm-model/",
         "/accounts/",
         "/watches/new/?kind=gpu&gpu=h100-sxm5-80-gb",
+        "/gpus/h100-sxm5-80-gb/results/",
+        "/gpus/gb300/results/",
     ]
     submission = RawSubmission.objects.order_by("id").first()
     if submission is not None:
@@ -54,7 +57,12 @@ def test_no_english_sentence_is_left_on_a_chinese_page(demo, client):
     staff = get_user_model().objects.create_superuser("zh-reader", "zh@example.org", "x" * 16)
     client.force_login(staff)
     client.cookies["django_language"] = "zh-hans"
-    names = sorted(set(Gpu.objects.values_list("name", flat=True)), key=len, reverse=True)
+    names = sorted(
+        {name for name in Gpu.objects.values_list("name", flat=True) if not english_sentences(f"<p>{name}</p>")},
+        key=len,
+        reverse=True,
+    )
+    assert "GB300 (per Blackwell Ultra GPU)" not in names  # read as any text: its Chinese name must show
     left: dict[str, list[str]] = {}
     exempt_seen: set[str] = set()
     for url in _pages():
@@ -92,3 +100,12 @@ def test_the_workloads_that_were_english_read_in_chinese(demo, client, url):
     html = client.get(url).content.decode()
     assert "张量并行的 LLM 服务扫描" in html and "固定请求速率下的在线服务" in html and "最大吞吐量" in html
     assert "InferenceX 服务运行" in html
+
+
+def test_a_gpu_name_with_english_words_reads_in_chinese(demo, client):
+    client.cookies["django_language"] = "zh-hans"
+    for url in ("/gpus/gb300/", "/gpus/", "/?use_case=llm-serving"):
+        html = client.get(url).content.decode()
+        assert "GB300（每颗 Blackwell Ultra GPU）" in html, url
+    client.cookies["django_language"] = "en"
+    assert "GB300 (per Blackwell Ultra GPU)" in client.get("/gpus/gb300/").content.decode()

@@ -1,8 +1,9 @@
 """Celery tasks of the watches: they take ids and call services.
 
 The writers below this app ask for an evaluation by name once their transaction commits
-(``gpuatlas.followups.followup_after_commit``): the price import with its ``ImportRun``, the ingest
-with its submissions, the LLM serving model's refresh. Each write asks for one task, which
+(``gpuatlas.followups.followup_after_commit``): the price import with its ``ImportRun``, every
+write of results with their workloads (benchmarks_app.services.results_changed: the ingest, the lab
+imports, moderation, a rebuild), the LLM serving model's refresh. Each write asks for one task, which
 evaluates only the watches whose inputs it changed (watches/selectors/changes.py). Each alert is a
 task of its own (``delivery_send``), retried with exponential backoff.
 """
@@ -18,7 +19,7 @@ from django.conf import settings
 from watches.selectors.changes import (
     gpus_with_changed_offers,
     llm_use_cases,
-    use_cases_of_submissions,
+    use_cases_of_workloads,
     watch_ids_after_price_change,
     watch_ids_of_use_cases,
 )
@@ -52,11 +53,11 @@ def watches_evaluate_after_price_import(*, import_run_id: int) -> int:
 
 
 @shared_task(name="watches.tasks.watches_evaluate_after_results", acks_late=True)
-def watches_evaluate_after_results(*, submission_ids: list[int]) -> int:
-    """The ranking watches of the use cases the submissions' results belong to."""
-    use_cases = use_cases_of_submissions(submission_ids=submission_ids)
+def watches_evaluate_after_results(*, workload_ids: list[int]) -> int:
+    """The ranking watches of the use cases that rank results of these workloads."""
+    use_cases = use_cases_of_workloads(workload_ids=workload_ids)
     evaluation = watches_evaluate(watch_ids=watch_ids_of_use_cases(use_cases=use_cases))
-    return _logged(f"results of {len(submission_ids)} submissions", evaluation)
+    return _logged(f"results of {len(workload_ids)} workloads", evaluation)
 
 
 @shared_task(name="watches.tasks.watches_evaluate_after_serving_model", acks_late=True)

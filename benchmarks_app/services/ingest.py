@@ -29,8 +29,8 @@ from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus
 from benchmarks_app.services.derive import submissions_derive
+from benchmarks_app.services.results_changed import results_changed
 from benchmarks_app.services.workloads import LLM_DECODE, LLM_DECODE_TP
-from gpuatlas.data_version import data_version_bump
 from gpuatlas.followups import followup_after_commit
 
 logger = logging.getLogger(__name__)
@@ -91,9 +91,11 @@ def _derive_claimed(ids: list[int], claimed_at: dt.datetime) -> dict[int, str]:
             )
             if serving.exists():
                 followup_after_commit("llm.tasks.serving_points_refresh", submission_ids=live_ids)
-            data_version_bump()  # cached rankings and GPU pages read the results and aggregates
-            # The ranking watches of the use cases these results belong to (watches, above this app).
-            followup_after_commit("watches.tasks.watches_evaluate_after_results", submission_ids=live_ids)
+            results_changed(
+                workload_ids=BenchmarkResult.objects.filter(submission_id__in=live_ids)
+                .values_list("workload_id", flat=True)
+                .distinct()
+            )
         return outcome
 
 

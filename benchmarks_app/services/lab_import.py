@@ -21,9 +21,9 @@ from django.utils import timezone
 from benchmarks_app.models import BenchmarkResult, TrustLabel, Workload
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs
 from benchmarks_app.services.comparison_keys import comparison_key_for
+from benchmarks_app.services.results_changed import results_changed
 from benchmarks_app.services.snapshot import CatalogSnapshot, catalog_snapshot_refresh_if_changed
 from benchmarks_app.services.workloads import LAMBDA_SUITES, workload_seed_lambda
-from gpuatlas.data_version import data_version_bump
 from gpuatlas.progress import Progress, no_progress
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "lambda"
@@ -310,6 +310,7 @@ def _results_replace(rows_out: list[BenchmarkResult], *, summary: LabImportSumma
     """Replace the Lambda results written before with ``rows_out`` and refresh what they touch."""
     previous = BenchmarkResult.objects.filter(submission__isnull=True, source__startswith=UPSTREAM_URL)
     touched = set(previous.values_list("gpu_id", "comparison_key").distinct())
+    workload_ids = set(previous.values_list("workload_id", flat=True).distinct())
     summary.results_removed = previous.count()
     previous.delete()
     BenchmarkResult.objects.bulk_create(rows_out, batch_size=500)
@@ -318,4 +319,4 @@ def _results_replace(rows_out: list[BenchmarkResult], *, summary: LabImportSumma
     if refresh_aggregates:
         aggregates_refresh_pairs(pairs=touched)
         summary.aggregates_refreshed = len(touched)
-    data_version_bump()  # cached rankings and GPU pages read the results and aggregates
+    results_changed(workload_ids=workload_ids | {r.workload_id for r in rows_out})

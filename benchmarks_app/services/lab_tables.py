@@ -23,8 +23,8 @@ from django.db import transaction
 
 from benchmarks_app.models import BenchmarkResult, LabImportRow, Workload
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs
+from benchmarks_app.services.results_changed import results_changed
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
-from gpuatlas.data_version import data_version_bump
 
 
 class LabTableError(ValueError):
@@ -192,6 +192,7 @@ def lab_rows_replace(
         for prefix in prefixes:
             previous = previous | BenchmarkResult.objects.filter(submission__isnull=True, source__startswith=prefix)
         touched = set(previous.values_list("gpu_id", "comparison_key").distinct())
+        workload_ids = set(previous.values_list("workload_id", flat=True).distinct())
         summary.results_removed = previous.count()
         previous.delete()
         LabImportRow.objects.filter(dataset__in=list(set(datasets))).delete()
@@ -207,7 +208,7 @@ def lab_rows_replace(
         if refresh_aggregates:
             aggregates_refresh_pairs(pairs=touched)
             summary.aggregates_refreshed = len(touched)
-        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
+        results_changed(workload_ids=workload_ids | {r.workload_id for r in results})
 
 
 def json_clean(value: Any) -> Any:

@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrustLabel
 from benchmarks_app.services.aggregates import aggregates_refresh_pairs
+from benchmarks_app.services.results_changed import results_changed
 from benchmarks_app.tasks import submission_enqueue
 from catalog.models import Gpu, GpuAlias, UnmatchedGpuName
 from catalog.models.gpus import alias_normalise
 from catalog.services.catalog_import import gpu_alias_upsert
-from gpuatlas.data_version import data_version_bump
 
 
 @dataclass
@@ -50,9 +50,10 @@ def submissions_approve(*, submission_ids: Iterable[int], moderator: AbstractBas
             summary.changed.append(str(submission.run_uuid))
         results = BenchmarkResult.objects.filter(submission_id__in=approved, trust=TrustLabel.FLAGGED)
         pairs = set(results.values_list("gpu_id", "comparison_key"))
+        workload_ids = set(results.values_list("workload_id", flat=True))
         results.update(trust=TrustLabel.COMMUNITY)
         aggregates_refresh_pairs(pairs=pairs)
-        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
+        results_changed(workload_ids=workload_ids)
     return summary
 
 
@@ -75,9 +76,10 @@ def submissions_reject(*, submission_ids: Iterable[int], moderator: AbstractBase
             summary.changed.append(str(submission.run_uuid))
         results = BenchmarkResult.objects.filter(submission_id__in=rejected)
         pairs = set(results.values_list("gpu_id", "comparison_key"))
+        workload_ids = set(results.values_list("workload_id", flat=True))
         results.delete()
         aggregates_refresh_pairs(pairs=pairs)
-        data_version_bump()  # cached rankings and GPU pages read the results and aggregates
+        results_changed(workload_ids=workload_ids)
     return summary
 
 

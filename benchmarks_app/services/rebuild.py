@@ -10,7 +10,7 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Q
 
-from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus
+from benchmarks_app.models import BenchmarkResult, RawSubmission, ResultAggregate, SubmissionStatus, Workload
 from benchmarks_app.services.aggregates import aggregates_rebuild
 from benchmarks_app.services.derive import submission_derive
 from benchmarks_app.services.ingest import TERMINAL
@@ -18,9 +18,9 @@ from benchmarks_app.services.lab_import import BUNDLED_DIR, LabImportSummary, la
 from benchmarks_app.services.lab_import import UPSTREAM_URL as LAMBDA_URL
 from benchmarks_app.services.locks import aggregate_locks
 from benchmarks_app.services.peers import PeerCache
+from benchmarks_app.services.results_changed import results_changed
 from benchmarks_app.services.snapshot import catalog_snapshot_refresh_if_changed
 from catalog.models import Gpu
-from gpuatlas.data_version import data_version_bump
 from gpuatlas.followups import followup_after_commit
 from gpuatlas.progress import Progress, no_progress
 
@@ -103,7 +103,8 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
                     f"{first['field']}: {first['reason']}" if first else "rejected"
                 )
         summary.aggregates = aggregates_rebuild()
-        data_version_bump()  # every cached ranking and GPU page read the rebuilt results
+        # Every published result was derived again: every workload's watches may have moved.
+        results_changed(workload_ids=Workload.objects.values_list("id", flat=True))
         summary.results = BenchmarkResult.objects.count()
         # Every LLM serving point derived again, and the model refitted (llm, above this app).
         followup_after_commit("llm.tasks.serving_points_refresh")

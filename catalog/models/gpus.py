@@ -6,6 +6,7 @@ import re
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
@@ -97,6 +98,13 @@ class Architecture(models.Model):
         return self.name
 
 
+def gpu_display_name(*, name: str, name_zh: str) -> str:
+    """A GPU's name in the active language: ``name_zh`` on Chinese pages where it is filled."""
+    if name_zh and (get_language() or "").startswith("zh"):
+        return name_zh
+    return name
+
+
 class GpuQuerySet(models.QuerySet["Gpu"]):
     def curated(self) -> GpuQuerySet:
         """GPUs a curator has checked: they carry tensor peaks and cited figures, so they are ranked."""
@@ -113,6 +121,11 @@ class Gpu(models.Model):
 
     slug = models.SlugField(max_length=120, unique=True)
     name = models.CharField(max_length=200)
+    name_zh = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=_("The name on Chinese pages, where the name holds English words; empty: the name."),
+    )
     vendor = models.ForeignKey(Vendor, on_delete=models.PROTECT, related_name="gpus")
     architecture = models.ForeignKey(
         Architecture, on_delete=models.SET_NULL, null=True, blank=True, related_name="gpus"
@@ -201,6 +214,10 @@ class Gpu(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def display_name(self) -> str:
+        return gpu_display_name(name=self.name, name_zh=self.name_zh)
 
 
 class SpecCitation(models.Model):

@@ -352,7 +352,7 @@ _SCALAR_FIELDS: dict[str, Callable[[Any], Any] | None] = {
     "launch_price_usd": Decimal,
 }
 _TENSOR_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
-_GPU_TEXT_FIELDS = ("name", "family", "variant", "segment", "export_control_note", "export_control_note_zh")
+_GPU_TEXT_FIELDS = ("name", "name_zh", "family", "variant", "segment", "export_control_note", "export_control_note_zh")
 
 
 def gpu_import_curated(*, path: Path | None = None, progress: Progress = no_progress) -> ImportSummary:

@@ -54,6 +54,8 @@ LLM_WORKLOAD = re.compile(r"^(mlperf-|llamacpp-|llm-eval-rate$|llm-decode$)")
 class AggregateLine:
     label: str
     workload: str
+    workload_slug: str
+    comparison_key: str  # the API's results of this configuration, each with its source
     category: str
     precision: str
     gpu_count: int
@@ -65,6 +67,35 @@ class AggregateLine:
     distinct_submitters: int
     has_lab: bool
     relative: float | None  # median relative to the baseline's in the same group
+
+
+@dataclass
+class WorkloadSummary:
+    """A workload on the GPU page: its most measured configuration, and how many it has (the
+    GPU's results page lists them all)."""
+
+    line: AggregateLine
+    configurations: int
+
+
+def workload_summaries(lines: list[AggregateLine]) -> list[WorkloadSummary]:
+    """One row per workload, in the order of ``lines``: the configuration with the most results
+    (the first of equals, so the smallest GPU count). The busiest GPU has hundreds of
+    configurations; all of them on its page made it 300 KB."""
+    best: dict[str, AggregateLine] = {}
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line.workload_slug] = counts.get(line.workload_slug, 0) + 1
+        if line.workload_slug not in best or line.n > best[line.workload_slug].n:
+            best[line.workload_slug] = line
+    return [WorkloadSummary(line=line, configurations=counts[slug]) for slug, line in best.items()]
+
+
+def gpu_results_lines(*, gpu: Gpu, baseline: str = BASELINE_SLUG_DEFAULT) -> tuple[list[AggregateLine], str]:
+    """Every measured configuration of the GPU (the results page), and the baseline's name."""
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name", "name_zh").first()
+    results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
+    return results.lines, baseline_gpu.display_name if baseline_gpu else baseline
 
 
 @dataclass
@@ -81,7 +112,8 @@ class GpuPageData:
     offers: list[OfferLine]
     offers_total: int
     price_history_figure: dict[str, Any] | None
-    aggregates: list[AggregateLine]
+    aggregates: list[AggregateLine]  # every configuration; the page shows ``workloads``
+    workloads: list[WorkloadSummary]
     box_figure: dict[str, Any] | None
     efficiency: list[EfficiencyRow]
     standings: list[UseCaseStanding]
@@ -172,6 +204,8 @@ def _gpu_results(*, gpu: Gpu, baseline_gpu: Gpu | None) -> GpuResults:
             AggregateLine(
                 label=_aggregate_label(a),
                 workload=a.workload.name,
+                workload_slug=a.workload.slug,
+                comparison_key=a.comparison_key,
                 category=str(a.workload.get_category_display()),
                 precision=a.precision,
                 gpu_count=a.gpu_count,
@@ -216,7 +250,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     rent_price = gpu_rent_prices(gpu_ids=[gpu.id], with_providers=True).get(gpu.id)
     price_gap = None if rent_price else gpu_price_gaps(gpu_ids=[gpu.id]).get(gpu.id)
 
-    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name").first()
+    baseline_gpu = Gpu.objects.filter(slug=baseline).only("id", "name", "name_zh").first()
     results = _gpu_results(gpu=gpu, baseline_gpu=baseline_gpu)
     own = results.own
     efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
@@ -227,7 +261,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         for slug, uc in USE_CASES.items()
     ]
 
-    baseline_name = baseline_gpu.name if baseline_gpu else baseline
+    baseline_name = baseline_gpu.display_name if baseline_gpu else baseline
     llm_lines, llm_oom = llm_gpu_measurements(gpu=gpu)
     serving_row = next((s.row for s in standings if s.use_case == "llm-serving" and s.row is not None), None)
     serving_price = serving_row.price.amount if serving_row is not None else None
@@ -264,6 +298,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         if history
         else None,
         aggregates=results.lines,
+        workloads=workload_summaries(results.lines),
         box_figure=results_box_figure(results.boxes, relative_to=baseline_name, gpu_count=results.box_gpu_count)
         if results.boxes
         else None,
@@ -278,7 +313,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
             currency=money.currency,
             target=DEFAULT_TARGET_RATE,
             title=_("Output tokens/s per GPU against tokens/s per user on %(gpu)s · %(workload)s")
-            % {"gpu": gpu.name, "workload": SERVING_QUESTION.workload_text()},
+            % {"gpu": gpu.display_name, "workload": SERVING_QUESTION.workload_text()},
         )
         if serving_lines
         else None,

@@ -234,7 +234,7 @@ def ranking_inputs_read(
     peaks_by_gpu = _peaks_read(gpu_ids={g.id for g in gpus} | {baseline.id} | measured.gpu_ids)
     specs = {gpu.id: _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {})) for gpu in gpus}
     baseline_specs = _spec_figures(baseline, peaks_by_gpu.get(baseline.id, {}))
-    measured.names = {gpu.id: gpu.name for gpu in gpus}
+    measured.names = {gpu.id: gpu.display_name for gpu in gpus}
     warnings: list[str] = []
     if not uc.is_llm:
         _measured_relate(
@@ -381,11 +381,11 @@ def _measured_relate(
     if filtered_out:
         for gpu in (
             Gpu.objects.filter(id__in=filtered_out)
-            .only("id", "name", "memory_bandwidth_gbs", "fp32_tflops", "segment", "vendor__slug")
+            .only("id", "name", "name_zh", "memory_bandwidth_gbs", "fp32_tflops", "segment", "vendor__slug")
             .select_related("vendor")
         ):
             specs[gpu.id] = _spec_figures(gpu, peaks_by_gpu.get(gpu.id, {}))
-            measured.names[gpu.id] = gpu.name
+            measured.names[gpu.id] = gpu.display_name
             classes[gpu.id] = (gpu.vendor.slug, gpu.segment)
     if baseline.id in measured.measured:
         measured.estimate = _estimate_model(
@@ -555,7 +555,7 @@ def ranking_rows_build(*, params: RankingParams, inputs: RankingInputs) -> Built
             RankingRow(
                 gpu_id=gpu.id,
                 gpu_slug=gpu.slug,
-                gpu_name=gpu.name,
+                gpu_name=gpu.display_name,
                 vendor=gpu.vendor.name,
                 vendor_slug=gpu.vendor.slug,
                 segment=gpu.segment,

@@ -28,6 +28,7 @@ from django.utils.translation import gettext as _
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import ResultAggregate
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
+from catalog.models.gpus import gpu_display_name
 from catalog.selectors.prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
 from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
@@ -338,7 +339,7 @@ def _lacks_format(precision: str, row: Mapping[str, Any], peaks: Mapping[str, fl
 
 #: The catalogue columns the fit calculator reads of each GPU.
 GPU_COLUMNS = (
-    "id", "slug", "name", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "fp32_tflops", "fp16_tflops",
+    "id", "slug", "name", "name_zh", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "fp32_tflops", "fp16_tflops",
     "launch_price_usd", "variant", "segment", "interconnect_gbs", "scale_up_link", "scale_up_gpus",
     "pcie_peer_to_peer", "bus_interface", "vendor__slug",
     "architecture__slug", "architecture__tensor_core_generation", "architecture__supports_bf16",
@@ -637,7 +638,7 @@ def _gpu_facts(
     measured_llm = rates.measured_llm
     facts = GpuFacts(
         slug=gpu["slug"],
-        name=gpu["name"],
+        name=gpu_display_name(name=gpu["name"], name_zh=gpu["name_zh"]),
         memory_gib=memory,
         throughput_per_s=per_s,
         throughput_is_estimate=rates.basis == "estimated",
@@ -650,7 +651,7 @@ def _gpu_facts(
     )
     detail = GpuDetail(
         slug=gpu["slug"],
-        name=gpu["name"],
+        name=gpu_display_name(name=gpu["name"], name_zh=gpu["name_zh"]),
         throughput_unit=rates.unit,
         throughput_basis=cast(Basis, basis),
         throughput_note=rates.note,
@@ -700,7 +701,7 @@ def fit_gpu_facts_list(*, request: FitRequest, counts: tuple[int, ...] = DEFAULT
         if memory is None:
             continue
         if inputs.training and _lacks_format(precision, gpu, inputs.peaks.get(gpu["id"], {})):
-            lacking.append(gpu["name"])
+            lacking.append(gpu_display_name(name=gpu["name"], name_zh=gpu["name_zh"]))
             continue
         gpu_rates = (
             _llm_rates(request=request, inputs=inputs, llm=inputs.llm, gpu=gpu, counts=counts)

@@ -198,7 +198,7 @@ def llm_model_page() -> LlmModelPage:
     figures, the measured range, the systems outside the catalogue."""
     state = llm_model_state()
     slugs = {e.gpu_key for e in state.error.by_gpu}
-    names = dict(Gpu.objects.filter(slug__in=slugs).values_list("slug", "name"))
+    names = {gpu.slug: gpu.display_name for gpu in Gpu.objects.filter(slug__in=slugs).only("slug", "name", "name_zh")}
     sizes = [
         (slug, MODEL_SHAPES[c.reference].name, MODEL_SHAPES[c.reference].source) for slug, c in SIZE_CLASSES.items()
     ]

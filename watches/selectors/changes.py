@@ -4,7 +4,8 @@
   offer withdrawn from its feed's newest snapshot), read from what the import recorded: the price
   observations and snapshots of its ``ImportRun``. Their price watches, and the ranking watches
   in rent mode that a GPU's rental price can move (that GPU's, and "any GPU").
-* New benchmark results: the use cases whose workloads they are results of.
+* Benchmark results written, changed or removed (ingest, lab imports, moderation, a rebuild): the
+  use cases of their workloads.
 * A new LLM serving model (points or fit): the LLM use cases.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from benchmarks_app.models import BenchmarkResult
+from benchmarks_app.models import Workload
 from catalog.models import Offer, PriceObservation, PriceSnapshot
 from dashboard.ranking.use_cases import USE_CASES
 from watches.models import Watch
@@ -50,13 +51,9 @@ def watch_ids_after_price_change(*, gpu_ids: set[int]) -> list[int]:
     return sorted({*price, *rented})
 
 
-def use_cases_of_submissions(*, submission_ids: list[int]) -> set[str]:
-    """The use cases whose workloads the results of these submissions belong to."""
-    workloads = set(
-        BenchmarkResult.objects.filter(submission_id__in=submission_ids)
-        .values_list("workload__slug", "workload__category")
-        .distinct()
-    )
+def use_cases_of_workloads(*, workload_ids: list[int]) -> set[str]:
+    """The use cases that rank results of these workloads."""
+    workloads = set(Workload.objects.filter(id__in=workload_ids).values_list("slug", "category"))
     return {
         slug
         for slug, use_case in USE_CASES.items()

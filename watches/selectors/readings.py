@@ -4,7 +4,9 @@ watch's row. Reads only; the evaluation (watches/services/evaluation.py) compare
 Both read many watches at once and share the work between those that ask the same thing: one
 query for the current offers of every GPU watched, one ranking per distinct question (a question
 is the ranking's normalised query, evaluated with ``ranking_params_from_query`` and
-``rankings_compute``, so that a parameter the rankings gain reaches the watches unchanged).
+``rankings_compute``, so that a parameter the rankings gain reaches the watches unchanged). An
+evaluation that reads its watches in several batches passes one ``SharedReads`` to all of them,
+so that each GPU's offers and each question's ranking are read once per evaluation, not per batch.
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ _OFFER_COLUMNS = (
 )  # fmt: skip
 
 
+@dataclass
+class SharedReads:
+    """What the batches of one evaluation read once: current offers by (GPU id, spot), for the GPUs
+    in ``offer_gpus``, and rankings (or the refusal of their question) by question."""
+
+    offers: dict[tuple[int, bool], list[_OfferLine]] = field(default_factory=dict)
+    offer_gpus: set[int] = field(default_factory=set)
+    rankings: dict[str, Ranking | RankingParamError] = field(default_factory=dict)
+
+
 def _current_offers(gpu_ids: set[int]) -> dict[tuple[int, bool], list[_OfferLine]]:
     """(gpu id, spot) -> the current SKU-level offers, cheapest first: one query."""
     rows = (
@@ -70,25 +82,30 @@ def _current_offers(gpu_ids: set[int]) -> dict[tuple[int, bool], list[_OfferLine
     return found
 
 
+def offer_causes(*, offer_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The offers behind price watches' figures, as a crossing keeps them, by offer id: one query
+    for the offers that cause crossings, not for every offer compared."""
+    causes: dict[int, dict[str, Any]] = {}
+    for row in Offer.objects.filter(pk__in=sorted(set(offer_ids))).values_list(*_OFFER_COLUMNS):
+        values = dict(zip(_OFFER_COLUMNS, row, strict=True))
+        causes[values["id"]] = {
+            "offer": values["id"],
+            "gpu": values["gpu__slug"],
+            "gpu_name": values["gpu__name"],
+            "provider": values["provider__name"],
+            "provider_slug": values["provider__slug"],
+            "instance_type": values["instance_type"],
+            "region": values["region"],
+            "gpu_count": values["gpu_count"],
+            "spot": values["is_spot"],
+            "price_per_gpu_hour_usd": str(values["current_price_per_gpu_hour_usd"]),
+            "observed_at": values["last_seen"].isoformat(),
+        }
+    return causes
+
+
 def offer_cause(*, offer_id: int) -> dict[str, Any]:
-    """The offer behind a price watch's figure, as a crossing keeps it (read for the few offers
-    that cause a crossing, not for every offer compared)."""
-    values = dict(
-        zip(_OFFER_COLUMNS, Offer.objects.filter(pk=offer_id).values_list(*_OFFER_COLUMNS).get(), strict=True)
-    )
-    return {
-        "offer": values["id"],
-        "gpu": values["gpu__slug"],
-        "gpu_name": values["gpu__name"],
-        "provider": values["provider__name"],
-        "provider_slug": values["provider__slug"],
-        "instance_type": values["instance_type"],
-        "region": values["region"],
-        "gpu_count": values["gpu_count"],
-        "spot": values["is_spot"],
-        "price_per_gpu_hour_usd": str(values["current_price_per_gpu_hour_usd"]),
-        "observed_at": values["last_seen"].isoformat(),
-    }
+    return offer_causes(offer_ids=[offer_id])[offer_id]
 
 
 def _price_key(watch: Watch) -> tuple[Any, ...]:
@@ -113,22 +130,28 @@ def _cheapest(watch: Watch, offers: list[_OfferLine], money: Money) -> Reading:
     return NOTHING
 
 
-def price_readings(*, watches: Sequence[Watch]) -> dict[int, Reading]:
+def price_readings(*, watches: Sequence[Watch], shared: SharedReads | None = None) -> dict[int, Reading]:
     """Watch id -> the cheapest current offer that matches the price watch (GPU, GPU count, on-demand
-    or spot, provider, region), per GPU-hour in the watch's currency. Two queries (offers, rates)."""
+    or spot, provider, region), per GPU-hour in the watch's currency. Two queries (offers of the
+    GPUs ``shared`` has not read yet, rates)."""
     if not watches:
         return {}
-    offers = _current_offers({watch.gpu_id for watch in watches if watch.gpu_id is not None})
+    shared = shared if shared is not None else SharedReads()
+    unread = {watch.gpu_id for watch in watches if watch.gpu_id is not None} - shared.offer_gpus
+    if unread:
+        shared.offers.update(_current_offers(unread))
+        shared.offer_gpus |= unread
+    offers = shared.offers
     rates = exchange_rates() if any(watch.currency != "USD" for watch in watches) else None
     moneys: dict[str, Money] = {}
-    shared: dict[tuple[Any, ...], Reading] = {}
+    by_key: dict[tuple[Any, ...], Reading] = {}
     readings: dict[int, Reading] = {}
     for watch in watches:
         key = _price_key(watch)
-        if key not in shared:
+        if key not in by_key:
             money = moneys.setdefault(watch.currency, display_money(currency=watch.currency, rates=rates))
-            shared[key] = _cheapest(watch, offers.get((watch.gpu_id or 0, watch.spot), []), money)
-        readings[watch.pk] = shared[key]
+            by_key[key] = _cheapest(watch, offers.get((watch.gpu_id or 0, watch.spot), []), money)
+        readings[watch.pk] = by_key[key]
     return readings
 
 
@@ -164,23 +187,30 @@ def _ranking_computer(fresh: bool) -> Callable[..., Ranking]:
     return getattr(rankings_compute, "uncached", rankings_compute) if fresh else rankings_compute
 
 
-def ranking_readings(*, watches: Sequence[Watch], fresh: bool = True) -> dict[int, Reading]:
+def ranking_readings(
+    *, watches: Sequence[Watch], fresh: bool = True, shared: SharedReads | None = None
+) -> dict[int, Reading]:
     """Watch id -> its ranking row's figure (one GPU), or the best eligible row's (any GPU).
 
-    One ranking per distinct question. ``fresh``: computed from the database now, not taken from
-    the cache of the current data version (``rankings_compute``'s).
+    One ranking per distinct question (per evaluation, with ``shared``). ``fresh``: computed from
+    the database now, not taken from the cache of the current data version (``rankings_compute``'s).
     """
     compute = _ranking_computer(fresh)
+    shared = shared if shared is not None else SharedReads()
     groups: dict[str, list[Watch]] = defaultdict(list)
     for watch in watches:
         groups[question_key(watch.query)].append(watch)
     readings: dict[int, Reading] = {}
-    for group in groups.values():
-        try:
-            ranking = compute(params=ranking_params_from_query(group[0].query))
-        except RankingParamError as exc:
+    for key, group in groups.items():
+        if key not in shared.rankings:
+            try:
+                shared.rankings[key] = compute(params=ranking_params_from_query(group[0].query))
+            except RankingParamError as exc:
+                shared.rankings[key] = exc
+        ranking = shared.rankings[key]
+        if isinstance(ranking, RankingParamError):
             # A question the rankings no longer accept (a use case or model size withdrawn).
-            logger.warning("watches %s: their ranking question is refused: %s", [w.pk for w in group], exc)
+            logger.warning("watches %s: their ranking question is refused: %s", [w.pk for w in group], ranking)
             readings.update({watch.pk: NOTHING for watch in group})
             continue
         rows = [*ranking.rows, *ranking.ineligible_rows]
@@ -197,11 +227,16 @@ def ranking_readings(*, watches: Sequence[Watch], fresh: bool = True) -> dict[in
     return readings
 
 
-def watch_readings(*, watches: Sequence[Watch], fresh: bool = True) -> dict[int, Reading]:
+def watch_readings(
+    *, watches: Sequence[Watch], fresh: bool = True, shared: SharedReads | None = None
+) -> dict[int, Reading]:
     """Watch id -> its figure now, for watches of both kinds."""
     price = [watch for watch in watches if watch.kind == WatchKind.PRICE]
     ranking = [watch for watch in watches if watch.kind == WatchKind.RANKING]
-    return {**price_readings(watches=price), **ranking_readings(watches=ranking, fresh=fresh)}
+    return {
+        **price_readings(watches=price, shared=shared),
+        **ranking_readings(watches=ranking, fresh=fresh, shared=shared),
+    }
 
 
 def watch_preview(*, fields: dict[str, Any]) -> Reading:

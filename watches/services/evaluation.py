@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from django.utils import timezone
 
 from gpuatlas.followups import followup_after_commit
 from watches.models import Crossing, Delivery, Watch
-from watches.selectors.readings import Reading, offer_cause, watch_readings
+from watches.selectors.readings import Reading, SharedReads, offer_causes, watch_readings
 from watches.validation import watch_is_past
 
 DELIVERY_TASK = "watches.tasks.delivery_send"
@@ -47,10 +48,11 @@ def watches_evaluate(*, watch_ids: list[int], fresh: bool = True) -> Evaluation:
     changed = 0
     crossings: list[int] = []
     ids = sorted(set(watch_ids))
+    shared = SharedReads()  # each GPU's offers and each question's ranking, read once for all batches
     for start in range(0, len(ids), EVALUATION_BATCH):
         batch = ids[start : start + EVALUATION_BATCH]
-        watches = list(Watch.objects.filter(pk__in=batch).select_related("gpu", "provider"))
-        readings = watch_readings(watches=watches, fresh=fresh)
+        watches = list(Watch.objects.filter(pk__in=batch))
+        readings = watch_readings(watches=watches, fresh=fresh, shared=shared)
         batch_changed, batch_crossings = _record(readings)
         changed += batch_changed
         crossings += batch_crossings
@@ -61,7 +63,9 @@ def _record(readings: dict[int, Reading]) -> tuple[int, list[int]]:
     now = timezone.now()
     with transaction.atomic():
         watches = list(Watch.objects.select_for_update().filter(pk__in=list(readings)).order_by("pk"))
-        changed: list[Watch] = []
+        # One UPDATE per new state (met, value, crossed now): watches that read the same offer or
+        # row share it. Django's bulk_update writes a CASE per watch, seconds for thousands.
+        states: dict[tuple[bool, float, bool], list[int]] = defaultdict(list)
         crossed: list[tuple[Watch, Reading, float]] = []
         for watch in watches:
             reading = readings[watch.pk]
@@ -70,17 +74,23 @@ def _record(readings: dict[int, Reading]) -> tuple[int, list[int]]:
             met = watch_is_past(watch=watch, value=reading.value)
             if met == watch.met and reading.value == watch.last_value:
                 continue
-            if met and not watch.met:
+            crosses = met and not watch.met
+            if crosses:
                 crossed.append((watch, reading, reading.value))
                 watch.last_crossed_at = now
             watch.met, watch.last_value, watch.value_since = met, reading.value, now
-            changed.append(watch)
-        Watch.objects.bulk_update(changed, ["met", "last_value", "value_since", "last_crossed_at"], batch_size=500)
+            states[(met, reading.value, crosses)].append(watch.pk)
+        for (met, value, crosses), ids in states.items():
+            crossed_at = {"last_crossed_at": now} if crosses else {}
+            Watch.objects.filter(pk__in=ids).update(met=met, last_value=value, value_since=now, **crossed_at)
         crossing_ids = _crossings_add(crossed, now)
-    return len(changed), crossing_ids
+    return sum(len(ids) for ids in states.values()), crossing_ids
 
 
 def _crossings_add(crossed: list[tuple[Watch, Reading, float]], now: dt.datetime) -> list[int]:
+    offers = offer_causes(
+        offer_ids=[reading.offer_id for _watch, reading, _value in crossed if reading.offer_id is not None]
+    )
     rows = [
         Crossing(
             watch=watch,
@@ -90,7 +100,7 @@ def _crossings_add(crossed: list[tuple[Watch, Reading, float]], now: dt.datetime
             currency=watch.currency,
             gpu_id=reading.gpu_id,
             offer_id=reading.offer_id,
-            cause=reading.cause or _offer_described(reading, watch.currency),
+            cause=reading.cause or _offer_described(reading, watch.currency, offers),
         )
         for watch, reading, value in crossed
     ]
@@ -108,8 +118,10 @@ def _crossings_add(crossed: list[tuple[Watch, Reading, float]], now: dt.datetime
     return [crossing.pk for crossing in rows]
 
 
-def _offer_described(reading: Reading, currency: str) -> dict[str, object]:
-    return {**offer_cause(offer_id=reading.offer_id), "currency": currency} if reading.offer_id is not None else {}
+def _offer_described(reading: Reading, currency: str, offers: dict[int, dict[str, object]]) -> dict[str, object]:
+    if reading.offer_id is None or reading.offer_id not in offers:
+        return {}
+    return {**offers[reading.offer_id], "currency": currency}
 
 
 def webhook_payload(crossing: Crossing) -> dict[str, object]:
