@@ -53,6 +53,8 @@ FIELD_GROUPS = (
             "precision",
             "serving",
             "users",
+            "input_len",
+            "output_len",
             "kv_cache_precision",
             "context",
             "batch",

@@ -25,7 +25,7 @@ from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
 from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint
-from llm.question import TARGETS
+from llm.question import MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS, TARGETS
 from llm.serving.shapes import MODEL_SHAPES
 
 # --- vocabularies ----------------------------------------------------------------------------
@@ -337,14 +337,14 @@ class RankingFilterSet(ApiFilterSet):
     )
     input_len = IntFilter(
         method="validate_only",
-        minimum=1,
-        maximum=1_048_576,
+        minimum=MIN_SEQUENCE_TOKENS,
+        maximum=MAX_SEQUENCE_TOKENS,
         description=_("LLM serving: prompt tokens per request the ranking answers. Default 1000."),
     )
     output_len = IntFilter(
         method="validate_only",
-        minimum=1,
-        maximum=1_048_576,
+        minimum=MIN_SEQUENCE_TOKENS,
+        maximum=MAX_SEQUENCE_TOKENS,
         description=_("LLM serving: output tokens per request the ranking answers. Default 1000."),
     )
 
