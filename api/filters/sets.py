@@ -24,6 +24,7 @@ from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider,
 from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
+from gpuatlas.query_numbers import ELECTRICITY_PER_KWH
 from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint
 from llm.question import MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS, TARGETS
 from llm.serving.shapes import MODEL_SHAPES
@@ -320,6 +321,15 @@ class RankingFilterSet(ApiFilterSet):
         method="validate_only",
         values=fixed_values(sorted({size for uc in USE_CASES.values() for size in uc.model_sizes})),
         description=_("LLM use cases: model size (%(allowed)s). Default: its first.") % {"allowed": _USE_CASE_SIZES},
+    )
+    kwh_price = FloatFilter(
+        method="validate_only",
+        minimum=ELECTRICITY_PER_KWH.low,
+        maximum=ELECTRICITY_PER_KWH.high,
+        description=_(
+            "Buy mode, LLM serving: your electricity price per kWh in the page currency; each row then carries its "
+            "energy per output token and the electricity of a million output tokens."
+        ),
     )
     mlperf = EntityFilter(
         method="validate_only",

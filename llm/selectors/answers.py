@@ -291,7 +291,8 @@ def gpu_answers(
             modelled.append((ModelledConfiguration(tp, anchored_curve(estimate.points, factor),
                                                    _estimate_label(question, precision, estimate, anchor, factor),
                                                    estimate.error_pct, estimate.inside, estimate.allreduce_source,
-                                                   estimate.allreduce_priced), estimate))  # fmt: skip
+                                                   estimate.allreduce_priced, estimate.interval,
+                                                   estimate.interval_kind), estimate))  # fmt: skip
         estimates[count] = modelled
         answer = configuration_answer(
             gpu_slug=gpu.slug,

@@ -89,7 +89,9 @@ def answer_figure(
     anchor = answer.anchor
     return LlmFigure(ESTIMATED, answer.tokens_per_s_per_gpu, answer.gpu_count, 0, 0, answer.source, "",
                      answer.precision, True, None, answer.error_pct, 0, outside, configuration,
-                     anchor=_anchor_text(answer) if anchor else "", capped=answer.capped)  # fmt: skip
+                     anchor=_anchor_text(answer) if anchor else "", capped=answer.capped,
+                     interval=answer.tokens_per_s_per_gpu_interval,
+                     interval_kind=answer.interval_kind)  # fmt: skip
 
 
 def _anchor_text(answer: ServingAnswer) -> str:

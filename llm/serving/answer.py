@@ -177,6 +177,9 @@ class ModelledConfiguration:
     inside: bool
     allreduce_source: str = ""
     allreduce_priced: bool = True
+    # The 80 % held-out interval as factors on an estimate (llm.serving.heldout), and its kind.
+    interval: tuple[float, float] | None = None
+    interval_kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,8 @@ class ServingAnswer:
     allreduce_source: str = ""
     allreduce_priced: bool = True
     measured_points: tuple[WorkloadPoint, ...] = ()
+    interval: tuple[float, float] | None = None  # estimates: the 80 % interval as factors on the figure
+    interval_kind: str = ""
 
     @property
     def replicas(self) -> int:
@@ -213,6 +218,13 @@ class ServingAnswer:
     @property
     def tokens_per_s(self) -> float | None:
         return None if self.tokens_per_s_per_gpu is None else self.tokens_per_s_per_gpu * self.gpu_count
+
+    @property
+    def tokens_per_s_per_gpu_interval(self) -> tuple[float, float] | None:
+        """An estimate's 80 % interval in tokens/s per GPU (None: measured, or no interval stored)."""
+        if self.basis != ESTIMATED or self.interval is None or self.tokens_per_s_per_gpu is None:
+            return None
+        return self.tokens_per_s_per_gpu * self.interval[0], self.tokens_per_s_per_gpu * self.interval[1]
 
     def cost_per_million(self, price_per_gpu_hour: float | None) -> float | None:
         return cost_per_million_output_tokens(price_per_gpu_hour=price_per_gpu_hour,
@@ -279,7 +291,8 @@ def configuration_answer(
     return ServingAnswer(gpu_slug, gpu_count, m.tp, precision, engine, ESTIMATED, rate, at.tokens_per_s_per_user,
                          at.concurrency * replicas, at.ttft_s, m.label, error_pct=m.error_pct, inside=m.inside,
                          anchor=anchor, capped=capped, allreduce_source=m.allreduce_source,
-                         allreduce_priced=m.allreduce_priced, measured_points=tuple(measured))  # fmt: skip
+                         allreduce_priced=m.allreduce_priced, measured_points=tuple(measured),
+                         interval=m.interval, interval_kind=m.interval_kind)  # fmt: skip
 
 
 def measured_cap(points: Sequence[WorkloadPoint]) -> float:
