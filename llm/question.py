@@ -220,4 +220,3 @@ def length_parse(query: Mapping[str, str], field: str, *, default: int) -> int:
     """A prompt or output length from a query (SEQUENCE_TOKENS); QueryNumberError names the field."""
     value = query_number(query, field, bounds=SEQUENCE_TOKENS)
     return default if value is None else int(value)
-
