@@ -93,7 +93,7 @@ class FitWorkloadSerializer(serializers.Serializer):
     precision = serializers.CharField(help_text="The weight format asked.")
     target_tokens_per_s_per_user = _nullable_float(help_text="Null: maximum throughput (the calculator's question).")
     engine = serializers.CharField(help_text="auto: TensorRT-LLM on NVIDIA GPUs, vLLM/SGLang elsewhere.")
-    label = serializers.CharField(help_text="The workload in words, as the pages name it.")
+    label = serializers.CharField(help_text="The workload in words, as the pages name it.")  # type: ignore[assignment]  # a field named like a DRF Field attribute
 
 
 class FitCitationSerializer(serializers.Serializer):

@@ -18,7 +18,11 @@ The rules, one configuration (a GPU, a count of them, a precision) at a time:
   multiplied by the GPU's anchor: the geometric mean of measured / modelled over its own points
   of the same model and precision class on the same engine class and batch regime (one stream
   on llama.cpp never anchors a batched engine), bounded to ``ANCHOR_BOUNDS`` and to the
-  datasheet roofline. Where the same configuration was measured but not as fast per user as the
+  datasheet roofline. Where the GPU was measured at the question's lengths, the anchor is those
+  points' at the nearest measured GPU count alone (``Anchor.counts``): the estimate is then the
+  measured figure there scaled by the model from that count to this one, so fewer GPUs read
+  below the measured configuration exactly when the model's curve for them lies below it (more
+  memory-bound), and above it only where the model says why (less all-reduce per token). Where the same configuration was measured but not as fast per user as the
   target, the estimate is capped at the measured throughput at the fastest measured rate, so the
   curve never rises as the target rises.
 * **Unreachable.** The configuration fits and neither answers at the target.
@@ -141,6 +145,10 @@ class Anchor:
     raw: float
     spread_pct: float
     points: tuple[str, ...]
+    # The GPU counts of points measured at the question's lengths it rests on (the nearest to the
+    # configuration estimated); empty: all the GPU's points of the model, at any lengths.
+    counts: tuple[int, ...] = ()
+    measured_max: float | None = None  # the most tokens/s per GPU those points measured
 
 
 def anchor_from(ratios: Sequence[tuple[float, str]]) -> Anchor | None:
