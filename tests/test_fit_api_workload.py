@@ -73,3 +73,12 @@ def test_a_job_that_is_no_serving_question_names_no_workload(demo, client: Clien
     assert body["workload"] is None
     body = client.get("/api/v1/fit/", {"model": "llama-3.1-70b", "serving": "single"}).json()
     assert body["workload"] is None
+
+
+def test_the_fit_page_serves_the_lengths_asked(demo, client: Client):  # type: ignore[no-untyped-def]
+    query = {"model": "llama-3.1-405b", "mode": "inference", "precision": "fp8", "input_len": "128",
+             "output_len": "2048"}  # fmt: skip
+    page = client.get("/fit/", query).content.decode()
+    assert "Prompts of 128 tokens, answers of 2,048." in page
+    refused = client.get("/fit/", {**query, "input_len": "0"}).content.decode()
+    assert 'id="input_len-errors"' in refused
