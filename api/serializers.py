@@ -391,6 +391,35 @@ class RankingRowSerializer(serializers.Serializer):
         help_text="LLM serving, measured: the points were faster per user than the target (at least this much)."
     )
     llm_engine = serializers.CharField(help_text="LLM serving: the engine class the answer assumes.")
+    perf_low = _nullable_float(
+        help_text="LLM serving estimates: the low end of perf's 80 % interval, from the serving model's held-out "
+        "misses of the same kind of extrapolation (interval_kind); null for measured figures."
+    )
+    perf_high = _nullable_float(help_text="LLM serving estimates: the high end of perf's 80 % interval.")
+    cost_per_million_tokens_low = _nullable_float(
+        help_text="LLM serving estimates, rent: the cost per million output tokens at perf_high."
+    )
+    cost_per_million_tokens_high = _nullable_float(
+        help_text="LLM serving estimates, rent: the cost per million output tokens at perf_low."
+    )
+    interval_kind = serializers.CharField(
+        help_text="LLM serving estimates: the kind of extrapolation the interval comes from (pair:new, gpu:new, "
+        "lengths:outside, engine:<class>, class:<hardware class>, all ...); empty without one."
+    )
+    energy_basis = serializers.ChoiceField(
+        choices=[("measured", "measured"), ("estimated", "estimated"), ("", "")],
+        help_text="LLM serving, buy mode with kwh_price: measured (a measured point's energy at the ranked operating "
+        "point) or estimated (the GPU class's fitted power curve); empty without an energy figure.",
+    )
+    joules_per_token = _nullable_float(
+        help_text="LLM serving, buy mode with kwh_price: energy of all the configuration's GPUs per output token, J."
+    )
+    joules_per_token_low = _nullable_float(help_text="Estimated energy: the low end of its interval, J per token.")
+    joules_per_token_high = _nullable_float(help_text="Estimated energy: the high end of its interval, J per token.")
+    electricity_per_million_tokens = _nullable_float(
+        help_text="LLM serving, buy mode with kwh_price: the electricity of a million output tokens at that price, "
+        "in the page currency."
+    )
     ranked_value = _nullable_float(
         help_text="The figure rows are ordered and graded by: perf_per_dollar, an estimate's divided by 1 + its "
         "typical error (its conservative end)."
@@ -503,6 +532,7 @@ class RankingParamsSerializer(serializers.Serializer):
     )
     input_len = serializers.IntegerField(allow_null=True, help_text="LLM serving: prompt tokens per request.")
     output_len = serializers.IntegerField(allow_null=True, help_text="LLM serving: output tokens per request.")
+    kwh_price = _nullable_float(help_text="Buy mode: your electricity price per kWh in the page currency; null: none.")
     gpu_prices = serializers.DictField(
         child=serializers.FloatField(),
         source="gpu_price_map",
@@ -546,6 +576,19 @@ class ExchangeRateSerializer(serializers.Serializer):
     source = serializers.CharField()  # type: ignore[assignment]
 
 
+class ServingQuestionSerializer(serializers.Serializer):
+    """An LLM serving question (llm.question.ServingQuestion): the workload and service level."""
+
+    model = serializers.CharField(help_text="The size class's reference model key.")
+    input_len = serializers.IntegerField(help_text="Prompt tokens per request.")
+    output_len = serializers.IntegerField(help_text="Output tokens per request.")
+    precision = serializers.CharField(help_text="A precision family (any: the best each GPU supports) or a format.")
+    target_tokens_per_s_per_user = _nullable_float(
+        source="target", help_text="Output tokens/s every user gets; null: maximum throughput."
+    )
+    engine = serializers.CharField(help_text="auto: TensorRT-LLM on NVIDIA GPUs, vLLM/SGLang elsewhere.")
+
+
 class RankingHeaderSerializer(serializers.Serializer):
     """What a ranking and a tier list say besides their rows, read from ``.ranking`` (a Ranking
     is its own)."""
@@ -583,6 +626,17 @@ class RankingHeaderSerializer(serializers.Serializer):
     workload = serializers.CharField(
         source="ranking.workload_label",
         help_text="LLM serving: the question every row answers (model, prompt and output tokens, precision, target).",
+    )
+    serving_question = ServingQuestionSerializer(
+        source="ranking.serving_question",
+        allow_null=True,
+        help_text="LLM serving: the same question as fields; null for other use cases.",
+    )
+    uncertain_order = serializers.ListField(
+        source="ranking.uncertain_order",
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="Runs of adjacent ranks [first, last] whose 80 % intervals of the sort figure overlap: their order "
+        "is uncertain.",
     )
 
 

@@ -80,6 +80,20 @@ class FitInputsSerializer(serializers.Serializer):
     kv_cache_precision = _enum([p.value for p in KvPrecision])
     hf_model = serializers.CharField(allow_null=True)
     price = _enum(list(PRICE_RULES))
+    input_len = serializers.IntegerField(help_text="Batched LLM serving: prompt tokens per request.")
+    output_len = serializers.IntegerField(help_text="Batched LLM serving: output tokens per request.")
+
+
+class FitWorkloadSerializer(serializers.Serializer):
+    """The serving question batched LLM serving figures answer (llm.question.ServingQuestion)."""
+
+    model = serializers.CharField(help_text="The serving model's key (the preset's, or the one of the same network).")
+    input_len = serializers.IntegerField()
+    output_len = serializers.IntegerField()
+    precision = serializers.CharField(help_text="The weight format asked.")
+    target_tokens_per_s_per_user = _nullable_float(help_text="Null: maximum throughput (the calculator's question).")
+    engine = serializers.CharField(help_text="auto: TensorRT-LLM on NVIDIA GPUs, vLLM/SGLang elsewhere.")
+    label = serializers.CharField(help_text="The workload in words, as the pages name it.")  # type: ignore[assignment]  # a field named like a DRF Field attribute
 
 
 class FitCitationSerializer(serializers.Serializer):
@@ -290,6 +304,12 @@ class FitResponseSerializer(serializers.Serializer):
     )
     assumptions = FitAssumptionsSerializer()
     warnings = _strings()
+    workload = FitWorkloadSerializer(
+        allow_null=True,
+        help_text="Batched LLM inference: the serving question the LLM figures answer (model, lengths, precision, "
+        "target); null for other jobs and for those the serving model cannot answer (one stream, a fixed number of "
+        "users, a model it has no shape of).",
+    )
 
 
 # --- parameters ------------------------------------------------------------------------------

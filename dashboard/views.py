@@ -46,6 +46,9 @@ RANKING_CSV_COLUMNS = (
     "scaling_tokens_per_s_per_gpu", "scaling_one_gpu_tokens_per_s",
     "estimate_outside_range", "estimate_outside_reasons", "llm_configuration", "llm_workload", "llm_anchor",
     "ranked_value",
+    "perf_low", "perf_high", "cost_per_million_tokens_low", "cost_per_million_tokens_high", "interval_kind",
+    "energy_basis", "joules_per_token", "joules_per_token_low", "joules_per_token_high",
+    "electricity_per_million_tokens",
 )  # fmt: skip
 _CSV_NAMES = {"gpu": "gpu_slug", "vendor_name": "vendor"}
 RANKING_CSV_HEADER = tuple(_CSV_NAMES.get(name, name) for name in RANKING_CSV_COLUMNS)

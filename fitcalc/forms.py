@@ -22,6 +22,7 @@ from fitcalc.models import MAX_HF_ID
 from fitcalc.plan import MAX_WORK_UNITS
 from fitcalc.presets import MAX_HIDDEN, MAX_LAYERS, MAX_PARAMS, MODEL_KINDS, PRESETS
 from fitcalc.quant import WEIGHT_FORMATS, KvPrecision, Precision
+from llm.question import MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS
 
 CONDITIONS = ("new", "used")
 WORK_FIELDS = ("tokens", "samples", "epochs")
@@ -173,6 +174,21 @@ class FitForm(forms.Form):
         min_value=1,
         max_value=MAX_CONTEXT,
         help_text=_("Tokens per sequence: prompt and answer together."),
+    )
+    # The bounds of every page and API that takes a request shape (llm.question).
+    input_len = forms.IntegerField(
+        label=_("Prompt tokens per request"),
+        required=False,
+        min_value=MIN_SEQUENCE_TOKENS,
+        max_value=MAX_SEQUENCE_TOKENS,
+        help_text=_("Batched serving: the request shape the serving figures answer (default 1,000)."),
+    )
+    output_len = forms.IntegerField(
+        label=_("Output tokens per request"),
+        required=False,
+        min_value=MIN_SEQUENCE_TOKENS,
+        max_value=MAX_SEQUENCE_TOKENS,
+        help_text=_("Batched serving: output tokens per request (default 1,000)."),
     )
     batch = forms.IntegerField(
         label=_("Batch"),

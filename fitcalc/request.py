@@ -17,6 +17,8 @@ Defaults (documented in the API schema too)
 * ``price`` typical: the median of the providers' cheapest current on-demand offers.
 * ``hours_per_day`` 12: buying pays when a GPU is busy about 12 hours a day for a month.
 * ``electricity_price_per_kwh``: no default (no sourced figure); empty = electricity not counted.
+* ``input_len``/``output_len``: the request shape batched LLM serving is answered at, 1,000 and
+  1,000 tokens as on the rankings (llm.question); ``context`` stays the memory breakdown's length.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 from fitcalc.memory import LoraTargets, MemoryBreakdown, Mode
 from fitcalc.presets import ModelSpec
+from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 
 TRANSFORMER_KINDS = ("decoder", "encoder")
 #: Batched serving without a number of users runs at full load: as many sequences as the memory
@@ -78,6 +81,8 @@ class FitRequest:
     kv_cache_precision: str = "bf16"
     hf_model: str | None = None
     price_rule: str = "typical"
+    input_len: int = DEFAULT_INPUT_TOKENS
+    output_len: int = DEFAULT_OUTPUT_TOKENS
 
     def echo(self) -> dict[str, Any]:
         """The inputs as the API answers them (after defaults)."""
@@ -109,6 +114,8 @@ class FitRequest:
             "kv_cache_precision": self.kv_cache_precision,
             "hf_model": self.hf_model,
             "price": self.price_rule,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
         }
 
 

@@ -53,6 +53,8 @@ FIELD_GROUPS = (
             "precision",
             "serving",
             "users",
+            "input_len",
+            "output_len",
             "kv_cache_precision",
             "context",
             "batch",
@@ -102,7 +104,11 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
     target = serving_target_parse(request.GET.get("tokens_per_user"))
     if result is not None and result.request.mode == "inference" and result.request.serving == "batched":
         serving = fit_serving_answer(
-            preset=result.request.model.slug, precision=result.request.precision, target=target
+            preset=result.request.model.slug,
+            precision=result.request.precision,
+            target=target,
+            input_len=result.request.input_len,
+            output_len=result.request.output_len,
         )
     owned = (
         owned_serving_costs(

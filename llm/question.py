@@ -40,6 +40,10 @@ DEFAULT_OUTPUT_TOKENS = 1000
 # A measured point answers the question when its mean prompt and output lengths are each within
 # this share of the question's (a 1,024/1,024 run answers 1,000/1,000; 128/128 does not).
 LENGTH_TOLERANCE = 0.25
+# The prompt and output lengths every page and API accepts (gpuatlas.query_numbers.SEQUENCE_TOKENS),
+# as integer bounds for form and serializer fields and the API schema.
+MIN_SEQUENCE_TOKENS = int(SEQUENCE_TOKENS.low)
+MAX_SEQUENCE_TOKENS = int(SEQUENCE_TOKENS.high)
 
 # Precision choices: the best format each GPU has a tensor path for, a family, or one format.
 BEST_PRECISION = "any"

@@ -62,10 +62,15 @@ RANKING_ROW = {
     "llm_target", "llm_rented_counts", "llm_target_unreached", "llm_price_basis",
     # LLM serving: the workload answered, an estimate's anchor, a measured floor, the engine; the ranked figure
     "llm_workload", "llm_anchor", "llm_floor", "llm_engine", "ranked_value",
+    # LLM serving estimates: the 80 % interval; buy mode with kwh_price: the energy and its electricity
+    "perf_low", "perf_high", "cost_per_million_tokens_low", "cost_per_million_tokens_high", "interval_kind",
+    "energy_basis", "joules_per_token", "joules_per_token_low", "joules_per_token_high",
+    "electricity_per_million_tokens",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",
-    "hidden_ineligible", "gpus_considered", "does_not_fit", "not_measured", "workload",
+    "hidden_ineligible", "gpus_considered", "does_not_fit", "not_measured", "workload", "serving_question",
+    "uncertain_order",
 }  # fmt: skip
 CURSOR_PAGE = {"next", "previous", "results"}
 OFFSET_PAGE = {"count", "next", "previous", "results"}

@@ -24,8 +24,9 @@ from catalog.models import Architecture, Gpu, Offer, PriceObservation, Provider,
 from catalog.models.gpus import Precision
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors import ranking_params as ranking_selectors
+from gpuatlas.query_numbers import ELECTRICITY_PER_KWH
 from llm.models import EngineClass, PrecisionStatus, Scenario, ServingPoint
-from llm.question import TARGETS
+from llm.question import MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS, TARGETS
 from llm.serving.shapes import MODEL_SHAPES
 
 # --- vocabularies ----------------------------------------------------------------------------
@@ -321,6 +322,15 @@ class RankingFilterSet(ApiFilterSet):
         values=fixed_values(sorted({size for uc in USE_CASES.values() for size in uc.model_sizes})),
         description=_("LLM use cases: model size (%(allowed)s). Default: its first.") % {"allowed": _USE_CASE_SIZES},
     )
+    kwh_price = FloatFilter(
+        method="validate_only",
+        minimum=ELECTRICITY_PER_KWH.low,
+        maximum=ELECTRICITY_PER_KWH.high,
+        description=_(
+            "Buy mode, LLM serving: your electricity price per kWh in the page currency; each row then carries its "
+            "energy per output token and the electricity of a million output tokens."
+        ),
+    )
     mlperf = EntityFilter(
         method="validate_only",
         values=fixed_values(ranking_selectors.MLPERF_ROWS),
@@ -337,14 +347,14 @@ class RankingFilterSet(ApiFilterSet):
     )
     input_len = IntFilter(
         method="validate_only",
-        minimum=1,
-        maximum=1_048_576,
+        minimum=MIN_SEQUENCE_TOKENS,
+        maximum=MAX_SEQUENCE_TOKENS,
         description=_("LLM serving: prompt tokens per request the ranking answers. Default 1000."),
     )
     output_len = IntFilter(
         method="validate_only",
-        minimum=1,
-        maximum=1_048_576,
+        minimum=MIN_SEQUENCE_TOKENS,
+        maximum=MAX_SEQUENCE_TOKENS,
         description=_("LLM serving: output tokens per request the ranking answers. Default 1000."),
     )
 

@@ -56,6 +56,7 @@ from fitcalc.request import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_HOURS_PER_DA
 from fitcalc.selectors.fit import BuyRentRow, FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.gpu_facts import GpuDetail
+from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS
 
 
 def _param(name: str, schema: dict[str, Any], description: str) -> OpenApiParameter:
@@ -123,6 +124,17 @@ PARAMETERS = [
     ),
     _param("context", _int(1, MAX_CONTEXT), f"Tokens per sequence (default {DEFAULT_CONTEXT})."),
     _param("batch", _int(1, MAX_BATCH), f"Training: sequences or samples per GPU (default {DEFAULT_BATCH})."),
+    _param(
+        "input_len",
+        _int(MIN_SEQUENCE_TOKENS, MAX_SEQUENCE_TOKENS),
+        f"Batched LLM serving: prompt tokens per request the serving figures answer (default {DEFAULT_INPUT_TOKENS}), "
+        "as on the rankings and /api/v1/fit/serving/; `context` stays the memory breakdown's length.",
+    ),
+    _param(
+        "output_len",
+        _int(MIN_SEQUENCE_TOKENS, MAX_SEQUENCE_TOKENS),
+        f"Batched LLM serving: output tokens per request (default {DEFAULT_OUTPUT_TOKENS}).",
+    ),
     _param(
         "flash_attention", _BOOL, "Default true: FlashAttention is standard now; the attention matrices are not stored."
     ),
@@ -234,7 +246,16 @@ def fit_result_data(result: FitResult) -> dict[str, Any]:
         "buy_vs_rent_missing": [_buy_rent_data(row) for row in result.buy_vs_rent_missing],
         "assumptions": result.assumptions,
         "warnings": list(result.warnings),
+        "workload": _workload_data(result),
     }
+
+
+def _workload_data(result: FitResult) -> dict[str, Any] | None:
+    """The serving question batched LLM figures answer, with its words; None for other jobs."""
+    question = result.serving_question
+    if question is None:
+        return None
+    return {**question.as_dict(), "label": question.label()}
 
 
 class FitView(ApiMixin, APIView):

@@ -17,7 +17,14 @@ from api.views.base import ERROR_429, ApiMixin
 from catalog.selectors.prices import PRICE_RULES
 from dashboard.selectors.ranking_params import RankingParamError, gpu_prices_from_query
 from fitcalc.selectors.serving_plans import DEFAULT_LENGTHS, DEFAULT_TARGET, PRECISIONS, ServingPlan, serving_plans
-from llm.question import AUTO_ENGINE, BATCHED_ENGINES, QueryNumberError, target_parse
+from llm.question import (
+    AUTO_ENGINE,
+    BATCHED_ENGINES,
+    MAX_SEQUENCE_TOKENS,
+    MIN_SEQUENCE_TOKENS,
+    QueryNumberError,
+    target_parse,
+)
 from llm.serving.shapes import MODEL_SHAPES
 
 
@@ -36,8 +43,14 @@ class ServingPlanQuerySerializer(serializers.Serializer):
         help_text=_('Output tokens/s per user to serve at, or "max" for the most throughput.'),
         error_messages={"invalid": _('A number of tokens/s per user from 1 to 10,000, or "max".')},
     )
-    input_len = serializers.IntegerField(default=DEFAULT_LENGTHS[0], min_value=1, max_value=1_000_000)
-    output_len = serializers.IntegerField(default=DEFAULT_LENGTHS[1], min_value=1, max_value=1_000_000)
+    input_len = serializers.IntegerField(
+        default=DEFAULT_LENGTHS[0], min_value=MIN_SEQUENCE_TOKENS, max_value=MAX_SEQUENCE_TOKENS,
+        help_text=_("Prompt tokens per request."),
+    )  # fmt: skip
+    output_len = serializers.IntegerField(
+        default=DEFAULT_LENGTHS[1], min_value=MIN_SEQUENCE_TOKENS, max_value=MAX_SEQUENCE_TOKENS,
+        help_text=_("Output tokens per request."),
+    )  # fmt: skip
     engine = serializers.ChoiceField(
         choices=[AUTO_ENGINE, *BATCHED_ENGINES],
         default=AUTO_ENGINE,

@@ -82,7 +82,11 @@ class RankingView(_RankingBase):
             "estimated from specs (`n` = 0). LLM serving: `interactivity` (10, 20, 50, 100 tokens/s per user, "
             "or max; default 20) sets the point of each GPU's throughput curve the ranking is priced at, and "
             "`gpu_price[<gpu slug>]=<price per GPU-hour>` (repeatable) prices a GPU at your own rate, replacing "
-            "any offer's price."
+            "any offer's price. `input_len` and `output_len` set the request shape every row answers (the header's "
+            "`serving_question` and each row's `llm_workload` name it); an estimated row carries its 80 % interval "
+            "(`perf_low`..`perf_high`, the cost per million tokens at each end) and `uncertain_order` lists the "
+            "adjacent ranks whose intervals overlap. In buy mode `kwh_price` adds each row's energy per output token "
+            "(`joules_per_token`, measured or estimated) and `electricity_per_million_tokens`."
         ),
         responses={200: RankingSerializer, **READ_ERRORS},
     )

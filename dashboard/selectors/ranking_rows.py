@@ -11,6 +11,7 @@ from dashboard.multi_gpu_maths import MeasuredScaling
 from dashboard.ranking.maths import EstimateModel, conservative_value
 from dashboard.ranking.use_cases import UseCase, use_case_requirement
 from dashboard.selectors.ranking_params import RankingParams
+from llm.question import ServingQuestion
 from llm.selectors.serving_target import ServingChoice
 
 
@@ -83,6 +84,13 @@ class RankingRow:
     joules_per_token_low: float | None = None
     joules_per_token_high: float | None = None
     electricity_per_million_tokens: float | None = None
+    # LLM serving estimates: the 80 % held-out interval of ``perf`` (llm.serving.heldout, the kind
+    # of extrapolation in ``interval_kind``) and of the cost per million tokens it gives.
+    perf_low: float | None = None
+    perf_high: float | None = None
+    cost_per_million_tokens_low: float | None = None
+    cost_per_million_tokens_high: float | None = None
+    interval_kind: str = ""
     llm_source: str = ""
     llm_source_url: str = ""
     llm_precision: str = ""
@@ -129,6 +137,31 @@ class RankingRow:
         """Performance per price as ranked and graded: an estimate at its conservative end."""
         return self.ranked(self.perf_per_dollar)
 
+    def value_interval(self, name: str) -> tuple[float, float] | None:
+        """The 80 % interval of the figure ``name`` (perf or a figure proportional to it: per price,
+        per kW): an estimate's interval, a measured figure as a point; None without the figure."""
+        value = getattr(self, name)
+        if value is None:
+            return None
+        if self.perf_low is None or self.perf_high is None or not self.perf:
+            return value, value
+        return value * self.perf_low / self.perf, value * self.perf_high / self.perf
+
+
+def uncertain_order_spans(rows: list[RankingRow], sort_key: str) -> list[tuple[int, int]]:
+    """Runs of ranked rows (first rank, last rank) in which each row's 80 % interval of the sort
+    figure overlaps the next one's: the data cannot say which of them comes first."""
+    ranked = [(r.rank, interval) for r in rows if r.rank is not None and (interval := r.value_interval(sort_key))]
+    spans: list[tuple[int, int]] = []
+    for (rank, (low, high)), (next_rank, (next_low, next_high)) in zip(ranked, ranked[1:], strict=False):
+        if max(low, next_low) > min(high, next_high):
+            continue
+        if spans and spans[-1][1] == rank:
+            spans[-1] = (spans[-1][0], next_rank)
+        else:
+            spans.append((rank, next_rank))
+    return spans
+
 
 @dataclass
 class Ranking:
@@ -151,6 +184,7 @@ class Ranking:
     not_measured: int = 0  # GPUs left out because the page asks for measured figures only
     gpus_considered: int = 0  # GPUs the page's filters keep (shown + every reason for leaving one out)
     workload_label: str = ""  # LLM serving: the question every row answers, in words
+    serving_question: ServingQuestion | None = None  # LLM serving: the same question
     llm_outside_error_pct: float | None = None  # LLM use cases: its error outside the measured range
     # The 100 % mark of the tiers: the best measured performance per price among the eligible rows
     # (the best estimate only where none is measured); dashboard.ranking.maths.tiers_from_measurements.
@@ -158,6 +192,16 @@ class Ranking:
     # LLM serving: per GPU id, its configuration at the target with the measured points and the
     # model's curve behind it (the curves chart).
     serving_choices: dict[int, ServingChoice] = field(default_factory=dict)
+
+    @property
+    def uncertain_order(self) -> list[tuple[int, int]]:
+        """Runs of adjacent ranks whose 80 % intervals overlap (uncertain_order_spans)."""
+        return uncertain_order_spans(self.rows, self.params.sort)
+
+    @property
+    def uncertain_order_text(self) -> str:
+        """The runs in words for the line under the table: "#2–#4, #7–#8"."""
+        return ", ".join(f"#{first}–#{last}" for first, last in self.uncertain_order)
 
     @property
     def hidden_ineligible(self) -> int:
@@ -269,6 +313,16 @@ ROW_COLUMNS: dict[str, str] = {
     "llm_anchor": "llm_anchor",
     "llm_floor": "llm_floor",
     "llm_engine": "llm_engine",
+    "perf_low": "perf_low",
+    "perf_high": "perf_high",
+    "cost_per_million_tokens_low": "cost_per_million_tokens_low",
+    "cost_per_million_tokens_high": "cost_per_million_tokens_high",
+    "interval_kind": "interval_kind",
+    "energy_basis": "energy_basis",
+    "joules_per_token": "joules_per_token",
+    "joules_per_token_low": "joules_per_token_low",
+    "joules_per_token_high": "joules_per_token_high",
+    "electricity_per_million_tokens": "electricity_per_million_tokens",
     "ranked_value": "ranked_value",
 }
 # What a column reads when the object it is read through is absent (a row without measured scaling).

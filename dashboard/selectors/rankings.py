@@ -211,6 +211,7 @@ def rankings_compute(*, params: RankingParams) -> Ranking:
         not_measured=built.not_measured,
         gpus_considered=len(inputs.gpus),
         workload_label=llm.question.label() if llm.question is not None else "",
+        serving_question=llm.question,
     )
 
 

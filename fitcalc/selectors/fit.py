@@ -13,9 +13,10 @@ from django.utils.translation import gettext as _
 
 from fitcalc.plan import MAX_HOURS, SCALING_EFFICIENCY_PER_DOUBLING, BuyVsRent, GpuPlan, buy_vs_rent, fit_plan
 from fitcalc.request import FitRequest
-from fitcalc.selectors.gpu_facts import GpuDetail, PriceOrigin, fit_gpu_facts_list
+from fitcalc.selectors.gpu_facts import GpuDetail, PriceOrigin, fit_gpu_facts_list, serving_question_of
 from fitcalc.selectors.llm_jobs import LlmJobContext
 from fitcalc.throughput import ACHIEVABLE_COMPUTE_FRACTION
+from llm.question import ServingQuestion
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class FitResult:
     warnings: list[str]
     buy_vs_rent_missing: list[BuyRentRow] = field(default_factory=list)
     llm: LlmJobContext | None = None
+    # Batched LLM serving: the question its figures answer (the rankings' figures); None otherwise.
+    serving_question: ServingQuestion | None = None
 
     @property
     def fitting(self) -> list[GpuPlan]:
@@ -130,4 +133,5 @@ def fit_compute(*, request: FitRequest) -> FitResult:
         exchange_rate=facts.exchange_rate,
         warnings=facts.warnings,
         llm=facts.llm,
+        serving_question=serving_question_of(request),
     )

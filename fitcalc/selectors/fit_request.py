@@ -31,6 +31,7 @@ from fitcalc.request import (
     work_unit_for,
 )
 from fitcalc.selectors.hf_models import hf_model_spec
+from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 
 #: Shape fields a preset or a Hugging Face model brings itself.
 CUSTOM_ONLY_FIELDS = ("kind", "layers", "hidden", "heads", "kv_heads", "head_dim")
@@ -195,6 +196,8 @@ def fit_request_build(*, data: Mapping[str, Any]) -> FitRequest:
         kv_cache_precision=breakdown.kv_cache_precision.value,
         hf_model=data.get("hf_model") or None,
         price_rule=data.get("price") or "typical",
+        input_len=data.get("input_len") or DEFAULT_INPUT_TOKENS,
+        output_len=data.get("output_len") or DEFAULT_OUTPUT_TOKENS,
     )
 
 

@@ -67,7 +67,7 @@ from fitcalc.throughput import (
     compute_peak_flops,
     throughput_resolve,
 )
-from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, PRECISION_CLASS, ServingQuestion
+from llm.question import PRECISION_CLASS, ServingQuestion
 from llm.selectors.answers import MAX_GPUS as SERVING_MAX_GPUS
 from llm.selectors.answers import GpuAnswers, serving_answers
 from llm.selectors.serving import serving_fit_current
@@ -431,7 +431,7 @@ def serving_question_of(request: FitRequest) -> ServingQuestion | None:
     served = serving_model_of(model)
     if request.users is not None or served is None or precision not in PRECISION_CLASS:
         return None
-    return ServingQuestion(served, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, precision, None)
+    return ServingQuestion(served, request.input_len, request.output_len, precision, None)
 
 
 def _serving_inputs(

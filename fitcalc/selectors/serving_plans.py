@@ -319,15 +319,22 @@ def serving_target_parse(text: str | None) -> float | None:
         return DEFAULT_TARGET
 
 
-def fit_serving_answer(*, preset: str, precision: str, target: float | None) -> ServingPlans | None:
+def fit_serving_answer(
+    *,
+    preset: str,
+    precision: str,
+    target: float | None,
+    input_len: int = DEFAULT_INPUT_TOKENS,
+    output_len: int = DEFAULT_OUTPUT_TOKENS,
+) -> ServingPlans | None:
     """The serving search for a fit-calculator job (batched LLM inference of a preset the serving
-    model knows): its weight format, and FP8 beside a 16-bit format."""
+    model knows) at the job's request lengths: its weight format, and FP8 beside a 16-bit format."""
     model = SERVING_MODEL_OF_PRESET.get(preset, preset)
     weights = SERVING_PRECISION_OF.get(precision)
     if model not in MODEL_SHAPES or weights is None:
         return None
     precisions = [weights, "fp8"] if weights in ("bf16", "fp16") else [weights]
-    return serving_plans(model=model, precisions=precisions, target=target)
+    return serving_plans(model=model, precisions=precisions, target=target, input_len=input_len, output_len=output_len)
 
 
 @dataclass(frozen=True)

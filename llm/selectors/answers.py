@@ -22,7 +22,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import Q
@@ -274,24 +274,42 @@ def gpu_answers(
                              input_len=input_len, output_len=output_len, engine=engine, fit=fit, links=links,
                              hardware=hardware, scenario=scenario)  # fmt: skip
 
-    anchor = _anchor(points=[p for p in points if _anchors_on(p, precision=precision, engine=engine)], curve=curve,
-                     hardware=hardware)  # fmt: skip
+    anchoring = [p for p in points if _anchors_on(p, precision=precision, engine=engine)]
+    anchor = _anchor(points=anchoring, curve=curve, hardware=hardware)
+    at_lengths = [p for p in anchoring if question.lengths_match(p.point.input_tokens, p.point.output_tokens)]
+    nearest: dict[tuple[int, ...], Anchor | None] = {}
+
+    def count_anchor(count: int) -> Anchor | None:
+        """The anchor of an estimate on ``count`` GPUs: the points at the question's lengths at
+        the nearest measured count (llm.serving.answer), else the GPU's anchor."""
+        counts = _nearest_counts(count, {p.point.gpu_count for p in at_lengths})
+        if not counts:
+            return anchor
+        if counts not in nearest:
+            chosen = [p for p in at_lengths if p.point.gpu_count in counts]
+            found = _anchor(points=chosen, curve=curve, hardware=hardware)
+            best = max(p.point.tokens_per_s_per_gpu for p in chosen)
+            nearest[counts] = replace(found, counts=counts, measured_max=best) if found else None
+        return nearest[counts] or anchor
+
     at_workload = [p.point for p in points if _answers_workload(p, question=question, precision=precision)]
     answers: list[ServingAnswer] = []
     estimates: dict[int, list[tuple[ModelledConfiguration, ServingEstimate]]] = {}
     not_fitting = ""
     for count, _rented in counts:
         modelled = []
+        here = count_anchor(count)
         for tp in _tp_sizes(count):
             estimate = curve(count, tp, question.input_len, question.output_len, precision)
             if not estimate.fits:
                 not_fitting = _not_fitting_reason(estimate)  # the largest count and split tried last
                 continue
-            factor = _bounded_factor(anchor, estimate, hardware)
+            factor = _bounded_factor(here, estimate, hardware)
             modelled.append((ModelledConfiguration(tp, anchored_curve(estimate.points, factor),
-                                                   _estimate_label(question, precision, estimate, anchor, factor),
+                                                   _estimate_label(question, precision, estimate, here, factor),
                                                    estimate.error_pct, estimate.inside, estimate.allreduce_source,
-                                                   estimate.allreduce_priced), estimate))  # fmt: skip
+                                                   estimate.allreduce_priced, estimate.interval,
+                                                   estimate.interval_kind), estimate))  # fmt: skip
         estimates[count] = modelled
         answer = configuration_answer(
             gpu_slug=gpu.slug,
@@ -302,7 +320,7 @@ def gpu_answers(
             modelled=[m for m, _e in modelled],
             # Replicas of a measured configuration run as it did: a point on 1 GPU answers 2 and 4.
             measured=[p for p in at_workload if count % p.gpu_count == 0],
-            anchor=anchor,
+            anchor=here,
         )
         if answer is not None:
             answers.append(answer)
@@ -337,6 +355,15 @@ def _not_fitting_reason(estimate: ServingEstimate) -> str:
             "usable": c.usable_gib_per_gpu,
         }
     return c.reason
+
+
+def _nearest_counts(count: int, measured: set[int]) -> tuple[int, ...]:
+    """The measured GPU counts nearest ``count`` on a doubling scale (both where two are as near)."""
+    if not measured:
+        return ()
+    distance = {c: abs(math.log2(c / count)) for c in measured}
+    closest = min(distance.values())
+    return tuple(sorted(c for c, d in distance.items() if d == closest))
 
 
 def _anchor(*, points: Sequence[_Point], curve: Any, hardware: Hardware) -> Anchor | None:
@@ -396,7 +423,12 @@ def _estimate_label(
         "input": question.input_len,
         "output": question.output_len,
     }
-    if anchor is not None:
+    if anchor is not None and anchor.counts:
+        label += " · " + _(
+            "anchored on %(count)d point(s) of this GPU measured at these lengths on %(gpus)s GPU(s) (×%(factor).2f), "
+            "scaled by the model to this configuration"
+        ) % {"count": len(anchor.points), "gpus": "/".join(str(c) for c in anchor.counts), "factor": factor}
+    elif anchor is not None:
         label += " · " + _("anchored on %(count)d measured point(s) of this GPU (×%(factor).2f)") % {
             "count": len(anchor.points),
             "factor": factor,

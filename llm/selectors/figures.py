@@ -230,6 +230,10 @@ class LlmFigure:
     anchor: str = ""  # serving estimates: the GPU's measured points the estimate is anchored on
     capped: bool = False  # serving estimates: held at the configuration's measured throughput
     floor: bool = False  # serving, measured faster per user than the target: at least this much
+    # Serving estimates: the 80 % held-out interval of ``tokens_per_s`` (low, high) and its kind of
+    # extrapolation (llm.serving.heldout); None for measured figures or without a stored interval.
+    interval: tuple[float, float] | None = None
+    interval_kind: str = ""
 
     def cost_per_million(self, *, price_per_gpu_hour: float | None, mode: str) -> float | None:
         if self.tokens_per_s is None:
@@ -468,7 +472,25 @@ def llm_row_values(*, figure: LlmFigure, price: float | None, mode: str, llm_mod
         "estimate_outside_range": bool(figure.outside),
         "estimate_outside_reasons": list(figure.outside),
         "llm_configuration": figure.configuration,
+        **_interval_values(figure, price=price, mode=mode, llm_mode=llm_mode),
     }
+
+
+def _interval_values(figure: LlmFigure, *, price: float | None, mode: str, llm_mode: str) -> dict[str, Any]:
+    """An estimate's 80 % interval as row fields: tokens/s low and high, and the cost per million
+    tokens at each end (the cost's low end is the throughput's high end)."""
+    if figure.interval is None or figure.basis == "measured":
+        return {}
+    low, high = figure.interval
+    values: dict[str, Any] = {"perf_low": low, "perf_high": high, "interval_kind": figure.interval_kind}
+    if mode == "rent":
+        values["cost_per_million_tokens_low"] = replace(figure, tokens_per_s=high).cost_per_million(
+            price_per_gpu_hour=price, mode=llm_mode
+        )
+        values["cost_per_million_tokens_high"] = replace(figure, tokens_per_s=low).cost_per_million(
+            price_per_gpu_hour=price, mode=llm_mode
+        )
+    return values
 
 
 # The MLPerf benchmark whose fitted serving efficiency estimates each size class.

@@ -89,18 +89,42 @@ def answer_figure(
     anchor = answer.anchor
     return LlmFigure(ESTIMATED, answer.tokens_per_s_per_gpu, answer.gpu_count, 0, 0, answer.source, "",
                      answer.precision, True, None, answer.error_pct, 0, outside, configuration,
-                     anchor=_anchor_text(answer) if anchor else "", capped=answer.capped)  # fmt: skip
+                     anchor=_anchor_text(answer) if anchor else "", capped=answer.capped,
+                     interval=answer.tokens_per_s_per_gpu_interval,
+                     interval_kind=answer.interval_kind)  # fmt: skip
 
 
 def _anchor_text(answer: ServingAnswer) -> str:
     anchor = answer.anchor
     if anchor is None:
         return ""
-    text = _("anchored on %(count)d measured point(s) of this GPU: ×%(factor).2f (points within ±%(spread).0f %%)") % {
-        "count": len(anchor.points),
-        "factor": anchor.factor,
-        "spread": anchor.spread_pct,
-    }
+    values = {"count": len(anchor.points), "factor": anchor.factor, "spread": anchor.spread_pct,
+              "gpus": "/".join(str(c) for c in anchor.counts)}  # fmt: skip
+    if anchor.counts:
+        text = _(
+            "anchored on %(count)d point(s) of this GPU measured at this workload on %(gpus)s GPU(s): ×%(factor).2f "
+            "(points within ±%(spread).0f %%), scaled by the model to %(here)d GPU(s)"
+        ) % {**values, "here": answer.gpu_count}
+    else:
+        text = (
+            _("anchored on %(count)d measured point(s) of this GPU: ×%(factor).2f (points within ±%(spread).0f %%)")
+            % values
+        )
+    rate, measured = answer.tokens_per_s_per_gpu, anchor.measured_max
+    if rate is not None and measured is not None and anchor.counts and rate > measured:
+        fewer = answer.gpu_count < min(anchor.counts)
+        why = (
+            _("fewer GPUs per replica spend less of each step on all-reduce")
+            if fewer
+            else _("more GPUs hold more sequences at once")
+        )
+        text += " · " + _(
+            "above the %(measured)s tokens/s per GPU measured on %(gpus)s GPU(s), as the model says: %(why)s"
+        ) % {
+            "measured": f"{measured:,.0f}",
+            "gpus": values["gpus"],
+            "why": why,
+        }
     if anchor.factor != anchor.raw:
         text += " " + _("(the points alone say ×%(raw).2f; the anchor is bounded)") % {"raw": anchor.raw}
     if answer.capped:

@@ -18,7 +18,11 @@ The rules, one configuration (a GPU, a count of them, a precision) at a time:
   multiplied by the GPU's anchor: the geometric mean of measured / modelled over its own points
   of the same model and precision class on the same engine class and batch regime (one stream
   on llama.cpp never anchors a batched engine), bounded to ``ANCHOR_BOUNDS`` and to the
-  datasheet roofline. Where the same configuration was measured but not as fast per user as the
+  datasheet roofline. Where the GPU was measured at the question's lengths, the anchor is those
+  points' at the nearest measured GPU count alone (``Anchor.counts``): the estimate is then the
+  measured figure there scaled by the model from that count to this one, so fewer GPUs read
+  below the measured configuration exactly when the model's curve for them lies below it (more
+  memory-bound), and above it only where the model says why (less all-reduce per token). Where the same configuration was measured but not as fast per user as the
   target, the estimate is capped at the measured throughput at the fastest measured rate, so the
   curve never rises as the target rises.
 * **Unreachable.** The configuration fits and neither answers at the target.
@@ -141,6 +145,10 @@ class Anchor:
     raw: float
     spread_pct: float
     points: tuple[str, ...]
+    # The GPU counts of points measured at the question's lengths it rests on (the nearest to the
+    # configuration estimated); empty: all the GPU's points of the model, at any lengths.
+    counts: tuple[int, ...] = ()
+    measured_max: float | None = None  # the most tokens/s per GPU those points measured
 
 
 def anchor_from(ratios: Sequence[tuple[float, str]]) -> Anchor | None:
@@ -177,6 +185,9 @@ class ModelledConfiguration:
     inside: bool
     allreduce_source: str = ""
     allreduce_priced: bool = True
+    # The 80 % held-out interval as factors on an estimate (llm.serving.heldout), and its kind.
+    interval: tuple[float, float] | None = None
+    interval_kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,6 +216,8 @@ class ServingAnswer:
     allreduce_source: str = ""
     allreduce_priced: bool = True
     measured_points: tuple[WorkloadPoint, ...] = ()
+    interval: tuple[float, float] | None = None  # estimates: the 80 % interval as factors on the figure
+    interval_kind: str = ""
 
     @property
     def replicas(self) -> int:
@@ -213,6 +226,13 @@ class ServingAnswer:
     @property
     def tokens_per_s(self) -> float | None:
         return None if self.tokens_per_s_per_gpu is None else self.tokens_per_s_per_gpu * self.gpu_count
+
+    @property
+    def tokens_per_s_per_gpu_interval(self) -> tuple[float, float] | None:
+        """An estimate's 80 % interval in tokens/s per GPU (None: measured, or no interval stored)."""
+        if self.basis != ESTIMATED or self.interval is None or self.tokens_per_s_per_gpu is None:
+            return None
+        return self.tokens_per_s_per_gpu * self.interval[0], self.tokens_per_s_per_gpu * self.interval[1]
 
     def cost_per_million(self, price_per_gpu_hour: float | None) -> float | None:
         return cost_per_million_output_tokens(price_per_gpu_hour=price_per_gpu_hour,
@@ -279,7 +299,8 @@ def configuration_answer(
     return ServingAnswer(gpu_slug, gpu_count, m.tp, precision, engine, ESTIMATED, rate, at.tokens_per_s_per_user,
                          at.concurrency * replicas, at.ttft_s, m.label, error_pct=m.error_pct, inside=m.inside,
                          anchor=anchor, capped=capped, allreduce_source=m.allreduce_source,
-                         allreduce_priced=m.allreduce_priced, measured_points=tuple(measured))  # fmt: skip
+                         allreduce_priced=m.allreduce_priced, measured_points=tuple(measured),
+                         interval=m.interval, interval_kind=m.interval_kind)  # fmt: skip
 
 
 def measured_cap(points: Sequence[WorkloadPoint]) -> float:
