@@ -93,7 +93,6 @@ BACKEND_SENSITIVE_MODULES = (
     "gpuatlas.cache",
     "watches.services",
     "watches.tasks",
-    "catalog.services.prices",
 )
 
 
@@ -125,6 +124,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if _needs_the_services(item)]
+    # The modules with a slow test start first: under `--dist loadfile` a long module scheduled
+    # last keeps one worker busy while the other has nothing left to do.
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in the PostgreSQL/Redis CI pass"))

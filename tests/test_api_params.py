@@ -9,8 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.world import API_WORLD, world_build
 
-# PostgreSQL refuses values SQLite stores (integers past 64 bits, NUL characters): checked there too.
-pytestmark = [pytest.mark.django_db, pytest.mark.services]
+pytestmark = pytest.mark.django_db
 WORLD = API_WORLD
 
 

@@ -32,8 +32,7 @@ from catalog.services.prices import price_import_file
 from tests.factories import UserFactory, body, make_result, submission_document, token_client
 from tests.world import H100_BF16_PEAK, INGEST_WORLD, PRICE_WORLD, world_build
 
-# PostgreSQL refuses values SQLite stores (integers past 64 bits, NUL characters): checked there too.
-pytestmark = [pytest.mark.django_db, pytest.mark.services, pytest.mark.usefixtures("ingest_in_process")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ingest_in_process")]
 WORLD = INGEST_WORLD
 
 CORPUS = Path(__file__).resolve().parent / "badinput"

@@ -18,7 +18,7 @@ from catalog.models import Gpu
 from dashboard.ranking.use_cases import USE_CASES
 from tests.browser_charts import CHART_BOXES, chart_faults
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
 

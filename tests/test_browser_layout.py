@@ -20,7 +20,7 @@ from dashboard.ranking.use_cases import USE_CASES
 from tests.browser_charts import CHART_BOXES, chart_faults
 from tests.world import DASHBOARD_WORLD, world_build
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
 MLPERF_EXCERPT = Path(__file__).resolve().parent / "fixtures" / "mlperf" / "summary_results_v5.1_excerpt.json"

@@ -27,7 +27,7 @@ from tests.factories import UserFactory
 from tests.world import API_WORLD, world_build
 
 # PostgreSQL refuses values SQLite stores (integers past 64 bits, NUL characters): fuzzed there too.
-pytestmark = [pytest.mark.django_db, pytest.mark.services]
+pytestmark = [pytest.mark.django_db, pytest.mark.services, pytest.mark.slow]
 
 # Examples per operation and run. CI's second pass (PostgreSQL) lowers it to stay in its time
 # budget; the first pass fuzzes at the full count.
