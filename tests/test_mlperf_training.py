@@ -3,12 +3,13 @@ published figures, and the fit calculator's training plans held under the GPU's 
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
@@ -35,6 +36,7 @@ from fitcalc.presets import PRESETS
 from fitcalc.selectors.fit import FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.training_mfu import training_mfus
+from fitcalc.selectors.training_plans import TrainingPlanError, training_plan
 from fitcalc.throughput import COMPUTE_PEAKS, model_flops_per_token
 from fitcalc.training_time import (
     Cluster,
@@ -131,7 +133,7 @@ def test_every_round_imported_matched_and_within_peak(training_data) -> None:  #
 @pytest.mark.django_db
 def test_the_import_is_idempotent_and_the_database_refuses_a_run_above_peak(training_data) -> None:  # type: ignore[no-untyped-def]
     before = TrainingRun.objects.count()
-    assert call_command("import_mlperf_training", stdout=__import__("io").StringIO()) is None
+    call_command("import_mlperf_training", stdout=io.StringIO())
     assert TrainingRun.objects.count() == before == 697
     run = TrainingRun.objects.filter(mfu__isnull=False).first()
     assert run is not None
@@ -328,3 +330,56 @@ def test_gpu_pages_list_the_mlperf_training_runs_in_both_languages(client, train
     chinese = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "MLPerf Training 结果" in chinese and "训练时间（分钟）" in chinese
     assert math.isfinite(float(TrainingRun.objects.filter(gpu__slug="radeon-instinct-mi355x").count()))
+
+
+@pytest.mark.django_db
+def test_plans_past_one_node_answer_both_questions_for_70b_on_1t_tokens(training_data) -> None:  # type: ignore[no-untyped-def]
+    in_30_days = training_plan(gpu_slug="h100-sxm5-80-gb", params=70.6e9, tokens=1e12, days=30)
+    assert in_30_days is not None and in_30_days.nodes > 1 and in_30_days.time.days <= 30
+    reference_hours = 6 * 70.6e9 * 1e12 / (in_30_days.peak_tflops * 1e12 * in_30_days.mfu) / 3600
+    assert in_30_days.time.gpu_hours == pytest.approx(reference_hours, rel=0.30)
+    on_1024 = training_plan(gpu_slug="h100-sxm5-80-gb", params=70.6e9, tokens=1e12, gpus=1024)
+    assert on_1024 is not None and (on_1024.nodes, on_1024.gpus_per_node) == (128, 8)
+    assert on_1024.time.days < in_30_days.time.days
+    for slug in ("h200-sxm-141-gb", "b200", "radeon-instinct-mi300x"):
+        plan = training_plan(gpu_slug=slug, params=70.6e9, tokens=1e12, days=30)
+        assert plan is not None and plan.time.days <= 30, slug
+
+
+@pytest.mark.django_db
+def test_consumer_cards_shard_with_zero3_and_pay_for_a_slow_network(training_data) -> None:  # type: ignore[no-untyped-def]
+    fast = training_plan(gpu_slug="geforce-rtx-4090", params=8.03e9, tokens=1e9, gpus=16, batch_tokens=131072)
+    slow = training_plan(gpu_slug="geforce-rtx-4090", params=8.03e9, tokens=1e9, gpus=16, batch_tokens=131072,
+                         scale_out_gbs=3.0)  # fmt: skip
+    assert fast is not None and slow is not None and fast.zero3 and slow.zero3
+    assert slow.time.exposed_communication_s > fast.time.exposed_communication_s
+    assert slow.time.seconds > fast.time.seconds
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"gpu_slug": "no-such-gpu", "gpus": 8}, "gpu"),
+        ({"gpu_slug": "h100-sxm5-80-gb", "gpus": 8, "days": 3}, "days"),
+        ({"gpu_slug": "h100-sxm5-80-gb"}, "days"),
+        ({"gpu_slug": "h100-sxm5-80-gb", "gpus": 8, "params": 405e9}, "gpus"),
+    ],
+)
+def test_a_plan_that_cannot_be_made_names_its_field(training_data, arguments, field) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(TrainingPlanError) as caught:
+        training_plan(**{"params": 8e9, "tokens": 1e9, **arguments})
+    assert caught.value.field == field
+
+
+@pytest.mark.django_db
+def test_the_training_plan_command_prints_the_plan_or_a_readable_error(training_data) -> None:  # type: ignore[no-untyped-def]
+    out = io.StringIO()
+    call_command(
+        "training_plan", "h100-sxm5-80-gb", "--params", "70.6e9", "--tokens", "1e12", "--days", "30", stdout=out
+    )
+    assert "H100 SXM5 80 GB" in out.getvalue() and "days" in out.getvalue() and "MFU 0." in out.getvalue()
+    with pytest.raises(CommandError, match="no catalogue GPU"):
+        call_command("training_plan", "nope", "--params", "1e9", "--tokens", "1e9", "--gpus", "8")
+    with pytest.raises(CommandError, match="must be positive"):
+        call_command("training_plan", "h100-sxm5-80-gb", "--params", "-1", "--tokens", "1e9", "--gpus", "8")
