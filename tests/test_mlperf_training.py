@@ -99,6 +99,8 @@ def _mfu(slug: str) -> float:
 def test_name_candidates_read_the_part_in_parentheses() -> None:
     candidates = training_name_candidates("NVIDIA Blackwell GPU (B200-SXM-180GB)")
     assert "NVIDIA B200-SXM-180GB" in candidates and "NVIDIA B200" in candidates
+    nvl = training_name_candidates("H100 NVL Tensor Core GPU (PCIe)")
+    assert "H100 NVL" in nvl and not any(c.endswith(" PCIe") and "NVL" not in c for c in nvl)
 
 
 @pytest.mark.django_db
@@ -128,6 +130,9 @@ def test_every_round_imported_matched_and_within_peak(training_data) -> None:  #
         round="5.1", submitter="AMD", system_id="MI355X_EPYC_9575F_pytorch", benchmark="llama2_70b_lora"
     )
     assert mi355x.gpu.slug == "radeon-instinct-mi355x" and mi355x.gpus == 8 and mi355x.nodes == 1
+    # The H100 NVL (94 GB), not the H100 PCIe its parenthesis names as a form factor.
+    nvl = TrainingRun.objects.filter(accelerator_name="H100 NVL Tensor Core GPU (PCIe)")
+    assert set(nvl.values_list("gpu__slug", flat=True)) == {"h100-nvl-94-gb"}
 
 
 @pytest.mark.django_db

@@ -97,6 +97,7 @@ REQUIRED_COLUMNS = (
     "time_to_train_min", "samples_per_run", "results_path",
 )  # fmt: skip
 _PARENTHESISED = re.compile(r"\(([^()]+)\)")
+_MARKETING = re.compile(r"\bTensor Core\b", re.IGNORECASE)
 
 
 @dataclass
@@ -122,13 +123,19 @@ class TrainingImportSummary:
 
 
 def training_name_candidates(name: str) -> list[str]:
-    """The inference import's candidates, then those of a name in parentheses with the vendor:
-    ``NVIDIA Blackwell GPU (B200-SXM-180GB)`` -> ..., ``NVIDIA B200-SXM-180GB``, ``NVIDIA B200``."""
+    """The inference import's candidates for the name, then for the name without its parenthesis
+    and marketing words, then for a product in the parenthesis with the vendor:
+    ``NVIDIA Blackwell GPU (B200-SXM-180GB)`` -> ..., ``NVIDIA B200-SXM-180GB``, ``NVIDIA B200``;
+    ``H100 NVL Tensor Core GPU (PCIe)`` -> ..., ``H100 NVL`` (a parenthesis without a digit names
+    no product)."""
     candidates = accelerator_name_candidates(name)
+    bare = _MARKETING.sub(" ", _PARENTHESISED.sub(" ", name))
+    candidates += accelerator_name_candidates(re.sub(r"\s+", " ", bare).strip())
     vendor = name.split()[0] if name.split() else ""
     for inner in _PARENTHESISED.findall(name):
-        candidates += accelerator_name_candidates(f"{vendor} {inner}".strip())
-    return list(dict.fromkeys(candidates))
+        if re.search(r"\d", inner):
+            candidates += accelerator_name_candidates(f"{vendor} {inner}".strip())
+    return list(dict.fromkeys(c for c in candidates if c))
 
 
 def _whole(value: str, where: str, column: str) -> int:
