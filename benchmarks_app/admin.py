@@ -26,6 +26,8 @@ from benchmarks_app.models import (
     RawSubmission,
     ResultAggregate,
     SubmissionStatus,
+    TrainingMfuFit,
+    TrainingRun,
     Workload,
 )
 from benchmarks_app.services.moderation import (
@@ -233,6 +235,37 @@ class LabImportRowAdmin(admin.ModelAdmin):
     list_filter = ("outcome", "dataset")
     search_fields = ("name_reported", "reason", "source")
     readonly_fields = [f.name for f in LabImportRow._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(TrainingRun)
+class TrainingRunAdmin(admin.ModelAdmin):
+    """MLPerf Training results as imported (import_mlperf_training); unmatched accelerators have no GPU."""
+
+    list_display = ("round", "benchmark", "submitter", "system_name", "accelerator_name", "gpu", "gpus",
+                    "time_to_train_min", "mfu")  # fmt: skip
+    list_filter = ("round", "benchmark", "division")
+    search_fields = ("submitter", "system_name", "accelerator_name")
+    readonly_fields = [f.name for f in TrainingRun._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(TrainingMfuFit)
+class TrainingMfuFitAdmin(admin.ModelAdmin):
+    """The training MFU per architecture, fitted when the MLPerf Training runs are imported."""
+
+    list_display = ("architecture", "mfu", "runs", "low", "high", "fitted_at")
+    readonly_fields = [f.name for f in TrainingMfuFit._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

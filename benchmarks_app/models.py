@@ -238,3 +238,98 @@ class LabImportRow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset}: {self.name_reported} ({self.outcome})"
+
+
+class TrainingRun(models.Model):
+    """One system's MLPerf Training result for one benchmark, with the rates derived from it.
+
+    Rows whose accelerator the catalogue lacks are kept with no GPU (and no rates) so that the
+    import can be read back whole. Where the benchmark's tokens are documented (LLM benchmarks),
+    the rates are: tokens/s per GPU over the time to train, the model FLOP/s per GPU that implies
+    and its share of the GPU's dense peak in the format the run trained in (MFU).
+    """
+
+    round = models.CharField(max_length=8, help_text=_("MLPerf Training round, e.g. 5.1."))
+    submitter = models.CharField(max_length=100)
+    system_id = models.CharField(max_length=200, help_text=_("The system's file name in the results repository."))
+    system_name = models.CharField(max_length=300)
+    division = models.CharField(max_length=16)
+    availability = models.CharField(max_length=100)
+    benchmark = models.CharField(max_length=64)
+    accelerator_name = models.CharField(max_length=200)
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, null=True, blank=True, related_name="training_runs")
+    match_note = models.CharField(max_length=300, blank=True)
+    gpus = models.PositiveIntegerField()
+    nodes = models.PositiveIntegerField()
+    gpus_per_node = models.PositiveIntegerField()
+    scale_up = models.CharField(max_length=200, blank=True, help_text=_("Accelerator interconnect as published."))
+    scale_out = models.CharField(max_length=300, blank=True, help_text=_("Host networking as published."))
+    framework = models.CharField(max_length=300, blank=True)
+    runs = models.PositiveSmallIntegerField()
+    time_to_train_min = models.FloatField(help_text=_("MLPerf score: mean of the runs less fastest and slowest."))
+    samples_per_run = models.PositiveBigIntegerField(null=True, blank=True)
+    tokens_per_sample = models.PositiveIntegerField(null=True, blank=True)
+    model_params = models.FloatField(null=True, blank=True, help_text=_("Parameters of the benchmark's model."))
+    flops_per_token = models.FloatField(null=True, blank=True)
+    precision = models.CharField(max_length=8, choices=Precision.choices, blank=True)
+    peak_tflops = models.FloatField(null=True, blank=True, help_text=_("Dense peak per GPU in the run's format."))
+    tokens_per_s_per_gpu = models.FloatField(null=True, blank=True)
+    achieved_tflops_per_gpu = models.FloatField(null=True, blank=True)
+    mfu = models.FloatField(null=True, blank=True, help_text=_("Achieved model FLOP/s over the dense peak."))
+    source_url = models.URLField(max_length=500)
+    commit = models.CharField(max_length=40)
+    published = models.DateField()
+
+    class Meta:
+        ordering = ["-round", "benchmark", "gpus"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["round", "submitter", "system_id", "benchmark"], name="trainingrun_unique_result"
+            ),
+            models.CheckConstraint(condition=Q(time_to_train_min__gt=0), name="trainingrun_time_positive"),
+            models.CheckConstraint(condition=Q(gpus__gt=0), name="trainingrun_gpus_positive"),
+            # A run faster than its GPU's peak is a wrong match or a wrong token count, never stored.
+            models.CheckConstraint(
+                condition=Q(achieved_tflops_per_gpu__isnull=True)
+                | (
+                    Q(peak_tflops__gt=0)
+                    & Q(achieved_tflops_per_gpu__gt=0)
+                    & Q(achieved_tflops_per_gpu__lte=models.F("peak_tflops"))
+                ),  # fmt: skip
+                name="trainingrun_within_peak",
+            ),
+            models.CheckConstraint(
+                condition=Q(mfu__isnull=True) | (Q(mfu__gt=0) & Q(mfu__lte=1)), name="trainingrun_mfu_fraction"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"MLPerf Training v{self.round} {self.benchmark}: {self.submitter} {self.system_name}"
+
+
+class TrainingMfuFit(models.Model):
+    """Model FLOP utilisation of LLM training on one GPU architecture, fitted on the imported
+    MLPerf Training runs when they are written (a read never fits). ``architecture`` empty: every
+    architecture's runs together, for GPUs whose architecture has none."""
+
+    architecture = models.OneToOneField(
+        "catalog.Architecture", on_delete=models.CASCADE, null=True, blank=True, related_name="training_mfu"
+    )
+    mfu = models.FloatField()
+    runs = models.PositiveIntegerField()
+    low = models.FloatField(help_text=_("Lowest MFU of the runs fitted."))
+    high = models.FloatField(help_text=_("Highest MFU of the runs fitted."))
+    fitted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["architecture"]
+        constraints = [
+            models.CheckConstraint(condition=Q(mfu__gt=0) & Q(mfu__lte=1), name="trainingmfufit_fraction"),
+            models.CheckConstraint(condition=Q(runs__gt=0), name="trainingmfufit_runs_positive"),
+            models.UniqueConstraint(
+                fields=["architecture"], condition=Q(architecture__isnull=True), name="trainingmfufit_one_pooled"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.architecture or 'all architectures'}: MFU {self.mfu:.3f} ({self.runs} runs)"

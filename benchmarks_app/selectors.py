@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, Workload
+from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrainingRun, Workload
 
 # Decided submissions are public (their results are on the site); pending ones are the
 # submitter's and the curators' business only.
@@ -84,3 +84,8 @@ def submissions_needing_moderation() -> QuerySet[RawSubmission]:
 def workloads_for_submission() -> QuerySet[Workload]:
     """The workloads the client can submit (the Lambda suites are lab-only)."""
     return Workload.objects.exclude(source__startswith="https://github.com/lambdal/").order_by("category", "slug")
+
+
+def gpu_training_runs(*, gpu_id: int) -> list[TrainingRun]:
+    """The GPU's MLPerf Training results: newest round first, then benchmark and system size."""
+    return list(TrainingRun.objects.filter(gpu_id=gpu_id).order_by("-round", "benchmark", "gpus", "submitter"))

@@ -39,8 +39,13 @@ training three times that (forward + backward), i.e. the familiar ``6 P`` plus a
 times with activation checkpointing, which runs every layer's forward again during the backward
 pass (Chen et al. 2016, arXiv:1604.06174; Korthikanti et al. 2022, arXiv:2205.05198, section 4:
 full recomputation costs one more forward). A measured rate of a run without checkpointing (Lambda)
-is scaled by 3/4 for a job with it. LoRA and QLoRA are counted as full training FLOP, an upper
-bound (frozen weights need no weight gradients).
+is scaled by 3/4 for a job with it. LoRA and QLoRA count one forward less: frozen weights need no
+weight gradients, so the backward pass computes only the activation gradients (the adapters' own
+FLOP, under 1 % at the usual ranks, are left out).
+
+Every training rate is capped at the dense peak x the LLM training MFU fitted on the MLPerf
+Training runs of the GPU's architecture (``GpuSpecs.training_mfu``; ``ACHIEVABLE_COMPUTE_FRACTION``
+where nothing is fitted): no plan trains faster than the GPU.
 
 Image models (CNN, diffusion) have no spec-sheet estimate: their FLOP per sample depends on the
 input resolution, which the calculator does not take. They show fit and memory only, unless a
@@ -87,16 +92,19 @@ BLOCK_MEASUREMENT_PRECISIONS = frozenset(COMPUTE_PEAKS) - {"fp32", "fp8"}
 Basis = Literal["measured", "measured-scaled", "estimated", "none"]
 
 
-def model_flops_per_token(*, model: ModelSpec, context: int, training: bool, checkpointing: bool = False) -> float:
+def model_flops_per_token(
+    *, model: ModelSpec, context: int, training: bool, checkpointing: bool = False, lora: bool = False
+) -> float:
     """Kaplan et al.'s FLOP per token: forward ``2P + 2 L s d_attn``; training x3, x4 with activation
-    checkpointing (the forward runs again in the backward pass). ``P`` is the parameters a token runs
-    through: a mixture of experts' active ones."""
+    checkpointing (the forward runs again in the backward pass); LoRA one forward less (x2, x3), as
+    frozen weights need no weight gradients. ``P`` is the parameters a token runs through: a mixture
+    of experts' active ones."""
     forward = 2.0 * model.compute_params
     if model.layers and model.heads and model.head_dim:
         forward += 2.0 * model.layers * context * model.heads * model.head_dim
     if not training:
         return forward
-    return forward * (4 if checkpointing else 3)
+    return forward * ((4 if checkpointing else 3) - (1 if lora else 0))
 
 
 #: Passes of a training step without and with activation checkpointing (forward, backward = 2
@@ -126,6 +134,9 @@ class GpuSpecs:
     peaks: Mapping[str, float | None]
     fp32_tflops: float | None
     bandwidth_gbs: float | None
+    #: LLM training MFU fitted on the MLPerf Training runs of the GPU's architecture (else of
+    #: every architecture); None when nothing is fitted, then ``ACHIEVABLE_COMPUTE_FRACTION``.
+    training_mfu: float | None = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +208,7 @@ def throughput_resolve(
     context = breakdown.context
     training = mode in TRAINING_MODES
     checkpointing = training and breakdown.activation_checkpointing
+    lora = mode in (Mode.LORA, Mode.QLORA)
     slowdown = CHECKPOINTING_SLOWDOWN if checkpointing else 1.0
     transformer = model.kind in ("decoder", "encoder")
     unit = "tokens/s" if transformer else "samples/s"
@@ -216,7 +228,15 @@ def throughput_resolve(
                     "rate": f"{per_s:g}",
                     "context": context,
                 }
-                return Throughput(per_s * context * slowdown, unit, "measured", _with_recompute(note, checkpointing))
+                rate = Throughput(per_s * context * slowdown, unit, "measured", _with_recompute(note, checkpointing))
+                flops_per_token = model_flops_per_token(
+                    model=model, context=context, training=training, checkpointing=checkpointing, lora=lora
+                )
+                return (
+                    _capped(rate, specs=specs, precision=precision, flops_per_token=flops_per_token)
+                    if (training)
+                    else rate
+                )
             note = _("Lambda %(workload)s %(precision)s: %(rate)s samples/s") % {
                 "workload": workload,
                 "precision": lambda_precision.upper(),
@@ -237,20 +257,60 @@ def throughput_resolve(
     if mode is Mode.INFERENCE and model.kind == "decoder":
         raise ValueError("decoder inference depends on the GPU count: fitcalc.llm computes it")
     flops_per_token = model_flops_per_token(
-        model=model, context=context, training=training, checkpointing=checkpointing
+        model=model, context=context, training=training, checkpointing=checkpointing, lora=lora
     )
     if training and relative is not None and precision in RELATIVE_PRECISION_FAMILY:
-        return _relative_rate(relative=relative, unit=unit, flops_per_token=flops_per_token)
+        rate = _relative_rate(relative=relative, unit=unit, flops_per_token=flops_per_token)
+        return _capped(rate, specs=specs, precision=precision, flops_per_token=flops_per_token)
     compute, basis, note = _compute_rate(
         specs=specs,
         measured_flops=measured.train_flops if training else measured.infer_flops,
         block=TRANSFORMER_TRAIN if training else TRANSFORMER_INFER,
         precision=precision,
         flops_per_token=flops_per_token,
+        training=training,
     )
     if compute is None:
         return Throughput(None, unit, "none", note)
-    return Throughput(compute, unit, basis, note)
+    rate = Throughput(compute, unit, basis, note)
+    return _capped(rate, specs=specs, precision=precision, flops_per_token=flops_per_token) if training else rate
+
+
+def training_mfu_of(specs: GpuSpecs) -> float:
+    """The MFU a training rate may reach on this GPU: the fitted one, else the published fraction."""
+    return specs.training_mfu if specs.training_mfu is not None else ACHIEVABLE_COMPUTE_FRACTION
+
+
+def ceiling_peak_flops(specs: GpuSpecs, precision: str) -> tuple[float | None, str]:
+    """The peak a training rate is bounded by: the compute precision's, else the other 16-bit
+    format's (BF16 and FP16 run at one tensor rate wherever a GPU has both), else non-tensor FP32."""
+    keys = [*COMPUTE_PEAKS[precision], "bf16", "fp16"]
+    for key in dict.fromkeys(keys):
+        value = specs.peaks.get(key) if key != "fp32_nontensor" else None
+        if value:
+            return value * 1e12, key.upper()
+    if specs.fp32_tflops:
+        return specs.fp32_tflops * 1e12, _("FP32 (non-tensor)")
+    return None, ""
+
+
+def _capped(rate: Throughput, *, specs: GpuSpecs, precision: str, flops_per_token: float) -> Throughput:
+    """A training rate no faster than the dense peak x the fitted MFU: a ranking ratio or a small
+    measured block can imply more model FLOP/s than the GPU sustains in LLM training."""
+    if rate.per_s is None or flops_per_token <= 0:
+        return rate
+    peak, peak_name = ceiling_peak_flops(specs, precision)
+    if peak is None:
+        return Throughput(None, rate.unit, "none", _("no dense peak on record to bound a training rate"))
+    mfu = training_mfu_of(specs)
+    ceiling = peak * mfu / flops_per_token
+    if rate.per_s <= ceiling:
+        return rate
+    note = _(
+        "%(note)s; capped at %(share).0f%% of the %(peak)s dense peak (%(tflops)s TFLOPS), the LLM training "
+        "MFU measured on this GPU class"
+    ) % {"note": rate.note, "share": mfu * 100, "peak": peak_name, "tflops": f"{peak / 1e12:g}"}
+    return Throughput(ceiling, rate.unit, rate.basis, note, rate.typical_error)
 
 
 def _with_recompute(note: str, checkpointing: bool) -> str:
@@ -288,7 +348,13 @@ def _relative_rate(*, relative: RelativeTraining, unit: str, flops_per_token: fl
 
 
 def _compute_rate(
-    *, specs: GpuSpecs, measured_flops: float | None, block: str, precision: str, flops_per_token: float
+    *,
+    specs: GpuSpecs,
+    measured_flops: float | None,
+    block: str,
+    precision: str,
+    flops_per_token: float,
+    training: bool = False,
 ) -> tuple[float | None, Basis, str]:
     """Tokens/s the compute allows: the measured block's FLOP rate, else 40% of the dense peak."""
     if measured_flops and precision in BLOCK_MEASUREMENT_PRECISIONS:
@@ -301,10 +367,11 @@ def _compute_rate(
     peak, peak_name = compute_peak_flops(specs, precision)
     if peak is None:
         return None, "none", peak_name
+    share = training_mfu_of(specs) if training else ACHIEVABLE_COMPUTE_FRACTION
     note = _("%(share).0f%% of the %(peak)s dense peak (%(tflops)s TFLOPS) ÷ %(gflop).1f GFLOP per token") % {
-        "share": ACHIEVABLE_COMPUTE_FRACTION * 100,
+        "share": share * 100,
         "peak": peak_name,
         "tflops": f"{peak / 1e12:g}",
         "gflop": flops_per_token / 1e9,
     }
-    return ACHIEVABLE_COMPUTE_FRACTION * peak / flops_per_token, "estimated", note
+    return share * peak / flops_per_token, "estimated", note

@@ -67,10 +67,12 @@ def _plans(result: FitResult) -> dict[str, object]:
 
 
 @pytest.mark.django_db
-def test_rtx_4090_and_gh200_train_at_the_sites_measured_ratio_to_the_h100(real_data):
+def test_rtx_4090_and_gh200_train_at_the_sites_ratio_to_the_h100_but_never_above_peak_x_mfu(real_data):
     """The H100 ran at 55 % of its peak (its measured block) and every other GPU at 40 % of its
     datasheet: the RTX 4090 came out 8.2x below the H100 where the fine-tuning ranking measures 3.6x,
-    and the GH200 27 % below the H100."""
+    and the GH200 27 % below the H100. The ranking's ratio stands until it asks a GPU for more than
+    its dense peak x the LLM training MFU (40 % without fitted runs): the ratio put the RTX 4090 at
+    over 90 % of its peak, so it stops at the cap and the ratio widens to what LLM training gives."""
     ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(use_case="fine-tuning", show="all")).rows}
     assert ranking[RTX4090].perf_basis == ranking[H100].perf_basis == "measured"
     site_ratio = ranking[H100].perf / ranking[RTX4090].perf
@@ -78,11 +80,12 @@ def test_rtx_4090_and_gh200_train_at_the_sites_measured_ratio_to_the_h100(real_d
     result = _fit(model="llama-3-8b", mode="lora", tokens="1e8")
     rates = {g.slug: g for g in [p.gpu for p in result.plans]}
     fit_ratio = rates[H100].throughput_per_s / rates[RTX4090].throughput_per_s
-    assert fit_ratio == pytest.approx(site_ratio, rel=0.25)
+    assert site_ratio < fit_ratio < 7.0  # 0.14-0.28 of an H100, where the ranking said 0.28
     assert rates[GH200].throughput_per_s >= 0.9 * rates[H100].throughput_per_s
     assert result.details[H100].throughput_basis == "measured-scaled"
     assert result.details[RTX4090].throughput_basis == "measured-scaled"
-    assert "fine-tuning ranking" in result.details[RTX4090].throughput_note
+    note = result.details[RTX4090].throughput_note
+    assert "fine-tuning ranking" in note and "capped at 40% of the BF16 dense peak" in note
 
 
 @pytest.mark.django_db

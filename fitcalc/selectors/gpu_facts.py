@@ -51,6 +51,7 @@ from fitcalc.selectors.llm_jobs import (
     llm_job_context,
     llm_job_facts,
 )
+from fitcalc.selectors.training_mfu import TrainingMfus, training_mfus
 from fitcalc.throughput import (
     ACHIEVABLE_COMPUTE_FRACTION,
     BLOCK_MEASUREMENT_PRECISIONS,
@@ -464,9 +465,13 @@ def _job_inputs(
     serving, serving_usable_gib = _serving_inputs(request=request, gpu_ids=gpu_ids, peaks=peaks, counts=counts)
     training = breakdown.mode in TRAINING_MODES
     measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
+    mfus = training_mfus() if training else TrainingMfus()
     specs_by_id = {
         g["id"]: GpuSpecs(
-            peaks=peaks.get(g["id"], {}), fp32_tflops=g["fp32_tflops"], bandwidth_gbs=g["memory_bandwidth_gbs"]
+            peaks=peaks.get(g["id"], {}),
+            fp32_tflops=g["fp32_tflops"],
+            bandwidth_gbs=g["memory_bandwidth_gbs"],
+            training_mfu=mfus.for_architecture(g["architecture__slug"]),
         )
         for g in gpus
     }

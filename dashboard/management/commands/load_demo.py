@@ -19,6 +19,7 @@ from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.lab_import import BUNDLED_DIR as LAMBDA_DIR
 from benchmarks_app.services.lab_import import lambda_import_directory
 from benchmarks_app.services.mlperf_import import mlperf_import_bundled
+from benchmarks_app.services.mlperf_training_import import mlperf_training_import
 from benchmarks_app.services.workloads import workload_seed
 from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 from catalog.management.progress import tqdm_progress
@@ -81,10 +82,12 @@ class Command(BaseCommand):
             self.stdout.write(f"  {lines[0]}")
         self._done(started)
 
-        started = self._step("3/6 workloads and Lambda's published training benchmarks")
+        started = self._step("3/6 workloads, Lambda's published training benchmarks and MLPerf Training v4.0-v5.1")
         for line in workload_seed().as_lines():
             self.stdout.write(f"  {line}")
         for line in lambda_import_directory(path=LAMBDA_DIR, progress=tqdm_progress).as_lines():
+            self.stdout.write(f"  {line}")
+        for line in mlperf_training_import().as_lines():
             self.stdout.write(f"  {line}")
         self._done(started)
 

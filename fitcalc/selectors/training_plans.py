@@ -1,0 +1,135 @@
+"""LLM training plans past one node for one catalogue GPU: the time model on the GPU's stored
+figures (dense peak, the MFU fitted on MLPerf Training, scale-up link) and its rental price."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catalog.interconnect import pcie_peak_gbs
+from catalog.models import Gpu, TensorPeak
+from catalog.selectors.prices import gpu_rent_prices
+from fitcalc.selectors.training_mfu import training_mfus
+from fitcalc.training_time import (
+    DEFAULT_BATCH_TOKENS,
+    Cluster,
+    Job,
+    TrainingTime,
+    gpus_for_days,
+    model_parallel_min,
+    nodes_for_gpus,
+    training_time,
+)
+
+#: A GPU's scale-out port when the plan names none: 400 Gb/s (InfiniBand NDR or 400G RoCE, one
+#: port per GPU as on NVIDIA's DGX H100/B200 and AMD's MI300X platforms) = 50 GB/s.
+DEFAULT_SCALE_OUT_GBS = 50.0
+#: GPUs per node when the catalogue says none: the 8-GPU baseboard (HGX, OAM).
+DEFAULT_GPUS_PER_NODE = 8
+
+
+class TrainingPlanError(ValueError):
+    """A plan that cannot be made: the field it is about and why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    gpu_name: str
+    precision: str  # the format of the peak (FP8 where the GPU has it, as the MFU was fitted)
+    peak_tflops: float
+    mfu: float
+    nodes: int
+    gpus_per_node: int
+    model_parallel: int
+    zero3: bool
+    time: TrainingTime
+    price_per_gpu_hour: float | None  # typical on-demand, USD
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.price_per_gpu_hour is None else self.time.gpu_hours * self.price_per_gpu_hour
+
+
+def _scale_up_gbs(gpu: Gpu) -> float | None:
+    """One direction of the link between GPUs of a node, GB/s: the scale-up link (its catalogue
+    figure is both directions together), else the PCIe bus, halved without peer-to-peer copies
+    (the traffic crosses host memory: down one bus and up another)."""
+    if gpu.interconnect_gbs and gpu.scale_up_link not in ("pcie", "none", ""):
+        return gpu.interconnect_gbs / 2
+    pcie = pcie_peak_gbs(gpu.bus_interface)
+    if pcie is None:
+        return None
+    return pcie / 2 if gpu.pcie_peer_to_peer is False else pcie
+
+
+def training_plan(
+    *,
+    gpu_slug: str,
+    params: float,
+    tokens: float,
+    lora: bool = False,
+    days: float | None = None,
+    gpus: int | None = None,
+    scale_out_gbs: float = DEFAULT_SCALE_OUT_GBS,
+    batch_tokens: float = DEFAULT_BATCH_TOKENS,
+) -> TrainingPlan | None:
+    """How long on ``gpus`` GPUs, or how many GPUs for ``days`` (exactly one of them); None when
+    no node count up to the time model's limit finishes in time."""
+    if (days is None) == (gpus is None):
+        raise TrainingPlanError("days", "give either days or gpus")
+    gpu = Gpu.objects.filter(slug=gpu_slug).first()
+    if gpu is None:
+        raise TrainingPlanError("gpu", f"no catalogue GPU {gpu_slug!r}")
+    peaks = dict(
+        TensorPeak.objects.filter(gpu=gpu, supported=True, precision__in=("fp8", "bf16")).values_list(
+            "precision", "dense_tflops"
+        )
+    )
+    precision = "fp8" if peaks.get("fp8") else "bf16"
+    peak = peaks.get(precision)
+    if not peak:
+        raise TrainingPlanError("gpu", f"{gpu.name} has no FP8 or BF16 dense peak on record")
+    mfu = training_mfus().for_architecture(gpu.architecture.slug if gpu.architecture else None)
+    if mfu is None:
+        raise TrainingPlanError("gpu", "no MLPerf Training runs are imported: run import_mlperf_training")
+    if not gpu.memory_gib:
+        raise TrainingPlanError("gpu", f"{gpu.name} has no memory size on record")
+    per_node = gpu.scale_up_gpus or DEFAULT_GPUS_PER_NODE
+    scale_up = _scale_up_gbs(gpu)
+    if scale_up is None:
+        raise TrainingPlanError("gpu", f"{gpu.name} has neither a scale-up link nor a PCIe bus on record")
+    model_parallel = model_parallel_min(params=params, memory_gib=gpu.memory_gib, lora=lora)
+    if model_parallel > 1 and gpu.scale_up_link in ("pcie", "none", ""):
+        # Tensor parallelism over PCIe is not what the fitted runs measured: the model state is
+        # sharded with ZeRO-3 instead, every GPU a data-parallel replica paying the all-gathers.
+        job = Job(params, tokens, lora=lora, model_parallel=1, zero3=True, batch_tokens=batch_tokens)
+    else:
+        job = Job(params, tokens, lora=lora, model_parallel=model_parallel, batch_tokens=batch_tokens)
+    template = Cluster(1, per_node, peak, mfu, scale_up, scale_out_gbs)
+    if days is not None:
+        time = gpus_for_days(job=job, days=days, gpus_per_node=per_node, template=template)
+        if time is None:
+            return None
+        nodes = max(1, time.gpus // per_node)
+    else:
+        assert gpus is not None
+        if gpus < model_parallel:
+            raise TrainingPlanError("gpus", f"one copy of the model needs {model_parallel} GPUs of {gpu.name}")
+        nodes, per_node = nodes_for_gpus(gpus=gpus, gpus_per_node=per_node)
+        time = training_time(job=job, cluster=Cluster(nodes, per_node, peak, mfu, scale_up, scale_out_gbs))
+    price = gpu_rent_prices(gpu_ids=[gpu.pk]).get(gpu.pk)
+    return TrainingPlan(
+        gpu_name=gpu.name,
+        precision=precision,
+        peak_tflops=peak,
+        mfu=mfu,
+        nodes=nodes,
+        gpus_per_node=per_node,
+        model_parallel=job.model_parallel,
+        zero3=job.zero3,
+        time=time,
+        price_per_gpu_hour=float(price.price_usd) if price else None,
+    )
