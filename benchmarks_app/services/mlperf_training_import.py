@@ -97,7 +97,8 @@ REQUIRED_COLUMNS = (
     "time_to_train_min", "samples_per_run", "results_path",
 )  # fmt: skip
 _PARENTHESISED = re.compile(r"\(([^()]+)\)")
-_MARKETING = re.compile(r"\bTensor Core\b", re.IGNORECASE)
+# Words that name no product: marketing, the product class, the cooling (DLC: direct liquid cooling).
+_MARKETING = re.compile(r"\b(?:Tensor Core|AI Accelerator|DLC)\b", re.IGNORECASE)
 
 
 @dataclass
