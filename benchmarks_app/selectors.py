@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -89,3 +91,47 @@ def workloads_for_submission() -> QuerySet[Workload]:
 def gpu_training_runs(*, gpu_id: int) -> list[TrainingRun]:
     """The GPU's MLPerf Training results: newest round first, then benchmark and system size."""
     return list(TrainingRun.objects.filter(gpu_id=gpu_id).order_by("-round", "benchmark", "gpus", "submitter"))
+
+
+@dataclass(frozen=True)
+class TrainingRunGroup:
+    """One MLPerf Training round's results of one benchmark on a GPU, as the GPU page lists them."""
+
+    round: str
+    benchmark: str
+    systems: int
+    fewest_gpus: int
+    most_gpus: int
+    fastest_min: float
+    median_tokens_per_s_per_gpu: float | None
+    median_mfu: float | None
+    source_url: str
+    commit: str
+
+
+def gpu_training_run_groups(runs: list[TrainingRun]) -> list[TrainingRunGroup]:
+    """``runs`` (gpu_training_runs' order) one row per round and benchmark: a busy GPU has
+    hundreds of systems; each group links its round's repository at the imported commit."""
+    groups: dict[tuple[str, str], list[TrainingRun]] = {}
+    for run in runs:
+        groups.setdefault((run.round, run.benchmark), []).append(run)
+    rows = []
+    for (round_, benchmark), members in groups.items():
+        rates = [r.tokens_per_s_per_gpu for r in members if r.tokens_per_s_per_gpu is not None]
+        mfus = [r.mfu for r in members if r.mfu is not None]
+        first = members[0]
+        rows.append(
+            TrainingRunGroup(
+                round=round_,
+                benchmark=benchmark,
+                systems=len(members),
+                fewest_gpus=min(r.gpus for r in members),
+                most_gpus=max(r.gpus for r in members),
+                fastest_min=min(r.time_to_train_min for r in members),
+                median_tokens_per_s_per_gpu=statistics.median(rates) if rates else None,
+                median_mfu=statistics.median(mfus) if mfus else None,
+                source_url=f"https://github.com/mlcommons/training_results_v{round_}/tree/{first.commit}",
+                commit=first.commit,
+            )
+        )
+    return rows

@@ -35,7 +35,7 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import ResultAggregate
-from benchmarks_app.selectors import gpu_training_runs
+from benchmarks_app.selectors import gpu_training_run_groups, gpu_training_runs
 from benchmarks_app.services.workloads import LAMBDA_SOURCE
 from catalog.models import Gpu, Provider, Segment, Vendor
 from catalog.selectors.gpus import gpu_for_page
@@ -287,7 +287,7 @@ def gpu_page_body(*, gpu: Gpu, currency: str) -> str:
         "aliases": list(gpu.aliases.values_list("alias", flat=True)),
         "page": gpu_page_compute(gpu=gpu, currency=currency),
         "energy_curves": gpu_energy_curves(gpu=gpu),
-        "training_runs": gpu_training_runs(gpu_id=gpu.pk),
+        "training_groups": gpu_training_run_groups(gpu_training_runs(gpu_id=gpu.pk)),
     }
     return body_render(template="dashboard/gpu_detail.html", context=context)
 

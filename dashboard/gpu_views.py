@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
+from benchmarks_app.selectors import gpu_training_runs
 from catalog.money import currency_from_query, display_money
 from catalog.selectors.gpus import gpu_for_page
 from catalog.selectors.prices import gpu_offers
@@ -72,6 +73,17 @@ def gpu_detail_view(request: HttpRequest, slug: str) -> HttpResponse | Streaming
 
 
 @page_renders_limited
+def gpu_training_runs_view(request: HttpRequest, slug: str) -> HttpResponse:
+    gpu = gpu_for_page(slug=slug)
+    if gpu is None:
+        raise Http404(f"No GPU with the slug {slug!r}.")
+    runs = gpu_training_runs(gpu_id=gpu.pk)
+    if not runs:
+        raise Http404(f"{slug!r} has no MLPerf Training run.")
+    page = Paginator(runs, RESULTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "dashboard/gpu_training_runs.html", {"gpu": gpu, "page": page})
+
+
 def gpu_results_view(request: HttpRequest, slug: str) -> HttpResponse:
     gpu = gpu_for_page(slug=slug)
     if gpu is None:

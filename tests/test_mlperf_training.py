@@ -4,7 +4,6 @@ published figures, and the fit calculator's training plans held under the GPU's 
 from __future__ import annotations
 
 import io
-import math
 from pathlib import Path
 
 import pytest
@@ -325,14 +324,33 @@ def test_no_training_plan_exceeds_its_gpus_peak_at_any_count(training_data, mode
 
 
 @pytest.mark.django_db
-def test_gpu_pages_list_the_mlperf_training_runs_in_both_languages(client, training_data) -> None:  # type: ignore[no-untyped-def]
-    url = reverse("dashboard:gpu-detail", args=["radeon-instinct-mi355x"])
+def test_gpu_pages_group_the_runs_and_link_every_system_in_both_languages(client, training_data) -> None:  # type: ignore[no-untyped-def]
+    runs = TrainingRun.objects.filter(gpu__slug="h100-sxm5-80-gb")
+    groups = {(r, b) for r, b in runs.values_list("round", "benchmark")}
+    assert runs.count() > 150 and len(groups) < 30  # a busy GPU: hundreds of systems, a few dozen groups
+    url = reverse("dashboard:gpu-detail", args=["h100-sxm5-80-gb"])
     english = client.get(url).content.decode()
-    assert "MLPerf Training runs" in english and "llama2_70b_lora" in english
-    assert "mlcommons/training_results_v5.1@441d65f" in english
+    table = english[
+        english.index('id="training-runs-table"') : english.index("</table>", english.index('id="training-runs-table"'))
+    ]
+    assert table.count("<tr>") == len(groups) + 1  # the header and one row per round and benchmark
+    assert "llama2_70b_lora" in table and "mlcommons/training_results_v5.1@" in table
+    full = reverse("dashboard:gpu-training-runs", args=["h100-sxm5-80-gb"])
+    assert full in english
+    listed = 0
+    for number in range(1, 10):
+        page = client.get(full, {"page": number})
+        body = page.content.decode()
+        rows = body.count("<tr>") - 1
+        listed += rows
+        if f"Page {number} of {number}" in body:
+            break
+    assert listed == runs.count()
     chinese = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
-    assert "MLPerf Training 结果" in chinese and "训练时间（分钟）" in chinese
-    assert math.isfinite(float(TrainingRun.objects.filter(gpu__slug="radeon-instinct-mi355x").count()))
+    assert "MLPerf Training 结果" in chinese and "最短训练时间（分钟）" in chinese
+    assert "训练时间（分钟）" in client.get(full, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    untrained = Gpu.objects.filter(training_runs__isnull=True).order_by("slug").first()
+    assert client.get(reverse("dashboard:gpu-training-runs", args=[untrained.slug])).status_code == 404
 
 
 @pytest.mark.django_db

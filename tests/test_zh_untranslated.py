@@ -46,6 +46,7 @@ def _pages() -> list[str]:
         "/watches/new/?kind=gpu&gpu=h100-sxm5-80-gb",
         "/gpus/h100-sxm5-80-gb/results/",
         "/gpus/gb300/results/",
+        "/gpus/h100-sxm5-80-gb/training-runs/",
     ]
     submission = RawSubmission.objects.order_by("id").first()
     if submission is not None:
