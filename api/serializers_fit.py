@@ -82,6 +82,7 @@ class FitInputsSerializer(serializers.Serializer):
     price = _enum(list(PRICE_RULES))
     input_len = serializers.IntegerField(help_text="Batched LLM serving: prompt tokens per request.")
     output_len = serializers.IntegerField(help_text="Batched LLM serving: output tokens per request.")
+    days = _float(help_text="Training: the deadline the plans past one node answer, in days.")
 
 
 class FitWorkloadSerializer(serializers.Serializer):
@@ -286,6 +287,36 @@ class FitAssumptionsSerializer(serializers.Serializer):
     )
 
 
+class FitTrainingPlanSerializer(serializers.Serializer):
+    """The fewest whole nodes of one GPU that finish the training within the deadline."""
+
+    gpu = serializers.CharField(help_text="GPU slug.")
+    gpu_name = serializers.CharField()
+    gpus = serializers.IntegerField(help_text="GPUs in all: nodes x GPUs per node.")
+    nodes = serializers.IntegerField()
+    gpus_per_node = serializers.IntegerField(help_text="The GPU's scale-up domain, 8 where the catalogue has none.")
+    model_parallel = serializers.IntegerField(help_text="GPUs one copy of the model is split over.")
+    zero3 = serializers.BooleanField(help_text="The model state is sharded with ZeRO-3 (no fast link between GPUs).")
+    precision = _enum(["fp8", "bf16"], help_text="Format of the dense peak (FP8 where the GPU has it).")
+    peak_tflops = _float(help_text="Dense peak per GPU in that format.")
+    mfu = _float(help_text="Model FLOP utilisation fitted on MLPerf Training for the GPU's architecture.")
+    days = _float(help_text="Time to finish on these GPUs.")
+    hours = _float()
+    gpu_hours = _float()
+    compute_s = _float(help_text="Seconds of compute: model FLOPs / (GPUs x peak x MFU).")
+    exposed_communication_s = _float(help_text="Seconds of gradient all-reduce the backward pass cannot hide.")
+    price_per_gpu_hour = _nullable_float(help_text="Rental price per GPU-hour by `price`, in `currency`.")
+    cost = _nullable_float(help_text="GPU-hours x price, in `currency`; null without a price.")
+
+
+class FitTrainingSerializer(serializers.Serializer):
+    days = _float(help_text="The deadline asked (`days`, default 30).")
+    plans = FitTrainingPlanSerializer(
+        many=True,
+        help_text="Every GPU the time model can plan on that finishes in time: the cheapest first (unpriced last).",
+    )
+
+
 class FitResponseSerializer(serializers.Serializer):
     inputs = FitInputsSerializer()
     model = FitModelSerializer()
@@ -309,6 +340,12 @@ class FitResponseSerializer(serializers.Serializer):
         help_text="Batched LLM inference: the serving question the LLM figures answer (model, lengths, precision, "
         "target); null for other jobs and for those the serving model cannot answer (one stream, a fixed number of "
         "users, a model it has no shape of).",
+    )
+    training = FitTrainingSerializer(
+        allow_null=True,
+        help_text="LLM training with a work in tokens (not inference, not mixture-of-experts models): the fewest "
+        "whole nodes of each GPU that finish within `days`, from the time model fitted on MLPerf Training (model "
+        "FLOPs / (GPUs x dense peak x MFU) + exposed gradient all-reduce); null otherwise.",
     )
 
 

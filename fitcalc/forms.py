@@ -32,6 +32,8 @@ PRICE_RULES = ("typical", "cheapest")
 
 MAX_DATASET_SIZE = 10**12
 MAX_EPOCHS = 10_000.0
+#: The longest training deadline asked: ten years.
+MAX_TRAINING_DAYS = 3650.0
 MAX_ELECTRICITY_PRICE = 100.0
 #: Bounds of the parameter count: a model needs at least one parameter; 100 trillion is the
 #: estimator's absurd-size guard (fitcalc.presets.MAX_PARAMS).
@@ -216,6 +218,13 @@ class FitForm(forms.Form):
     epochs = GreaterThanFloatField(label=_("Epochs"), required=False, greater_than=0, max_value=MAX_EPOCHS)
     dataset_size = forms.IntegerField(
         label=_("Samples per epoch"), required=False, min_value=1, max_value=MAX_DATASET_SIZE
+    )
+    days = GreaterThanFloatField(
+        label=_("Training deadline (days)"),
+        required=False,
+        greater_than=0,
+        max_value=MAX_TRAINING_DAYS,
+        help_text=_("Training: the GPUs and nodes to finish within this many days (default 30)."),
     )
     hours_per_day = GreaterThanFloatField(label=_("Hours of use per day"), required=False, greater_than=0, max_value=24)
     electricity_price_per_kwh = FiniteFloatField(

@@ -15,6 +15,8 @@ Defaults (documented in the API schema too)
 * inference: batched serving; without ``users``, at full load (as many sequences as the memory
   holds beside the weights; memory and fit are those of one sequence).
 * ``price`` typical: the median of the providers' cheapest current on-demand offers.
+* ``days`` 30: training (all but inference) is also planned past one node, the fewest whole
+  nodes that finish the work within this many days.
 * ``hours_per_day`` 12: buying pays when a GPU is busy about 12 hours a day for a month.
 * ``electricity_price_per_kwh``: no default (no sourced figure); empty = electricity not counted.
 * ``input_len``/``output_len``: the request shape batched LLM serving is answered at, 1,000 and
@@ -41,6 +43,8 @@ DEFAULT_CONTEXT = 2048
 DEFAULT_BATCH = 1
 DEFAULT_FLASH_ATTENTION = True
 DEFAULT_HOURS_PER_DAY = 12.0
+#: Training plans past one node: the deadline when none is given, a month of rented nodes.
+DEFAULT_TRAINING_DAYS = 30.0
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_TARGETS = LoraTargets.ALL_LINEAR.value
 
@@ -83,6 +87,7 @@ class FitRequest:
     price_rule: str = "typical"
     input_len: int = DEFAULT_INPUT_TOKENS
     output_len: int = DEFAULT_OUTPUT_TOKENS
+    days: float = DEFAULT_TRAINING_DAYS
 
     def echo(self) -> dict[str, Any]:
         """The inputs as the API answers them (after defaults)."""
@@ -116,6 +121,7 @@ class FitRequest:
             "price": self.price_rule,
             "input_len": self.input_len,
             "output_len": self.output_len,
+            "days": self.days,
         }
 
 

@@ -64,7 +64,7 @@ FIELD_GROUPS = (
             "lora_targets",
         ),
     ),
-    ("work", ("tokens", "samples", "epochs", "dataset_size")),
+    ("work", ("tokens", "samples", "epochs", "dataset_size", "days")),
     ("money", ("price", "hours_per_day", "electricity_price_per_kwh", "condition", "currency")),
 )
 

@@ -458,8 +458,9 @@ def test_api_shape_is_pinned(client) -> None:  # type: ignore[no-untyped-def]
     body = client.get(URL, {"model": "llama-3-8b", "tokens": "1e6"}).json()
     assert set(body) == {
         "inputs", "model", "memory", "currency", "exchange_rate", "fitting_count", "plans", "buy_vs_rent",
-        "buy_vs_rent_missing", "assumptions", "warnings", "workload",
+        "buy_vs_rent_missing", "assumptions", "warnings", "workload", "training",
     }  # fmt: skip
+    assert body["training"] is None  # inference is not planned past one node
     assert {"weights", "kv_cache", "activations", "gradients", "optimizer", "overhead", "total", "unit"} <= set(
         body["memory"]
     )

@@ -4,6 +4,7 @@ published figures, and the fit calculator's training plans held under the GPU's 
 from __future__ import annotations
 
 import io
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,7 @@ from fitcalc.training_time import (
     training_flops,
     training_time,
 )
+from tests.factories import OfferFactory
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 
@@ -404,3 +406,63 @@ def test_the_training_plan_command_prints_the_plan_or_a_readable_error(training_
         call_command("training_plan", "nope", "--params", "1e9", "--tokens", "1e9", "--gpus", "8")
     with pytest.raises(CommandError, match="must be positive"):
         call_command("training_plan", "h100-sxm5-80-gb", "--params", "-1", "--tokens", "1e9", "--gpus", "8")
+
+
+# --- the fit calculator's training plans past one node ------------------------------------------
+
+FIT_URL = "/api/v1/fit/"
+LLAMA3_70B_ON_1T = {"model": "llama-3-70b", "mode": "train", "tokens": "1e12"}
+
+
+@pytest.mark.django_db
+def test_the_fit_api_plans_70b_on_1t_tokens_past_one_node_as_training_plan_does(client, training_data) -> None:  # type: ignore[no-untyped-def]
+    h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
+    OfferFactory(gpu=h100, current_price_per_hour=Decimal("2.50"))
+    body = client.get(FIT_URL, {**LLAMA3_70B_ON_1T, "days": "30"}).json()
+    assert body["inputs"]["days"] == 30 and body["training"]["days"] == 30
+    plans = {plan["gpu"]: plan for plan in body["training"]["plans"]}
+    expected = training_plan(gpu_slug="h100-sxm5-80-gb", params=PRESETS["llama-3-70b"].params, tokens=1e12, days=30)
+    assert expected is not None
+    h100_plan = plans["h100-sxm5-80-gb"]
+    assert h100_plan["nodes"] > 1 and h100_plan["gpus"] == h100_plan["nodes"] * h100_plan["gpus_per_node"]
+    assert h100_plan["gpus"] * h100_plan["days"] == pytest.approx(expected.time.gpus * expected.time.days, rel=1e-9)
+    assert h100_plan["days"] <= 30 and h100_plan["model_parallel"] == expected.model_parallel
+    assert h100_plan["price_per_gpu_hour"] == pytest.approx(2.5)
+    assert h100_plan["cost"] == pytest.approx(h100_plan["gpu_hours"] * 2.5)
+    assert {"h200-sxm-141-gb", "b200"} <= set(plans)
+    costs = [plan["cost"] for plan in body["training"]["plans"]]
+    assert costs[0] is not None and costs == sorted(costs, key=lambda cost: (cost is None, cost or 0.0))
+    # A longer deadline needs fewer GPUs; without one, 30 days; inference is not planned.
+    slower = client.get(FIT_URL, {**LLAMA3_70B_ON_1T, "days": "90"}).json()["training"]["plans"]
+    assert {p["gpu"]: p for p in slower}["h100-sxm5-80-gb"]["gpus"] < h100_plan["gpus"]
+    assert client.get(FIT_URL, LLAMA3_70B_ON_1T).json()["training"]["days"] == 30
+    assert client.get(FIT_URL, {"model": "llama-3-70b"}).json()["training"] is None
+    # A mixture of experts computes only its active parameters: not planned, and the answer says so.
+    experts = client.get(FIT_URL, {"model": "mixtral-8x7b", "mode": "train", "tokens": "1e12"}).json()
+    assert experts["training"] is None
+    assert "Training past one node is not planned for mixture-of-experts models." in experts["warnings"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("days", ["0", "-3", "abc", "nan", "1e9"])
+def test_a_bad_deadline_is_a_400_naming_days(client, training_data, days) -> None:  # type: ignore[no-untyped-def]
+    response = client.get(FIT_URL, {**LLAMA3_70B_ON_1T, "days": days})
+    assert response.status_code == 400
+    assert "days" in response.json()["errors"]
+    page = client.get("/fit/", {**LLAMA3_70B_ON_1T, "days": days})
+    assert page.status_code == 200 and 'id="training-plan"' not in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_fit_page_shows_the_training_plan_in_english_and_chinese(client, training_data) -> None:  # type: ignore[no-untyped-def]
+    query = {**LLAMA3_70B_ON_1T, "days": "30"}
+    english = client.get("/fit/", query).content.decode()
+    expected = training_plan(gpu_slug="h100-sxm5-80-gb", params=PRESETS["llama-3-70b"].params, tokens=1e12, days=30)
+    assert expected is not None
+    table = english[
+        english.index('id="training-plan-table"') : english.index("</table>", english.index('id="training-plan-table"'))
+    ]
+    assert "Training past one node" in english and "To train it within 30 days:" in english
+    assert f"{expected.time.gpus} ({expected.nodes} × 8)" in table and "H100 SXM5 80 GB" in table
+    chinese = client.get("/fit/", query, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "跨节点训练" in chinese and "在 30 天内训练完" in chinese and 'id="training-plan-table"' in chinese

@@ -43,6 +43,7 @@ from fitcalc.forms import (
     MAX_ELECTRICITY_PRICE,
     MAX_EPOCHS,
     MAX_HF_ID,
+    MAX_TRAINING_DAYS,
     MIN_PARAMS,
     PRICE_RULES,
     SERVING_MODES,
@@ -52,10 +53,18 @@ from fitcalc.memory import MAX_BATCH, MAX_CONTEXT, MAX_LORA_RANK, LoraTargets, M
 from fitcalc.plan import MAX_WORK_UNITS, BuyVsRent, CountPlan, GpuPlan
 from fitcalc.presets import MAX_HIDDEN, MAX_LAYERS, MAX_PARAMS, MODEL_KINDS, PRESETS
 from fitcalc.quant import KvPrecision, Precision
-from fitcalc.request import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_HOURS_PER_DAY, DEFAULT_LORA_RANK, FitRequest
+from fitcalc.request import (
+    DEFAULT_BATCH,
+    DEFAULT_CONTEXT,
+    DEFAULT_HOURS_PER_DAY,
+    DEFAULT_LORA_RANK,
+    DEFAULT_TRAINING_DAYS,
+    FitRequest,
+)
 from fitcalc.selectors.fit import BuyRentRow, FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.gpu_facts import GpuDetail
+from fitcalc.selectors.training_plans import TrainingPlan
 from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS
 
 
@@ -152,6 +161,12 @@ PARAMETERS = [
     _param("epochs", _positive(MAX_EPOCHS), "Work: epochs over `dataset_size` samples."),
     _param("dataset_size", _int(1, MAX_DATASET_SIZE), "Samples per epoch (with `epochs`)."),
     _param(
+        "days",
+        _positive(MAX_TRAINING_DAYS),
+        f"Training: plan past one node, the fewest whole nodes of each GPU that finish the work within this many "
+        f"days (default {DEFAULT_TRAINING_DAYS:g}); answered in `training`.",
+    ),
+    _param(
         "hours_per_day",
         _positive(24),
         f"Buy vs rent: hours of use per day (default {DEFAULT_HOURS_PER_DAY:g}).",
@@ -247,6 +262,32 @@ def fit_result_data(result: FitResult) -> dict[str, Any]:
         "assumptions": result.assumptions,
         "warnings": list(result.warnings),
         "workload": _workload_data(result),
+        "training": None
+        if result.training_days is None
+        else {"days": result.training_days, "plans": [_training_plan_data(plan) for plan in result.training_plans]},
+    }
+
+
+def _training_plan_data(plan: TrainingPlan) -> dict[str, Any]:
+    time = plan.time
+    return {
+        "gpu": plan.gpu_slug,
+        "gpu_name": plan.gpu_name,
+        "gpus": time.gpus,
+        "nodes": plan.nodes,
+        "gpus_per_node": plan.gpus_per_node,
+        "model_parallel": plan.model_parallel,
+        "zero3": plan.zero3,
+        "precision": plan.precision,
+        "peak_tflops": plan.peak_tflops,
+        "mfu": plan.mfu,
+        "days": time.days,
+        "hours": time.seconds / 3600.0,
+        "gpu_hours": time.gpu_hours,
+        "compute_s": time.compute_s,
+        "exposed_communication_s": time.exposed_communication_s,
+        "price_per_gpu_hour": plan.price_per_gpu_hour,
+        "cost": plan.cost,
     }
 
 

@@ -1,7 +1,8 @@
 """The fit calculator's whole answer: fit, time and cost on every GPU, and buy versus rent.
 
 The GPUs' facts come from :func:`fitcalc.selectors.gpu_facts.fit_gpu_facts_list`; the rest is the
-pure calculation of :mod:`fitcalc.plan`.
+pure calculation of :mod:`fitcalc.plan`. LLM training is also planned past one node, on whole
+nodes within the request's deadline (:func:`fitcalc.selectors.training_plans.training_plans_for_days`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from fitcalc.memory import Mode
 from fitcalc.plan import MAX_HOURS, SCALING_EFFICIENCY_PER_DOUBLING, BuyVsRent, GpuPlan, buy_vs_rent, fit_plan
 from fitcalc.request import FitRequest
 from fitcalc.selectors.gpu_facts import GpuDetail, PriceOrigin, fit_gpu_facts_list, serving_question_of
 from fitcalc.selectors.llm_jobs import LlmJobContext
+from fitcalc.selectors.training_plans import TrainingPlan, training_plans_for_days
 from fitcalc.throughput import ACHIEVABLE_COMPUTE_FRACTION
 from llm.question import ServingQuestion
 
@@ -44,6 +47,9 @@ class FitResult:
     llm: LlmJobContext | None = None
     # Batched LLM serving: the question its figures answer (the rankings' figures); None otherwise.
     serving_question: ServingQuestion | None = None
+    # LLM training: the deadline the plans past one node answer (None: not planned) and the plans.
+    training_days: float | None = None
+    training_plans: list[TrainingPlan] = field(default_factory=list)
 
     @property
     def fitting(self) -> list[GpuPlan]:
@@ -112,6 +118,28 @@ def _buy_vs_rent_rows(
     return rows, missing
 
 
+def _training_plans(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[float | None, list[TrainingPlan], str]:
+    """The deadline and the plans past one node of a transformer training job with its work in
+    tokens, on every GPU of ``plans`` priced as they are; (None, [], why) for other jobs, the
+    reason empty where there is nothing to say."""
+    work = request.work
+    if request.mode == Mode.INFERENCE or work is None or work.unit != "tokens":
+        return None, [], ""
+    if request.model.active_params:
+        # The time model counts every parameter's FLOPs; a mixture of experts computes only the
+        # active ones, and its all-to-all traffic is not what the fitted dense runs measured.
+        return None, [], _("Training past one node is not planned for mixture-of-experts models.")
+    prices = {plan.gpu.slug: plan.gpu.price_per_gpu_hour for plan in plans}
+    training = training_plans_for_days(
+        prices=prices,
+        params=float(request.model.params),
+        tokens=work.work_units,
+        lora=request.mode in (Mode.LORA, Mode.QLORA),
+        days=request.days,
+    )
+    return request.days, training, ""
+
+
 def fit_compute(*, request: FitRequest) -> FitResult:
     """Fit, time and cost of ``request`` on every curated GPU at 1, 2, 4 and 8 GPUs, ranked,
     with buy versus rent for every fitting GPU with both prices. A fixed number of queries (see fit_gpu_facts_list).
@@ -123,6 +151,7 @@ def fit_compute(*, request: FitRequest) -> FitResult:
         work_units=request.work.work_units if request.work else None,
     )
     buy_rows, missing_rows = _buy_vs_rent_rows(request=request, plans=plans, details=facts.details)
+    training_days, training, training_note = _training_plans(request=request, plans=plans)
     return FitResult(
         request=request,
         plans=plans,
@@ -131,7 +160,9 @@ def fit_compute(*, request: FitRequest) -> FitResult:
         buy_vs_rent_missing=missing_rows,
         currency=facts.currency,
         exchange_rate=facts.exchange_rate,
-        warnings=facts.warnings,
+        warnings=[*facts.warnings, training_note] if training_note else facts.warnings,
         llm=facts.llm,
         serving_question=serving_question_of(request),
+        training_days=training_days,
+        training_plans=training,
     )

@@ -25,6 +25,7 @@ from fitcalc.request import (
     DEFAULT_LORA_RANK,
     DEFAULT_LORA_TARGETS,
     DEFAULT_MODE,
+    DEFAULT_TRAINING_DAYS,
     FULL_LOAD_SEQUENCES,
     FitRequest,
     FitWork,
@@ -198,6 +199,7 @@ def fit_request_build(*, data: Mapping[str, Any]) -> FitRequest:
         price_rule=data.get("price") or "typical",
         input_len=data.get("input_len") or DEFAULT_INPUT_TOKENS,
         output_len=data.get("output_len") or DEFAULT_OUTPUT_TOKENS,
+        days=data.get("days") or DEFAULT_TRAINING_DAYS,
     )
 
 

@@ -37,6 +37,7 @@ class TrainingPlanError(ValueError):
 
 @dataclass(frozen=True)
 class TrainingPlan:
+    gpu_slug: str
     gpu_name: str
     precision: str  # the format of the peak (FP8 where the GPU has it, as the MFU was fitted)
     peak_tflops: float
@@ -46,10 +47,10 @@ class TrainingPlan:
     model_parallel: int
     zero3: bool
     time: TrainingTime
-    price_per_gpu_hour: float | None  # typical on-demand, USD
+    price_per_gpu_hour: float | None  # on-demand: typical USD from training_plan, the caller's else
 
     @property
-    def cost_usd(self) -> float | None:
+    def cost(self) -> float | None:
         return None if self.price_per_gpu_hour is None else self.time.gpu_hours * self.price_per_gpu_hour
 
 
@@ -65,34 +66,34 @@ def _scale_up_gbs(gpu: Gpu) -> float | None:
     return pcie / 2 if gpu.pcie_peer_to_peer is False else pcie
 
 
-def training_plan(
+@dataclass(frozen=True)
+class _GpuFigures:
+    """What the time model reads of one GPU, fetched once for one GPU or many."""
+
+    gpu: Gpu
+    peaks: dict[str, float | None]
+    mfu: float | None
+
+
+def _plan(
+    figures: _GpuFigures,
     *,
-    gpu_slug: str,
     params: float,
     tokens: float,
-    lora: bool = False,
-    days: float | None = None,
-    gpus: int | None = None,
-    scale_out_gbs: float = DEFAULT_SCALE_OUT_GBS,
-    batch_tokens: float = DEFAULT_BATCH_TOKENS,
+    lora: bool,
+    days: float | None,
+    gpus: int | None,
+    scale_out_gbs: float,
+    batch_tokens: float,
+    price_per_gpu_hour: float | None,
 ) -> TrainingPlan | None:
-    """How long on ``gpus`` GPUs, or how many GPUs for ``days`` (exactly one of them); None when
-    no node count up to the time model's limit finishes in time."""
-    if (days is None) == (gpus is None):
-        raise TrainingPlanError("days", "give either days or gpus")
-    gpu = Gpu.objects.filter(slug=gpu_slug).first()
-    if gpu is None:
-        raise TrainingPlanError("gpu", f"no catalogue GPU {gpu_slug!r}")
-    peaks = dict(
-        TensorPeak.objects.filter(gpu=gpu, supported=True, precision__in=("fp8", "bf16")).values_list(
-            "precision", "dense_tflops"
-        )
-    )
-    precision = "fp8" if peaks.get("fp8") else "bf16"
-    peak = peaks.get(precision)
+    """The plan on one GPU's fetched figures (training_plan's answer); no query."""
+    gpu = figures.gpu
+    precision = "fp8" if figures.peaks.get("fp8") else "bf16"
+    peak = figures.peaks.get(precision)
     if not peak:
         raise TrainingPlanError("gpu", f"{gpu.name} has no FP8 or BF16 dense peak on record")
-    mfu = training_mfus().for_architecture(gpu.architecture.slug if gpu.architecture else None)
+    mfu = figures.mfu
     if mfu is None:
         raise TrainingPlanError("gpu", "no MLPerf Training runs are imported: run import_mlperf_training")
     if not gpu.memory_gib:
@@ -120,8 +121,8 @@ def training_plan(
             raise TrainingPlanError("gpus", f"one copy of the model needs {model_parallel} GPUs of {gpu.name}")
         nodes, per_node = nodes_for_gpus(gpus=gpus, gpus_per_node=per_node)
         time = training_time(job=job, cluster=Cluster(nodes, per_node, peak, mfu, scale_up, scale_out_gbs))
-    price = gpu_rent_prices(gpu_ids=[gpu.pk]).get(gpu.pk)
     return TrainingPlan(
+        gpu_slug=gpu.slug,
         gpu_name=gpu.name,
         precision=precision,
         peak_tflops=peak,
@@ -131,5 +132,84 @@ def training_plan(
         model_parallel=job.model_parallel,
         zero3=job.zero3,
         time=time,
+        price_per_gpu_hour=price_per_gpu_hour,
+    )
+
+
+def _figures(gpus: list[Gpu]) -> list[_GpuFigures]:
+    """The GPUs' dense FP8/BF16 peaks and fitted MFUs: two queries for any number of GPUs."""
+    peaks: dict[int, dict[str, float | None]] = {gpu.pk: {} for gpu in gpus}
+    rows = TensorPeak.objects.filter(gpu__in=gpus, supported=True, precision__in=("fp8", "bf16")).values_list(
+        "gpu_id", "precision", "dense_tflops"
+    )
+    for gpu_id, precision, dense in rows:
+        peaks[gpu_id][precision] = dense
+    mfus = training_mfus()
+    return [
+        _GpuFigures(gpu, peaks[gpu.pk], mfus.for_architecture(gpu.architecture.slug if gpu.architecture else None))
+        for gpu in gpus
+    ]
+
+
+def training_plan(
+    *,
+    gpu_slug: str,
+    params: float,
+    tokens: float,
+    lora: bool = False,
+    days: float | None = None,
+    gpus: int | None = None,
+    scale_out_gbs: float = DEFAULT_SCALE_OUT_GBS,
+    batch_tokens: float = DEFAULT_BATCH_TOKENS,
+) -> TrainingPlan | None:
+    """How long on ``gpus`` GPUs, or how many GPUs for ``days`` (exactly one of them); None when
+    no node count up to the time model's limit finishes in time. Priced at the typical on-demand
+    rental in USD."""
+    if (days is None) == (gpus is None):
+        raise TrainingPlanError("days", "give either days or gpus")
+    gpu = Gpu.objects.select_related("architecture").filter(slug=gpu_slug).first()
+    if gpu is None:
+        raise TrainingPlanError("gpu", f"no catalogue GPU {gpu_slug!r}")
+    price = gpu_rent_prices(gpu_ids=[gpu.pk]).get(gpu.pk)
+    return _plan(
+        _figures([gpu])[0],
+        params=params,
+        tokens=tokens,
+        lora=lora,
+        days=days,
+        gpus=gpus,
+        scale_out_gbs=scale_out_gbs,
+        batch_tokens=batch_tokens,
         price_per_gpu_hour=float(price.price_usd) if price else None,
     )
+
+
+def training_plans_for_days(
+    *, prices: dict[str, float | None], params: float, tokens: float, lora: bool, days: float
+) -> list[TrainingPlan]:
+    """The fewest whole nodes that finish within ``days`` on every GPU of ``prices`` (slug: price
+    per GPU-hour in the caller's currency, None where there is none) that can train: those with a
+    dense FP8/BF16 peak, a fitted MFU, a memory size and a link between its GPUs, and a node
+    count that finishes in time. The cheapest first (unpriced last), then the fastest. Three
+    queries for any number of GPUs."""
+    gpus = list(Gpu.objects.select_related("architecture").filter(slug__in=list(prices)))
+    plans: list[TrainingPlan] = []
+    for figures in _figures(gpus):
+        try:
+            plan = _plan(
+                figures,
+                params=params,
+                tokens=tokens,
+                lora=lora,
+                days=days,
+                gpus=None,
+                scale_out_gbs=DEFAULT_SCALE_OUT_GBS,
+                batch_tokens=DEFAULT_BATCH_TOKENS,
+                price_per_gpu_hour=prices[figures.gpu.slug],
+            )
+        except TrainingPlanError:
+            continue  # a GPU the time model has no figures of cannot be planned on
+        if plan is not None:
+            plans.append(plan)
+    plans.sort(key=lambda plan: (plan.cost is None, plan.cost or 0.0, plan.time.seconds, plan.gpu_name))
+    return plans

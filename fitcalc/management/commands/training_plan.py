@@ -43,9 +43,7 @@ class Command(BaseCommand):
         if plan is None:
             raise CommandError(f"no cluster of {options['gpu']} finishes in {options['days']} days")
         time = plan.time
-        cost = (
-            f"{plan.cost_usd:,.0f} USD at {plan.price_per_gpu_hour:.2f} USD/GPU-hour" if plan.cost_usd else "no price"
-        )
+        cost = f"{plan.cost:,.0f} USD at {plan.price_per_gpu_hour:.2f} USD/GPU-hour" if plan.cost else "no price"
         self.stdout.write(
             f"{plan.gpu_name}: {time.gpus} GPUs ({plan.nodes} x {plan.gpus_per_node}, "
             f"{'ZeRO-3 sharded' if plan.zero3 else f'model split over {plan.model_parallel}'}), {time.days:.1f} days, {time.gpu_hours:,.0f} GPU-hours, {cost}; "
