@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
+from catalog.models.gpus import gpu_display_name
 from catalog.selectors.prices import gpu_rent_prices
 from fitcalc.selectors.training_mfu import training_mfus
 from fitcalc.training_time import (
@@ -123,7 +124,7 @@ def _plan(
         time = training_time(job=job, cluster=Cluster(nodes, per_node, peak, mfu, scale_up, scale_out_gbs))
     return TrainingPlan(
         gpu_slug=gpu.slug,
-        gpu_name=gpu.name,
+        gpu_name=gpu_display_name(name=gpu.name, name_zh=gpu.name_zh),
         precision=precision,
         peak_tflops=peak,
         mfu=mfu,
@@ -211,5 +212,5 @@ def training_plans_for_days(
             continue  # a GPU the time model has no figures of cannot be planned on
         if plan is not None:
             plans.append(plan)
-    plans.sort(key=lambda plan: (plan.cost is None, plan.cost or 0.0, plan.time.seconds, plan.gpu_name))
+    plans.sort(key=lambda plan: (plan.cost is None, plan.cost or 0.0, plan.time.seconds, plan.gpu_slug))
     return plans
