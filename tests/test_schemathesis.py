@@ -29,8 +29,8 @@ from tests.world import API_WORLD, world_build
 # PostgreSQL refuses values SQLite stores (integers past 64 bits, NUL characters): fuzzed there too.
 pytestmark = [pytest.mark.django_db, pytest.mark.services, pytest.mark.slow]
 
-# Examples per operation and run. CI's second pass (PostgreSQL) lowers it to stay in its time
-# budget; the first pass fuzzes at the full count.
+# Examples per operation and run. CI lowers it to stay in its time budget (.ci/run: 25 in the
+# first pass, 5 on PostgreSQL).
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "50"))
 
 # schemathesis 4.32 renames the running test through ``node._nodeid``, which pytest 9 no longer
