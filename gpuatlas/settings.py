@@ -380,6 +380,8 @@ SPECTACULAR_SETTINGS = {
         "ModelKindEnum": "fitcalc.presets.MODEL_KINDS",
         "ProviderKindEnum": "catalog.models.prices.Provider.Kind",
         "PriceBasisEnum": ["offer", "user", "none"],
+        "TrainingPeakFormatEnum": ["fp8", "bf16"],
+        "PrecisionEnum": "catalog.models.gpus.Precision",
     },
 }
 
