@@ -87,7 +87,7 @@ def test_every_page_fits_the_window_and_the_docs_load_cleanly(
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    too_wide, console, charts = {}, {}, {}
+    too_wide, console, charts, pushed_down = {}, {}, {}, {}
     try:
         for name, url in _pages(world).items():
             errors.clear()
@@ -109,6 +109,13 @@ def test_every_page_fits_the_window_and_the_docs_load_cleanly(
                         chart.screenshot(
                             path=str(SHOTS / f"layout-{name}-{chart.get_attribute('id')}-{width}-{language}.png")
                         )
+            # Nothing unseen takes room above the site's header (an icon sheet drawn at SVG's
+            # default 300 x 150 once pushed every page down by 150 px).
+            header_top = page.evaluate(
+                "(document.querySelector('header.topbar') || document.body).getBoundingClientRect().top"
+            )
+            if name not in ("redoc", "swagger") and header_top > 1:
+                pushed_down[name] = header_top
             found = page.evaluate(OVERFLOW)
             if found["scroll"] > found["width"]:
                 too_wide[name] = found
@@ -119,5 +126,6 @@ def test_every_page_fits_the_window_and_the_docs_load_cleanly(
     finally:
         context.close()
     assert too_wide == {}, f"wider than {width} px: {too_wide}"
+    assert pushed_down == {}, f"the header starts this many px down: {pushed_down}"
     assert charts == {}, f"charts squeezed at {width} px: {charts}"
     assert console == {}, console
