@@ -368,6 +368,14 @@ def test_relative_inference_use_cases_rank_the_measured_llm_figures(client):
     assert 'id="spec-only"' not in page
 
 
+@pytest.mark.django_db
+def test_an_llm_ranking_without_a_measured_row_says_the_serving_model_answers_not_the_datasheet(client):
+    world_build(rows=LLM_WORLD)
+    page = client.get(reverse("dashboard:rankings"), {"use_case": "llm-serving", "model_size": "70b"}).content.decode()
+    assert 'id="model-only"' in page and "80 % interval" in page
+    assert 'id="spec-only"' not in page and "datasheet ratios" not in page
+
+
 def test_a_fixed_request_rate_run_is_fitted_at_the_requests_it_had_in_flight() -> None:
     from llm.models import PerUserBasis, ServingPoint
     from llm.selectors.serving import _in_flight
