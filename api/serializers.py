@@ -348,6 +348,17 @@ class RankingRowSerializer(serializers.Serializer):
         "outside the measured range its error there); null without an estimate or when unknown (a spec estimate of "
         "a vendor nobody measured: estimate_outside_range)."
     )
+    suite_perf = _nullable_float(
+        help_text="Training and fine-tuning at 16 bits (ranked by LLM training): the older suite's measured figure "
+        "relative to the baseline (Lambda's training benchmarks, the client's transformer-train), not ranked."
+    )
+    training_mfu = _nullable_float(
+        help_text="Training and fine-tuning at 16 bits: the MFU behind perf (perf = dense BF16 peak x MFU, relative to "
+        "the baseline's): the GPU's own MLPerf Training runs when measured, else its architecture's or every GPU's."
+    )
+    training_mfu_runs = serializers.IntegerField(
+        help_text="MLPerf Training runs of this GPU behind training_mfu; 0 for an estimate or another use case."
+    )
     estimate_outside_range = serializers.BooleanField(
         help_text="Spec estimates: no GPU of this vendor is measured, so the error is unknown. LLM estimates: for a "
         "GPU class or configuration no calibration row contains."

@@ -19,6 +19,7 @@ from fitcalc.models import MAX_HF_ID, HfModel
 from fitcalc.plan import SCALINGS
 from fitcalc.presets import MODEL_KINDS
 from fitcalc.quant import KvPrecision, Precision
+from fitcalc.throughput import TRAINING_PEAK_PRECISIONS
 
 CROSS_FIELD_PARAMETERS = (
     "model", "params", "hf_model", "kind", "layers", "hidden", "heads", "kv_heads", "head_dim", "precision",
@@ -297,9 +298,18 @@ class FitTrainingPlanSerializer(serializers.Serializer):
     gpus_per_node = serializers.IntegerField(help_text="The GPU's scale-up domain, 8 where the catalogue has none.")
     model_parallel = serializers.IntegerField(help_text="GPUs one copy of the model is split over.")
     zero3 = serializers.BooleanField(help_text="The model state is sharded with ZeRO-3 (no fast link between GPUs).")
-    precision = _enum(["fp8", "bf16"], help_text="Format of the dense peak (FP8 where the GPU has it).")
+    precision = _enum(
+        list(TRAINING_PEAK_PRECISIONS),
+        help_text="Format of the dense peak: the job's (FP8 falls back to BF16, FP32 trains on TF32, 4-bit "
+        "weights multiply in BF16).",
+    )
     peak_tflops = _float(help_text="Dense peak per GPU in that format.")
-    mfu = _float(help_text="Model FLOP utilisation fitted on MLPerf Training for the GPU's architecture.")
+    mfu = _float(help_text="Model FLOP utilisation fitted on MLPerf Training (see `mfu_basis`).")
+    mfu_basis = _enum(
+        ["gpu", "architecture", "pooled"],
+        help_text="gpu: this GPU's own MLPerf Training runs; architecture: its architecture's runs; pooled: every run.",
+    )
+    mfu_runs = serializers.IntegerField(help_text="MLPerf Training runs behind the MFU.")
     days = _float(help_text="Time to finish on these GPUs.")
     hours = _float()
     gpu_hours = _float()

@@ -308,28 +308,54 @@ class TrainingRun(models.Model):
 
 
 class TrainingMfuFit(models.Model):
-    """Model FLOP utilisation of LLM training on one GPU architecture, fitted on the imported
-    MLPerf Training runs when they are written (a read never fits). ``architecture`` empty: every
-    architecture's runs together, for GPUs whose architecture has none."""
+    """Model FLOP utilisation of LLM training, fitted on the imported MLPerf Training runs when they
+    are written (a read never fits): of one GPU model (``gpu``: its own runs, the figure a GPU
+    with runs is anchored on), of one architecture (``architecture``: for the GPUs of it without
+    runs), or of every run together (neither), each over one MLPerf benchmark (``benchmark``: a
+    job is read at the benchmark nearest to it, as MFU grows with the model's matrices) and over
+    all of them (``benchmark`` empty). ``estimate_error``: on the architecture and pooled rows of
+    all benchmarks, the median relative error of that figure for the GPUs with runs of their own,
+    each GPU's runs left out of it (what an estimate from it is typically off by)."""
 
-    architecture = models.OneToOneField(
-        "catalog.Architecture", on_delete=models.CASCADE, null=True, blank=True, related_name="training_mfu"
+    architecture = models.ForeignKey(
+        "catalog.Architecture", on_delete=models.CASCADE, null=True, blank=True, related_name="training_mfus"
     )
+    gpu = models.ForeignKey(
+        "catalog.Gpu", on_delete=models.CASCADE, null=True, blank=True, related_name="training_mfus"
+    )
+    benchmark = models.CharField(max_length=64, blank=True, help_text=_("MLPerf benchmark; empty: every benchmark."))
     mfu = models.FloatField()
     runs = models.PositiveIntegerField()
     low = models.FloatField(help_text=_("Lowest MFU of the runs fitted."))
     high = models.FloatField(help_text=_("Highest MFU of the runs fitted."))
+    estimate_error = models.FloatField(
+        null=True, blank=True, help_text=_("Median relative error for a GPU left out (architecture and pooled rows).")
+    )
     fitted_at = models.DateTimeField()
 
     class Meta:
-        ordering = ["architecture"]
+        ordering = ["architecture", "gpu", "benchmark"]
         constraints = [
             models.CheckConstraint(condition=Q(mfu__gt=0) & Q(mfu__lte=1), name="trainingmfufit_fraction"),
             models.CheckConstraint(condition=Q(runs__gt=0), name="trainingmfufit_runs_positive"),
+            models.CheckConstraint(
+                condition=Q(architecture__isnull=True) | Q(gpu__isnull=True), name="trainingmfufit_gpu_or_architecture"
+            ),
             models.UniqueConstraint(
-                fields=["architecture"], condition=Q(architecture__isnull=True), name="trainingmfufit_one_pooled"
+                fields=["gpu", "benchmark"], condition=Q(gpu__isnull=False), name="trainingmfufit_one_per_gpu"
+            ),
+            models.UniqueConstraint(
+                fields=["architecture", "benchmark"],
+                condition=Q(architecture__isnull=False),
+                name="trainingmfufit_one_per_architecture",
+            ),
+            models.UniqueConstraint(
+                fields=["benchmark"],
+                condition=Q(architecture__isnull=True, gpu__isnull=True),
+                name="trainingmfufit_one_pooled",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.architecture or 'all architectures'}: MFU {self.mfu:.3f} ({self.runs} runs)"
+        scope = self.gpu or self.architecture or "all architectures"
+        return f"{scope} {self.benchmark or 'all benchmarks'}: MFU {self.mfu:.3f} ({self.runs} runs)"

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from benchmarks_app.models import BenchmarkResult, RawSubmission, SubmissionStatus, TrainingRun, Workload
+from benchmarks_app.models import (
+    BenchmarkResult,
+    RawSubmission,
+    SubmissionStatus,
+    TrainingMfuFit,
+    TrainingRun,
+    Workload,
+)
+from benchmarks_app.services.mlperf_training_import import LLM_BENCHMARKS
 
 # Decided submissions are public (their results are on the site); pending ones are the
 # submitter's and the curators' business only.
@@ -135,3 +144,83 @@ def gpu_training_run_groups(runs: list[TrainingRun]) -> list[TrainingRunGroup]:
             )
         )
     return rows
+
+
+# The training MFU fitted on the MLPerf Training runs, as stored when they were imported.
+
+#: Where a GPU's MFU comes from: its own MLPerf Training runs, its architecture's, or every run's.
+MfuBasis = Literal["gpu", "architecture", "pooled"]
+
+
+@dataclass(frozen=True)
+class TrainingMfu:
+    mfu: float
+    basis: MfuBasis
+    runs: int  # the runs behind the figure
+    error: float | None  # an estimate's typical relative error (None: measured on this GPU, or unknown)
+    benchmark: str = ""  # the MLPerf benchmark the figure is of ("": every benchmark)
+
+    @property
+    def measured(self) -> bool:
+        return self.basis == "gpu"
+
+
+def job_benchmark(*, params: float, lora: bool) -> str:
+    """The MLPerf Training benchmark nearest a job: of the same kind (LoRA or not), nearest in the
+    logarithm of the parameters (MFU grows with the model's matrices: on Hopper, Llama 3.1 405B
+    pretraining reaches about 0.38-0.45, 8B about 0.24-0.31)."""
+    same_kind = [(slug, b) for slug, b in LLM_BENCHMARKS.items() if b.lora == lora and slug in FITTED_BENCHMARKS]
+    if not same_kind or params <= 0:
+        return ""
+    return min(same_kind, key=lambda item: (abs(math.log(item[1].params / params)), item[0]))[0]
+
+
+#: The benchmarks whose logs give the tokens trained (the others have no MFU to fit).
+FITTED_BENCHMARKS = ("llama31_8b", "llama31_405b", "llama2_70b_lora")
+
+_Key = tuple[str, int | str | None, str]
+
+
+@dataclass(frozen=True)
+class TrainingMfus:
+    """The stored fits by (scope, GPU id or architecture slug, benchmark)."""
+
+    fits: dict[_Key, TrainingMfu] = field(default_factory=dict)
+
+    def for_gpu(self, gpu_id: int, architecture_slug: str | None, benchmark: str = "") -> TrainingMfu | None:
+        """The GPU's own MFU where it has runs (at the benchmark, else over its runs), else its
+        architecture's, else every run's; None when nothing is fitted."""
+        scopes: tuple[tuple[str, int | str | None], ...] = (
+            ("gpu", gpu_id),
+            ("architecture", architecture_slug),
+            ("pooled", None),
+        )
+        for scope, key in scopes:
+            if scope != "pooled" and key is None:
+                continue
+            for wanted in dict.fromkeys((benchmark, "")):
+                fit = self.fits.get((scope, key, wanted))
+                if fit is not None:
+                    return fit
+        return None
+
+
+def training_mfus() -> TrainingMfus:
+    """The stored fits, one query. An estimate's error is its scope's over every benchmark."""
+    rows = list(
+        TrainingMfuFit.objects.values_list("gpu_id", "architecture__slug", "benchmark", "mfu", "runs", "estimate_error")
+    )
+    errors = {(gpu is None, slug): error for gpu, slug, benchmark, _, _, error in rows if benchmark == ""}
+    fits: dict[_Key, TrainingMfu] = {}
+    for gpu_id, slug, benchmark, mfu, runs, _error in rows:
+        if gpu_id is not None:
+            fits[("gpu", gpu_id, benchmark)] = TrainingMfu(mfu, "gpu", runs, None, benchmark)
+        elif slug is not None:
+            # An architecture of one GPU with runs has no left-out error of its own: the pooled one.
+            error = errors.get((True, slug))
+            fits[("architecture", slug, benchmark)] = TrainingMfu(
+                mfu, "architecture", runs, error if error is not None else errors.get((True, None)), benchmark
+            )
+        else:
+            fits[("pooled", None, benchmark)] = TrainingMfu(mfu, "pooled", runs, errors.get((True, None)), benchmark)
+    return TrainingMfus(fits)

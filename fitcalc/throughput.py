@@ -13,25 +13,24 @@ In order of preference; ``throughput_basis`` says which one was used.
    for BF16/FP16, FP32 for FP32; single-GPU configurations). BERT's sequences/s become tokens/s
    as sequences/s x ``context`` (Lambda measured SQuAD fine-tuning at its own sequence length, so
    other contexts are approximate).
-2. Transformer training, one method for every GPU (:class:`RelativeTraining`): the GPU's figure in
-   the fine-tuning ranking (dashboard.selectors.rankings: measured relative to the baseline where
-   measured, else the rankings' spec estimate with its error), times the achieved FLOP rate of the
-   *anchor* (the measured GPU whose transformer-train block the client timed: tokens/s x block FLOP
-   per token), over the model's FLOP per token::
+2. Transformer training (pretraining, full fine-tuning, LoRA, QLoRA): the training time model
+   that also plans past one node (``fitcalc.training_time``)::
 
-       tokens/s = anchor FLOP/s x ranking figure / anchor's ranking figure / model FLOP per token
+       tokens/s = dense peak of the job's format x MFU / model FLOP per token
 
-   ``measured-scaled`` when the GPU's figure and the anchor's rate are both measured, else
-   ``estimated``. Without a timed block anywhere, the anchor's rate is
-   ``ACHIEVABLE_COMPUTE_FRACTION`` of its dense peak (``estimated``). So the ratio of two GPUs is
-   the ranking's ratio, whatever the model.
-3. ``measured-scaled`` without a ranking figure: the client's ``transformer-train`` /
-   ``transformer-infer`` block measured on this GPU (its achieved FLOP rate, as above). Used for
-   BF16/FP16 and for INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
-4. ``estimated`` from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak / model
-   FLOP per token``. The peak is the TensorPeak of the compute precision: BF16 or FP16 as chosen;
-   TF32 for FP32 (the GPU selection help page: PyTorch enables TF32 on Ampere by default), else the non-tensor FP32
-   figure; BF16 (else FP16) for INT8/INT4 weights.
+   The MFU is the one fitted on the GPU's own MLPerf Training runs (``measured-scaled``: measured
+   on this GPU, at the MLPerf benchmarks' models and scales), else its architecture's, else every
+   run's (``estimated``, with the typical error of that figure for a GPU left out). The peak is
+   the job format's (:func:`training_peak`): FP8 falls back to BF16 where a GPU lacks it, FP32
+   trains on TF32 tensor cores, weight-only formats (QLoRA) multiply in BF16. Without any fitted
+   run the MFU is ``ACHIEVABLE_COMPUTE_FRACTION`` (``estimated``).
+3. ``measured-scaled`` for inference: the client's ``transformer-infer`` block measured on this GPU
+   (its achieved FLOP rate: tokens/s x block FLOP per token, over the model's FLOP per token).
+   Used for BF16/FP16 and for INT8/INT4 weights (weight-only quantised layers compute in 16-bit).
+4. ``estimated`` inference from the spec sheet: ``ACHIEVABLE_COMPUTE_FRACTION x dense tensor peak /
+   model FLOP per token``. The peak is the TensorPeak of the compute precision: BF16 or FP16 as
+   chosen; TF32 for FP32 (the GPU selection help page: PyTorch enables TF32 on Ampere by default),
+   else the non-tensor FP32 figure; BF16 (else FP16) for INT8/INT4 weights.
 
 Model FLOP per token (Kaplan et al. 2020, arXiv:2001.08361, Table 1): forward ``2 P + 2 L s
 d_attn`` (``d_attn`` = heads x head dim; the second term only when the shapes are known),
@@ -43,9 +42,9 @@ is scaled by 3/4 for a job with it. LoRA and QLoRA count one forward less: froze
 weight gradients, so the backward pass computes only the activation gradients (the adapters' own
 FLOP, under 1 % at the usual ranks, are left out).
 
-Every training rate is capped at the dense peak x the LLM training MFU fitted on the MLPerf
-Training runs of the GPU's architecture (``GpuSpecs.training_mfu``; ``ACHIEVABLE_COMPUTE_FRACTION``
-where nothing is fitted): no plan trains faster than the GPU.
+A Lambda training rate (item 1) is capped at the dense peak x the GPU's fitted LLM training MFU
+(``GpuSpecs.training_mfu``; ``ACHIEVABLE_COMPUTE_FRACTION`` where nothing is fitted), as the time
+model's rates are by construction: no plan trains faster than the GPU.
 
 Image models (CNN, diffusion) have no spec-sheet estimate: their FLOP per sample depends on the
 input resolution, which the calculator does not take. They show fit and memory only, unless a
@@ -70,7 +69,6 @@ from fitcalc.presets import ModelSpec
 
 ACHIEVABLE_COMPUTE_FRACTION = 0.40
 
-TRANSFORMER_TRAIN = "transformer-train"
 TRANSFORMER_INFER = "transformer-infer"
 #: Lambda training workloads that measure a preset's own model.
 LAMBDA_WORKLOAD_FOR_PRESET = {"resnet-50": "resnet50", "bert-large": "bert_large_squad"}
@@ -111,9 +109,6 @@ def model_flops_per_token(
 #: forwards, and the recomputed forward): a rate measured without it runs at 3/4 with it.
 CHECKPOINTING_SLOWDOWN = 3 / 4
 
-#: Compute precisions for which the fine-tuning ranking's figure stands (its 16-bit and 32-bit families).
-RELATIVE_PRECISION_FAMILY = {"bf16": "16bit", "fp16": "16bit", "fp32": "32bit"}
-
 
 def block_flops_per_token(*, params: Mapping[str, Any], training: bool) -> float | None:
     """FLOP per token of the client's transformer block at its recorded shapes (None if unknown)."""
@@ -134,31 +129,21 @@ class GpuSpecs:
     peaks: Mapping[str, float | None]
     fp32_tflops: float | None
     bandwidth_gbs: float | None
-    #: LLM training MFU fitted on the MLPerf Training runs of the GPU's architecture (else of
-    #: every architecture); None when nothing is fitted, then ``ACHIEVABLE_COMPUTE_FRACTION``.
+    #: LLM training MFU fitted on the MLPerf Training runs (benchmarks_app.selectors): of
+    #: this GPU ("gpu"), of its architecture or of every run; None when nothing is fitted, then
+    #: ``ACHIEVABLE_COMPUTE_FRACTION``. ``training_mfu_error``: an estimate's typical error.
     training_mfu: float | None = None
+    training_mfu_basis: str = ""
+    training_mfu_runs: int = 0
+    training_mfu_error: float | None = None
 
 
 @dataclass(frozen=True)
 class GpuMeasurements:
     """What the benchmarks measured on one GPU, already reduced to rates."""
 
-    train_flops: float | None = None  # achieved FLOP/s of the transformer-train block
     infer_flops: float | None = None  # achieved FLOP/s of the transformer-infer block
     lambda_per_s: Mapping[str, float] = field(default_factory=dict)  # lambda precision -> items/s
-
-
-@dataclass(frozen=True)
-class RelativeTraining:
-    """This GPU's figure in the fine-tuning ranking and the anchor that makes it a rate (module doc)."""
-
-    perf: float  # the GPU's ranking figure (relative to the ranking's baseline)
-    measured: bool  # else the rankings' spec estimate
-    typical_error: float | None  # of that estimate (0.1 = 10%); None: measured, or unknown
-    anchor_name: str
-    anchor_perf: float  # the anchor's ranking figure
-    anchor_flops: float  # the anchor's achieved FLOP/s in training
-    anchor_measured: bool  # its transformer-train block timed; else a fraction of its dense peak
 
 
 @dataclass(frozen=True)
@@ -201,7 +186,6 @@ def throughput_resolve(
     breakdown: MemoryBreakdown,
     specs: GpuSpecs,
     measured: GpuMeasurements,
-    relative: RelativeTraining | None = None,
 ) -> Throughput:
     """One GPU's rate for this job, per the module docstring (pure: plain data in)."""
     mode, precision = breakdown.mode, breakdown.precision.value
@@ -259,21 +243,89 @@ def throughput_resolve(
     flops_per_token = model_flops_per_token(
         model=model, context=context, training=training, checkpointing=checkpointing, lora=lora
     )
-    if training and relative is not None and precision in RELATIVE_PRECISION_FAMILY:
-        rate = _relative_rate(relative=relative, unit=unit, flops_per_token=flops_per_token)
-        return _capped(rate, specs=specs, precision=precision, flops_per_token=flops_per_token)
+    if training:
+        return _time_model_rate(specs=specs, precision=precision, flops_per_token=flops_per_token, unit=unit)
     compute, basis, note = _compute_rate(
         specs=specs,
-        measured_flops=measured.train_flops if training else measured.infer_flops,
-        block=TRANSFORMER_TRAIN if training else TRANSFORMER_INFER,
+        measured_flops=measured.infer_flops,
+        block=TRANSFORMER_INFER,
         precision=precision,
         flops_per_token=flops_per_token,
-        training=training,
     )
     if compute is None:
         return Throughput(None, unit, "none", note)
-    rate = Throughput(compute, unit, basis, note)
-    return _capped(rate, specs=specs, precision=precision, flops_per_token=flops_per_token) if training else rate
+    return Throughput(compute, unit, basis, note)
+
+
+#: The dense peaks a training job's format runs against, first found first (module doc, item 2):
+#: FP8 falls back to BF16 where a GPU lacks it; weight-only formats (QLoRA) multiply in BF16.
+_TRAINING_PEAKS: dict[str, tuple[str, ...]] = {"fp8": ("fp8", "bf16"), "fp32": ("tf32",)}
+TRAINING_PEAK_PRECISIONS = ("fp8", "bf16", "fp16", "tf32")
+
+
+def training_peak_formats(precision: str | None) -> tuple[str, ...]:
+    """The TensorPeak formats a training job in ``precision`` runs against, in order (None: FP8
+    where the GPU has it, the format the MFU was fitted in)."""
+    if precision is None or precision in _TRAINING_PEAKS:
+        return _TRAINING_PEAKS[precision or "fp8"]
+    if precision in ("bf16", "fp16"):
+        return (precision,)
+    return tuple(key for key in COMPUTE_PEAKS.get(precision, ()) if key in TRAINING_PEAK_PRECISIONS)
+
+
+def training_peak(peaks: Mapping[str, float | None], precision: str | None) -> tuple[str, float] | None:
+    """(format, dense TFLOPS) of the peak a training job in ``precision`` runs against; None when
+    the GPU has none of them on record."""
+    for key in training_peak_formats(precision):
+        value = peaks.get(key)
+        if value:
+            return key, value
+    return None
+
+
+def _time_model_rate(*, specs: GpuSpecs, precision: str, flops_per_token: float, unit: str) -> Throughput:
+    """One GPU's training rate from the time model (module doc, item 2)."""
+    chosen = training_peak(specs.peaks, precision)
+    if chosen is None and precision == "fp32" and specs.fp32_tflops:
+        chosen = (str(_("FP32 (non-tensor)")), specs.fp32_tflops)  # no TF32 tensor cores (Pascal and older)
+    if chosen is None:
+        formats = "/".join(key.upper() for key in training_peak_formats(precision))
+        return Throughput(None, unit, "none", _("no %(formats)s dense peak on record") % {"formats": formats})
+    peak_format, peak = chosen
+    mfu = training_mfu_of(specs)
+    measured = specs.training_mfu_basis == "gpu"
+    if measured:
+        source = _("MFU %(mfu).0f%% measured on %(runs)d MLPerf Training runs of this GPU") % {
+            "mfu": mfu * 100,
+            "runs": specs.training_mfu_runs,
+        }
+    elif specs.training_mfu_basis == "architecture":
+        source = _("MFU %(mfu).0f%% of its architecture's %(runs)d MLPerf Training runs (not measured on this GPU)") % {
+            "mfu": mfu * 100,
+            "runs": specs.training_mfu_runs,
+        }
+    elif specs.training_mfu_basis == "pooled":
+        source = _("MFU %(mfu).0f%%, the median of all %(runs)d MLPerf Training runs (none on this architecture)") % {
+            "mfu": mfu * 100,
+            "runs": specs.training_mfu_runs,
+        }
+    else:
+        source = _("MFU %(mfu).0f%% (Llama 3's published utilisation; no MLPerf Training runs imported)") % {
+            "mfu": mfu * 100
+        }
+    note = _("%(source)s × the %(peak)s dense peak (%(tflops)s TFLOPS) ÷ %(gflop).1f GFLOP per token") % {
+        "source": source,
+        "peak": peak_format.upper() if peak_format in TRAINING_PEAK_PRECISIONS else peak_format,
+        "tflops": f"{peak:g}",
+        "gflop": flops_per_token / 1e9,
+    }
+    return Throughput(
+        mfu * peak * 1e12 / flops_per_token,
+        unit,
+        "measured-scaled" if measured else "estimated",
+        note,
+        None if measured else specs.training_mfu_error,
+    )
 
 
 def training_mfu_of(specs: GpuSpecs) -> float:
@@ -319,34 +371,6 @@ def _with_recompute(note: str, checkpointing: bool) -> str:
     return note + _("; × 3/4 for activation checkpointing (the forward pass runs again)")
 
 
-def _relative_rate(*, relative: RelativeTraining, unit: str, flops_per_token: float) -> Throughput:
-    """The fine-tuning ranking's figure made a rate through the anchor (module doc, item 2)."""
-    flops = relative.anchor_flops * relative.perf / relative.anchor_perf
-    measured = relative.measured and relative.anchor_measured
-    note = _(
-        "%(ratio).2f× the %(anchor)s in the fine-tuning ranking (%(basis)s); the %(anchor)s trains at "
-        "%(anchor_tflops).0f TFLOP/s (%(anchor_basis)s), so this GPU at %(tflops).0f TFLOP/s ÷ %(gflop).1f "
-        "GFLOP per token"
-    ) % {
-        "ratio": relative.perf / relative.anchor_perf,
-        "anchor": relative.anchor_name,
-        "basis": _("measured") if relative.measured else _("estimated from specs"),
-        "anchor_tflops": relative.anchor_flops / 1e12,
-        "anchor_basis": _("transformer-train block measured")
-        if relative.anchor_measured
-        else _("%(share).0f%% of its dense peak, not measured") % {"share": ACHIEVABLE_COMPUTE_FRACTION * 100},
-        "tflops": flops / 1e12,
-        "gflop": flops_per_token / 1e9,
-    }
-    return Throughput(
-        flops / flops_per_token,
-        unit,
-        "measured-scaled" if measured else "estimated",
-        note,
-        None if relative.measured else relative.typical_error,
-    )
-
-
 def _compute_rate(
     *,
     specs: GpuSpecs,
@@ -354,7 +378,6 @@ def _compute_rate(
     block: str,
     precision: str,
     flops_per_token: float,
-    training: bool = False,
 ) -> tuple[float | None, Basis, str]:
     """Tokens/s the compute allows: the measured block's FLOP rate, else 40% of the dense peak."""
     if measured_flops and precision in BLOCK_MEASUREMENT_PRECISIONS:
@@ -367,7 +390,7 @@ def _compute_rate(
     peak, peak_name = compute_peak_flops(specs, precision)
     if peak is None:
         return None, "none", peak_name
-    share = training_mfu_of(specs) if training else ACHIEVABLE_COMPUTE_FRACTION
+    share = ACHIEVABLE_COMPUTE_FRACTION
     note = _("%(share).0f%% of the %(peak)s dense peak (%(tflops)s TFLOPS) ÷ %(gflop).1f GFLOP per token") % {
         "share": share * 100,
         "peak": peak_name,

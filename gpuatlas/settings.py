@@ -380,7 +380,7 @@ SPECTACULAR_SETTINGS = {
         "ModelKindEnum": "fitcalc.presets.MODEL_KINDS",
         "ProviderKindEnum": "catalog.models.prices.Provider.Kind",
         "PriceBasisEnum": ["offer", "user", "none"],
-        "TrainingPeakFormatEnum": ["fp8", "bf16"],
+        "TrainingPeakFormatEnum": ["fp8", "bf16", "fp16", "tf32"],
         "PrecisionEnum": "catalog.models.gpus.Precision",
     },
 }

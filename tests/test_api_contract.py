@@ -66,6 +66,8 @@ RANKING_ROW = {
     "perf_low", "perf_high", "cost_per_million_tokens_low", "cost_per_million_tokens_high", "interval_kind",
     "energy_basis", "joules_per_token", "joules_per_token_low", "joules_per_token_high",
     "electricity_per_million_tokens",
+    # training use cases at 16 bits: the MFU behind the LLM training figure, the older suite beside it
+    "suite_perf", "training_mfu", "training_mfu_runs",
 }  # fmt: skip
 RANKING_HEADER = {
     "params", "use_case", "baseline", "currency", "exchange_rate", "warnings", "skipped_without_data", "estimate",

@@ -14,13 +14,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from benchmarks_app.selectors import training_mfus
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.lab_import import BUNDLED_DIR, lambda_import_directory
+from benchmarks_app.services.mlperf_training_import import mlperf_training_import
 from benchmarks_app.services.workloads import workload_seed
+from catalog.models import Gpu
 from catalog.services.catalog_import import catalog_import
-from dashboard.selectors.ranking_params import RankingParams
-from dashboard.selectors.rankings import rankings_compute
 from fitcalc import PRESETS
 from fitcalc.forms import FitForm
 from fitcalc.parallel import DdpCalibration, LinkFigures, MeasuredBusBandwidth, TrainingJob, strategy_rates
@@ -46,6 +47,7 @@ def real_data(django_db_setup, django_db_blocker):
         catalog_import()
         workload_seed()
         lambda_import_directory(path=BUNDLED_DIR)
+        mlperf_training_import()
         user = get_user_model().objects.create(username="gpuatlas-lab")
         for path in sorted(BENCH.glob("*.json")):  # as load_demo: every client run in the folder
             # Ingested here, in-process: with a broker configured the intake only queues it.
@@ -67,25 +69,31 @@ def _plans(result: FitResult) -> dict[str, object]:
 
 
 @pytest.mark.django_db
-def test_rtx_4090_and_gh200_train_at_the_sites_ratio_to_the_h100_but_never_above_peak_x_mfu(real_data):
-    """The H100 ran at 55 % of its peak (its measured block) and every other GPU at 40 % of its
-    datasheet: the RTX 4090 came out 8.2x below the H100 where the fine-tuning ranking measures 3.6x,
-    and the GH200 27 % below the H100. The ranking's ratio stands until it asks a GPU for more than
-    its dense peak x the LLM training MFU (40 % without fitted runs): the ratio put the RTX 4090 at
-    over 90 % of its peak, so it stops at the cap and the ratio widens to what LLM training gives."""
-    ranking = {r.gpu_slug: r for r in rankings_compute(params=RankingParams(use_case="fine-tuning", show="all")).rows}
-    assert ranking[RTX4090].perf_basis == ranking[H100].perf_basis == "measured"
-    site_ratio = ranking[H100].perf / ranking[RTX4090].perf
-    assert 3.0 < site_ratio < 4.5  # the site's measured figure
+def test_training_rates_are_the_time_model_anchored_on_each_gpus_mlperf_runs(real_data):
+    """One model on one node and past it: dense peak x MFU. The H100 reads the MFU of its own
+    MLPerf Training LoRA runs (measured); the RTX 4090 has none, nor has its architecture (the L40S
+    runs split a 70B model over PCIe and are not fitted), so it reads every GPU's LoRA runs, an
+    estimate with that figure's error. LLM training puts the RTX 4090 near a fifth of an H100,
+    where Lambda's 2019 suite put it at a third."""
+    mfus = training_mfus()
+    h100, rtx4090, gh200 = (Gpu.objects.select_related("architecture").get(slug=s) for s in (H100, RTX4090, GH200))
     result = _fit(model="llama-3-8b", mode="lora", tokens="1e8")
     rates = {g.slug: g for g in [p.gpu for p in result.plans]}
-    fit_ratio = rates[H100].throughput_per_s / rates[RTX4090].throughput_per_s
-    assert site_ratio < fit_ratio < 7.0  # 0.14-0.28 of an H100, where the ranking said 0.28
-    assert rates[GH200].throughput_per_s >= 0.9 * rates[H100].throughput_per_s
+    own = mfus.for_gpu(h100.pk, "hopper", "llama2_70b_lora")
+    assert own is not None and own.measured and own.benchmark == "llama2_70b_lora"
     assert result.details[H100].throughput_basis == "measured-scaled"
-    assert result.details[RTX4090].throughput_basis == "measured-scaled"
-    note = result.details[RTX4090].throughput_note
-    assert "fine-tuning ranking" in note and "capped at 40% of the BF16 dense peak" in note
+    assert "MLPerf Training runs of this GPU" in result.details[H100].throughput_note
+    pooled = mfus.for_gpu(rtx4090.pk, "ada-lovelace", "llama2_70b_lora")
+    assert pooled is not None and pooled.basis == "pooled"
+    assert result.details[RTX4090].throughput_basis == "estimated"
+    assert result.details[RTX4090].throughput_typical_error == pooled.error
+    ratio = rates[RTX4090].throughput_per_s / rates[H100].throughput_per_s
+    assert ratio == pytest.approx((165.2 * pooled.mfu) / (989.4 * own.mfu), rel=1e-6)
+    assert 0.14 < ratio < 0.25
+    # The GH200 (Hopper, no runs of its own) reads Hopper's LoRA MFU on the H100's peak.
+    hopper = mfus.for_gpu(gh200.pk, "hopper", "llama2_70b_lora")
+    assert hopper is not None and hopper.basis == "architecture"
+    assert rates[GH200].throughput_per_s / rates[H100].throughput_per_s == pytest.approx(hopper.mfu / own.mfu, rel=0.02)
 
 
 @pytest.mark.django_db
@@ -208,3 +216,43 @@ def test_checkpointing_adds_one_forward_to_the_flop_count():
     assert model_flops_per_token(model=model, context=2048, training=True, checkpointing=True) == pytest.approx(
         plain * 4 / 3
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("use_case", "benchmark"), [("training", ""), ("fine-tuning", "llama2_70b_lora")])
+def test_training_rankings_rank_llm_training_with_the_older_suite_beside(real_data, use_case, benchmark):
+    """At 16 bits the training use cases rank dense BF16 peak x MFU (the fit calculator's time
+    model), measured where the GPU has MLPerf Training runs, every row under its peak; Lambda's suite
+    is shown beside, not ranked; at 32 bits that suite alone ranks."""
+    from dashboard.selectors.ranking_params import RankingParams
+    from dashboard.selectors.rankings import rankings_compute
+
+    ranking = rankings_compute(params=RankingParams(use_case=use_case, show="all"))
+    rows = {r.gpu_slug: r for r in [*ranking.rows, *ranking.ineligible_rows]}
+    mfus = training_mfus()
+    gpus = {g.slug: g for g in Gpu.objects.select_related("architecture").filter(slug__in=list(rows))}
+    baseline = gpus.get(ranking.baseline_slug) or Gpu.objects.select_related("architecture").get(
+        slug=ranking.baseline_slug
+    )
+
+    def tflops(gpu: Gpu) -> float:
+        peaks = {p.precision: p.dense_tflops for p in gpu.tensor_peaks.filter(supported=True)}
+        mfu = mfus.for_gpu(gpu.pk, gpu.architecture.slug if gpu.architecture else None, benchmark)
+        assert mfu is not None
+        return (peaks.get("bf16") or peaks["fp16"]) * mfu.mfu
+
+    h100, rtx4090 = rows[H100], rows[RTX4090]
+    assert h100.perf_basis == "measured" and h100.training_mfu_runs > 0 and h100.n == h100.training_mfu_runs
+    assert h100.perf == pytest.approx(tflops(gpus[H100]) / tflops(baseline))
+    assert rtx4090.perf_basis == "estimated" and rtx4090.training_mfu_runs == 0
+    assert rtx4090.estimate_error_pct is not None and 0 < rtx4090.estimate_error_pct < 100
+    assert 0.14 < rtx4090.perf / h100.perf < 0.25  # Lambda's suite: about a third
+    assert h100.suite_perf is not None and rtx4090.suite_perf is not None
+    assert rtx4090.suite_perf / h100.suite_perf > 0.25
+    for slug, row in rows.items():
+        assert row.training_mfu is not None and 0 < row.training_mfu < 1
+        peaks = {p.precision: p.dense_tflops for p in gpus[slug].tensor_peaks.filter(supported=True)}
+        assert row.perf * tflops(baseline) <= (peaks.get("bf16") or peaks["fp16"]) * row.training_mfu * (1 + 1e-9)
+    # 32 bits: the suite's relative method, no training figure.
+    fp32 = rankings_compute(params=RankingParams(use_case=use_case, precision="32bit", show="all"))
+    assert fp32.rows and all(r.training_mfu is None and r.suite_perf is None for r in fp32.rows)

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import zlib
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -116,26 +117,36 @@ def test_fp32_uses_the_tf32_peak_and_falls_back_to_non_tensor_fp32() -> None:
     )
 
 
-def test_measured_block_rate_is_scaled_to_the_model_and_not_an_estimate() -> None:
+def test_training_rate_is_the_time_model_on_the_gpus_own_mfu() -> None:
+    """Peak of the job's format x the MFU of the GPU's own MLPerf runs (measured-scaled), else its
+    architecture's (an estimate with that figure's error); never above peak x MFU."""
     breakdown = memory_estimate(model=LLAMA_8B, mode="full_finetune", context=2048)
-    achieved = 300e12
-    rate = throughput_resolve(
-        model=LLAMA_8B, breakdown=breakdown, specs=H100_LIKE, measured=GpuMeasurements(train_flops=achieved)
+    flops = kaplan_flops(LLAMA_8B, 2048, True)
+    own = replace(H100_LIKE, training_mfu=0.266, training_mfu_basis="gpu", training_mfu_runs=45)
+    rate = throughput_resolve(model=LLAMA_8B, breakdown=breakdown, specs=own, measured=GpuMeasurements())
+    assert rate.basis == "measured-scaled" and not rate.is_estimate and rate.typical_error is None
+    assert rate.per_s == pytest.approx(0.266 * 989.4e12 / flops)
+    assert "45 MLPerf Training runs of this GPU" in rate.note
+    other = replace(own, training_mfu=0.289, training_mfu_basis="architecture", training_mfu_error=0.12)
+    rate = throughput_resolve(model=LLAMA_8B, breakdown=breakdown, specs=other, measured=GpuMeasurements())
+    assert rate.basis == "estimated" and rate.typical_error == 0.12
+    assert rate.per_s == pytest.approx(0.289 * 989.4e12 / flops)
+    # FP8 runs against the FP8 peak where the GPU has one, else BF16's.
+    fp8 = memory_estimate(model=LLAMA_8B, mode="lora", context=2048, precision="fp8")
+    with_fp8 = replace(own, peaks={**H100_LIKE.peaks, "fp8": 1979.0})
+    assert throughput_resolve(model=LLAMA_8B, breakdown=fp8, specs=with_fp8, measured=GpuMeasurements()).per_s == (
+        pytest.approx(0.266 * 1979.0e12 / kaplan_flops(LLAMA_8B, 2048, True, lora=True))
     )
-    assert rate.basis == "measured-scaled" and not rate.is_estimate
-    assert rate.per_s == pytest.approx(achieved / kaplan_flops(LLAMA_8B, 2048, True))
-    # A small block can run faster than LLM training does: the rate stops at peak x the training MFU.
-    fast = throughput_resolve(
-        model=LLAMA_8B, breakdown=breakdown, specs=H100_LIKE, measured=GpuMeasurements(train_flops=600e12)
+    no_fp8 = replace(own, peaks={k: v for k, v in H100_LIKE.peaks.items() if k != "fp8"})
+    assert throughput_resolve(model=LLAMA_8B, breakdown=fp8, specs=no_fp8, measured=GpuMeasurements()).per_s == (
+        pytest.approx(0.266 * 989.4e12 / kaplan_flops(LLAMA_8B, 2048, True, lora=True))
     )
-    assert fast.per_s == pytest.approx(ACHIEVABLE_COMPUTE_FRACTION * 989.4e12 / kaplan_flops(LLAMA_8B, 2048, True))
-    assert "capped at 40% of the BF16 dense peak" in fast.note
 
 
 def test_lambda_measurement_of_the_same_model_wins() -> None:
     resnet = PRESETS["resnet-50"]
     train = memory_estimate(model=resnet, mode="train", precision="fp16", batch=256)
-    measured = GpuMeasurements(lambda_per_s={"fp16": 2790.0, "fp32": 1753.0}, train_flops=1e15)
+    measured = GpuMeasurements(lambda_per_s={"fp16": 2790.0, "fp32": 1753.0})
     rate = throughput_resolve(model=resnet, breakdown=train, specs=H100_LIKE, measured=measured)
     assert (rate.per_s, rate.unit, rate.basis) == (2790.0, "samples/s", "measured")
     bert = PRESETS["bert-large"]
@@ -367,10 +378,19 @@ def test_api_uses_the_measured_transformer_block_scaled_to_the_model(client) -> 
         params=shapes,
     )
     BenchmarkResultFactory(gpu=gpu, workload=workload, precision="bf16", comparison_key="k-train", params=shapes)
+    # The block measures a small transformer, not LLM training: training reads the time model.
     body = client.get(URL, {"model": "llama-3-8b", "mode": "full_finetune", "tokens": "1e9"}).json()
     g = plans_by_slug(body)["card-80"]["gpu"]
+    assert g["throughput_basis"] == "estimated" and "transformer-train" not in g["throughput_note"]
+    # Inference reads the client's transformer-infer block where one is measured.
+    infer = WorkloadFactory(slug="transformer-infer", version="1.0", unit="tokens/s")
+    ResultAggregateFactory(
+        gpu=gpu, workload=infer, precision="bf16", comparison_key="k-infer", median=3.6e6, has_lab=False, n=3,
+        params=shapes,
+    )  # fmt: skip
+    body = client.get(URL, {"model": "bert-large", "mode": "inference"}).json()
+    g = plans_by_slug(body)["card-80"]["gpu"]
     assert g["throughput_basis"] == "measured-scaled" and g["throughput_is_estimate"] is False
-    assert g["throughput_per_s"] == pytest.approx(1.2e6 * 3 * 109_051_904 / kaplan_flops(LLAMA_8B, 2048, True))
     # Two community results are not enough to count (dashboard rule: lab, or >= 3 community).
     ResultAggregateFactory(
         gpu=make_gpu("card-48", 48.0, price=None), workload=workload, precision="bf16", median=9e9, has_lab=False, n=2

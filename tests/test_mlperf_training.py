@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from benchmarks_app.models import TrainingMfuFit, TrainingRun
+from benchmarks_app.selectors import job_benchmark, training_mfus
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.lab_import import BUNDLED_DIR as LAMBDA_DIR
@@ -23,7 +24,7 @@ from benchmarks_app.services.mlperf_training_import import (
     BUNDLED_ROUNDS,
     LLM_BENCHMARKS,
     fitted_runs,
-    mfu_fits_by_architecture,
+    mfu_fits,
     mlperf_training_import,
     training_name_candidates,
 )
@@ -35,7 +36,6 @@ from fitcalc.memory import TRAINING_MODES
 from fitcalc.presets import PRESETS
 from fitcalc.selectors.fit import FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
-from fitcalc.selectors.training_mfu import training_mfus
 from fitcalc.selectors.training_plans import TrainingPlanError, training_plan
 from fitcalc.throughput import COMPUTE_PEAKS, model_flops_per_token
 from fitcalc.training_time import (
@@ -92,9 +92,9 @@ def _peaks(slug: str) -> dict[str, float]:
 
 def _mfu(slug: str) -> float:
     gpu = Gpu.objects.select_related("architecture").get(slug=slug)
-    mfu = training_mfus().for_architecture(gpu.architecture.slug if gpu.architecture else None)
+    mfu = training_mfus().for_gpu(gpu.pk, gpu.architecture.slug if gpu.architecture else None)
     assert mfu is not None
-    return mfu
+    return mfu.mfu
 
 
 def test_name_candidates_read_the_part_in_parentheses() -> None:
@@ -160,18 +160,45 @@ def test_a_table_with_a_bad_count_is_refused_naming_the_column(tmp_path, trainin
 
 @pytest.mark.django_db
 def test_the_mfu_is_fitted_on_write_and_read_without_fitting(training_data, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
-    fits = {f.architecture.slug if f.architecture else None: f for f in TrainingMfuFit.objects.all()}
+    rows = list(TrainingMfuFit.objects.select_related("architecture", "gpu"))
+    fits = {f.architecture.slug if f.architecture else None: f for f in rows if f.gpu is None and not f.benchmark}
+    by_gpu = {f.gpu.slug: f for f in rows if f.gpu is not None and not f.benchmark}
+    per_benchmark = {(f.gpu.slug, f.benchmark): f for f in rows if f.gpu is not None and f.benchmark}
     assert {"hopper", "blackwell", "cdna3", "cdna4", None} <= set(fits)
     assert fits["hopper"].runs == 82 and fits["blackwell"].runs == 102
     assert fits["cdna3"].runs == 23 and fits["cdna4"].runs == 12
-    for fit in fits.values():
+    for fit in rows:
         assert 0.15 < fit.mfu < 0.45 and fit.low <= fit.mfu <= fit.high
+    # Each GPU model with runs has its own figure; its architecture's runs add up its GPUs'.
+    assert by_gpu["h100-sxm5-80-gb"].runs == 45 and by_gpu["h200-sxm-141-gb"].runs == 35
+    assert sum(f.runs for f in by_gpu.values() if f.gpu.architecture.slug == "hopper") == 82
+    assert by_gpu["h200-sxm-141-gb"].mfu > by_gpu["h100-sxm5-80-gb"].mfu  # more memory bandwidth, same peak
+    # Per benchmark: 405B pretraining's large matrices run at a higher MFU than the 70B LoRA.
+    h100_405b, h100_lora = (
+        per_benchmark[("h100-sxm5-80-gb", "llama31_405b")],
+        per_benchmark[("h100-sxm5-80-gb", "llama2_70b_lora")],
+    )
+    assert (h100_405b.runs, h100_lora.runs) == (5, 38) and h100_405b.mfu > 1.3 * h100_lora.mfu
+    # An architecture's figure is off for a GPU left out of it by a stated error (0 < e < 1).
+    assert all(0 < f.estimate_error < 1 for f in fits.values() if f.estimate_error is not None)
+    assert fits[None].estimate_error is not None
     # L40S runs split a 70B model over PCIe: shown, not fitted.
-    assert "ada-lovelace" not in fits
+    assert "ada-lovelace" not in fits and "l40s" not in by_gpu
     with django_assert_num_queries(1):
         mfus = training_mfus()
-    assert mfus.for_architecture("hopper") == fits["hopper"].mfu
-    assert mfus.for_architecture("ada-lovelace") == fits[None].mfu
+    h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
+    assert mfus.for_gpu(h100.pk, "hopper").mfu == by_gpu["h100-sxm5-80-gb"].mfu
+    assert mfus.for_gpu(h100.pk, "hopper").measured
+    assert mfus.for_gpu(h100.pk, "hopper", "llama31_405b").mfu == h100_405b.mfu
+    # The MI300X has only LoRA runs: a pretraining job reads its runs over every benchmark.
+    mi300x = Gpu.objects.get(slug="radeon-instinct-mi300x")
+    assert mfus.for_gpu(mi300x.pk, "cdna3", "llama31_8b").mfu == by_gpu["radeon-instinct-mi300x"].mfu
+    assert job_benchmark(params=70.6e9, lora=False) == "llama31_405b"
+    assert job_benchmark(params=8e9, lora=False) == "llama31_8b"
+    assert job_benchmark(params=7e9, lora=True) == "llama2_70b_lora"
+    h20 = mfus.for_gpu(-1, "hopper")
+    assert (h20.mfu, h20.basis, h20.error) == (fits["hopper"].mfu, "architecture", fits["hopper"].estimate_error)
+    assert mfus.for_gpu(-1, "ada-lovelace").mfu == fits[None].mfu
 
 
 def test_lora_costs_four_n_d_and_pretraining_six() -> None:
@@ -236,8 +263,7 @@ def test_70b_on_1t_tokens_on_h100_is_within_30_percent_of_6nd_over_peak_x_mfu(tr
 
 
 def _left_out_prediction_min(run: TrainingRun) -> float:
-    fits, pooled = mfu_fits_by_architecture(fitted_runs(), leave_out=[run.pk])
-    fit = fits.get(run.gpu.architecture_id, pooled)
+    fit = mfu_fits(fitted_runs(), leave_out=[run.pk]).for_gpu(run.gpu_id, run.gpu.architecture_id, run.benchmark)
     assert fit is not None
     benchmark = LLM_BENCHMARKS[run.benchmark]
     job = Job(benchmark.params, run.samples_per_run * benchmark.tokens_per_sample, lora=benchmark.lora,
@@ -273,7 +299,7 @@ def test_mlperf_time_to_train_of_systems_of_four_sizes_within_30_percent(  # typ
 @pytest.mark.django_db
 def test_most_fitted_runs_are_predicted_within_30_percent_when_left_out(training_data) -> None:  # type: ignore[no-untyped-def]
     runs = list(TrainingRun.objects.filter(mfu__isnull=False, division="closed").select_related("gpu"))
-    runs = [r for r in runs if r.pk in {pk for pk, _, _ in fitted_runs()}]
+    runs = [r for r in runs if r.pk in {fitted.run_id for fitted in fitted_runs()}]
     within = sum(1 for r in runs if abs(_left_out_prediction_min(r) / r.time_to_train_min - 1) <= 0.30)
     # 171 of 218: one MFU per architecture misses the strong-scaling loss of small jobs on
     # hundreds of GPUs (Llama 3.1 8B on 512) and NVFP4 runs counted against the FP8 peak.
@@ -421,7 +447,11 @@ def test_the_fit_api_plans_70b_on_1t_tokens_past_one_node_as_training_plan_does(
     body = client.get(FIT_URL, {**LLAMA3_70B_ON_1T, "days": "30"}).json()
     assert body["inputs"]["days"] == 30 and body["training"]["days"] == 30
     plans = {plan["gpu"]: plan for plan in body["training"]["plans"]}
-    expected = training_plan(gpu_slug="h100-sxm5-80-gb", params=PRESETS["llama-3-70b"].params, tokens=1e12, days=30)
+    # One model: the API's plans in the job's format are training_plan's in that format.
+    assert body["inputs"]["precision"] == "bf16"
+    expected = training_plan(
+        gpu_slug="h100-sxm5-80-gb", params=PRESETS["llama-3-70b"].params, tokens=1e12, days=30, precision="bf16"
+    )
     assert expected is not None
     h100_plan = plans["h100-sxm5-80-gb"]
     assert h100_plan["nodes"] > 1 and h100_plan["gpus"] == h100_plan["nodes"] * h100_plan["gpus_per_node"]
@@ -457,7 +487,9 @@ def test_a_bad_deadline_is_a_400_naming_days(client, training_data, days) -> Non
 def test_the_fit_page_shows_the_training_plan_in_english_and_chinese(client, training_data) -> None:  # type: ignore[no-untyped-def]
     query = {**LLAMA3_70B_ON_1T, "days": "30"}
     english = client.get("/fit/", query).content.decode()
-    expected = training_plan(gpu_slug="h100-sxm5-80-gb", params=PRESETS["llama-3-70b"].params, tokens=1e12, days=30)
+    expected = training_plan(
+        gpu_slug="h100-sxm5-80-gb", params=PRESETS["llama-3-70b"].params, tokens=1e12, days=30, precision="bf16"
+    )
     assert expected is not None
     table = english[
         english.index('id="training-plan-table"') : english.index("</table>", english.index('id="training-plan-table"'))

@@ -281,6 +281,8 @@ def _training_plan_data(plan: TrainingPlan) -> dict[str, Any]:
         "precision": plan.precision,
         "peak_tflops": plan.peak_tflops,
         "mfu": plan.mfu,
+        "mfu_basis": plan.mfu_basis,
+        "mfu_runs": plan.mfu_runs,
         "days": time.days,
         "hours": time.seconds / 3600.0,
         "gpu_hours": time.gpu_hours,

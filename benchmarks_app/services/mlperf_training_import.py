@@ -19,7 +19,7 @@ Where the benchmark's tokens are documented (:data:`LLM_BENCHMARKS`), a row also
 
 A row above its GPU's peak is refused (the database refuses it too): it would mean a wrong
 match or a wrong token count. After the import, :func:`training_mfu_refit` stores the MFU per
-architecture that the training time model (``fitcalc.training_time``) reads.
+GPU, architecture and benchmark that the training time model (``fitcalc.training_time``) reads.
 """
 
 from __future__ import annotations
@@ -288,49 +288,129 @@ def mfu_fit(mfus: Sequence[float]) -> MfuFit:
 UNFITTED_LINKS = ("pcie", "none")
 
 
-def fitted_runs() -> list[tuple[int, int | None, float]]:
-    """(run id, architecture id, MFU) of the runs the MFU is fitted on: closed-division rows with an
-    MFU, of GPUs joined by a scale-up link (NVLink, Infinity Fabric...)."""
+@dataclass(frozen=True)
+class FittedRun:
+    run_id: int
+    gpu_id: int
+    architecture_id: int | None
+    benchmark: str
+    mfu: float
+
+
+def fitted_runs() -> list[FittedRun]:
+    """The runs the MFU is fitted on: closed-division rows with an MFU, of GPUs joined by a
+    scale-up link (NVLink, Infinity Fabric...)."""
     rows = (
-        TrainingRun.objects.filter(mfu__isnull=False, division="closed")
+        TrainingRun.objects.filter(mfu__isnull=False, division="closed", gpu__isnull=False)
         .exclude(gpu__scale_up_link__in=UNFITTED_LINKS)
         .order_by("id")
-        .values_list("id", "gpu__architecture_id", "mfu")
+        .values_list("id", "gpu_id", "gpu__architecture_id", "benchmark", "mfu")
     )
-    return [(run_id, architecture_id, mfu) for run_id, architecture_id, mfu in rows if mfu is not None]
+    return [
+        FittedRun(run_id, gpu_id, architecture_id, benchmark, mfu)
+        for run_id, gpu_id, architecture_id, benchmark, mfu in rows
+        if mfu is not None
+    ]
 
 
-def mfu_fits_by_architecture(
-    runs: Iterable[tuple[int, int | None, float]], *, leave_out: Iterable[int] = ()
-) -> tuple[dict[int, MfuFit], MfuFit | None]:
-    """The fit per architecture and over every run, without the runs ``leave_out`` names (checks)."""
+#: Runs of one benchmark a GPU needs for a figure of its own at that benchmark.
+MIN_BENCHMARK_RUNS = 2
+#: Scope of a fit: ("gpu", id), ("architecture", id) or ("pooled", None), and a benchmark ("": all).
+FitKey = tuple[str, int | None, str]
+
+
+@dataclass(frozen=True)
+class MfuFits:
+    """The fits of one set of runs per scope and benchmark (:data:`FitKey`)."""
+
+    fits: dict[FitKey, MfuFit]
+
+    def for_gpu(self, gpu_id: int, architecture_id: int | None, benchmark: str = "") -> MfuFit | None:
+        """The most specific fit: the GPU's own at the benchmark, then over its runs; its
+        architecture's at the benchmark, then over its runs; every run's at the benchmark, then all."""
+        scopes = (("gpu", gpu_id), ("architecture", architecture_id), ("pooled", None))
+        for scope, key in scopes:
+            if scope != "pooled" and key is None:
+                continue
+            for wanted in dict.fromkeys((benchmark, "")):
+                fit = self.fits.get((scope, key, wanted))
+                if fit is not None:
+                    return fit
+        return None
+
+
+def mfu_fits(runs: Iterable[FittedRun], *, leave_out: Iterable[int] = ()) -> MfuFits:
+    """The fits per GPU, per architecture and over every run, each per benchmark and over all,
+    without the runs ``leave_out`` names (checks)."""
     left_out = set(leave_out)
+    values: dict[FitKey, list[float]] = defaultdict(list)
+    for run in runs:
+        if run.run_id in left_out:
+            continue
+        scopes: list[tuple[str, int | None]] = [("gpu", run.gpu_id), ("pooled", None)]
+        if run.architecture_id is not None:
+            scopes.append(("architecture", run.architecture_id))
+        for scope, key in scopes:
+            values[(scope, key, run.benchmark)].append(run.mfu)
+            values[(scope, key, "")].append(run.mfu)
+    # One run of a benchmark is too few to tell a GPU's figure at it from a mislabelled format (a
+    # v5.1 NVFP4 run counted against the FP8 peak): such a GPU reads its runs over every benchmark.
+    return MfuFits(
+        {
+            key: mfu_fit(mfus)
+            for key, mfus in values.items()
+            if key[2] == "" or key[0] != "gpu" or len(mfus) >= MIN_BENCHMARK_RUNS
+        }
+    )
+
+
+def _estimate_errors(runs: list[FittedRun]) -> tuple[dict[int, float], float | None]:
+    """What an architecture's (and the pooled) MFU is typically off by for a GPU without runs: for
+    each GPU with runs, its own fit against the fit of its architecture (or of every run) with
+    that GPU's runs left out; the median relative error per architecture and over every GPU."""
     by_architecture: dict[int, list[float]] = defaultdict(list)
     pooled: list[float] = []
-    for run_id, architecture_id, mfu in runs:
-        if run_id in left_out:
-            continue
-        pooled.append(mfu)
-        if architecture_id is not None:
-            by_architecture[architecture_id].append(mfu)
-    fits = {arch: mfu_fit(values) for arch, values in by_architecture.items()}
-    return fits, mfu_fit(pooled) if pooled else None
+    for gpu_id, architecture_id in sorted({(run.gpu_id, run.architecture_id) for run in runs}, key=lambda p: p[0]):
+        own = [run for run in runs if run.gpu_id == gpu_id]
+        fits = mfu_fits(runs, leave_out=[run.run_id for run in own]).fits
+        actual = mfu_fit([run.mfu for run in own]).mfu
+        if ("pooled", None, "") in fits:
+            pooled.append(abs(fits[("pooled", None, "")].mfu / actual - 1))
+        fit = fits.get(("architecture", architecture_id, ""))
+        if fit is not None and architecture_id is not None:
+            by_architecture[architecture_id].append(abs(fit.mfu / actual - 1))
+    return (
+        {arch: statistics.median(errors) for arch, errors in by_architecture.items()},
+        statistics.median(pooled) if pooled else None,
+    )
 
 
 def training_mfu_refit() -> list[TrainingMfuFit]:
-    """Store the MFU per architecture (and pooled) fitted on the imported runs."""
-    fits, pooled = mfu_fits_by_architecture(fitted_runs())
+    """Store the MFU per GPU model, per architecture and pooled, each per benchmark and over all,
+    fitted on the imported runs, with the typical error of the architecture and pooled figures
+    for GPUs without runs."""
+    runs = fitted_runs()
+    errors, pooled_error = _estimate_errors(runs)
     now = timezone.now()
-    TrainingMfuFit.objects.all().delete()
-    rows = [
-        TrainingMfuFit(architecture_id=arch, mfu=f.mfu, runs=f.runs, low=f.low, high=f.high, fitted_at=now)
-        for arch, f in fits.items()
-    ]
-    if pooled is not None:
+    rows = []
+    for (scope, key, benchmark), fit in mfu_fits(runs).fits.items():
+        error = None
+        if benchmark == "":
+            error = errors.get(key or -1) if scope == "architecture" else pooled_error if scope == "pooled" else None
         rows.append(
             TrainingMfuFit(
-                architecture=None, mfu=pooled.mfu, runs=pooled.runs, low=pooled.low, high=pooled.high, fitted_at=now
+                gpu_id=key if scope == "gpu" else None,
+                architecture_id=key if scope == "architecture" else None,
+                benchmark=benchmark,
+                mfu=fit.mfu,
+                runs=fit.runs,
+                low=fit.low,
+                high=fit.high,
+                estimate_error=error,
+                fitted_at=now,
             )
         )
-    TrainingMfuFit.objects.bulk_create(rows)
-    return list(TrainingMfuFit.objects.select_related("architecture"))
+    with transaction.atomic():
+        TrainingMfuFit.objects.all().delete()
+        TrainingMfuFit.objects.bulk_create(rows)
+    return list(TrainingMfuFit.objects.filter(gpu__isnull=True, benchmark="").select_related("architecture"))

@@ -68,6 +68,9 @@ class UseCase:
     default_baseline: str = ""
     llm_mode: str = ""  # "batched" | "one_stream"
     model_sizes: tuple[str, ...] = ()  # llm.serving.shapes.SIZE_CLASSES slugs; first = default
+    # Training use cases ranked by LLM training at 16 bits: the MLPerf Training benchmark whose MFU
+    # the figure reads ("": every LLM benchmark); None: the relative method on the use case's results.
+    llm_training_benchmark: str | None = None
 
     @property
     def is_llm(self) -> bool:
@@ -108,8 +111,12 @@ USE_CASES: dict[str, UseCase] = {
             slug="training",
             label=_("Training"),
             description=_(
-                "Every training workload: Lambda's PyTorch training suite (ResNet-50, SSD, BERT, GNMT, "
-                "Transformer-XL, Tacotron 2, WaveGlow, NCF) and the client's transformer-train."
+                "LLM training at 16 bits: the model FLOP/s a GPU sustains training large language models, its "
+                "dense BF16 peak × the MFU of its own MLPerf Training runs (Llama 3.1 8B and 405B pretraining, "
+                "Llama 2 70B LoRA), else of its architecture's or of every GPU's runs (an estimate). Beside it, "
+                "the older suite: Lambda's PyTorch training benchmarks (ResNet-50, SSD, BERT, GNMT, "
+                "Transformer-XL, Tacotron 2, WaveGlow, NCF) and the client's transformer-train. At 32 bits, that "
+                "suite alone."
             ),
             categories=("training",),
             precision_families=("16bit", "32bit"),
@@ -117,13 +124,16 @@ USE_CASES: dict[str, UseCase] = {
             memory_floor_source=_("at least 24 GB to work with transformers (Tim Dettmers's GPU buying guide)"),
             precision_requirements=(("16bit", ("bf16",)),),
             precision_reason=_BF16_TRAINING,
+            llm_training_benchmark="",
         ),
         UseCase(
             slug="fine-tuning",
             label=_("Fine-tuning"),
             description=_(
-                "Training workloads that fine-tune or train transformers: BERT fine-tuned on SQuAD "
-                "(Lambda) and the client's transformer-train."
+                "LLM fine-tuning at 16 bits: the model FLOP/s a GPU sustains fine-tuning a large language model, "
+                "its dense BF16 peak × the MFU of its own MLPerf Training Llama 2 70B LoRA runs, else of its "
+                "architecture's or of every GPU's (an estimate). Beside it, the older suite: BERT fine-tuned on "
+                "SQuAD (Lambda) and the client's transformer-train. At 32 bits, that suite alone."
             ),
             categories=("training",),
             precision_families=("16bit", "32bit"),
@@ -132,6 +142,7 @@ USE_CASES: dict[str, UseCase] = {
             workload_pattern=r"squad|fine.?tun|lora|transformer.?train|llm-train",
             precision_requirements=(("16bit", ("bf16",)),),
             precision_reason=_BF16_TRAINING,
+            llm_training_benchmark="llama2_70b_lora",
         ),
         UseCase(
             slug="inference-16bit",

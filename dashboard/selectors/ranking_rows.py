@@ -98,6 +98,12 @@ class RankingRow:
     # estimated without its own measurements (the spec estimate, or the LLM model); None when
     # there is no estimate or its error is unknown.
     estimate_error_pct: float | None = None
+    # Training use cases ranked by LLM training: the older suite's figure relative to the baseline
+    # (Lambda's training benchmarks, the client's transformer-train), shown beside, never ranked;
+    # and the MFU behind ``perf`` with the MLPerf Training runs it was fitted on (0: not this GPU's).
+    suite_perf: float | None = None
+    training_mfu: float | None = None
+    training_mfu_runs: int = 0
     # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
     # rankings (dashboard/multi_gpu_maths.py); None where none is measured. Shown beside the figure, never part of it.
     scaling: MeasuredScaling | None = None
@@ -302,6 +308,9 @@ ROW_COLUMNS: dict[str, str] = {
     "scaling_tokens_per_s_per_gpu": "scaling.tokens_per_s_per_gpu",
     "scaling_one_gpu_tokens_per_s": "scaling.one_gpu_tokens_per_s",
     "estimate_error_pct": "estimate_error_pct",
+    "suite_perf": "suite_perf",
+    "training_mfu": "training_mfu",
+    "training_mfu_runs": "training_mfu_runs",
     "estimate_outside_range": "estimate_outside_range",
     "estimate_outside_reasons": "estimate_outside_reasons",
     "llm_configuration": "llm_configuration",

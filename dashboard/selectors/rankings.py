@@ -57,6 +57,7 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES
 from benchmarks_app.models import ResultAggregate, Workload
+from benchmarks_app.selectors import TrainingMfu, training_mfus
 from catalog.models import Gpu, TensorPeak
 from catalog.money import Money, display_money
 from catalog.selectors.prices import (
@@ -159,10 +160,48 @@ class RankingInputs:
     scaling: dict[int, MeasuredScaling]
     llm: LlmInputs | None = None
     warnings: list[str] = field(default_factory=list)
+    training: TrainingFigures | None = None
 
     @property
     def baseline_measured(self) -> bool:
+        if self.training is not None and self.training.baseline is not None:
+            return self.training.baseline.measured
         return self.baseline.id in self.measured.measured
+
+
+@dataclass(frozen=True)
+class TrainingFigure:
+    """A GPU's LLM training rate: achieved model TFLOP/s = dense 16-bit peak x MFU."""
+
+    tflops: float
+    mfu: TrainingMfu
+
+    @property
+    def measured(self) -> bool:
+        return self.mfu.measured
+
+
+@dataclass(frozen=True)
+class TrainingFigures:
+    by_gpu: dict[int, TrainingFigure]
+    baseline: TrainingFigure | None
+
+
+def _training_read(
+    *, use_case: UseCase, gpus: list[Gpu], baseline: Gpu, peaks_by_gpu: Mapping[int, Mapping[str, float | None]]
+) -> TrainingFigures:
+    """Each GPU's LLM training figure at 16 bits (the BF16 dense peak, else FP16's, x its MFU). One query."""
+    mfus = training_mfus()
+    benchmark = use_case.llm_training_benchmark or ""
+
+    def figure(gpu: Gpu) -> TrainingFigure | None:
+        peaks = peaks_by_gpu.get(gpu.id, {})
+        peak = peaks.get("bf16") or peaks.get("fp16")
+        mfu = mfus.for_gpu(gpu.id, gpu.architecture.slug if gpu.architecture else None, benchmark)
+        return TrainingFigure(peak * mfu.mfu, mfu) if peak and mfu else None
+
+    by_gpu = {gpu.id: f for gpu in gpus if (f := figure(gpu)) is not None}
+    return TrainingFigures(by_gpu, by_gpu.get(baseline.id) or figure(baseline))
 
 
 @dataclass
@@ -248,6 +287,13 @@ def ranking_inputs_read(
                 )
                 % {"name": baseline.name}
             )
+    training = None
+    if uc.llm_training_benchmark is not None and params.precision == "16bit":
+        training = _training_read(use_case=uc, gpus=gpus, baseline=baseline, peaks_by_gpu=peaks_by_gpu)
+        if training.baseline is None:  # no MLPerf Training runs imported: the suite ranks alone
+            training = None
+        else:
+            warnings = []  # the suite's baseline warning is not about the ranked figure
     prices = _prices_read(params=params, gpus=gpus, rent_prices=rent_prices, warnings=warnings)
     return RankingInputs(
         use_case=uc,
@@ -261,6 +307,7 @@ def ranking_inputs_read(
         scaling=scaling_headlines_by_gpu(aggregates=measured.aggregates, workloads=measured.workloads),
         llm=_llm_read(params=params, gpus=gpus, peaks_by_gpu=peaks_by_gpu) if uc.is_llm else None,
         warnings=warnings,
+        training=training,
     )
 
 
@@ -544,6 +591,8 @@ def ranking_rows_build(*, params: RankingParams, inputs: RankingInputs) -> Built
         )
         if inputs.llm is not None:
             values = _llm_values(params=params, gpu=gpu, llm=inputs.llm, price=price, prices=prices)
+        elif inputs.training is not None:
+            values = _training_values(params=params, gpu=gpu, inputs=inputs, price=price)
         else:
             values = _spec_values(params=params, gpu=gpu, inputs=inputs, price=price)
         if isinstance(values, str):
@@ -602,6 +651,37 @@ def _spec_values(*, params: RankingParams, gpu: Gpu, inputs: RankingInputs, pric
         "estimate_outside_range": estimate is not None and outside,
         "estimate_outside_reasons": ["vendor"] if outside else [],
         "measured_via": inputs.measured.names.get(m.via, "") if m and m.via is not None else "",
+        "scaling": inputs.scaling.get(gpu.id),
+    }
+
+
+def _training_values(
+    *, params: RankingParams, gpu: Gpu, inputs: RankingInputs, price: RowPrice
+) -> dict[str, Any] | str:
+    """The row fields of a GPU in a use case ranked by LLM training: its training figure relative
+    to the baseline's, measured where the MFU is of its own MLPerf Training runs; the older
+    suite's measured figure beside it."""
+    assert inputs.training is not None and inputs.training.baseline is not None
+    figure = inputs.training.by_gpu.get(gpu.id)
+    if figure is None:
+        return _NO_DATA
+    if params.basis == "measured" and not figure.measured:
+        return _NOT_MEASURED
+    perf = figure.tflops / inputs.training.baseline.tflops
+    suite = inputs.measured.measured.get(gpu.id)
+    return {
+        "perf": perf,
+        "perf_basis": "measured" if figure.measured else "estimated",
+        "perf_measured": perf if figure.measured else None,
+        "perf_estimated": None if figure.measured else perf,
+        "n": figure.mfu.runs if figure.measured else 0,
+        "distinct_submitters": 0,
+        "groups": 0,
+        "perf_per_dollar": per_price(perf, price.amount, scale=inputs.prices.scale),
+        "estimate_error_pct": None if figure.measured else _percent(figure.mfu.error),
+        "suite_perf": suite.value if suite else None,
+        "training_mfu": figure.mfu.mfu,
+        "training_mfu_runs": figure.mfu.runs if figure.measured else 0,
         "scaling": inputs.scaling.get(gpu.id),
     }
 

@@ -136,6 +136,7 @@ def _training_plans(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[float
         tokens=work.work_units,
         lora=request.mode in (Mode.LORA, Mode.QLORA),
         days=request.days,
+        precision=request.breakdown.precision.value,
     )
     return request.days, training, ""
 

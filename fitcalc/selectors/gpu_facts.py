@@ -27,16 +27,14 @@ from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
 from benchmarks_app.models import ResultAggregate
+from benchmarks_app.selectors import TrainingMfu, TrainingMfus, job_benchmark, training_mfus
 from catalog.models import Gpu, Offer, PriceSnapshot, TensorPeak
 from catalog.models.gpus import gpu_display_name
 from catalog.selectors.prices import GpuRentPrice, display_rate, exchange_rates, gpu_purchase_prices, gpu_rent_prices
 from dashboard.ranking.use_cases import PRECISION_NAMES, ArchitectureSupport, precision_supported
-from dashboard.selectors.ranking_params import RankingParamError, RankingParams
-from dashboard.selectors.ranking_rows import RankingRow
-from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
 from fitcalc.llm import LlmMeasured
-from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown
+from fitcalc.memory import GIB, TRAINING_MODES, MemoryBreakdown, Mode
 from fitcalc.parallel import TrainingJob, link_figures, training_count_rates
 from fitcalc.plan import (
     DEFAULT_COUNTS,
@@ -51,21 +49,14 @@ from fitcalc.selectors.llm_jobs import (
     llm_job_context,
     llm_job_facts,
 )
-from fitcalc.selectors.training_mfu import TrainingMfus, training_mfus
 from fitcalc.throughput import (
-    ACHIEVABLE_COMPUTE_FRACTION,
-    BLOCK_MEASUREMENT_PRECISIONS,
     LAMBDA_MODES,
     LAMBDA_WORKLOAD_FOR_PRESET,
-    RELATIVE_PRECISION_FAMILY,
     TRANSFORMER_INFER,
-    TRANSFORMER_TRAIN,
     Basis,
     GpuMeasurements,
     GpuSpecs,
-    RelativeTraining,
     block_flops_per_token,
-    compute_peak_flops,
     throughput_resolve,
 )
 from llm.question import PRECISION_CLASS, ServingQuestion
@@ -181,7 +172,9 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
     """Per GPU: achieved block FLOP rates and Lambda rates. One query: the block's shapes are its
     aggregates' stored parameters."""
     training = breakdown.mode in TRAINING_MODES
-    slugs = [TRANSFORMER_TRAIN] if training else [TRANSFORMER_INFER]
+    # Training rates come from the time model (fitcalc.throughput, item 2): only Lambda's runs of
+    # the preset's own model are read for them.
+    slugs = [] if training else [TRANSFORMER_INFER]
     lambda_slug = LAMBDA_WORKLOAD_FOR_PRESET.get(model.slug) if breakdown.mode in LAMBDA_MODES else None
     if lambda_slug:
         slugs.append(lambda_slug)
@@ -197,7 +190,7 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
     for row in rows:
         slug = row["workload__slug"]
         pick = (row["gpu_id"], slug, row["precision"] if slug == lambda_slug else "")
-        if slug in (TRANSFORMER_TRAIN, TRANSFORMER_INFER) and row["precision"] != "bf16":
+        if slug == TRANSFORMER_INFER and row["precision"] != "bf16":
             continue
         current = best.get(pick)
         rank = (row["workload__version"], row["n"])
@@ -211,10 +204,10 @@ def _measurements(*, gpu_ids: list[int], model: ModelSpec, breakdown: MemoryBrea
             entry["lambda_per_s"][precision] = row["median"]
         else:
             block = block_flops_per_token(
-                params=row["params"] if isinstance(row["params"], dict) else {}, training=slug == TRANSFORMER_TRAIN
+                params=row["params"] if isinstance(row["params"], dict) else {}, training=False
             )
             if block is not None:
-                entry["train_flops" if slug == TRANSFORMER_TRAIN else "infer_flops"] = row["median"] * block
+                entry["infer_flops"] = row["median"] * block
     return {gpu_id: GpuMeasurements(**entry) for gpu_id, entry in found.items()}
 
 
@@ -262,63 +255,8 @@ def _first_rate(rates: dict[int, CountRate], *, per_gpu: bool) -> CountRate | No
     return None
 
 
-#: The ranking whose figures set transformer training rates: transformer workloads only.
-TRAINING_USE_CASE = "fine-tuning"
 #: Formats a GPU must run natively to be offered for training in them.
 NATIVE_FORMATS = ("bf16", "fp8")
-
-
-def _relative_training(
-    *,
-    precision: str,
-    measured: dict[int, GpuMeasurements],
-    specs_by_id: dict[int, GpuSpecs],
-) -> dict[int, RelativeTraining]:
-    """gpu id -> its fine-tuning ranking figure with the anchor that makes it a rate
-    (fitcalc.throughput, item 2): the measured GPU whose transformer-train block was timed, the most
-    results first; without one, the measured GPU with the most results at a fraction of its peak."""
-    family = RELATIVE_PRECISION_FAMILY.get(precision)
-    if family is None:
-        return {}
-    try:
-        ranking = rankings_compute(params=RankingParams(use_case=TRAINING_USE_CASE, precision=family, show="all"))
-    except RankingParamError:  # no baseline GPU in the catalogue: no ranking to read
-        return {}
-    rows: dict[int, RankingRow] = {r.gpu_id: r for r in [*ranking.rows, *ranking.ineligible_rows] if r.perf}
-    measured_rows = [r for r in rows.values() if r.perf_basis == "measured"]
-    timed = [
-        r for r in measured_rows if precision in BLOCK_MEASUREMENT_PRECISIONS and measured.get(r.gpu_id, GpuMeasurements()).train_flops
-    ]  # fmt: skip
-    anchor_flops: float | None
-    if timed:
-        anchor = max(timed, key=lambda r: (r.n, r.gpu_slug))
-        anchor_flops, anchor_measured = measured[anchor.gpu_id].train_flops, True
-    else:
-        with_peak = [
-            r
-            for r in measured_rows
-            if r.gpu_id in specs_by_id and compute_peak_flops(specs_by_id[r.gpu_id], precision)[0]
-        ]
-        if not with_peak:
-            return {}
-        anchor = max(with_peak, key=lambda r: (r.n, r.gpu_slug))
-        peak = compute_peak_flops(specs_by_id[anchor.gpu_id], precision)[0]
-        anchor_flops, anchor_measured = ACHIEVABLE_COMPUTE_FRACTION * peak if peak else None, False
-    if not anchor_flops or not anchor.perf:
-        return {}
-    return {
-        gpu_id: RelativeTraining(
-            perf=row.perf,
-            measured=row.perf_basis == "measured",
-            typical_error=None if row.estimate_error_pct is None else row.estimate_error_pct / 100,
-            anchor_name=anchor.gpu_name,
-            anchor_perf=anchor.perf,
-            anchor_flops=anchor_flops,
-            anchor_measured=anchor_measured,
-        )
-        for gpu_id, row in rows.items()
-        if row.perf
-    }
 
 
 def _lacks_format(precision: str, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> bool:
@@ -400,7 +338,6 @@ class FitJobInputs:
     serving_usable_gib: dict[int, float]  # memory per GPU the serving model lets a job use
     multi_gpu: dict[int, MultiGpuFigures]
     specs_by_id: dict[int, GpuSpecs]
-    relative: dict[int, RelativeTraining]
     job: TrainingJob
 
 
@@ -454,6 +391,18 @@ def _serving_inputs(
     return answers, usable
 
 
+def _mfu_fields(mfu: TrainingMfu | None) -> dict[str, Any]:
+    """GpuSpecs' training MFU fields from a stored fit (none: the time model's published fallback)."""
+    if mfu is None:
+        return {}
+    return {
+        "training_mfu": mfu.mfu,
+        "training_mfu_basis": mfu.basis,
+        "training_mfu_runs": mfu.runs,
+        "training_mfu_error": mfu.error,
+    }
+
+
 def _job_inputs(
     *, request: FitRequest, gpus: list[dict[str, Any]], rates: Any, counts: tuple[int, ...] = DEFAULT_COUNTS
 ) -> FitJobInputs:
@@ -466,12 +415,13 @@ def _job_inputs(
     training = breakdown.mode in TRAINING_MODES
     measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
     mfus = training_mfus() if training else TrainingMfus()
+    benchmark = job_benchmark(params=model.compute_params, lora=breakdown.mode in (Mode.LORA, Mode.QLORA))
     specs_by_id = {
         g["id"]: GpuSpecs(
             peaks=peaks.get(g["id"], {}),
             fp32_tflops=g["fp32_tflops"],
             bandwidth_gbs=g["memory_bandwidth_gbs"],
-            training_mfu=mfus.for_architecture(g["architecture__slug"]),
+            **_mfu_fields(mfus.for_gpu(g["id"], g["architecture__slug"], benchmark)),
         )
         for g in gpus
     }
@@ -495,9 +445,6 @@ def _job_inputs(
         serving_usable_gib=serving_usable_gib,
         multi_gpu=multi_gpu_by_gpu(gpu_ids=gpu_ids) if training else {},
         specs_by_id=specs_by_id,
-        relative=_relative_training(precision=breakdown.precision.value, measured=measured, specs_by_id=specs_by_id)
-        if training and model.kind in ("decoder", "encoder")
-        else {},
         job=TrainingJob(
             tokens_per_step=breakdown.batch * breakdown.context,
             weight_bytes=breakdown.weights_gib * GIB,
@@ -595,7 +542,6 @@ def _other_rates(
         breakdown=breakdown,
         specs=inputs.specs_by_id[gpu["id"]],
         measured=inputs.measured.get(gpu["id"], GpuMeasurements()),
-        relative=inputs.relative.get(gpu["id"]),
     )
     count_rates: dict[int, CountRate] = {}
     if inputs.training:

@@ -1,15 +1,19 @@
-"""LLM training plans past one node for one catalogue GPU: the time model on the GPU's stored
-figures (dense peak, the MFU fitted on MLPerf Training, scale-up link) and its rental price."""
+"""LLM training plans for catalogue GPUs: the time model on each GPU's stored figures (dense peak,
+the MFU of its own MLPerf Training runs, else its architecture's, else every run's, scale-up link)
+and its rental price. The fit calculator's rates on one node
+(:func:`fitcalc.throughput.throughput_resolve`) and its plans past one node read the same figures and the same peak rule
+(:func:`fitcalc.throughput.training_peak`), so both answer with one model."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from benchmarks_app.selectors import TrainingMfu, job_benchmark, training_mfus
 from catalog.interconnect import pcie_peak_gbs
 from catalog.models import Gpu, TensorPeak
 from catalog.models.gpus import gpu_display_name
 from catalog.selectors.prices import gpu_rent_prices
-from fitcalc.selectors.training_mfu import training_mfus
+from fitcalc.throughput import TRAINING_PEAK_PRECISIONS, training_peak, training_peak_formats
 from fitcalc.training_time import (
     DEFAULT_BATCH_TOKENS,
     Cluster,
@@ -40,9 +44,11 @@ class TrainingPlanError(ValueError):
 class TrainingPlan:
     gpu_slug: str
     gpu_name: str
-    precision: str  # the format of the peak (FP8 where the GPU has it, as the MFU was fitted)
+    precision: str  # the format of the peak (the job's; FP8 where the GPU has it when none is asked)
     peak_tflops: float
     mfu: float
+    mfu_basis: str  # "gpu": its own MLPerf Training runs; "architecture"; "pooled"
+    mfu_runs: int
     nodes: int
     gpus_per_node: int
     model_parallel: int
@@ -73,7 +79,7 @@ class _GpuFigures:
 
     gpu: Gpu
     peaks: dict[str, float | None]
-    mfu: float | None
+    mfu: TrainingMfu | None
 
 
 def _plan(
@@ -87,16 +93,18 @@ def _plan(
     scale_out_gbs: float,
     batch_tokens: float,
     price_per_gpu_hour: float | None,
+    precision: str | None = None,
 ) -> TrainingPlan | None:
     """The plan on one GPU's fetched figures (training_plan's answer); no query."""
     gpu = figures.gpu
-    precision = "fp8" if figures.peaks.get("fp8") else "bf16"
-    peak = figures.peaks.get(precision)
-    if not peak:
-        raise TrainingPlanError("gpu", f"{gpu.name} has no FP8 or BF16 dense peak on record")
-    mfu = figures.mfu
-    if mfu is None:
+    chosen = training_peak(figures.peaks, precision)
+    if chosen is None:
+        wanted = "/".join(k.upper() for k in training_peak_formats(precision))
+        raise TrainingPlanError("gpu", f"{gpu.name} has no {wanted} dense peak on record")
+    peak_format, peak = chosen
+    if figures.mfu is None:
         raise TrainingPlanError("gpu", "no MLPerf Training runs are imported: run import_mlperf_training")
+    mfu = figures.mfu.mfu
     if not gpu.memory_gib:
         raise TrainingPlanError("gpu", f"{gpu.name} has no memory size on record")
     per_node = gpu.scale_up_gpus or DEFAULT_GPUS_PER_NODE
@@ -125,9 +133,11 @@ def _plan(
     return TrainingPlan(
         gpu_slug=gpu.slug,
         gpu_name=gpu_display_name(name=gpu.name, name_zh=gpu.name_zh),
-        precision=precision,
+        precision=peak_format,
         peak_tflops=peak,
         mfu=mfu,
+        mfu_basis=figures.mfu.basis,
+        mfu_runs=figures.mfu.runs,
         nodes=nodes,
         gpus_per_node=per_node,
         model_parallel=job.model_parallel,
@@ -137,17 +147,19 @@ def _plan(
     )
 
 
-def _figures(gpus: list[Gpu]) -> list[_GpuFigures]:
-    """The GPUs' dense FP8/BF16 peaks and fitted MFUs: two queries for any number of GPUs."""
+def _figures(gpus: list[Gpu], *, benchmark: str) -> list[_GpuFigures]:
+    """The GPUs' dense training peaks and fitted MFUs: two queries for any number of GPUs."""
     peaks: dict[int, dict[str, float | None]] = {gpu.pk: {} for gpu in gpus}
-    rows = TensorPeak.objects.filter(gpu__in=gpus, supported=True, precision__in=("fp8", "bf16")).values_list(
+    rows = TensorPeak.objects.filter(gpu__in=gpus, supported=True, precision__in=TRAINING_PEAK_PRECISIONS).values_list(
         "gpu_id", "precision", "dense_tflops"
     )
-    for gpu_id, precision, dense in rows:
-        peaks[gpu_id][precision] = dense
+    for gpu_id, peak_precision, dense in rows:
+        peaks[gpu_id][peak_precision] = dense
     mfus = training_mfus()
     return [
-        _GpuFigures(gpu, peaks[gpu.pk], mfus.for_architecture(gpu.architecture.slug if gpu.architecture else None))
+        _GpuFigures(
+            gpu, peaks[gpu.pk], mfus.for_gpu(gpu.pk, gpu.architecture.slug if gpu.architecture else None, benchmark)
+        )
         for gpu in gpus
     ]
 
@@ -162,10 +174,11 @@ def training_plan(
     gpus: int | None = None,
     scale_out_gbs: float = DEFAULT_SCALE_OUT_GBS,
     batch_tokens: float = DEFAULT_BATCH_TOKENS,
+    precision: str | None = None,
 ) -> TrainingPlan | None:
     """How long on ``gpus`` GPUs, or how many GPUs for ``days`` (exactly one of them); None when
     no node count up to the time model's limit finishes in time. Priced at the typical on-demand
-    rental in USD."""
+    rental in USD. ``precision``: the job's format (None: FP8 where the GPU has it)."""
     if (days is None) == (gpus is None):
         raise TrainingPlanError("days", "give either days or gpus")
     gpu = Gpu.objects.select_related("architecture").filter(slug=gpu_slug).first()
@@ -173,7 +186,7 @@ def training_plan(
         raise TrainingPlanError("gpu", f"no catalogue GPU {gpu_slug!r}")
     price = gpu_rent_prices(gpu_ids=[gpu.pk]).get(gpu.pk)
     return _plan(
-        _figures([gpu])[0],
+        _figures([gpu], benchmark=job_benchmark(params=params, lora=lora))[0],
         params=params,
         tokens=tokens,
         lora=lora,
@@ -182,20 +195,27 @@ def training_plan(
         scale_out_gbs=scale_out_gbs,
         batch_tokens=batch_tokens,
         price_per_gpu_hour=float(price.price_usd) if price else None,
+        precision=precision,
     )
 
 
 def training_plans_for_days(
-    *, prices: dict[str, float | None], params: float, tokens: float, lora: bool, days: float
+    *,
+    prices: dict[str, float | None],
+    params: float,
+    tokens: float,
+    lora: bool,
+    days: float,
+    precision: str | None = None,
 ) -> list[TrainingPlan]:
     """The fewest whole nodes that finish within ``days`` on every GPU of ``prices`` (slug: price
     per GPU-hour in the caller's currency, None where there is none) that can train: those with a
     dense FP8/BF16 peak, a fitted MFU, a memory size and a link between its GPUs, and a node
-    count that finishes in time. The cheapest first (unpriced last), then the fastest. Three
-    queries for any number of GPUs."""
+    count that finishes in time, in the job's ``precision`` (None: FP8 where the GPU has it). The
+    cheapest first (unpriced last), then the fastest. Three queries for any number of GPUs."""
     gpus = list(Gpu.objects.select_related("architecture").filter(slug__in=list(prices)))
     plans: list[TrainingPlan] = []
-    for figures in _figures(gpus):
+    for figures in _figures(gpus, benchmark=job_benchmark(params=params, lora=lora)):
         try:
             plan = _plan(
                 figures,
@@ -207,6 +227,7 @@ def training_plans_for_days(
                 scale_out_gbs=DEFAULT_SCALE_OUT_GBS,
                 batch_tokens=DEFAULT_BATCH_TOKENS,
                 price_per_gpu_hour=prices[figures.gpu.slug],
+                precision=precision,
             )
         except TrainingPlanError:
             continue  # a GPU the time model has no figures of cannot be planned on
