@@ -46,14 +46,22 @@ STATE_MEMORY_SHARE = 0.8
 
 
 def training_flops(
-    *, params: float, tokens: float, lora: bool = False, layers: int = 0, context: int = 0, attention_width: int = 0
+    *,
+    params: float,
+    tokens: float,
+    lora: bool = False,
+    layers: int = 0,
+    context: int = 0,
+    attention_width: int = 0,
+    checkpointing: bool = False,
 ) -> float:
-    """Model FLOPs of a training run (module doc): Kaplan et al.'s forward per token ``2 N + 2 L s
-    d_attn`` (the attention term where the shape is given), x3 for training, x2 for LoRA."""
+    """FLOPs of a training run (module doc): Kaplan et al.'s forward per token ``2 N + 2 L s
+    d_attn`` (the attention term where the shape is given), x3 for training, x2 for LoRA, one
+    forward more with activation checkpointing (the forward runs again in the backward pass)."""
     if params <= 0 or tokens <= 0:
         raise ValueError("params and tokens must be positive")
     forward = 2.0 * params + 2.0 * max(0, layers) * max(0, context) * max(0, attention_width)
-    return (2.0 if lora else 3.0) * forward * tokens
+    return ((2.0 if lora else 3.0) + (1.0 if checkpointing else 0.0)) * forward * tokens
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class Job:
     model_parallel: int = 1  # GPUs one model replica is split over (tensor x pipeline)
     zero3: bool = False
     batch_tokens: float = DEFAULT_BATCH_TOKENS
+    checkpointing: bool = False  # activation checkpointing: one more forward per step
 
 
 @dataclass(frozen=True)
@@ -117,7 +126,7 @@ class TrainingTime:
 def job_flops(job: Job) -> float:
     return training_flops(
         params=job.params, tokens=job.tokens, lora=job.lora, layers=job.layers, context=job.context,
-        attention_width=job.attention_width,
+        attention_width=job.attention_width, checkpointing=job.checkpointing,
     )  # fmt: skip
 
 

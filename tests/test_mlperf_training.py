@@ -498,3 +498,15 @@ def test_the_fit_page_shows_the_training_plan_in_english_and_chinese(client, tra
     assert f"{expected.time.gpus} ({expected.nodes} × 8)" in table and "H100 SXM5 80 GB" in table
     chinese = client.get("/fit/", query, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "跨节点训练" in chinese and "在 30 天内训练完" in chinese and 'id="training-plan-table"' in chinese
+
+
+def test_activation_checkpointing_adds_one_forward_pass_to_the_time_model() -> None:
+    """The fit calculator's one-node rates count the recomputed forward; so do its plans past one node."""
+    plain = training_flops(params=7e9, tokens=1e12)
+    assert training_flops(params=7e9, tokens=1e12, checkpointing=True) == pytest.approx(plain * 4 / 3)
+    lora = training_flops(params=7e9, tokens=1e12, lora=True)
+    assert training_flops(params=7e9, tokens=1e12, lora=True, checkpointing=True) == pytest.approx(lora * 3 / 2)
+    cluster = Cluster(4, 8, 989.4, 0.3, 450.0, NDR_GBS)
+    slow = training_time(job=Job(7e9, 1e12, checkpointing=True, model_parallel=1), cluster=cluster)
+    fast = training_time(job=Job(7e9, 1e12, model_parallel=1), cluster=cluster)
+    assert slow.compute_s == pytest.approx(fast.compute_s * 4 / 3)

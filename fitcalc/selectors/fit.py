@@ -137,6 +137,7 @@ def _training_plans(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[float
         lora=request.mode in (Mode.LORA, Mode.QLORA),
         days=request.days,
         precision=request.breakdown.precision.value,
+        checkpointing=request.breakdown.activation_checkpointing,
     )
     return request.days, training, ""
 

@@ -94,6 +94,7 @@ def _plan(
     batch_tokens: float,
     price_per_gpu_hour: float | None,
     precision: str | None = None,
+    checkpointing: bool = False,
 ) -> TrainingPlan | None:
     """The plan on one GPU's fetched figures (training_plan's answer); no query."""
     gpu = figures.gpu
@@ -115,9 +116,15 @@ def _plan(
     if model_parallel > 1 and gpu.scale_up_link in ("pcie", "none", ""):
         # Tensor parallelism over PCIe is not what the fitted runs measured: the model state is
         # sharded with ZeRO-3 instead, every GPU a data-parallel replica paying the all-gathers.
-        job = Job(params, tokens, lora=lora, model_parallel=1, zero3=True, batch_tokens=batch_tokens)
+        job = Job(
+            params, tokens, lora=lora, model_parallel=1, zero3=True, batch_tokens=batch_tokens,
+            checkpointing=checkpointing,
+        )  # fmt: skip
     else:
-        job = Job(params, tokens, lora=lora, model_parallel=model_parallel, batch_tokens=batch_tokens)
+        job = Job(
+            params, tokens, lora=lora, model_parallel=model_parallel, batch_tokens=batch_tokens,
+            checkpointing=checkpointing,
+        )  # fmt: skip
     template = Cluster(1, per_node, peak, mfu, scale_up, scale_out_gbs)
     if days is not None:
         time = gpus_for_days(job=job, days=days, gpus_per_node=per_node, template=template)
@@ -207,11 +214,13 @@ def training_plans_for_days(
     lora: bool,
     days: float,
     precision: str | None = None,
+    checkpointing: bool = False,
 ) -> list[TrainingPlan]:
     """The fewest whole nodes that finish within ``days`` on every GPU of ``prices`` (slug: price
     per GPU-hour in the caller's currency, None where there is none) that can train: those with a
     dense FP8/BF16 peak, a fitted MFU, a memory size and a link between its GPUs, and a node
-    count that finishes in time, in the job's ``precision`` (None: FP8 where the GPU has it). The
+    count that finishes in time, in the job's ``precision`` (None: FP8 where the GPU has it), with
+    activation ``checkpointing``'s recomputed forward where the job has it. The
     cheapest first (unpriced last), then the fastest. Three queries for any number of GPUs."""
     gpus = list(Gpu.objects.select_related("architecture").filter(slug__in=list(prices)))
     plans: list[TrainingPlan] = []
@@ -228,6 +237,7 @@ def training_plans_for_days(
                 batch_tokens=DEFAULT_BATCH_TOKENS,
                 price_per_gpu_hour=prices[figures.gpu.slug],
                 precision=precision,
+                checkpointing=checkpointing,
             )
         except TrainingPlanError:
             continue  # a GPU the time model has no figures of cannot be planned on
