@@ -246,6 +246,9 @@ def test_training_rankings_rank_llm_training_with_the_older_suite_beside(real_da
     assert h100.perf == pytest.approx(tflops(gpus[H100]) / tflops(baseline))
     assert rtx4090.perf_basis == "estimated" and rtx4090.training_mfu_runs == 0
     assert rtx4090.estimate_error_pct is not None and 0 < rtx4090.estimate_error_pct < 100
+    # No Ada GPU has a fitted run (the L40S's split a 70B model over PCIe): outside the measured range.
+    assert rtx4090.estimate_outside_range and rtx4090.estimate_outside_reasons == ["architecture"]
+    assert not h100.estimate_outside_range
     assert 0.14 < rtx4090.perf / h100.perf < 0.25  # Lambda's suite: about a third
     assert h100.suite_perf is not None and rtx4090.suite_perf is not None
     assert rtx4090.suite_perf / h100.suite_perf > 0.25

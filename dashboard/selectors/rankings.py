@@ -679,6 +679,9 @@ def _training_values(
         "groups": 0,
         "perf_per_dollar": per_price(perf, price.amount, scale=inputs.prices.scale),
         "estimate_error_pct": None if figure.measured else _percent(figure.mfu.error),
+        # No MLPerf Training run on the GPU's architecture: every GPU's MFU stands in for it.
+        "estimate_outside_range": figure.mfu.basis == "pooled",
+        "estimate_outside_reasons": ["architecture"] if figure.mfu.basis == "pooled" else [],
         "suite_perf": suite.value if suite else None,
         "training_mfu": figure.mfu.mfu,
         "training_mfu_runs": figure.mfu.runs if figure.measured else 0,
