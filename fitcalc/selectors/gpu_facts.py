@@ -486,7 +486,13 @@ def _job_inputs(
         },
         training=training,
         llm=llm_job_context(
-            model=model, breakdown=breakdown, serving=request.serving, users=request.users, gpu_ids=gpu_ids
+            model=model,
+            breakdown=breakdown,
+            serving=request.serving,
+            users=request.users,
+            gpu_ids=gpu_ids,
+            input_len=request.input_len,
+            output_len=request.output_len,
         )
         if llm_inference
         else None,
