@@ -1,4 +1,4 @@
-"""The fit calculator's multi-GPU figures: LLM inference from the calibrated model (fitcalc.llm),
+"""The fit calculator's multi-GPU figures: LLM inference from the serving model (fitcalc.llm),
 measured figures first, what more GPUs buy, measured data-parallel scaling from the client's real
 ingest, and prices with their provenance. The last tests run on the demo data (``load_demo``).
 

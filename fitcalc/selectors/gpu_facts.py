@@ -4,7 +4,7 @@
 by the chosen rule (``catalog.selectors.prices.gpu_rent_prices``: typical, the median of the
 providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
 date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
-the rate of each GPU count by the calibrated model, measured figures first
+the rate of each GPU count by the serving model, measured figures first
 (``fitcalc.selectors.llm_jobs``); for training, one GPU's rate by one method for every GPU (its
 fine-tuning ranking figure made a rate by the anchor GPU's measured FLOP rate: fitcalc.throughput)
 and the rate of each count with its communication priced over the GPU's link, measured where the
@@ -532,7 +532,7 @@ def _llm_rates(
     *, request: FitRequest, inputs: FitJobInputs, llm: LlmJobContext, gpu: dict[str, Any], counts: tuple[int, ...]
 ) -> GpuRates:
     """LLM inference: batched serving from the serving model's answers (the rankings' figures),
-    one stream and a fixed number of users from the calibrated model, measured figures first."""
+    one stream and a fixed number of users from the same model (fitcalc.llm), one stream anchored on measurements."""
     if inputs.serving is not None and gpu["id"] in inputs.serving:
         return _serving_rates(inputs.serving[gpu["id"]], counts=counts)
     gpu_peaks = inputs.peaks.get(gpu["id"], {})
