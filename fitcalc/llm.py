@@ -160,6 +160,7 @@ class LlmGpu:
     hardware: Hardware
     link: GpuLink | None = None
     vendor: str = ""
+    memory: str = "other"  # llm.serving.single_stream.memory_family
 
     @property
     def batched_engine(self) -> str:
@@ -242,6 +243,7 @@ def llm_rate(
             hw=hw,
             fit=model.stream,
             serving=model.serving,
+            memory=gpu.memory,
             gpus=count,
             handover_s=lambda n: None if link is None else layer_split_token_seconds(link=link, gpus=n,
                                                                                     hidden=shape.model.hidden),
@@ -352,14 +354,15 @@ class LlmError:
     the measured range (batched)."""
 
     one_stream: float | None = None
-    stream_inside: bool = True
+    stream: StreamFit | None = None  # the stored single-stream fit: its groups are the measured range
     serving: Mapping[bool, float | None] | None = None
     serving_regimes: frozenset[tuple[str, str, str]] = frozenset()
 
     def of(self, *, gpu: LlmGpu, rate: LlmRate, mode: str) -> tuple[float | None, tuple[str, ...]]:
         """(typical error, reasons it lies outside the measured range) of one estimate."""
         if mode == ONE_STREAM:
-            return self.one_stream, () if self.stream_inside else ("engine",)
+            inside = self.stream is None or self.stream.key(STREAM_ENGINE, gpu.memory, "int4") != "*"
+            return self.one_stream, () if inside else ("engine",)
         regime = (gpu.hardware.hardware_class, rate.engine, "tp" if rate.group > 1 else "single")
         inside = not self.serving_regimes or regime in self.serving_regimes
         error = (self.serving or {}).get(inside)

@@ -156,7 +156,8 @@ def test_a_catalogue_row_reads_as_the_llm_rankings_read_it() -> None:
         "nvidia", "consumer", 82.6)  # fmt: skip
     sxm = llm_gpu(row={**row, "interconnect_gbs": 900.0, "variant": "SXM", "segment": "datacenter"}, peaks={})
     assert sxm.link is not None and sxm.link.kind(8) == "fabric"
-    assert sxm.hardware.hardware_class == "ada"
+    assert sxm.hardware.hardware_class == "ada" and gpu.memory == "other"
+    assert llm_gpu(row={**row, "memory_type": "GDDR6X"}, peaks={}).memory == "gddr"
 
 
 def test_counts_no_offer_rents_as_one_machine_are_recommended_last() -> None:

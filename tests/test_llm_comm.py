@@ -91,7 +91,7 @@ def test_a_layer_split_copies_one_hidden_state_per_boundary():
     )
     # Against a 70B token's ~30 ms of weight reads, the hand-over is negligible (one stream).
     w = Workload(L70, "int4", 0.61, 1024, 1024, engine="llama.cpp")
-    common = {"w": w, "hw": RTX4090, "fit": STREAM, "serving": ServingConstants()}
+    common = {"w": w, "hw": RTX4090, "fit": STREAM, "serving": ServingConstants(), "memory": "gddr"}
 
     def free(gpus: int) -> float:
         return 0.0

@@ -34,7 +34,7 @@ def _points(efficiency: float, overhead_ms: float, *, engine: str = "llama.cpp")
     for i, bandwidth in enumerate((448.0, 760.0, 1008.0, 1790.0, 2039.0, 3350.0)):
         for gb in (2.0, 4.9, 16.0):
             seconds = gb * 1e9 / (bandwidth * 1e9 * efficiency) + overhead_ms / 1000
-            out.append(StreamPoint(f"gpu-{i}", engine, "int4", gb * 1e9, bandwidth, 1 / seconds))
+            out.append(StreamPoint(f"gpu-{i}", engine, "gddr", "int4", gb * 1e9, bandwidth, 1 / seconds))
     return out
 
 
@@ -45,12 +45,14 @@ def test_the_fit_recovers_a_known_efficiency_and_overhead_and_a_slow_host_does_n
     assert fit.overhead_ms["llama.cpp/4bit"] == pytest.approx(1.5, rel=1e-6)
     assert fit.errors["llama.cpp"]["median_pct"] == pytest.approx(0.0, abs=1e-6)
     # One point at a third of its rate (a host that held the GPU back): the robust fit stays put.
-    slow = StreamPoint("gpu-slow", "llama.cpp", "int4", 4.9e9, 1008.0, points[7].tokens_per_s / 3)
+    slow = StreamPoint("gpu-slow", "llama.cpp", "gddr", "int4", 4.9e9, 1008.0, points[7].tokens_per_s / 3)
     moved = stream_fit([*points, slow])
     assert moved.efficiency["llama.cpp"] == pytest.approx(0.8, rel=0.02)
     # An engine class with no points of its own takes the fit over every point.
-    assert moved.key("tensorrt-llm", "fp8") == "*"
-    assert moved.constants("tensorrt-llm", "fp8") == (moved.efficiency["*"], moved.overhead_ms["*"] / 1000)
+    assert moved.key("tensorrt-llm", "gddr", "fp8") == "*"
+    assert moved.constants("tensorrt-llm", "hbm", "fp8") == (moved.efficiency["*"], moved.overhead_ms["*"] / 1000)
+    # A memory family with no points of the engine's takes the engine's fit.
+    assert moved.key("llama.cpp", "hbm", "int4") == "llama.cpp/4bit"
 
 
 def test_stored_constants_read_back_as_they_were_written() -> None:
@@ -71,18 +73,22 @@ def _no_handover(gpus: int) -> float:
     efficiency=st.floats(*EFFICIENCY_BOUNDS),
     overhead_ms=st.floats(0.0, 5.0),
     hardware_class=st.sampled_from(("consumer", "blackwell", "hopper", "ada", "other")),
+    other_class=st.sampled_from(("consumer", "blackwell", "hopper", "ada", "other")),
+    family=st.sampled_from(("gddr", "hbm", "other")),
 )
 def test_two_gpus_of_one_bandwidth_and_class_get_the_same_stream(  # type: ignore[no-untyped-def]
-    bandwidth, memory, other_memory, tensor, efficiency, overhead_ms, hardware_class
+    bandwidth, memory, other_memory, tensor, efficiency, overhead_ms, hardware_class, other_class, family
 ) -> None:
-    """Only the bandwidth sets one stream's rate: tensor figures (or none in the catalogue) and
-    memory (beyond holding the model) change nothing, within 10 %."""
-    fit = StreamFit({"llama.cpp": efficiency}, {"llama.cpp": overhead_ms}, {"llama.cpp": 10})
+    """Only the bandwidth and the memory family set one stream's rate: tensor figures (or none in
+    the catalogue), the architecture and the memory size (beyond holding the model) change nothing,
+    within 10 %."""
+    fit = StreamFit({"llama.cpp": 0.6, f"llama.cpp/{family}": efficiency},
+                    {"llama.cpp": 1.0, f"llama.cpp/{family}": overhead_ms}, {"llama.cpp": 10})  # fmt: skip
     w = Workload(L8, "int4", Q4, 1024, 1024, engine="llama.cpp")
     a = Hardware(memory, bandwidth, {"fp16": 400.0, "int8": 800.0}, hardware_class)
-    b = Hardware(other_memory, bandwidth, {"fp16": tensor} if tensor else {}, hardware_class)
-    one = single_stream_compute(w=w, hw=a, fit=fit, serving=ServingConstants(), handover_s=_no_handover)
-    two = single_stream_compute(w=w, hw=b, fit=fit, serving=ServingConstants(), handover_s=_no_handover)
+    b = Hardware(other_memory, bandwidth, {"fp16": tensor} if tensor else {}, other_class)
+    one = single_stream_compute(w=w, hw=a, fit=fit, serving=ServingConstants(), memory=family, handover_s=_no_handover)
+    two = single_stream_compute(w=w, hw=b, fit=fit, serving=ServingConstants(), memory=family, handover_s=_no_handover)
     assert one is not None and two is not None
     assert two.tokens_per_s == pytest.approx(one.tokens_per_s, rel=0.10)
     # The rate is the bytes a token reads at the fitted share of the bandwidth, plus the overhead.
@@ -94,9 +100,11 @@ def test_a_stream_that_fits_nowhere_has_no_figure_and_the_fewest_gpus_that_hold_
     fit = StreamFit({"llama.cpp": 0.8}, {"llama.cpp": 0.5}, {"llama.cpp": 10})
     w = Workload(MODEL_SHAPES["llama-3.1-70b"], "int4", Q4, 1024, 1024, engine="llama.cpp")
     card = Hardware(24.0, 1008.0, {}, "consumer")
-    two = single_stream_compute(w=w, hw=card, fit=fit, serving=ServingConstants(), handover_s=_no_handover)
+    two = single_stream_compute(
+        w=w, hw=card, fit=fit, serving=ServingConstants(), memory="gddr", handover_s=_no_handover
+    )
     assert two is not None and two.gpus == 2 and two.ttft_s is None  # no compute figure: no time to first token
-    assert single_stream_compute(w=w, hw=card, fit=fit, serving=ServingConstants(), max_gpus=1,
+    assert single_stream_compute(w=w, hw=card, fit=fit, serving=ServingConstants(), memory="gddr", max_gpus=1,
                                  handover_s=_no_handover) is None  # fmt: skip
 
 

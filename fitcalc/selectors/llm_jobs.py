@@ -43,6 +43,7 @@ from llm.selectors.single_stream import stream_fit_current
 from llm.serving.comm import catalogue_link
 from llm.serving.physics import Hardware, ServingConstants, hardware_class
 from llm.serving.shapes import MODEL_SHAPES, model_size_class
+from llm.serving.single_stream import memory_family
 
 DDP_WORKLOAD = "transformer-train-ddp"
 
@@ -164,7 +165,7 @@ def llm_job_context(
         fitted=f"serving model fitted on {fit.points} points" if fit is not None else "",
         error=LlmError(
             one_stream=None if stream_error is None else stream_error / 100,
-            stream_inside=stream.key(STREAM_ENGINE, "int4") != "*",
+            stream=stream,
             serving={k: None if v is None else v / 100 for k, v in serving_error.items()},
             serving_regimes=fit.regimes if fit is not None else frozenset(),
         ),
@@ -214,4 +215,5 @@ def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> Llm
             architecture=row.get("architecture__slug") or "", segment=row.get("segment") or ""
         ),
     )
-    return LlmGpu(hardware=hardware, link=catalogue_link(row), vendor=row.get("vendor__slug") or "")
+    return LlmGpu(hardware=hardware, link=catalogue_link(row), vendor=row.get("vendor__slug") or "",
+                  memory=memory_family(row.get("memory_type") or ""))  # fmt: skip

@@ -35,7 +35,7 @@ from llm.selectors.single_stream import stream_fit_current
 from llm.serving.comm import layer_split_token_seconds
 from llm.serving.physics import ServingConstants, Workload
 from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES, ModelShape, bytes_per_weight
-from llm.serving.single_stream import StreamFit, single_stream_compute
+from llm.serving.single_stream import StreamFit, memory_family, single_stream_compute
 
 # What limits an estimate.
 _BOUNDS = {
@@ -165,9 +165,11 @@ def chat_figure(
     def handover(gpus: int) -> float | None:
         return layer_split_token_seconds(link=link, gpus=gpus, hidden=reference.hidden)
 
-    found = single_stream_compute(w=w, hw=hw, fit=stream, serving=constants, max_gpus=MAX_GPUS, handover_s=handover)
+    memory = memory_family(gpu.memory_type)
+    found = single_stream_compute(w=w, hw=hw, fit=stream, serving=constants, memory=memory, max_gpus=MAX_GPUS,
+                                  handover_s=handover)  # fmt: skip
     error = stream.error_pct(CHAT_ENGINE)
-    inside = stream.key(CHAT_ENGINE, weight_precision) != "*"
+    inside = stream.key(CHAT_ENGINE, memory, weight_precision) != "*"
     outside = () if inside else ("engine",)
     if found is None:
         return LlmFigure("estimated", None, MAX_GPUS, 0, 0, _estimate_label(reference.name, weight_precision,

@@ -14,7 +14,7 @@ from llm.selectors.rows import CHAT_CONTEXT_TOKENS
 from llm.selectors.serving import serving_hardware, weight_format
 from llm.serving.physics import Workload
 from llm.serving.shapes import MODEL_SHAPES
-from llm.serving.single_stream import StreamFit, StreamPoint, stream_bytes_per_token
+from llm.serving.single_stream import StreamFit, StreamPoint, memory_family, stream_bytes_per_token
 
 # Hosts whose stream the model does not describe: a GPU behind a single-board computer's narrow
 # PCIe link, where the host, not the GPU's memory, sets the pace.
@@ -56,7 +56,7 @@ def stream_points_for_fit() -> list[StreamPoint]:
             r.output_tokens if r.output_tokens is not None else 0 if fixed_context else CHAT_CONTEXT_TOKENS // 2
         )
         w = Workload(MODEL_SHAPES[r.model], weight_precision, bpw, input_len, output_len, engine=r.engine_class)
-        out.append(StreamPoint(r.gpu.slug, r.engine_class, weight_precision, stream_bytes_per_token(w, hw),
+        out.append(StreamPoint(r.gpu.slug, r.engine_class, memory_family(r.gpu.memory_type), weight_precision, stream_bytes_per_token(w, hw),
                                hw.bandwidth_gbs, rate, f"{r.source_title}: {r.gpu.name} x{r.gpu_count} {r.model} "
                                f"{r.quant or r.weight_precision}"))  # fmt: skip
     return out

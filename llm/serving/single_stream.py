@@ -13,12 +13,15 @@ With the layers split across GPUs (llama.cpp's default) the GPUs work in turn: t
 one GPU's bandwidth over the whole model, and each stage boundary hands a token's hidden state on.
 
 ``efficiency`` and ``overhead`` are fitted per engine class (llama.cpp, the benchmark client's
-PyTorch, TensorRT-LLM, vLLM/SGLang) and weight-format group (4-bit integer formats are unpacked
-inside the kernels, 8- and 16-bit ones are not) on the measured single-stream points, when the
-points change (``llm.services.serving_fit``), by least squares on the relative error of the step
-time, which is linear in ``1 / efficiency`` and ``overhead``. A group with too few points takes
-its engine's fit, an engine with none takes the fit over every point. Nothing depends on the
-GPU but its bandwidth: two GPUs of the same bandwidth get the same estimate, whatever tensor
+PyTorch, TensorRT-LLM, vLLM/SGLang), memory family (HBM stacks need many more requests in flight
+than GDDR to reach their bandwidth, and one stream's kernels issue few: llama.cpp reads half an
+H100's HBM bandwidth where it reads three quarters of a GeForce's GDDR) and weight-format group
+(4-bit integer formats are unpacked inside the kernels, 8- and 16-bit ones are not) on the
+measured single-stream points, when the points change (``llm.services.serving_fit``), by least
+squares on the relative error of the step time, which is linear in ``1 / efficiency`` and
+``overhead``. A group with too few points takes the next wider one (engine and memory, engine
+and format, engine), an engine with none the fit over every point. Nothing else of the GPU
+counts: two GPUs of the same bandwidth and memory family get the same estimate, whatever tensor
 figures the catalogue has for them.
 
 Prefill, where a question has a prompt, is compute-bound and priced by the serving model
@@ -59,6 +62,12 @@ HUBER = 0.1
 DEFAULT = (0.7, 0.3)
 
 
+def memory_family(memory_type: str) -> str:
+    """hbm, gddr, or other (LPDDR and unified memory) of a catalogue memory type."""
+    kind = memory_type.strip().lower()
+    return "hbm" if kind.startswith("hbm") else "gddr" if kind.startswith("gddr") else "other"
+
+
 def format_group(weight_precision: str) -> str:
     """4-bit integer weights (GGUF k-quants, AWQ, GPTQ) are unpacked inside the matrix kernels; 8-
     and 16-bit (and FP4 on a GPU with its path) stream as they are."""
@@ -72,6 +81,7 @@ class StreamPoint:
 
     gpu_key: str
     engine: str
+    memory: str  # memory_family
     weight_precision: str
     bytes_per_token: float
     bandwidth_gbs: float
@@ -98,22 +108,23 @@ class StreamFit:
     points: Mapping[str, int] = field(default_factory=dict)
     errors: Mapping[str, Mapping[str, float | int]] = field(default_factory=dict)
 
-    def key(self, engine: str, weight_precision: str) -> str:
-        for key in (f"{engine}/{format_group(weight_precision)}", engine):
+    def key(self, engine: str, memory: str, weight_precision: str) -> str:
+        """The narrowest fitted group of an engine class, memory family and weight format."""
+        for key in _keys(engine, memory, weight_precision):
             if key in self.efficiency:
                 return key
         return ANY
 
-    def constants(self, engine: str, weight_precision: str) -> tuple[float, float]:
-        """(efficiency, overhead in seconds) of an engine class and weight format."""
-        key = self.key(engine, weight_precision)
+    def constants(self, engine: str, memory: str, weight_precision: str) -> tuple[float, float]:
+        """(efficiency, overhead in seconds) of an engine class, memory family and weight format."""
+        key = self.key(engine, memory, weight_precision)
         if key not in self.efficiency:
             return DEFAULT[0], DEFAULT[1] / 1000.0
         return self.efficiency[key], self.overhead_ms[key] / 1000.0
 
-    def seconds_per_token(self, *, bytes_per_token: float, bandwidth_gbs: float, engine: str,
+    def seconds_per_token(self, *, bytes_per_token: float, bandwidth_gbs: float, engine: str, memory: str,
                           weight_precision: str) -> float:  # fmt: skip
-        efficiency, overhead = self.constants(engine, weight_precision)
+        efficiency, overhead = self.constants(engine, memory, weight_precision)
         return bytes_per_token / (bandwidth_gbs * 1e9 * efficiency) + overhead
 
     def error_pct(self, engine: str) -> float | None:
@@ -177,12 +188,18 @@ def _bounded_weighted(u: np.ndarray, v: np.ndarray, weights: np.ndarray) -> tupl
     return min(candidates, key=lambda c: cost(*c))
 
 
+def _keys(engine: str, memory: str, weight_precision: str) -> tuple[str, ...]:
+    """The groups a point belongs to, narrowest first (``*``, every point, is the last resort)."""
+    fmt = format_group(weight_precision)
+    return (f"{engine}/{memory}/{fmt}", f"{engine}/{memory}", f"{engine}/{fmt}", engine)
+
+
 def _groups(points: Iterable[StreamPoint]) -> dict[str, list[StreamPoint]]:
     out: dict[str, list[StreamPoint]] = defaultdict(list)
     for p in points:
         out[ANY].append(p)
-        out[p.engine].append(p)
-        out[f"{p.engine}/{format_group(p.weight_precision)}"].append(p)
+        for key in _keys(p.engine, p.memory, p.weight_precision):
+            out[key].append(p)
     return out
 
 
@@ -206,7 +223,8 @@ def stream_fit(points: Sequence[StreamPoint]) -> StreamFit:
             if p.gpu_key != gpu:
                 continue
             seconds = without.seconds_per_token(bytes_per_token=p.bytes_per_token, bandwidth_gbs=p.bandwidth_gbs,
-                                                engine=p.engine, weight_precision=p.weight_precision)  # fmt: skip
+                                                engine=p.engine, memory=p.memory,
+                                                weight_precision=p.weight_precision)  # fmt: skip
             miss = abs(1.0 / seconds / p.tokens_per_s - 1.0)
             misses[p.engine].append(miss)
             misses[ANY].append(miss)
@@ -219,6 +237,12 @@ def stream_fit(points: Sequence[StreamPoint]) -> StreamFit:
         for key, values in misses.items()
     }
     return replace(fitted, errors=errors)
+
+
+def stream_usable_bytes(memory_gib: float, serving: ServingConstants) -> float:
+    """Bytes per GPU one stream's weights and cache may take. One stream allocates no KV-cache pool
+    (llama.cpp sizes its cache to the context): what the GPU exposes less the runtime reserve."""
+    return max(0.0, memory_gib - serving.reserve_gib) * GIB
 
 
 @dataclass(frozen=True)
@@ -241,20 +265,19 @@ def single_stream_compute(
     hw: Hardware,
     fit: StreamFit,
     serving: ServingConstants,
+    memory: str,
     max_gpus: int = 8,
     gpus: int | None = None,
     handover_s: Callable[[int], float | None],
 ) -> SingleStream | None:
-    """One stream of ``w`` on ``hw`` (module doc): on ``gpus`` GPUs when given, else on the fewest
+    """One stream of ``w`` on ``hw`` with memory of ``memory``'s family (module doc): on ``gpus`` GPUs when given, else on the fewest
     whose memory (less the runtime reserve) holds the weights and one sequence's cache. None without a bandwidth figure, when it fits on none, or when the layers are split over
     a link with no figure (a hand-over is never free)."""
     if not hw.bandwidth_gbs:
         return None
     one = replace(w, tp=1, ep=1)
     need = weights_bytes(one) + (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(one, hw)
-    # One stream allocates no KV-cache pool (llama.cpp sizes its cache to the context): the weights
-    # and the sequence's cache take what the GPU exposes less the runtime reserve.
-    usable = max(0.0, hw.memory_gib - serving.reserve_gib) * GIB
+    usable = stream_usable_bytes(hw.memory_gib, serving)
     counts = [gpus] if gpus is not None else list(range(1, max_gpus + 1))
     for count in counts:
         if usable * count < need:
@@ -262,11 +285,11 @@ def single_stream_compute(
         talk = handover_s(count) if count > 1 else 0.0
         if talk is None:
             return None
-        efficiency, overhead = fit.constants(w.engine, w.weight_precision)
-        memory = stream_bytes_per_token(one, hw) / (hw.bandwidth_gbs * 1e9 * efficiency)
+        efficiency, overhead = fit.constants(w.engine, memory, w.weight_precision)
+        reading = stream_bytes_per_token(one, hw) / (hw.bandwidth_gbs * 1e9 * efficiency)
         ttft = None
         if hw.compute_peak(w.weight_precision) is not None and w.input_len > 0:
-            ttft = prefill_seconds(w=one, hw=hw, c=serving, requests=1, link=AllReduce()) + memory + overhead
+            ttft = prefill_seconds(w=one, hw=hw, c=serving, requests=1, link=AllReduce()) + reading + overhead
             ttft = ttft if math.isfinite(ttft) else None
-        return SingleStream(1.0 / (memory + overhead + talk), count, memory, overhead, talk, ttft)
+        return SingleStream(1.0 / (reading + overhead + talk), count, reading, overhead, talk, ttft)
     return None
