@@ -455,8 +455,3 @@ def measured_note(*, measured: LlmMeasured) -> str:
     return (
         _("measured %(value)s tokens/s for one stream on %(count)d GPU(s), %(model)s: %(source)s (n = %(n)d)") % values
     )
-
-
-def llm_model_default() -> LlmModel:
-    """The constants before any fit is stored."""
-    return LlmModel(ServingConstants(), StreamFit())
