@@ -147,11 +147,14 @@ def test_the_fit_api_serves_405b_as_tensorrt_llm_measures_it_and_deepseek_does_n
     eight = next(c for c in h200["counts"] if c["count"] == 8)
     # TensorRT-LLM's performance overview: 3,330 output tokens/s on 8 x H200 at 1000/1000.
     assert 0.75 * 3330 <= eight["throughput_per_s"] <= 1.25 * 3330
-    body = client.get("/api/v1/fit/", {"model": "deepseek-v3", "precision": "fp8"}).json()
-    for slug in ("h100-sxm5-80-gb", "a100-sxm4-80-gb"):
-        plan = next(p for p in body["plans"] if p["gpu"]["slug"] == slug)
-        assert plan["gpus_needed"] is None, slug
-        assert not any(c["fits"] for c in plan["counts"]), slug
+    # Nor as one stream or for a fixed number of users: every LLM job fits in the memory the GPU
+    # exposes less the runtime reserve.
+    for job in ({}, {"users": "8"}, {"serving": "single"}):
+        body = client.get("/api/v1/fit/", {"model": "deepseek-v3", "precision": "fp8", **job}).json()
+        for slug in ("h100-sxm5-80-gb", "a100-sxm4-80-gb"):
+            plan = next(p for p in body["plans"] if p["gpu"]["slug"] == slug)
+            assert plan["gpus_needed"] is None, (slug, job)
+            assert not any(c["fits"] for c in plan["counts"]), (slug, job)
 
 
 def test_405b_fp8_at_maximum_throughput_is_one_answer_on_the_rankings_api_and_both_fit_apis(  # type: ignore[no-untyped-def]
