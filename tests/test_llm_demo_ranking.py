@@ -90,8 +90,8 @@ def test_more_speed_per_user_costs_more_per_million_tokens(demo, size):
 
 def test_llama_70b_one_stream_on_h100_stays_where_the_measurement_is(demo):
     """llama.cpp's H100 PCIe row for one stream, against the single-stream model's estimate."""
-    landmarks = {(m.use_case, m.gpu_name): m for m in llm_landmarks(stream=stream_fit_current())}
-    chat = landmarks[("llm-chat", "H100 PCIe 80 GB")]
+    landmarks = {(m.size, m.gpu_name): m for m in llm_landmarks(stream=stream_fit_current())}
+    chat = landmarks[("70b", "H100 PCIe 80 GB")]
     assert chat.measured == pytest.approx(25.03) and math.isclose(chat.estimate or 0, 25.03, rel_tol=0.25)
 
 

@@ -42,7 +42,14 @@ def llm_outside_catalogue() -> list[OutsideLine]:
     return out
 
 
-_LANDMARKS = (("llm-chat", "70b", "4bit", ("h100-pcie-80-gb", "h100-sxm5-80-gb", "h200-sxm-141-gb")),)
+# One stream at 4 bits on the GPUs people ask about: GeForce cards of three generations, the RTX PRO
+# 6000 (the RTX 5090's bandwidth, no catalogue tensor figures), the H100 and H200, the DGX Spark.
+_LANDMARKS = (
+    ("llm-chat", "8b", "4bit", ("geforce-rtx-3090", "geforce-rtx-4090", "geforce-rtx-5090",
+                                "rtx-pro-6000-blackwell-server", "h100-sxm5-80-gb", "gb10")),
+    ("llm-chat", "70b", "4bit", ("geforce-rtx-3090", "geforce-rtx-4090", "geforce-rtx-5090", "h100-pcie-80-gb",
+                                 "h100-sxm5-80-gb", "h200-sxm-141-gb")),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,7 @@ class Landmark:
 
 
 def llm_landmarks(*, stream: StreamFit) -> list[Landmark]:
-    """One stream of the 70B class on H100 and H200: the single-stream estimate beside the best
-    measured figure."""
+    """One stream on the landmark GPUs: the single-stream estimate beside the best measured figure."""
     out = []
     for use_case, size, family, slugs in _LANDMARKS:
         gpus = list(Gpu.objects.with_related().filter(slug__in=slugs))

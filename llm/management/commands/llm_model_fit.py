@@ -74,7 +74,7 @@ class Command(BaseCommand):
         for key, cell in sorted(stream.errors.items()):
             self.stdout.write(f"  leave one GPU out, {key:18} n={cell['n']:4} median {cell['median_pct']:5.1f} % "
                               f"p90 {cell['p90_pct']:5.1f} %")  # fmt: skip
-        self.stdout.write("Llama 3 70B class, one stream, on H100 / H200 (estimate, measured best):")
+        self.stdout.write("one stream at 4 bits on landmark GPUs (estimate, measured best):")
         for landmark in llm_landmarks(stream=stream):
             self.stdout.write(f"  {landmark.line()}")
         self.stdout.write(
