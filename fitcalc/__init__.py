@@ -6,7 +6,7 @@ The calculator itself is pure functions over plain data (no Django, no database)
 * :mod:`fitcalc.configs` - a decoder's shapes counted from its config.json.
 * :mod:`fitcalc.memory` - :func:`memory_estimate` -> :class:`MemoryBreakdown` (GiB, itemised).
 * :mod:`fitcalc.plan` - :func:`fit_plan` over GPUs x counts 1/2/4/8; :func:`buy_vs_rent`.
-* :mod:`fitcalc.llm` - LLM inference per GPU count with the calibrated model (``llm.estimate``).
+* :mod:`fitcalc.llm` - LLM inference per GPU count (one stream, a fixed number of users) on the serving model (``llm.serving``).
 * :mod:`fitcalc.request` - :class:`FitRequest`, everything one answer needs, with its defaults.
 
 Around it, the Django side: :mod:`fitcalc.forms` validates each input; :mod:`fitcalc.selectors`

@@ -1,55 +1,43 @@
-"""LLM inference in the fit calculator: the calibrated model at each GPU count, anchored on a
-measurement where one exists. Pure: plain numbers in, plain numbers out.
+"""LLM inference in the fit calculator where the serving answers do not cover the job: one
+stream, and a fixed number of users. Pure: plain numbers in, plain numbers out, on the one LLM
+model (``llm.serving``) with the constants of the newest stored fit.
 
 Batched serving of a model the serving model knows, at full load, is not computed here: the
 calculator reads the serving model's answers (``fitcalc.selectors.gpu_facts._serving_inputs``),
-the rankings' figures. This module answers one stream and a fixed number of users.
-
-The model is ``llm.estimate`` (fitted to MLPerf Inference and llama.cpp measurements; its
-leave-one-GPU-out error is on /llm-model/). This module feeds it the calculator's own job (the
-model's exact weight bytes, KV cache bytes per token, context and users) and says what more GPUs
-buy.
+the rankings' figures. This module feeds the serving model the calculator's own job (its exact
+weight bytes, KV cache format, lengths and users) and says what more GPUs buy.
 
 One stream (``single``)
-    llama.cpp's default splits the layers across the GPUs: they work one after the other, so the
-    stream runs at one GPU's bandwidth whatever the count (``split="layer"``). More GPUs only add
-    memory. XiongjieDai's llama.cpp table shows it: Llama 3 70B Q4_K_M on RTX 4090s generates
-    19.1, 18.8 and 18.8 tokens/s on 2, 4 and 8 cards. Each token's hidden state is handed across
-    the stage boundaries (``llm.serving.comm.layer_split_token_seconds``).
+    ``llm.serving.single_stream``: batch-1 decode from memory bandwidth at the engine class's
+    fitted efficiency (llama.cpp). llama.cpp's default splits the layers across the GPUs: they
+    work one after the other, so the stream runs at one GPU's bandwidth whatever the count; more
+    GPUs only add memory, and each token's hidden state is handed across the stage boundaries
+    (``llm.serving.comm.layer_split_token_seconds``). XiongjieDai's llama.cpp table shows it:
+    Llama 3 70B Q4_K_M on RTX 4090s generates 19.1, 18.8 and 18.8 tokens/s on 2, 4 and 8 cards.
 
-Batched serving (``batched``)
-    The calibrated serving step: ``(weight bytes + batch x KV bytes) / (eff_bw x bandwidth x t) +
-    2 x active parameters x batch / (eff_serving x peak x t)`` for a tensor-parallel group of
-    ``t`` GPUs. The batch is ``users`` when given, else as many sequences as the memory left after
-    the weights holds, up to the model's cap per GPU ("full load", the regime of MLPerf's Offline
-    test). ``n`` GPUs run ``n / t`` replicas of a ``t``-GPU group; the calculator takes the group
-    size (a power of two, at most 8 in one host) that makes the most tokens.
+A fixed number of users (``batched`` with ``users``), or full load of a model the serving model
+has no shape of
+    The serving curve (``llm.serving.physics.point_at``) at concurrency = the users each replica
+    serves: ``n`` GPUs run ``n / t`` replicas of a ``t``-GPU tensor-parallel group; the calculator
+    takes the group size (a power of two, at most 8 in one host) that makes the most tokens. A
+    split whose KV cache cannot hold its users is not a plan; at full load a replica serves as
+    many sequences as its memory holds. A group of several GPUs needs its link's all-reduce
+    figure: a link the catalogue has no figure for gives no estimate above one GPU.
 
-    Every step of a group of several GPUs also waits for two all-reduces per layer of the batch's
-    activations, priced by ``llm.serving.comm`` from the GPUs' link (NVLink-class fabric, PCIe
-    GPU to GPU, or PCIe staged through host memory on consumer cards, with nccl-tests figures)
-    and scaled by the fitted communication factor of that link, as on the LLM rankings. A link
-    the catalogue has no figure for is not priced, and the note says so.
+Memory is the serving model's: what the GPU exposes less the runtime reserve.
 
-Error
-    An estimate carries the model's leave-one-GPU-out error; when its configuration lies outside
-    the measured range (``llm.estimate.coverage``: no calibration row of its vendor, architecture,
-    multi-GPU link or tensor format) it carries the larger error the model makes when it
-    extrapolates, and the reasons.
-
-Measured figures first
+Measured figures first (one stream)
     A measurement of the same GPU, size class and weight-format family anchors the model: the
     figure for this job is ``measured x model(job) / model(measured configuration)``, so the
     measurement sets the level and the model carries it to this model, context and GPU count.
     The basis is "measured" when that factor is within 5% of 1 and "measured-scaled" otherwise.
-    Batched measurements (MLPerf Offline) are full-load figures: they anchor full-load jobs only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -57,16 +45,24 @@ from django.utils.translation import gettext_lazy
 from fitcalc.memory import GIB, MemoryBreakdown, kv_cache_bytes
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm.estimate.constants import LlmConstants
-from llm.estimate.coverage import Coverage, Regime, configuration_of
-from llm.estimate.model import compute_peak, decode_seconds_per_token, serving_tokens_per_s
-from llm.serving.comm import GpuLink, layer_split_token_seconds, tensor_parallel_step_seconds
+from llm.question import AUTO_ENGINE, engine_for_vendor
+from llm.serving.comm import GpuLink, layer_split_token_seconds
+from llm.serving.physics import (
+    AllReduce,
+    Hardware,
+    ServingConstants,
+    Workload,
+    communication_seconds,
+    max_concurrency,
+    point_at,
+)
 from llm.serving.shapes import ModelShape
 from llm.serving.shapes import bytes_per_weight as llm_bytes_per_weight
+from llm.serving.single_stream import StreamFit, single_stream_compute
 
 SERVING = "batched"
 ONE_STREAM = "single"
-#: The calculator's weight formats as llm.estimate names them (its efficiencies are per group).
+#: The calculator's weight formats as the serving model names them.
 LLM_PRECISION = {
     "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "q8_0": "int8",
     "int4": "int4", "gptq": "int4", "awq": "int4", "q4_k_m": "int4", "mxfp4": "fp4",
@@ -80,71 +76,103 @@ PRECISION_FAMILY = {
 MAX_GROUP = 8
 #: Within this factor of 1, a measurement carried to the job by the model still reads "measured".
 MEASURED_TOLERANCE = 0.05
+#: One stream runs on llama.cpp's engine class, as the chat ranking's measurements do.
+STREAM_ENGINE = "llama.cpp"
 
 
 @dataclass(frozen=True)
-class LlmShape:
-    """A decoder as the model needs it: parameters (billions), layers, hidden size, weight bytes
-    per parameter, KV cache bytes per token (every layer), and the weight format."""
+class JobModel:
+    """A calculator model as the serving model reads its shape (``physics.ModelShapeLike``): the
+    KV cache as ``kv_heads`` ways tensor parallelism can split it of ``head_dim`` keys and as many
+    values each (a compressed latent, as DeepSeek's MLA: one head of half the latent's width)."""
 
     name: str
     total_params_b: float
     active_params_b: float
     layers: int
     hidden: int
+    kv_heads: int
+    head_dim: int
+    heads: int = 0
+    experts: int = 0
+    active_experts: int = 0
+
+
+@dataclass(frozen=True)
+class LlmShape:
+    """A decoder at a weight format: the shape, bytes per weight (scales included), the weight
+    format as the serving model names it and bytes per KV value (None: the engine's default)."""
+
+    model: JobModel | ModelShape
     bytes_per_weight: float
-    kv_bytes_per_token: float
     weight_precision: str
+    kv_bytes: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    def workload(self, *, input_len: int, output_len: int, tp: int = 1, engine: str) -> Workload:
+        return Workload(self.model, self.weight_precision, self.bytes_per_weight, input_len, output_len, tp=tp,
+                        kv_bytes=self.kv_bytes, engine=engine)  # fmt: skip
 
 
 def llm_shape_of_job(*, model: ModelSpec, breakdown: MemoryBreakdown) -> LlmShape | None:
-    """The calculator's job: its exact weight bytes (scales, 16-bit embeddings) and KV bytes per
-    token (sliding windows, latent attention, the KV format), averaged over the context."""
+    """The calculator's job: its exact weight bytes (scales, 16-bit embeddings) and KV values (the
+    KV format, latent attention)."""
     if not (model.layers and model.hidden and model.params) or breakdown.precision.value not in LLM_PRECISION:
         return None
+    values = model.kv_values_per_token_layer or (
+        2 * model.kv_heads * model.head_dim if model.kv_heads and model.head_dim else None
+    )
     kv = kv_cache_bytes(model=model, context=breakdown.context, sequences=1, kv_precision=breakdown.kv_cache_precision)
-    return LlmShape(
+    if not values or not kv:
+        return None
+    shards = max(1, model.kv_shards or model.kv_heads or 1)
+    shape = JobModel(
         name=model.name,
         total_params_b=model.params / 1e9,
         active_params_b=model.compute_params / 1e9,
         layers=model.layers,
         hidden=model.hidden,
-        bytes_per_weight=breakdown.weights_gib * GIB / model.params,
-        kv_bytes_per_token=(kv or 0.0) / breakdown.context,
-        weight_precision=LLM_PRECISION[breakdown.precision.value],
+        kv_heads=shards,
+        head_dim=max(1, round(values / (2 * shards))),
+        heads=model.heads or 0,
+        experts=model.experts or 0,
+        active_experts=model.experts_active or 0,
     )
+    # Bytes per value over the context: sliding windows keep fewer tokens in some layers.
+    kv_value = kv / (breakdown.context * model.layers * values)
+    return LlmShape(shape, breakdown.weights_gib * GIB / model.params, LLM_PRECISION[breakdown.precision.value],
+                    kv_value)  # fmt: skip
 
 
-def llm_shape_of_measured(*, shape: ModelShape, precision: str, quant: str, mode: str) -> LlmShape:
-    """A measured configuration, as llm.estimate's fit sees it (8-bit KV cache beside weights of a
-    byte or less when batched; 16-bit otherwise)."""
-    weight_bytes = llm_bytes_per_weight(precision=precision, quant=quant)
-    kv_value_bytes = 1.0 if mode == SERVING and weight_bytes <= 1.0 else 2.0
-    return LlmShape(
-        name=shape.name,
-        total_params_b=shape.total_params_b,
-        active_params_b=shape.active_params_b,
-        layers=shape.layers,
-        hidden=shape.hidden,
-        bytes_per_weight=weight_bytes,
-        kv_bytes_per_token=2.0 * shape.layers * shape.kv_heads * shape.head_dim * kv_value_bytes,
-        weight_precision=precision,
-    )
+def llm_shape_of_measured(*, shape: ModelShape, precision: str, quant: str) -> LlmShape:
+    """A measured configuration (the engine's default KV format)."""
+    return LlmShape(shape, llm_bytes_per_weight(precision=precision, quant=quant), precision)
 
 
 @dataclass(frozen=True)
 class LlmGpu:
-    """Datasheet figures of one GPU model: memory (GiB), bandwidth (GB/s), dense tensor TFLOPS by
-    precision (llm.estimate's keys, "fp16_nontensor" the vector rate), the link between cards
-    (``llm.serving.comm.gpu_link``; None: not priced), and vendor and architecture slugs (for
-    the measured range)."""
+    """One GPU model as the serving model reads it (``physics.Hardware``), the link between cards
+    (``llm.serving.comm.catalogue_link``; None: no figure) and its vendor (the engine class)."""
 
-    memory_gib: float
-    bandwidth_gbs: float | None
-    tensor_tflops: Mapping[str, float | None]
+    hardware: Hardware
     link: GpuLink | None = None
     vendor: str = ""
-    architecture: str = ""
+    memory: str = "other"  # llm.serving.single_stream.memory_family
+
+    @property
+    def batched_engine(self) -> str:
+        return engine_for_vendor(AUTO_ENGINE, self.vendor)
+
+
+@dataclass(frozen=True)
+class LlmModel:
+    """The stored fit's constants the calculator reads: the serving model's and the single stream's."""
+
+    serving: ServingConstants
+    stream: StreamFit
 
 
 @dataclass(frozen=True)
@@ -162,13 +190,14 @@ class LlmRate:
     bound: str
     link_kind: str = "single"
     comm_s: float = 0.0
-    compute_precision: str = ""
+    engine: str = ""
 
     @property
     def configuration(self) -> str:
-        """The configuration class of the measured range (llm.estimate.coverage)."""
-        split = "layer" if self.bound == ONE_STREAM_BOUND else "tensor"
-        return configuration_of(gpu_count=self.group, split=split, link_kind=self.link_kind)
+        """single, layer (one stream split by layers), or the link kind of a tensor-parallel group."""
+        if self.bound == ONE_STREAM_BOUND:
+            return "single" if self.count <= 1 else "layer"
+        return "single" if self.group <= 1 else self.link_kind
 
 
 ONE_STREAM_BOUND = "one stream"
@@ -180,59 +209,15 @@ def _link_kind(link: GpuLink | None, gpus: int) -> str:
     return link.kind(gpus) if link is not None else "unknown"
 
 
-def _group_rate(
-    *,
-    gpu: LlmGpu,
-    shape: LlmShape,
-    group: int,
-    context: int,
-    users: int | None,
-    benchmark: str,
-    constants: LlmConstants,
-) -> LlmRate | None:
-    """One tensor-parallel group's tokens/s (``count`` = ``group``), its batch, what binds it and
-    its communication per step."""
-    peak = compute_peak(gpu.tensor_tflops, weight_precision=shape.weight_precision)
-    if peak is None or not gpu.bandwidth_gbs:
+def group_link(link: GpuLink | None, gpus: int) -> AllReduce | None:
+    """The datasheet all-reduce figure of ``gpus`` GPUs over their link; None above one GPU when
+    the catalogue has no figure for it (communication is never free)."""
+    if gpus <= 1:
+        return AllReduce()
+    bus = link.bus_gbs(gpus) if link is not None else None
+    if link is None or bus is None:
         return None
-    if users is not None:
-        # The calculator's own memory check has decided that the users' caches fit: the batch is theirs.
-        constants = replace(
-            constants,
-            serving_max_batch_per_gpu=max(1, math.ceil(users / group)),
-            memory_usable_fraction=1.0,
-            serving_reserve_gib=0.0,
-        )
-    kind = _link_kind(gpu.link, group)
-    factor = constants.communication(kind)
-
-    def talk(batch: int) -> float:
-        if gpu.link is None or group <= 1:
-            return 0.0
-        seconds = tensor_parallel_step_seconds(
-            link=gpu.link, gpus=group, tokens=batch, layers=shape.layers, hidden=shape.hidden
-        )
-        return 0.0 if seconds is None else seconds * factor
-
-    step = serving_tokens_per_s(
-        memory_gib=gpu.memory_gib,
-        bandwidth_gbs=gpu.bandwidth_gbs,
-        peak_tflops=peak[0],
-        total_weight_bytes=shape.total_params_b * 1e9 * shape.bytes_per_weight,
-        active_params_b=shape.active_params_b,
-        kv_bytes_per_token_=shape.kv_bytes_per_token,
-        gpu_count=group,
-        context_tokens=context,
-        benchmark=benchmark,
-        communication_s=talk,
-        constants=constants,
-    )
-    if step is None:
-        return None
-    rate, batch = step.tokens_per_s, step.batch
-    if users is not None and batch > users:  # the cap rounded the users up to a multiple of the group
-        rate, batch = rate * users / batch, users
-    return LlmRate(rate, group, group, 1, batch, step.bound, kind, step.communication_s, peak[1])
+    return AllReduce(bus_gbs=bus, latency_s=link.latency_s(gpus))
 
 
 def llm_rate(
@@ -241,55 +226,81 @@ def llm_rate(
     shape: LlmShape,
     mode: str,
     count: int,
-    context: int,
+    input_len: int,
+    output_len: int,
     users: int | None,
-    benchmark: str,
-    constants: LlmConstants,
+    model: LlmModel,
 ) -> LlmRate | None:
-    """The calibrated model's figure for ``count`` GPUs (module docstring); None without the
-    datasheet figures, or when not one sequence fits beside the weights."""
-    if not gpu.bandwidth_gbs:
+    """The serving model's figure for ``count`` GPUs (module doc); None without the datasheet
+    figures, or when the job does not fit."""
+    hw = gpu.hardware
+    if not hw.bandwidth_gbs:
         return None
     if mode == ONE_STREAM:
-        hand_over = (
-            layer_split_token_seconds(link=gpu.link, gpus=count, hidden=shape.hidden) if gpu.link is not None else None
-        )
-        if count <= 1:
-            hand_over = 0.0
-        seconds = decode_seconds_per_token(
-            bandwidth_gbs=gpu.bandwidth_gbs,
-            active_weight_bytes=shape.active_params_b * 1e9 * shape.bytes_per_weight,
-            kv_bytes=shape.kv_bytes_per_token * context / 2,  # the context grows to its end: half on average
-            layers=shape.layers,
-            weight_precision=shape.weight_precision,
-            gpu_count=count,
-            split="layer",
-            communication_s=hand_over or 0.0,
-            constants=constants,
-        )
-        kind = "single" if count <= 1 else ("unknown" if hand_over is None else _link_kind(gpu.link, 2))
-        return LlmRate(1.0 / seconds, count, count, 1, 1, ONE_STREAM_BOUND, kind, hand_over or 0.0)
+        link = gpu.link
+        stream = single_stream_compute(
+            w=shape.workload(input_len=input_len, output_len=output_len, engine=STREAM_ENGINE),
+            hw=hw,
+            fit=model.stream,
+            serving=model.serving,
+            memory=gpu.memory,
+            gpus=count,
+            handover_s=lambda n: None if link is None else layer_split_token_seconds(link=link, gpus=n,
+                                                                                    hidden=shape.model.hidden),
+        )  # fmt: skip
+        if stream is None:
+            return None
+        kind = _link_kind(gpu.link, 2) if count > 1 else "single"
+        return LlmRate(stream.tokens_per_s, count, count, 1, 1, ONE_STREAM_BOUND, kind, stream.handover_s,
+                       STREAM_ENGINE)  # fmt: skip
+    engine = gpu.batched_engine
     best: LlmRate | None = None
     group = 1
     while group <= min(count, MAX_GROUP):
         if count % group == 0:
-            replicas = count // group
-            per_replica = None if users is None else max(1, math.ceil(users / replicas))
-            found = _group_rate(
-                gpu=gpu,
-                shape=shape,
-                group=group,
-                context=context,
-                users=per_replica,
-                benchmark=benchmark,
-                constants=constants,
-            )
-            if found is not None:
-                candidate = replace(found, per_s=found.per_s * replicas, count=count, replicas=replicas)
-                if best is None or candidate.per_s > best.per_s * (1 + 1e-9):
-                    best = candidate
+            found = _group_rate(gpu=gpu, shape=shape, group=group, count=count, input_len=input_len,
+                                output_len=output_len, users=users, constants=model.serving,
+                                engine=engine)  # fmt: skip
+            if found is not None and (best is None or found.per_s > best.per_s * (1 + 1e-9)):
+                best = found
         group *= 2
     return best
+
+
+def _group_rate(
+    *,
+    gpu: LlmGpu,
+    shape: LlmShape,
+    group: int,
+    count: int,
+    input_len: int,
+    output_len: int,
+    users: int | None,
+    constants: ServingConstants,
+    engine: str,
+) -> LlmRate | None:
+    """``count`` GPUs as replicas of ``group`` GPUs: the serving curve's point at the users each
+    replica serves (full load: as many as its memory holds)."""
+    link = group_link(gpu.link, group)
+    if link is None:
+        return None
+    hw = gpu.hardware
+    if hw.compute_peak(shape.weight_precision) is None:
+        return None
+    w = shape.workload(input_len=input_len, output_len=output_len, tp=group, engine=engine)
+    limit = max_concurrency(w, hw, constants)
+    if limit < 1:
+        return None
+    replicas = count // group
+    batch = limit if users is None else max(1, math.ceil(users / replicas))
+    if batch > limit:
+        return None  # the users' caches do not fit beside the weights in this split
+    point = point_at(w=w, hw=hw, c=constants, batch=batch, link=link)
+    total = point.tokens_per_s_per_gpu * count
+    if users is not None and batch * replicas > users:  # the last replica serves fewer
+        total *= users / (batch * replicas)
+    return LlmRate(total, count, group, replicas, batch, point.bound, _link_kind(gpu.link, group),
+                   communication_seconds(w, link, batch), engine)  # fmt: skip
 
 
 LINK_LABELS = {
@@ -315,9 +326,7 @@ def llm_rate_note(rate: LlmRate, *, mode: str) -> str:
             "batch": rate.batch,
             "bound": BOUND_LABELS.get(rate.bound, rate.bound),
         }
-    if rate.link_kind == "unknown":
-        text += _("; the link between these GPUs is not in the catalogue: communication is not counted")
-    elif rate.comm_s and mode == ONE_STREAM:
+    if rate.comm_s and mode == ONE_STREAM:
         text += _("; %(us).0f µs per token handing over between GPUs over %(link)s") % {
             "us": rate.comm_s * 1e6,
             "link": LINK_LABELS.get(rate.link_kind, rate.link_kind),
@@ -332,37 +341,44 @@ def llm_rate_note(rate: LlmRate, *, mode: str) -> str:
 
 BOUND_LABELS = {
     "memory bandwidth": gettext_lazy("bound by memory bandwidth"),
-    "KV-cache memory": gettext_lazy("bound by the memory left for the KV cache"),
-    "tensor throughput": gettext_lazy("bound by tensor throughput"),
-    "communication": gettext_lazy("bound by communication between the GPUs"),
+    "compute": gettext_lazy("bound by tensor throughput"),
+    "overhead": gettext_lazy("bound by the engine's time per step"),
+    "all-reduce": gettext_lazy("bound by communication between the GPUs"),
 }
 
 
 @dataclass(frozen=True)
 class LlmError:
-    """The model's error for this job: ``inside`` the measured range, ``outside`` it (0.2 = 20%),
-    and the range (``llm.estimate.coverage``; None: every estimate counts as inside)."""
+    """The model's held-out error for this job (0.2 = 20 %): of the single-stream points of its
+    engine class (one stream), or of the serving model's points of the scenario, inside or outside
+    the measured range (batched)."""
 
-    inside: float | None = None
-    outside: float | None = None
-    coverage: Coverage | None = None
-    kind: str = "serving"  # the coverage's use case: serving | decode
+    one_stream: float | None = None
+    stream: StreamFit | None = None  # the stored single-stream fit: its groups are the measured range
+    serving: Mapping[bool, float | None] | None = None
+    serving_regimes: frozenset[tuple[str, str, str]] = frozenset()
 
-    def of(self, *, gpu: LlmGpu, rate: LlmRate) -> tuple[float | None, tuple[str, ...]]:
+    def of(self, *, gpu: LlmGpu, rate: LlmRate, mode: str) -> tuple[float | None, tuple[str, ...]]:
         """(typical error, reasons it lies outside the measured range) of one estimate."""
-        if self.coverage is None:
-            return self.inside, ()
-        regime = Regime(self.kind, gpu.vendor, gpu.architecture, rate.configuration,
-                        rate.compute_precision if self.kind == "serving" else "")  # fmt: skip
-        reasons = self.coverage.outside(regime)
-        return (self.outside if reasons and self.outside is not None else self.inside), reasons
+        if mode == ONE_STREAM:
+            inside = self.stream is None or self.stream.key(STREAM_ENGINE, gpu.memory, "int4") != "*"
+            return self.one_stream, () if inside else ("engine",)
+        regime = (gpu.hardware.hardware_class, rate.engine, "tp" if rate.group > 1 else "single")
+        inside = not self.serving_regimes or regime in self.serving_regimes
+        error = (self.serving or {}).get(inside)
+        if inside:
+            return error, ()
+        if not any(r[0] == regime[0] for r in self.serving_regimes):
+            return error, ("architecture",)
+        if not any(r[:2] == regime[:2] for r in self.serving_regimes):
+            return error, ("engine",)
+        return error, ("configuration",)
 
 
 @dataclass(frozen=True)
 class LlmMeasured:
-    """A measured figure of one GPU model: ``tokens_per_s`` per GPU (batched, full load) or of the
-    stream (one stream), on ``gpu_count`` GPUs; ``n`` results or systems behind it; ``shape``,
-    ``context`` and ``benchmark`` describe the measured configuration to the model."""
+    """A measured one-stream figure of one GPU model on ``gpu_count`` GPUs; ``n`` results behind
+    it; ``shape`` and the lengths describe the measured configuration to the model."""
 
     tokens_per_s: float
     gpu_count: int
@@ -370,8 +386,8 @@ class LlmMeasured:
     source: str
     url: str
     shape: LlmShape
-    context: int
-    benchmark: str = ""
+    input_len: int
+    output_len: int
 
 
 def llm_count_rates(
@@ -380,70 +396,55 @@ def llm_count_rates(
     shape: LlmShape,
     mode: str,
     counts: tuple[int, ...],
-    context: int,
+    input_len: int,
+    output_len: int,
     users: int | None,
-    benchmark: str,
-    constants: LlmConstants,
+    model: LlmModel,
     measured: LlmMeasured | None = None,
     error: LlmError | None = None,
 ) -> dict[int, CountRate]:
-    """The rate of each GPU count: the model's estimate with its error (``error``: the model's
-    leave-one-GPU-out error inside and outside the measured range), or the measurement carried to
-    the job by the model (module docstring)."""
+    """The rate of each GPU count: the model's estimate with its held-out error, or (one stream)
+    the measurement carried to the job by the model (module doc)."""
     error = error or LlmError()
     scaling = "layer-split" if mode == ONE_STREAM else "tensor-parallel"
     anchor: LlmRate | None = None
-    if measured is not None and (mode == ONE_STREAM or users is None):
-        anchor = llm_rate(
-            gpu=gpu,
-            shape=measured.shape,
-            mode=mode,
-            count=measured.gpu_count,
-            context=measured.context,
-            users=None,
-            benchmark=measured.benchmark,
-            constants=constants,
-        )
+    if measured is not None and mode == ONE_STREAM:
+        anchor = llm_rate(gpu=gpu, shape=measured.shape, mode=mode, count=measured.gpu_count,
+                          input_len=measured.input_len, output_len=measured.output_len, users=None,
+                          model=model)  # fmt: skip
     out: dict[int, CountRate] = {}
     for count in counts:
         kind = "single" if count == 1 else scaling
-        estimate = llm_rate(
-            gpu=gpu,
-            shape=shape,
-            mode=mode,
-            count=count,
-            context=context,
-            users=users,
-            benchmark=benchmark,
-            constants=constants,
-        )
+        estimate = llm_rate(gpu=gpu, shape=shape, mode=mode, count=count, input_len=input_len,
+                            output_len=output_len, users=users, model=model)  # fmt: skip
         if estimate is None:
-            out[count] = CountRate(None, "none", kind, _("the model finds no room for a sequence beside the weights"))
+            out[count] = CountRate(None, "none", kind, _no_rate_note(gpu=gpu, count=count, mode=mode))
             continue
         how = llm_rate_note(estimate, mode=mode)
         if anchor is None or measured is None:
-            typical, outside = error.of(gpu=gpu, rate=estimate)
-            note = _("estimated by the calibrated model: %(how)s") % {"how": how}
+            typical, outside = error.of(gpu=gpu, rate=estimate, mode=mode)
+            note = _("estimated by the serving model: %(how)s") % {"how": how}
             out[count] = CountRate(estimate.per_s, "estimated", kind, note, typical, outside, estimate.configuration)
             continue
-        total = measured.tokens_per_s * (measured.gpu_count if mode == SERVING else 1)
         factor = estimate.per_s / anchor.per_s
         basis = "measured" if abs(factor - 1) <= MEASURED_TOLERANCE else "measured-scaled"
-        note = measured_note(measured=measured, mode=mode)
+        note = measured_note(measured=measured)
         if basis == "measured-scaled":
             note += _(
-                "; × %(factor).2f by the calibrated model for %(model)s, %(context)d-token context on %(count)d GPU(s)"
-            ) % {
-                "factor": factor,
-                "model": shape.name,
-                "context": context,
-                "count": count,
-            }
-        out[count] = CountRate(total * factor, basis, kind, f"{note}; {how}", configuration=estimate.configuration)
+                "; × %(factor).2f by the serving model for %(model)s, %(context)d-token context on %(count)d GPU(s)"
+            ) % {"factor": factor, "model": shape.name, "context": input_len + output_len, "count": count}
+        out[count] = CountRate(measured.tokens_per_s * factor, basis, kind, f"{note}; {how}",
+                               configuration=estimate.configuration)  # fmt: skip
     return out
 
 
-def measured_note(*, measured: LlmMeasured, mode: str) -> str:
+def _no_rate_note(*, gpu: LlmGpu, count: int, mode: str) -> str:
+    if count > 1 and (gpu.link is None or gpu.link.bus_gbs(2 if mode == ONE_STREAM else count) is None):
+        return _("no estimate above one GPU: the catalogue has no figure for the link between these GPUs")
+    return _("the model finds no room for a sequence beside the weights")
+
+
+def measured_note(*, measured: LlmMeasured) -> str:
     values = {
         "value": f"{measured.tokens_per_s:,.4g}",
         "count": measured.gpu_count,
@@ -451,8 +452,6 @@ def measured_note(*, measured: LlmMeasured, mode: str) -> str:
         "source": measured.source,
         "n": measured.n,
     }
-    if mode == SERVING:
-        return _("measured %(value)s tokens/s per GPU on %(count)d GPU(s), %(model)s: %(source)s (n = %(n)d)") % values
     return (
         _("measured %(value)s tokens/s for one stream on %(count)d GPU(s), %(model)s: %(source)s (n = %(n)d)") % values
     )

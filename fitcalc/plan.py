@@ -18,7 +18,7 @@ memory_gib`` (the GPU's total memory as the caller states it; nothing else is su
 Time and cost
 -------------
 The rate of n GPUs is the caller's figure for that count where it gives one
-(``GpuFacts.count_rates``: LLM inference from the calibrated model, whose one stream gains
+(``GpuFacts.count_rates``: LLM inference from the serving model, whose one stream gains
 nothing from more GPUs; training with its communication priced over the GPU's link, measured
 where the client measured it: fitcalc.parallel). Otherwise
 ``throughput_per_s`` is one GPU's rate (tokens or samples per second; measured, or the
@@ -64,7 +64,7 @@ DEFAULT_AMORTISATION_MONTHS = 36.0
 #: How the rate of n GPUs was reached: one GPU; training communication priced with the all-reduce
 #: bandwidth measured on that GPU, count and link (fitcalc.parallel); priced from the link's datasheet
 #: figures ("modelled"); the assumed 90% per doubling (link unknown); one stream split by layers (no
-#: speed-up); batched serving by the calibrated model.
+#: speed-up); batched serving by the serving model.
 SCALINGS = ("single", "measured", "modelled", "assumed", "layer-split", "tensor-parallel")
 
 
@@ -74,7 +74,7 @@ class CountRate:
     ``throughput_per_s x speedup``. ``basis``: measured / measured-scaled / estimated / none;
     ``scaling``: one of :data:`SCALINGS`; ``note``: how it was reached, for people;
     ``typical_error`` of an estimate (0.2 = 20%), larger when ``outside`` gives reasons it lies
-    outside the range the model was fitted on (``llm.estimate.coverage.REASONS``)."""
+    outside the range the model was fitted on (architecture, engine, configuration)."""
 
     per_s: float | None
     basis: str

@@ -34,7 +34,7 @@ from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 
 TRANSFORMER_KINDS = ("decoder", "encoder")
 #: Batched serving without a number of users runs at full load: as many sequences as the memory
-#: left after the weights holds (up to the calibrated model's cap per GPU), as MLPerf's Offline
+#: left after the weights holds (up to the serving model's cap), as MLPerf's Offline
 #: test does. Memory and fit are then those of one sequence beside the weights.
 FULL_LOAD_SEQUENCES = 1
 

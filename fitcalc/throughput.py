@@ -2,7 +2,7 @@
 
 :func:`throughput_resolve` is ``(GPU facts, job) -> Throughput`` (rate, unit, basis, note, typical
 error). Decoder inference (LLM serving and one stream) is not here: its rate depends on the GPU
-count, and ``fitcalc.llm`` computes it with the calibrated model of ``llm.estimate``.
+count, and ``fitcalc.llm`` computes it with the serving model (``llm.serving``).
 
 Throughput of one GPU (tokens/s for transformers, samples/s for image models)
 ------------------------------------------------------------------------------

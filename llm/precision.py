@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm.estimate.model import kv_bytes_per_token
 from llm.serving.shapes import MODEL_SHAPES, bytes_per_weight
 
 CORRECTIONS_FILE = Path(__file__).resolve().parent / "data" / "precision_corrections.json"
@@ -102,7 +101,12 @@ def fits_in_memory(
         return None
     kv_gb = (
         sequence_tokens
-        * kv_bytes_per_token(layers=shape.layers, kv_heads=shape.kv_heads, head_dim=shape.head_dim)
+        # Keys and values of every layer at 16 bits (the check's most generous format).
+        * 2.0
+        * shape.layers
+        * shape.kv_heads
+        * shape.head_dim
+        * 2.0
         / 1e9
     )
     memory_gb = memory_gib * GIB * gpu_count / 1e9

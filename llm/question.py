@@ -87,6 +87,14 @@ def target_parse(
     return number_parse(value, field=field, bounds=TOKENS_PER_S_PER_USER)
 
 
+def engine_for_vendor(engine: str, vendor_slug: str) -> str:
+    """The engine class batched serving on a GPU of this vendor assumes: ``engine``, or (auto)
+    TensorRT-LLM on NVIDIA GPUs and vLLM/SGLang elsewhere (TensorRT-LLM runs on NVIDIA GPUs only)."""
+    if engine == AUTO_ENGINE:
+        return "tensorrt-llm" if vendor_slug == "nvidia" else "vllm-sglang"
+    return "vllm-sglang" if engine == "tensorrt-llm" and vendor_slug != "nvidia" else engine
+
+
 def cost_per_million_output_tokens(
     *, price_per_gpu_hour: float | None, tokens_per_s_per_gpu: float | None
 ) -> float | None:
@@ -155,9 +163,7 @@ class ServingQuestion:
     def engine_for(self, vendor_slug: str) -> str:
         """The engine class a GPU's answer assumes: the question's, or (auto) TensorRT-LLM on NVIDIA
         GPUs and vLLM/SGLang elsewhere (TensorRT-LLM runs on NVIDIA GPUs only)."""
-        if self.engine == AUTO_ENGINE:
-            return "tensorrt-llm" if vendor_slug == "nvidia" else "vllm-sglang"
-        return "vllm-sglang" if self.engine == "tensorrt-llm" and vendor_slug != "nvidia" else self.engine
+        return engine_for_vendor(self.engine, vendor_slug)
 
     def precision_for(self, tensor: Mapping[str, float | None]) -> str:
         """The weight format a GPU runs: the fixed one, or the family's best the GPU has a tensor

@@ -12,16 +12,26 @@ from decimal import Decimal
 import pytest
 
 from fitcalc import PRESETS, GpuFacts, fit_plan, memory_estimate
-from fitcalc.llm import LlmGpu, llm_rate, llm_shape_of_job
+from fitcalc.llm import LlmGpu, LlmModel, llm_rate, llm_shape_of_job
 from fitcalc.memory import GIB
 from fitcalc.plan import per_gpu_memory_gib
 from fitcalc.presets import PUBLISHED_FIGURES
 from fitcalc.quant import GPTQ_AWQ_BITS
 from fitcalc.throughput import model_flops_per_token
-from llm.estimate.constants import constants_default
+from llm.serving.comm import GpuLink
+from llm.serving.physics import Hardware, ServingConstants
+from llm.serving.single_stream import StreamFit
 
 # Test figures of an H100-like card (datasheet numbers, chosen for easy arithmetic).
-H100_LIKE = LlmGpu(memory_gib=80.0, bandwidth_gbs=3350.0, tensor_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9})
+H100_LIKE = LlmGpu(
+    Hardware(
+        memory_gib=80.0,
+        bandwidth_gbs=3350.0,
+        tensor_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
+        hardware_class="hopper",
+    )
+)
+MODEL = LlmModel(ServingConstants(), StreamFit({"llama.cpp": 0.7}, {"llama.cpp": 0.25}, {"llama.cpp": 10}))
 
 
 def _half_unit(printed: str) -> float:
@@ -97,20 +107,19 @@ def test_moe_one_stream_reads_only_the_active_experts() -> None:
     spec = PRESETS["qwen3-30b-a3b"]
     one = memory_estimate(model=spec, mode="inference", precision="bf16", batch=1, context=1024)
     shape = llm_shape_of_job(model=spec, breakdown=one)
-    assert shape is not None and shape.active_params_b == pytest.approx(spec.active_params / 1e9)
-    constants = constants_default()
-    rate = llm_rate(
-        gpu=H100_LIKE, shape=shape, mode="single", count=1, context=1024, users=None, benchmark="", constants=constants
-    )
+    assert shape is not None and shape.model.active_params_b == pytest.approx(spec.active_params / 1e9)
+    rate = llm_rate(gpu=H100_LIKE, shape=shape, mode="single", count=1, input_len=512, output_len=512, users=None,
+                    model=MODEL)  # fmt: skip
     assert rate is not None
-    seconds = (spec.active_params * shape.bytes_per_weight + shape.kv_bytes_per_token * 512) / (
-        constants.decode_efficiency("bf16") * 3350e9
-    ) + constants.decode_overhead_ms_per_layer / 1000 * spec.layers
-    assert rate.per_s == pytest.approx(1 / seconds)
-    # A dense model of the same total size reads all of it (plus the same overhead per layer): the MoE
-    # streams about twice as fast.
-    dense = 1 / (one.weights_gib * GIB / (constants.decode_efficiency("bf16") * 3350e9))
-    assert rate.per_s > 1.8 * dense
+    # The shared weights and the token's experts (k of E of the routed ones), and the KV cache at
+    # the average context (the prompt plus half the output), at 0.7 of the bandwidth, plus 0.25 ms.
+    routed = (spec.params - spec.active_params) / (1 - spec.experts_active / spec.experts)
+    touched = (spec.params - routed + routed * spec.experts_active / spec.experts) * shape.bytes_per_weight
+    kv = one.kv_cache_gib * GIB / 1024 * 768
+    assert rate.per_s == pytest.approx(1 / ((touched + kv) / (0.7 * 3350e9) + 0.25e-3), rel=0.01)
+    # A dense model of the same total size reads all of it: the MoE streams several times as fast.
+    dense = 1 / (one.weights_gib * GIB / (0.7 * 3350e9) + 0.25e-3)
+    assert rate.per_s > 3 * dense
 
 
 # --- quantisation formats and the KV cache ------------------------------------------------------
@@ -186,19 +195,20 @@ def test_batched_serving_shares_each_weight_read_among_the_users() -> None:
     breakdown = memory_estimate(model=spec, mode="inference", precision="fp8", batch=1, context=2048)
     shape = llm_shape_of_job(model=spec, breakdown=breakdown)
     assert shape is not None
-    constants = constants_default()
-    # Two cards: the weights and 32 users' caches fit (fitcalc.plan decides that; the model takes it).
-    common = {"gpu": H100_LIKE, "shape": shape, "count": 2, "context": 2048, "benchmark": "", "constants": constants}
-    single = llm_rate(mode="single", users=None, **common)
-    batched = llm_rate(mode="batched", users=32, **common)
+    # Two cards on NVLink: the weights and 32 users' caches fit in a tensor-parallel pair.
+    fabric = GpuLink(pcie_gbs=63.0, fabric_gbs=900.0, fabric_gpus=8, fabric_link="nvlink")
+    gpu = LlmGpu(H100_LIKE.hardware, link=fabric, vendor="nvidia")
+    common = {"gpu": gpu, "shape": shape, "count": 2, "input_len": 1024, "output_len": 1024, "model": MODEL}
+    single = llm_rate(mode="single", users=None, **common)  # type: ignore[arg-type]
+    batched = llm_rate(mode="batched", users=32, **common)  # type: ignore[arg-type]
     assert single is not None and batched is not None
     assert (batched.batch, batched.group, batched.replicas) == (32, 2, 1)
     # 32 users share each step's read of the 70.6 GB of FP8 weights, and tensor parallelism adds the
     # two cards' bandwidths where one stream split by layers runs at one card's: at most 32 x 2 as fast.
     assert 16 < batched.per_s / single.per_s < 64
-    # One stream: 72.6 GB of FP8 weights (16-bit embeddings) read per token at the fitted share of
-    # 3.35 TB/s, plus the fitted overhead per layer: under 30 tokens/s.
-    assert 20 < single.per_s < 35
+    # One stream: 72.6 GB of FP8 weights (16-bit embeddings) read per token at 0.7 of 3.35 TB/s,
+    # plus 0.25 ms a step: about 32 tokens/s.
+    assert 25 < single.per_s < 35
 
 
 # --- ranking ------------------------------------------------------------------------------------

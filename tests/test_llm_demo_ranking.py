@@ -10,8 +10,8 @@ import pytest
 
 from dashboard.selectors.ranking_params import ranking_params_from_query
 from dashboard.selectors.ranking_rows import RankingRow
-from llm.selectors.figures import llm_model_state
 from llm.selectors.model_page import llm_landmarks
+from llm.selectors.single_stream import stream_fit_current
 from tests.support import ranking_by_slug
 
 pytestmark = pytest.mark.django_db
@@ -88,22 +88,18 @@ def test_more_speed_per_user_costs_more_per_million_tokens(demo, size):
     assert compared >= 10
 
 
-def test_llama_70b_on_h100_h200_b200_stays_where_the_measurements_are(demo):
-    """MLPerf's H200 and B200 rows for Llama 2 70B, llama.cpp's H100 PCIe row for one stream."""
-    landmarks = {(m.use_case, m.gpu_name): m for m in llm_landmarks(constants=llm_model_state().constants)}
-    for name in ("H200 SXM 141 GB", "B200", "H100 SXM5 80 GB"):
-        mark = landmarks[("llm-serving", name)]
-        assert mark.measured and mark.estimate, name
-        assert math.isclose(mark.estimate, mark.measured, rel_tol=0.25), (name, mark.estimate, mark.measured)
-    chat = landmarks[("llm-chat", "H100 PCIe 80 GB")]
+def test_llama_70b_one_stream_on_h100_stays_where_the_measurement_is(demo):
+    """llama.cpp's H100 PCIe row for one stream, against the single-stream model's estimate."""
+    landmarks = {(m.size, m.gpu_name): m for m in llm_landmarks(stream=stream_fit_current())}
+    chat = landmarks[("70b", "H100 PCIe 80 GB")]
     assert chat.measured == pytest.approx(25.03) and math.isclose(chat.estimate or 0, 25.03, rel_tol=0.25)
 
 
 def test_no_page_or_api_read_fits_a_model(demo, client, monkeypatch) -> None:
     """The fits are stored when their inputs change; a read only reads them. Every fitter is made
     to fail, then the LLM pages and API reads are requested."""
-    import llm.estimate.fit
     import llm.serving.fit
+    import llm.serving.single_stream
     from llm.models import ServingModelFit
 
     assert ServingModelFit.objects.newest() is not None, "load_demo stores a fit"
@@ -111,7 +107,7 @@ def test_no_page_or_api_read_fits_a_model(demo, client, monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a read called a model fitter")
 
-    monkeypatch.setattr(llm.estimate.fit, "least_squares", refuse)
+    monkeypatch.setattr(llm.serving.single_stream, "stream_fit", refuse)
     monkeypatch.setattr(llm.serving.fit, "least_squares", refuse)
     for url in (
         "/?use_case=llm-serving&model_size=70b",

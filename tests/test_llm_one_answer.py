@@ -147,8 +147,40 @@ def test_the_fit_api_serves_405b_as_tensorrt_llm_measures_it_and_deepseek_does_n
     eight = next(c for c in h200["counts"] if c["count"] == 8)
     # TensorRT-LLM's performance overview: 3,330 output tokens/s on 8 x H200 at 1000/1000.
     assert 0.75 * 3330 <= eight["throughput_per_s"] <= 1.25 * 3330
-    body = client.get("/api/v1/fit/", {"model": "deepseek-v3", "precision": "fp8"}).json()
-    for slug in ("h100-sxm5-80-gb", "a100-sxm4-80-gb"):
-        plan = next(p for p in body["plans"] if p["gpu"]["slug"] == slug)
-        assert plan["gpus_needed"] is None, slug
-        assert not any(c["fits"] for c in plan["counts"]), slug
+    # Nor as one stream or for a fixed number of users: every LLM job fits in the memory the GPU
+    # exposes less the runtime reserve.
+    for job in ({}, {"users": "8"}, {"serving": "single"}):
+        body = client.get("/api/v1/fit/", {"model": "deepseek-v3", "precision": "fp8", **job}).json()
+        for slug in ("h100-sxm5-80-gb", "a100-sxm4-80-gb"):
+            plan = next(p for p in body["plans"] if p["gpu"]["slug"] == slug)
+            assert plan["gpus_needed"] is None, (slug, job)
+            assert not any(c["fits"] for c in plan["counts"]), (slug, job)
+
+
+def test_405b_fp8_at_maximum_throughput_is_one_answer_on_the_rankings_api_and_both_fit_apis(  # type: ignore[no-untyped-def]
+    demo, client: Client
+) -> None:
+    # One question (Llama 3.1 405B, FP8, 1,000/1,000 tokens, maximum throughput) asked of the rankings
+    # API, /api/v1/fit/serving/ and /api/v1/fit/: on the H200 the same count, tokens/s per GPU, basis
+    # and $ per million output tokens; and on eight H200s what TensorRT-LLM measures (3,330 tokens/s).
+    query = {"use_case": "llm-serving", "model_size": "405b", "interactivity": "max", "precision": "8bit"}
+    rows = client.get("/api/v1/rankings/", query).json()["results"]
+    row = next(r for r in rows if r["gpu"] == "h200-sxm-141-gb")
+    assert row["llm_precision"] == "fp8" and row["perf"] and row["cost_per_million_tokens"]
+    count = row["llm_gpu_count"]
+    serving = client.get("/api/v1/fit/serving/", {"model": "llama-3.1-405b", "precision": "fp8", "target": "max",
+                                                  "input_len": "1000", "output_len": "1000"}).json()  # fmt: skip
+    options = {o["gpu_count"]: o for o in serving["options"] if o["gpu"] == "h200-sxm-141-gb"}
+    assert options[count]["tokens_per_s_per_gpu"] == pytest.approx(row["perf"], rel=1e-3)
+    assert options[count]["basis"] == row["perf_basis"]
+    assert options[count]["cost_per_million_tokens_usd"] == pytest.approx(row["cost_per_million_tokens"], rel=1e-3)
+    fit = client.get("/api/v1/fit/", {"model": "llama-3.1-405b", "precision": "fp8"}).json()
+    plan = next(p for p in fit["plans"] if p["gpu"]["slug"] == "h200-sxm-141-gb")
+    counts = {c["count"]: c for c in plan["counts"]}
+    for n in (count, 8):
+        assert counts[n]["throughput_per_s"] / n == pytest.approx(options[n]["tokens_per_s_per_gpu"], rel=1e-3)
+        assert counts[n]["throughput_basis"] == options[n]["basis"]
+        cost = cost_per_million_output_tokens(price_per_gpu_hour=plan["gpu"]["price_per_gpu_hour"],
+                                              tokens_per_s_per_gpu=counts[n]["throughput_per_s"] / n)  # fmt: skip
+        assert cost == pytest.approx(options[n]["cost_per_million_tokens_usd"], rel=1e-3)
+    assert 0.75 * 3330 <= counts[8]["throughput_per_s"] <= 1.25 * 3330

@@ -21,9 +21,9 @@ import scipy.optimize
 from django.urls import reverse
 from django.utils import timezone
 
-import llm.estimate.fit
 import llm.services.serving_fit
 import llm.serving.fit
+import llm.serving.single_stream
 from catalog.models import Gpu
 from dashboard.ranking.use_cases import USE_CASES
 from fitcalc.models import HfModel
@@ -55,7 +55,7 @@ def _work_functions() -> dict[str, Callable[..., Any]]:
         "huggingface_hub.file_download.get_hf_file_metadata": huggingface_hub.file_download.get_hf_file_metadata,
         "llm.serving.fit.constants_fit": llm.serving.fit.constants_fit,
         "llm.serving.fit.serving_fit_build": llm.serving.fit.serving_fit_build,
-        "llm.estimate.fit.constants_fit": llm.estimate.fit.constants_fit,
+        "llm.serving.single_stream.stream_fit": llm.serving.single_stream.stream_fit,
         "scipy.optimize.least_squares": scipy.optimize.least_squares,
         "llm.services.serving_fit.serving_model_refit": llm.services.serving_fit.serving_model_refit,
     }

@@ -107,7 +107,7 @@ class RankingRow:
     # Training use cases: measured data-parallel scaling at the largest GPU count that counts in the
     # rankings (dashboard/multi_gpu_maths.py); None where none is measured. Shown beside the figure, never part of it.
     scaling: MeasuredScaling | None = None
-    # LLM estimates outside the model's measured range (llm.estimate.coverage): the reasons
+    # LLM estimates outside the model's measured range (llm.serving): the reasons
     # (vendor, architecture, configuration, precision); estimate_error_pct is then the error the
     # model makes when it extrapolates. llm_configuration: single, layer, or the link of a
     # tensor-parallel split (fabric, pcie_p2p, pcie_host, unknown).

@@ -94,9 +94,10 @@ from dashboard.selectors.submitters import aggregate_fingerprints, distinct_subm
 from gpuatlas.data_version import data_versioned
 from llm.question import ServingQuestion, target_rate
 from llm.selectors.energy import power_curves_current, serving_choice_energy
-from llm.selectors.figures import LlmFigure, llm_model_state, llm_ranking_figures, llm_row_values
+from llm.selectors.figures import CHAT_ENGINE, LlmFigure, llm_ranking_figures, llm_row_values
 from llm.selectors.serving_points import serving_group_figures
 from llm.selectors.serving_target import ServingChoice, llm_serving_choices
+from llm.selectors.single_stream import stream_fit_current
 from llm.serving.answer import UNREACHABLE
 from llm.serving.energy import PowerCurve, electricity_per_million_tokens
 from llm.serving.shapes import SIZE_CLASSES
@@ -552,21 +553,16 @@ def _llm_read(
         figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
         power = power_curves_current() if params.mode == "buy" and params.kwh_price is not None else {}
         return LlmInputs(figures=figures, serving=serving, question=question, power_curves=power)
-    state = llm_model_state()
+    stream = stream_fit_current()
     figures = llm_ranking_figures(
-        use_case=uc.slug,
         size=params.model_size,
         precision_family=params.precision,
         include_all_rows=params.mlperf == "all",
         gpus=gpus,
         peaks_by_gpu=peaks_by_gpu,
-        state=state,
+        stream=stream,
     )
-    return LlmInputs(
-        figures=figures,
-        error_pct=state.constants.typical_error_pct.get("chat"),
-        outside_error_pct=state.constants.outside_error_pct.get("chat"),
-    )
+    return LlmInputs(figures=figures, error_pct=stream.error_pct(CHAT_ENGINE), outside_error_pct=stream.error_pct("*"))
 
 
 # Why a GPU has no row: no figure at all, or (LLM) the model does not fit on it; or the page asks
@@ -701,11 +697,7 @@ def _llm_values(
     choice = llm.serving.get(gpu.id)
     unreached = figure.basis == UNREACHABLE
     if figure.tokens_per_s is None and not unreached:
-        not_fitting = (
-            choice.does_not_fit
-            if choice is not None
-            else (figure.estimate is not None and figure.estimate.bound == "does not fit")
-        )
+        not_fitting = choice.does_not_fit if choice is not None else figure.bound == "does not fit"
         return _DOES_NOT_FIT if not_fitting else _NO_DATA
     if params.basis == "measured" and figure.basis != "measured":
         return _NOT_MEASURED

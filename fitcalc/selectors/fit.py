@@ -74,7 +74,7 @@ class FitResult:
             "max_hours": MAX_HOURS,
             "llm_model_fitted": llm.fitted if llm else None,
             "llm_typical_error": llm.typical_error if llm else None,
-            "llm_outside_error": llm.error.outside if llm else None,
+            "llm_outside_error": (llm.error.serving or {}).get(False) if llm else None,
         }
 
 

@@ -4,7 +4,7 @@
 by the chosen rule (``catalog.selectors.prices.gpu_rent_prices``: typical, the median of the
 providers' cheapest current on-demand offers, or the cheapest one; with provider, observation
 date and age), its purchase price, TDP, and its throughput in the job's unit: for LLM inference,
-the rate of each GPU count by the calibrated model, measured figures first
+the rate of each GPU count by the serving model, measured figures first
 (``fitcalc.selectors.llm_jobs``); for training, one GPU's rate by one method for every GPU (its
 fine-tuning ranking figure made a rate by the anchor GPU's measured FLOP rate: fitcalc.throughput)
 and the rate of each count with its communication priced over the GPU's link, measured where the
@@ -67,6 +67,7 @@ from llm.serving.answer import MEASURED
 from llm.serving.comm import catalogue_link
 from llm.serving.physics import ServingConstants
 from llm.serving.shapes import MODEL_SHAPES
+from llm.serving.single_stream import stream_usable_bytes
 
 # GpuFacts bounds (fitcalc.plan checks them): values outside are dropped, never passed on.
 _MAX_MEMORY_GIB = 1e5
@@ -280,7 +281,7 @@ def _lacks_format(precision: str, row: Mapping[str, Any], peaks: Mapping[str, fl
 GPU_COLUMNS = (
     "id", "slug", "name", "name_zh", "memory_gib", "memory_bandwidth_gbs", "tdp_w", "fp32_tflops", "fp16_tflops",
     "launch_price_usd", "variant", "segment", "interconnect_gbs", "scale_up_link", "scale_up_gpus",
-    "pcie_peer_to_peer", "bus_interface", "vendor__slug",
+    "pcie_peer_to_peer", "bus_interface", "vendor__slug", "memory_type",
     "architecture__slug", "architecture__tensor_core_generation", "architecture__supports_bf16",
     "architecture__supports_fp8",
 )  # fmt: skip
@@ -403,6 +404,17 @@ def _mfu_fields(mfu: TrainingMfu | None) -> dict[str, Any]:
     }
 
 
+def _llm_usable_gib(*, request: FitRequest, gpus: list[dict[str, Any]]) -> dict[int, float]:
+    """Memory per GPU an LLM job the serving answers do not cover may use, as the same model lets
+    it: one stream what the GPU exposes less the runtime reserve, batched serving also less the KV
+    pool's margin (``ServingConstants.usable_bytes``)."""
+    fit = serving_fit_current()
+    constants = fit.constants if fit is not None else ServingConstants()
+    if request.serving == "single":
+        return {g["id"]: stream_usable_bytes(float(g["memory_gib"] or 0.0), constants) / GIB for g in gpus}
+    return {g["id"]: constants.usable_bytes(float(g["memory_gib"] or 0.0)) / GIB for g in gpus}
+
+
 def _job_inputs(
     *, request: FitRequest, gpus: list[dict[str, Any]], rates: Any, counts: tuple[int, ...] = DEFAULT_COUNTS
 ) -> FitJobInputs:
@@ -412,6 +424,8 @@ def _job_inputs(
     peaks = _tensor_peaks(gpu_ids=gpu_ids)
     llm_inference = breakdown.is_inference and model.kind == "decoder"
     serving, serving_usable_gib = _serving_inputs(request=request, gpu_ids=gpu_ids, peaks=peaks, counts=counts)
+    if llm_inference and serving is None:
+        serving_usable_gib = _llm_usable_gib(request=request, gpus=gpus)
     training = breakdown.mode in TRAINING_MODES
     measured = {} if llm_inference else _measurements(gpu_ids=gpu_ids, model=model, breakdown=breakdown)
     mfus = training_mfus() if training else TrainingMfus()
@@ -436,7 +450,13 @@ def _job_inputs(
         },
         training=training,
         llm=llm_job_context(
-            model=model, breakdown=breakdown, serving=request.serving, users=request.users, gpu_ids=gpu_ids
+            model=model,
+            breakdown=breakdown,
+            serving=request.serving,
+            users=request.users,
+            gpu_ids=gpu_ids,
+            input_len=request.input_len,
+            output_len=request.output_len,
         )
         if llm_inference
         else None,
@@ -473,7 +493,7 @@ def _llm_rates(
     *, request: FitRequest, inputs: FitJobInputs, llm: LlmJobContext, gpu: dict[str, Any], counts: tuple[int, ...]
 ) -> GpuRates:
     """LLM inference: batched serving from the serving model's answers (the rankings' figures),
-    one stream and a fixed number of users from the calibrated model, measured figures first."""
+    one stream and a fixed number of users from the same model (fitcalc.llm), one stream anchored on measurements."""
     if inputs.serving is not None and gpu["id"] in inputs.serving:
         return _serving_rates(inputs.serving[gpu["id"]], counts=counts)
     gpu_peaks = inputs.peaks.get(gpu["id"], {})

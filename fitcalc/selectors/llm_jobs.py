@@ -1,23 +1,19 @@
-"""Reads for the fit calculator's LLM inference figures per GPU count (the calibrated model,
-measured figures first); training's multi-GPU rates are fitcalc.parallel's.
+"""Reads for the fit calculator's LLM inference figures per GPU count where the serving answers
+do not cover the job (one stream, a fixed number of users, a model the serving model has no
+shape of); training's multi-GPU rates are fitcalc.parallel's.
 
 LLM inference (``fitcalc.llm`` does the arithmetic):
 
-* the model's constants and its leave-one-GPU-out error are the live ones
-  (``llm.selectors.figures.llm_model_state``), as on the rankings and /llm-model/;
-* measured figures are the LLM rankings' (``llm.selectors.rows``): for batched serving the
-  median per GPU over the newest MLPerf round's systems (closed division, available systems) of
-  the job's size class and weight-format family; for one stream the figure the LLM chat ranking
-  shows for that size class and family (llama.cpp, Ollama's eval rate, the benchmark client).
-  Only presets that are members of a size class (``llm.serving.shapes.SIZE_CLASSES``) have them.
+* the constants and held-out errors are the newest stored fit's (``llm.selectors.serving``,
+  ``llm.selectors.single_stream``), as on the rankings and /llm-model/;
+* one stream is anchored on the figure the LLM chat ranking shows for the job's size class and
+  weight-format family (llama.cpp, Ollama's eval rate, the benchmark client). Only presets that
+  are members of a size class (``llm.serving.shapes.SIZE_CLASSES``) have one.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +24,11 @@ from fitcalc.llm import (
     ONE_STREAM,
     PRECISION_FAMILY,
     SERVING,
+    STREAM_ENGINE,
     LlmError,
     LlmGpu,
     LlmMeasured,
+    LlmModel,
     LlmShape,
     llm_count_rates,
     llm_shape_of_job,
@@ -39,11 +37,13 @@ from fitcalc.llm import (
 from fitcalc.memory import MemoryBreakdown
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm.estimate.constants import LlmConstants
-from llm.selectors.figures import _reference_benchmark, llm_model_state
-from llm.selectors.rows import LlmPoint, LlmRow, llm_points, llm_rows, mlperf_serving_figure
+from llm.selectors.rows import LlmPoint, LlmRow, llm_points, llm_rows
+from llm.selectors.serving import serving_fit_current
+from llm.selectors.single_stream import stream_fit_current
 from llm.serving.comm import catalogue_link
-from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES, model_size_class
+from llm.serving.physics import Hardware, ServingConstants, hardware_class
+from llm.serving.shapes import MODEL_SHAPES, model_size_class
+from llm.serving.single_stream import memory_family
 
 DDP_WORKLOAD = "transformer-train-ddp"
 
@@ -51,57 +51,15 @@ DDP_WORKLOAD = "transformer-train-ddp"
 # --- LLM inference ---------------------------------------------------------------------------
 
 
-def serving_benchmark(*, model: ModelSpec) -> str:
-    """The MLPerf benchmark whose fitted serving efficiency estimates this model: its size
-    class's, else that of the size class whose reference model is nearest in active parameters."""
-    size = model_size_class(model.slug) if model.slug in MODEL_SHAPES else None
-    if size:
-        return _reference_benchmark(size)
-    candidates = [
-        (abs(math.log(MODEL_SHAPES[c.reference].active_params_b * 1e9 / model.compute_params)), c.slug)
-        for c in SIZE_CLASSES.values()
-        if _reference_benchmark(c.slug)
-    ]
-    return _reference_benchmark(min(candidates)[1]) if candidates and model.compute_params > 0 else ""
-
-
-def _model_of(rows: Iterable[LlmRow]) -> str:
-    return statistics.mode(row.model for row in rows)
-
-
-def llm_measured_figures(
-    *, gpu_ids: list[int], model: ModelSpec, precision: str, mode: str, full_load: bool, constants: LlmConstants
-) -> dict[int, LlmMeasured]:
-    """gpu id -> the measured figure that anchors this job (module docstring). One query."""
+def llm_measured_figures(*, gpu_ids: list[int], model: ModelSpec, precision: str, mode: str) -> dict[int, LlmMeasured]:
+    """gpu id -> the measured one-stream figure that anchors this job (module doc). One query."""
     size = model_size_class(model.slug) if model.slug in MODEL_SHAPES else None
     family = PRECISION_FAMILY.get(precision)
-    if size is None or family is None or (mode == SERVING and not full_load):
+    if size is None or family is None or mode != ONE_STREAM:
         return {}
     precisions = PRECISION_FAMILIES[family][0]
     rows = [r for r in llm_rows(gpu_ids=gpu_ids) if model_size_class(r.model) == size]
     out: dict[int, LlmMeasured] = {}
-    if mode == SERVING:
-        by_gpu: dict[int, list[LlmRow]] = defaultdict(list)
-        for row in rows:
-            if row.kind == "serving" and row.default_basis and row.precision in precisions:
-                by_gpu[row.gpu_id].append(row)
-        for gpu_id, group in by_gpu.items():
-            figure = mlperf_serving_figure(group)
-            if figure is None:
-                continue
-            chosen = [r for r in group if r.comparison_key in figure.keys]
-            shape = MODEL_SHAPES[_model_of(chosen)]
-            out[gpu_id] = LlmMeasured(
-                tokens_per_s=figure.tokens_per_s,
-                gpu_count=figure.gpu_count,
-                n=figure.systems,
-                source=figure.label,
-                url=figure.url,
-                shape=llm_shape_of_measured(shape=shape, precision=figure.precision, quant="", mode=SERVING),
-                context=constants.serving_context_tokens,
-                benchmark=chosen[0].benchmark,
-            )
-        return out
     by_key: dict[tuple[int, str], LlmRow] = {(r.gpu_id, r.comparison_key): r for r in rows}
     best: dict[int, LlmPoint] = {}
     for point in llm_points(rows):
@@ -114,16 +72,17 @@ def llm_measured_figures(
             best[point.gpu_id] = point
     for gpu_id, point in best.items():
         row = by_key[(gpu_id, point.comparison_key)]
+        # The row's context is the average while generating: the prompt plus half the output.
+        half = max(1, row.context_tokens)
         out[gpu_id] = LlmMeasured(
             tokens_per_s=point.tokens_per_s,
             gpu_count=point.gpu_count,
             n=point.n,
             source=point.label,
             url=point.url,
-            shape=llm_shape_of_measured(
-                shape=MODEL_SHAPES[point.model], precision=point.precision, quant=row.quant, mode=ONE_STREAM
-            ),
-            context=max(1, row.context_tokens * 2),  # the row's context is the average while generating
+            shape=llm_shape_of_measured(shape=MODEL_SHAPES[point.model], precision=point.precision, quant=row.quant),
+            input_len=half,
+            output_len=half,
         )
     return out
 
@@ -156,9 +115,9 @@ class LlmJobContext:
     shape: LlmShape | None
     mode: str
     users: int | None
-    context: int
-    benchmark: str
-    constants: LlmConstants
+    input_len: int
+    output_len: int
+    model: LlmModel
     typical_error: float | None
     measured: Mapping[int, LlmMeasured]
     fitted: str
@@ -170,38 +129,45 @@ class LlmJobContext:
 
 
 def llm_job_context(
-    *, model: ModelSpec, breakdown: MemoryBreakdown, serving: str, users: int | None, gpu_ids: list[int]
+    *,
+    model: ModelSpec,
+    breakdown: MemoryBreakdown,
+    serving: str,
+    users: int | None,
+    gpu_ids: list[int],
+    input_len: int,
+    output_len: int,
 ) -> LlmJobContext:
-    """The live model state (a few queries while it is unchanged) and the measured figures (one)."""
-    state = llm_model_state()
-    constants = state.constants
+    """The stored fit (two queries) and the measured figures (one)."""
+    fit = serving_fit_current()
+    stream = stream_fit_current()
     mode = ONE_STREAM if serving == ONE_STREAM else SERVING
-    use_case = "chat" if mode == ONE_STREAM else "serving"
-    error_pct = constants.typical_error_pct.get(use_case)
-    outside_pct = constants.outside_error_pct.get(use_case, error_pct)
-    measured = llm_measured_figures(
-        gpu_ids=gpu_ids,
-        model=model,
-        precision=breakdown.precision.value,
-        mode=mode,
-        full_load=users is None,
-        constants=constants,
-    )
+    if mode == ONE_STREAM:
+        # One stream's context is the calculator's: the prompt and the output share it.
+        input_len = breakdown.context // 2
+        output_len = max(1, breakdown.context - input_len)
+    stream_error = stream.error_pct(STREAM_ENGINE)
+    serving_error = {
+        inside: fit.error_pct(scenario="concurrency" if users else "offline", engine="tensorrt-llm", inside=inside)
+        for inside in (True, False)
+    } if fit is not None else {}  # fmt: skip
+    typical = stream_error if mode == ONE_STREAM else serving_error.get(True)
+    stored = fit.constants if fit is not None else ServingConstants()
     return LlmJobContext(
         shape=llm_shape_of_job(model=model, breakdown=breakdown),
         mode=mode,
         users=users if mode == SERVING else 1,
-        context=breakdown.context,
-        benchmark=serving_benchmark(model=model),
-        constants=constants,
-        typical_error=None if error_pct is None else error_pct / 100,
-        measured=measured,
-        fitted=constants.fitted,
+        input_len=input_len,
+        output_len=output_len,
+        model=LlmModel(stored, stream),
+        typical_error=None if typical is None else typical / 100,
+        measured=llm_measured_figures(gpu_ids=gpu_ids, model=model, precision=breakdown.precision.value, mode=mode),
+        fitted=f"serving model fitted on {fit.points} points" if fit is not None else "",
         error=LlmError(
-            inside=None if error_pct is None else error_pct / 100,
-            outside=None if outside_pct is None else outside_pct / 100,
-            coverage=state.error.coverage,
-            kind="decode" if mode == ONE_STREAM else "serving",
+            one_stream=None if stream_error is None else stream_error / 100,
+            stream=stream,
+            serving={k: None if v is None else v / 100 for k, v in serving_error.items()},
+            serving_regimes=fit.regimes if fit is not None else frozenset(),
         ),
     )
 
@@ -225,10 +191,10 @@ def llm_job_facts(
         shape=job.shape,
         mode=job.mode,
         counts=counts,
-        context=job.context,
+        input_len=job.input_len,
+        output_len=job.output_len,
         users=None if job.mode == ONE_STREAM else job.users,
-        benchmark=job.benchmark,
-        constants=job.constants,
+        model=job.model,
         measured=measured,
         error=job.error,
     )
@@ -236,17 +202,18 @@ def llm_job_facts(
 
 
 def llm_gpu(*, row: Mapping[str, Any], peaks: Mapping[str, float | None]) -> LlmGpu:
-    """A catalogue row as the model reads it: dense tensor peaks plus the vector FP16 rate, the link
-    between cards (as the LLM rankings price it: llm.selectors.figures.gpu_link_for), vendor and
-    architecture."""
+    """A catalogue row as the serving model reads it (``llm.selectors.serving.serving_hardware``'s
+    figures from a row: dense tensor peaks, the vector FP16 rate where there is no tensor path),
+    the link between cards and the vendor."""
     tensor = dict(peaks)
-    tensor["fp16_nontensor"] = row.get("fp16_tflops")
-    link = catalogue_link(row)
-    return LlmGpu(
-        memory_gib=row["memory_gib"],
-        bandwidth_gbs=row["memory_bandwidth_gbs"],
+    tensor.setdefault("fp16_nontensor", row.get("fp16_tflops"))
+    hardware = Hardware(
+        memory_gib=float(row["memory_gib"] or 0.0),
+        bandwidth_gbs=float(row["memory_bandwidth_gbs"] or 0.0),
         tensor_tflops=tensor,
-        link=link,
-        vendor=row.get("vendor__slug") or "",
-        architecture=row.get("architecture__slug") or "",
+        hardware_class=hardware_class(
+            architecture=row.get("architecture__slug") or "", segment=row.get("segment") or ""
+        ),
     )
+    return LlmGpu(hardware=hardware, link=catalogue_link(row), vendor=row.get("vendor__slug") or "",
+                  memory=memory_family(row.get("memory_type") or ""))  # fmt: skip

@@ -63,7 +63,7 @@ class EnergyCurve:
     measured_on: dt.date
     run_uuid: uuid.UUID | None  # the submission the sweep came in, where it was one
     points: list[EnergyPoint] = field(default_factory=list)
-    size: str = ""  # the model's size class (llm.estimate.shapes.SIZE_CLASSES), empty outside them
+    size: str = ""  # the model's size class (llm.serving.shapes.SIZE_CLASSES), empty outside them
 
 
 _FIELDS = (

@@ -1,6 +1,7 @@
-"""Reads for the LLM method page (/llm-model/): the fitted constants and their error, the
-communication figures, the measured range, the 70B landmarks and the systems outside the
-catalogue."""
+"""Reads for the LLM method page (/llm-model/): the serving model's stored fit (constants,
+held-out error, intervals, measured range), the single-stream constants and their error, the
+communication figures, the 70B chat landmarks and the systems outside the catalogue. Nothing is
+fitted on a read."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from benchmarks_app.models import LabImportRow
-from catalog.models import Architecture, Gpu, TensorPeak, Vendor
-from llm.estimate.constants import LlmConstants
-from llm.estimate.loo import LooReport
+from catalog.models import Gpu, TensorPeak
 from llm.models import ServingModelFit
-from llm.selectors.figures import LlmModelState, llm_model_state, llm_ranking_figures
+from llm.selectors.figures import llm_ranking_figures
+from llm.selectors.serving import serving_fit_current
+from llm.selectors.single_stream import stream_fit_current
 from llm.serving import comm
+from llm.serving.fit import ServingFit
 from llm.serving.shapes import MODEL_SHAPES, SIZE_CLASSES
+from llm.serving.single_stream import StreamFit
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,14 @@ def llm_outside_catalogue() -> list[OutsideLine]:
     return out
 
 
+# One stream at 4 bits on the GPUs people ask about: GeForce cards of three generations, the RTX PRO
+# 6000 (the RTX 5090's bandwidth, no catalogue tensor figures), the H100 and H200, the DGX Spark.
 _LANDMARKS = (
-    ("llm-serving", "70b", "any", ("h100-sxm5-80-gb", "h200-sxm-141-gb", "b200")),
-    ("llm-chat", "70b", "4bit", ("h100-pcie-80-gb", "h100-sxm5-80-gb", "h200-sxm-141-gb")),
-)
+    ("llm-chat", "8b", "4bit", ("geforce-rtx-3090", "geforce-rtx-4090", "geforce-rtx-5090",
+                                "rtx-pro-6000-blackwell-server", "h100-sxm5-80-gb", "gb10")),
+    ("llm-chat", "70b", "4bit", ("geforce-rtx-3090", "geforce-rtx-4090", "geforce-rtx-5090", "h100-pcie-80-gb",
+                                 "h100-sxm5-80-gb", "h200-sxm-141-gb")),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,17 +71,16 @@ class Landmark:
         return f"{self.use_case} {self.size} {self.gpu_name}: estimated {estimate}; {measured}"
 
 
-def llm_landmarks(*, constants: LlmConstants) -> list[Landmark]:
-    """The 70B class on the GPUs the issue names: the estimate beside the best measured figure."""
+def llm_landmarks(*, stream: StreamFit) -> list[Landmark]:
+    """One stream on the landmark GPUs: the single-stream estimate beside the best measured figure."""
     out = []
-    state = LlmModelState(constants, LooReport({}, [], 0), 0)
     for use_case, size, family, slugs in _LANDMARKS:
         gpus = list(Gpu.objects.with_related().filter(slug__in=slugs))
         peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
         for peak in TensorPeak.objects.filter(gpu__in=gpus).values("gpu_id", "precision", "supported", "dense_tflops"):
             peaks[peak["gpu_id"]][peak["precision"]] = peak["dense_tflops"] if peak["supported"] else None
-        common = {"use_case": use_case, "size": size, "precision_family": family, "include_all_rows": False,
-                  "gpus": gpus, "peaks_by_gpu": peaks, "state": state}  # fmt: skip
+        common = {"size": size, "precision_family": family, "include_all_rows": False, "gpus": gpus,
+                  "peaks_by_gpu": peaks, "stream": stream}  # fmt: skip
         measured = llm_ranking_figures(**common)  # type: ignore[arg-type]
         estimated = llm_ranking_figures(**common, measured=False)  # type: ignore[arg-type]
         for gpu in sorted(gpus, key=lambda g: g.slug):
@@ -96,16 +102,15 @@ def llm_landmarks(*, constants: LlmConstants) -> list[Landmark]:
 
 @dataclass(frozen=True)
 class LinkFigure:
-    """A link kind's all-reduce figures (llm.serving.comm) and the factor fitted on it."""
+    """A link kind's all-reduce figures (llm.serving.comm), from nccl-tests, not fitted."""
 
     kind: str
     busbw_share: str  # share of the per-direction line rate, as the source gives it
     latency_us: float
     sources: tuple[str, ...]
-    fitted_factor: float | None
 
 
-def llm_link_figures(*, constants: LlmConstants) -> list[LinkFigure]:
+def llm_link_figures() -> list[LinkFigure]:
     host = ", ".join(f"{share:.2f} ({gpus} GPUs)" for gpus, share in sorted(comm.PCIE_HOST_BUSBW_SHARE.items()))
     shares = {"fabric": f"{comm.FABRIC_BUSBW_SHARE:.2f}", "pcie_p2p": f"{comm.PCIE_P2P_BUSBW_SHARE:.2f}",
               "pcie_host": host}  # fmt: skip
@@ -115,44 +120,56 @@ def llm_link_figures(*, constants: LlmConstants) -> list[LinkFigure]:
             shares[kind],
             (comm.FABRIC_LATENCY_S if kind == "fabric" else comm.PCIE_LATENCY_S) * 1e6,
             comm.SOURCES[kind],
-            constants.communication_factor.get(kind),
-        )
+        )  # fmt: skip
         for kind in ("fabric", "pcie_p2p", "pcie_host")
     ]
 
 
 @dataclass(frozen=True)
-class MeasuredRange:
-    """What the calibration rows of one use case contain (llm.estimate.coverage)."""
+class ErrorLine:
+    """One cell of the serving model's held-out error table: leaving out each ``check`` (a GPU or a
+    model) in turn, the points of ``group`` (a scenario or engine class) ``where`` (inside or
+    outside the measured range)."""
 
-    use_case: str  # serving | chat
-    vendors: list[str]
-    architectures: list[str]
-    configurations: list[str]  # configuration codes (layer, fabric, pcie_p2p ...)
-    precisions: list[str]  # "NVIDIA FP8", ...
-    error: float | None  # the error shown outside the range
-    typical: float | None
+    check: str
+    group: str
+    where: str
+    n: int
+    median_pct: float
+    p90_pct: float
 
 
-def llm_measured_ranges(*, state: LlmModelState) -> list[MeasuredRange]:
-    keys = state.error.coverage.keys
-    vendors = dict(Vendor.objects.values_list("slug", "name"))
-    architectures = dict(Architecture.objects.values_list("slug", "name"))
+def llm_serving_errors(fit: ServingFit | None) -> list[ErrorLine]:
+    if fit is None:
+        return []
+    return [
+        ErrorLine(check, group, where, int(c["n"]), float(c["median_pct"]), float(c["p90_pct"]))
+        for check, groups in fit.errors.items()
+        for group, cells in groups.items()
+        for where, c in sorted(cells.items())
+    ]
+
+
+@dataclass(frozen=True)
+class StreamLine:
+    """The single-stream constants of one engine class (and weight-format group), with the engine's
+    leave-one-GPU-out error."""
+
+    key: str
+    efficiency: float
+    overhead_ms: float
+    points: int
+    median_pct: float | None
+    p90_pct: float | None
+
+
+def llm_stream_lines(stream: StreamFit) -> list[StreamLine]:
     out = []
-    for use_case, kind in (("serving", "serving"), ("chat", "decode")):
-        of = [k for k in keys if k[1] == kind]
-        out.append(
-            MeasuredRange(
-                use_case,
-                sorted(vendors.get(k[2], k[2]) for k in of if k[0] == "vendor"),
-                sorted(architectures.get(k[2], k[2]) for k in of if k[0] == "architecture"),
-                # A link without catalogue figures is never inside the range (llm.estimate.coverage).
-                sorted(k[2] for k in of if k[0] == "configuration" and k[2] != "unknown"),
-                sorted(f"{vendors.get(k[2], k[2])} {k[3].upper()}" for k in of if k[0] == "precision"),
-                state.constants.outside_error_pct.get(use_case),
-                state.constants.typical_error_pct.get(use_case),
-            )
-        )
+    for key in sorted(stream.efficiency):
+        error = stream.errors.get(key.split("/")[0])
+        out.append(StreamLine(key, stream.efficiency[key], stream.overhead_ms[key], stream.points.get(key, 0),
+                              float(error["median_pct"]) if error else None,
+                              float(error["p90_pct"]) if error else None))  # fmt: skip
     return out
 
 
@@ -183,25 +200,37 @@ def llm_serving_intervals() -> list[IntervalLine]:
 
 @dataclass(frozen=True)
 class LlmModelPage:
-    state: LlmModelState
-    gpu_names: dict[str, str]
+    fitted_at: str
+    points: int
+    constants: dict[str, object]
+    errors: list[ErrorLine]
+    regimes: list[tuple[str, ...]]  # hardware class, engine class, configuration of the fitted points
+    stream: list[StreamLine]
     outside_catalogue: list[OutsideLine]
     landmarks: list[Landmark]
     size_classes: list[tuple[str, str, str]]  # slug, reference model, its source
     links: list[LinkFigure]
-    measured_ranges: list[MeasuredRange]
     intervals: list[IntervalLine]
 
 
 def llm_model_page() -> LlmModelPage:
-    """What the LLM method page shows: the fitted constants, the error, the communication
-    figures, the measured range, the systems outside the catalogue."""
-    state = llm_model_state()
-    slugs = {e.gpu_key for e in state.error.by_gpu}
-    names = {gpu.slug: gpu.display_name for gpu in Gpu.objects.filter(slug__in=slugs).only("slug", "name", "name_zh")}
+    """What the LLM method page shows, from the newest stored fit."""
+    fit = serving_fit_current()
+    stored = ServingModelFit.objects.newest()
+    stream = stream_fit_current()
     sizes = [
         (slug, MODEL_SHAPES[c.reference].name, MODEL_SHAPES[c.reference].source) for slug, c in SIZE_CLASSES.items()
     ]
-    return LlmModelPage(state, names, llm_outside_catalogue(), llm_landmarks(constants=state.constants), sizes,
-                        llm_link_figures(constants=state.constants), llm_measured_ranges(state=state),
-                        llm_serving_intervals())  # fmt: skip
+    return LlmModelPage(
+        fitted_at=f"{stored.fitted_at:%Y-%m-%d}" if stored else "",
+        points=fit.points if fit else 0,
+        constants=fit.constants.as_dict() if fit else {},
+        errors=llm_serving_errors(fit),
+        regimes=sorted(fit.regimes) if fit else [],
+        stream=llm_stream_lines(stream),
+        outside_catalogue=llm_outside_catalogue(),
+        landmarks=llm_landmarks(stream=stream),
+        size_classes=sizes,
+        links=llm_link_figures(),
+        intervals=llm_serving_intervals(),
+    )

@@ -8,12 +8,13 @@ are derived. It fits
   leave-one-GPU-out and leave-one-model-out error table, the reviewer's checks
   (``llm.serving.heldout``: a time split and leave one source, GPU, model out) and the 80 %
   intervals by kind of extrapolation they give, with their out-of-sample coverage, and
-* the one-stream and prefill constants of ``llm.estimate`` (chat and the rankings' older
-  figures) with their leave-one-GPU-out report,
+* the single-stream model (``llm.serving.single_stream``: each engine class's bandwidth
+  efficiency and step overhead at one sequence) on the measured single-stream points, with its
+  leave-one-GPU-out error, which chat and the calculator's one-stream jobs read,
 * the power curves per GPU class and model size class (``llm.serving.energy``) on every trusted
   point with a measured energy, which estimated energy per token is read from,
 
-and stores both in one ``ServingModelFit`` row. A read never fits: pages read the newest row.
+and stores them in one ``ServingModelFit`` row. A read never fits: pages read the newest row.
 When nothing changed since the newest row (same inputs digest), nothing is written.
 """
 
@@ -25,21 +26,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from gpuatlas.data_version import data_version_bump
 from gpuatlas.followups import followup_after_commit
-from llm.estimate.loo import loo_report_as_dict
 from llm.models import ServingModelFit
 from llm.selectors.energy import power_samples_for_fit
-from llm.selectors.figures import llm_model_compute, llm_model_inputs_fingerprint
 from llm.selectors.serving import serving_points_for_fit
+from llm.selectors.single_stream import stream_points_for_fit
 from llm.serving.energy import PowerSample, power_curves_fit
 from llm.serving.fit import MeasuredPoint
 from llm.serving.heldout import error_rows, serving_fit_checked
+from llm.serving.single_stream import StreamPoint, stream_fit
 
 # The time split: fit on what was published before, estimate what was published from this date on
 # (TensorRT-LLM's 1.0 and 1.1 tables, InferenceX, our client's runs; the 0.17 tables and llama.cpp
@@ -47,7 +47,7 @@ from llm.serving.heldout import error_rows, serving_fit_checked
 TIME_SPLIT = "2025-09-01"
 
 
-def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...], power: list[PowerSample]) -> str:
+def _digest(points: list[MeasuredPoint], streams: list[StreamPoint], power: list[PowerSample]) -> str:
     payload = [
         (p.gpu_key, p.model_key, p.scenario, p.tokens_per_s_per_gpu, p.tokens_per_s_per_user, p.concurrency,
          p.gpu_count, p.workload.weight_precision, p.workload.bytes_per_weight, p.workload.tp, p.workload.input_len,
@@ -55,7 +55,8 @@ def _digest(points: list[MeasuredPoint], legacy: tuple[Any, ...], power: list[Po
          p.link.bus_gbs)
         for p in points
     ]  # fmt: skip
-    text = json.dumps([payload, [str(x) for x in legacy], [asdict(s) for s in power]], sort_keys=True, default=str)
+    text = json.dumps([payload, [asdict(s) for s in streams], [asdict(s) for s in power]], sort_keys=True,
+                      default=str)  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -94,25 +95,25 @@ def serving_model_refit_after_write() -> None:
 
 
 def serving_model_refit(*, force: bool = False) -> ServingModelFit:
-    """Fit both models on the stored measurements and store them (module doc); returns the row the
+    """Fit the models on the stored measurements and store them (module doc); returns the row the
     pages read."""
     asked = _REFITS_ASKED.get()
     if asked:
         asked.clear()  # this fit covers every write that asked for one so far
     points = serving_points_for_fit()
-    legacy_inputs = llm_model_inputs_fingerprint()
+    streams = stream_points_for_fit()
     power_samples = power_samples_for_fit()
-    digest = _digest(points, legacy_inputs, power_samples)
+    digest = _digest(points, streams, power_samples)
     newest = ServingModelFit.objects.newest()
     if newest is not None and newest.inputs_digest == digest and not force:
         return newest
     fit, checks = serving_fit_checked(points, cutoff=TIME_SPLIT)
-    legacy = llm_model_compute()
+    single_stream = stream_fit(streams)
     serving = {**fit.constants.as_dict(), "measured_regimes": sorted(list(r) for r in fit.regimes)}
     power = {key: curve.as_dict() for key, curve in power_curves_fit(power_samples).items()}
     with transaction.atomic():
         stored = ServingModelFit.objects.create(
-            constants={"serving": serving, "estimate": legacy.constants.as_dict(), "power": power},
+            constants={"serving": serving, "single_stream": single_stream.as_dict(), "power": power},
             errors={
                 "serving": fit.errors,
                 "serving_checks": {
@@ -121,7 +122,6 @@ def serving_model_refit(*, force: bool = False) -> ServingModelFit:
                     "intervals": fit.intervals,
                     "coverage": fit.coverage.as_dict(),
                 },
-                "estimate": loo_report_as_dict(legacy.error),
             },  # fmt: skip
             fitted_at=timezone.now(),
             points=len(points),

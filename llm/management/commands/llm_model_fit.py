@@ -1,4 +1,4 @@
-"""python manage.py llm_model_fit [--write] [--gpus] [--points]"""
+"""python manage.py llm_model_fit [--points]"""
 
 from __future__ import annotations
 
@@ -7,27 +7,24 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from benchmarks_app.models import BenchmarkResult
-from llm.estimate.constants import CONSTANTS_PATH, constants_write
-from llm.selectors.figures import llm_model_state
 from llm.selectors.model_page import llm_landmarks
 from llm.selectors.rows import llm_points, llm_rows
 from llm.selectors.serving import serving_fit_from_stored, serving_points_for_fit
 from llm.services.serving_fit import serving_model_refit
 from llm.serving.fit import predict
 from llm.serving.shapes import SIZE_CLASSES
+from llm.serving.single_stream import StreamFit
 
 
 class Command(BaseCommand):
     help = (
-        "Fit the LLM serving model on every measured serving point and the one-stream estimate on every measured "
-        "row, store both (ServingModelFit), and print the serving model's leave-one-GPU-out and leave-one-model-out "
-        "error (median and 90th percentile of |estimate / measured - 1| per scenario and engine class, inside and "
-        "outside the measured range) and the estimate's leave-one-GPU-out error."
+        "Fit the LLM serving model (and its single-stream efficiencies) on every measured serving point, store the "
+        "fit (ServingModelFit), and print its leave-one-GPU-out and leave-one-model-out error (median and 90th "
+        "percentile of |estimate / measured - 1| per scenario and engine class, inside and outside the measured "
+        "range), the reviewer's checks, the intervals and the single-stream constants with their error."
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--write", action="store_true", help=f"store the fitted constants in {CONSTANTS_PATH}")
-        parser.add_argument("--gpus", action="store_true", help="list the error of every GPU")
         parser.add_argument("--points", action="store_true", help="list every serving point with its in-fit estimate")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -69,40 +66,16 @@ class Command(BaseCommand):
                 got = predict(point, fit.constants)
                 estimate = f"{got.tokens_per_s_per_gpu:9.1f}" if got else "   no fit"
                 self.stdout.write(f"  {point.tokens_per_s_per_gpu:9.1f} measured {estimate} estimate  {point.label}")
-        state = llm_model_state()
-        constants = state.constants
-        self.stdout.write(f"{constants.fitted}; observations by kind: {dict(constants.observations)}")
-        self.stdout.write("fitted constants:")
-        for name, value in constants.as_dict().items():
-            if name not in ("fitted", "fitted_on", "observations", "typical_error_pct", "outside_error_pct"):
-                self.stdout.write(f"  {name} = {value}")
-        self.stdout.write("leave-one-GPU-out error of the estimate against the figure the rankings show:")
-        for use_case, error in sorted(state.error.by_use_case.items()):
-            outside = (
-                f"{error.outside_median_error_pct:5.1f} %" if error.outside_median_error_pct is not None else "none"
-            )
-            self.stdout.write(
-                f"  {use_case:8} {error.gpus:3} GPUs ({error.rows} rows): median {error.median_error_pct:5.1f} % "
-                f"inside the measured range ({error.all_median_error_pct:5.1f} % over every GPU), worst "
-                f"{error.worst_error_pct:6.1f} % ({error.worst_gpu}); outside the range ({error.outside_gpus} GPU "
-                f"scores, {error.outside_classes} classes left out): median {outside}, shown as "
-                f"{error.outside_error_pct:5.1f} %"
-            )
-        if not state.error.by_use_case:
-            self.stdout.write("  no measured LLM rows: import MLPerf / llama.cpp results first")
-        if options["gpus"]:
-            for line in sorted(state.error.by_gpu, key=lambda e: (e.use_case, -e.median_error_pct)):
-                outside = (
-                    f"  outside ({line.outside_rows}: {', '.join(line.outside_reasons)})" if line.outside_rows else ""
-                )
-                self.stdout.write(
-                    f"  {line.use_case:8} {line.gpu_key:32} rows {line.rows:3}  median {line.median_error_pct:6.1f} %  "
-                    f"worst {line.worst_error_pct:6.1f} %{outside}  e.g. {line.example}"
-                )
-        self.stdout.write(
-            "Llama 3 70B class on H100 / H200 / B200 (estimate with the fitted constants, measured best):"
-        )
-        for landmark in llm_landmarks(constants=constants):
+        stream = StreamFit.from_dict(stored.constants.get("single_stream") or {})
+        self.stdout.write("single stream (batch-1 decode from bandwidth), per engine class / weight format:")
+        for key in sorted(stream.efficiency):
+            self.stdout.write(f"  {key:24} efficiency {stream.efficiency[key]:.3f}  step overhead "
+                              f"{stream.overhead_ms[key]:.3f} ms  ({stream.points.get(key, 0)} points)")  # fmt: skip
+        for key, cell in sorted(stream.errors.items()):
+            self.stdout.write(f"  leave one GPU out, {key:18} n={cell['n']:4} median {cell['median_pct']:5.1f} % "
+                              f"p90 {cell['p90_pct']:5.1f} %")  # fmt: skip
+        self.stdout.write("one stream at 4 bits on landmark GPUs (estimate, measured best):")
+        for landmark in llm_landmarks(stream=stream):
             self.stdout.write(f"  {landmark.line()}")
         self.stdout.write(
             f"catalogue GPUs with a trusted measured result (any workload): "
@@ -115,9 +88,6 @@ class Command(BaseCommand):
                 for size in SIZE_CLASSES
             ]
             self.stdout.write(f"{kind}: GPUs with a qualifying measured figure by model size: {', '.join(counts)}")
-        if options["write"]:
-            constants_write(constants=constants)
-            self.stdout.write(self.style.SUCCESS(f"constants written to {CONSTANTS_PATH}"))
 
 
 def _rounded(value: Any) -> Any:
