@@ -1,8 +1,8 @@
 """TensorRT-LLM's current perf overview (llm/data/trtllm/v1.1) for mixtures of experts served with
 the experts spread and attention data parallel (DEPn), each configuration left out of the fit
 that estimates it. Within 25 %: DeepSeek-R1 B200 DEP4 FP4, gpt-oss-120b H200 TP1 and B200 DEP2,
-Qwen3-235B-A22B H200 DEP4. Not yet: DeepSeek-R1 H200 DEP8 FP8 (+72 %), gpt-oss-120b H100 DEP4
-(+100 %), Qwen3-235B H100 DEP8 (+32 %); the model overestimates Hopper under DEP."""
+Qwen3-235B-A22B H200 DEP4 and H100 DEP8. Not yet: DeepSeek-R1 H200 DEP8 FP8 (+78 %), gpt-oss-120b
+H100 DEP4 (+101 %); the model overestimates those two Hopper DEP runs."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ REFERENCES = (  # model, GPU, GPUs, experts spread over, published output tokens
     ("gpt-oss-120b", "h200-sxm-141-gb", 1, 1, 6868),
     ("gpt-oss-120b", "b200", 2, 2, 25943),
     ("qwen3-235b-a22b", "h200-sxm-141-gb", 4, 4, 3288),
+    ("qwen3-235b-a22b", "h100-sxm5-80-gb", 8, 8, 1932),
 )
 
 

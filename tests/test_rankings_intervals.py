@@ -1,7 +1,7 @@
 """The LLM serving ranking's 80 % intervals, uncertain order and energy, as the page and
 /api/v1/rankings/ publish them: each estimated row's interval is its answer's held-out interval,
 the cost interval follows from it, the runs of adjacent rows whose intervals overlap are named under
-the table (in Chinese too), and buy mode with ``kwh_price`` puts each row's energy per token and
+the table and under the tier list (in Chinese too), and buy mode with ``kwh_price`` puts each row's energy per token and
 electricity per million tokens in the API's rows."""
 
 from __future__ import annotations
@@ -107,6 +107,12 @@ def test_estimated_rows_carry_their_answers_interval_and_the_order_says_where_it
     assert "80 % interval" in page and f"{first.perf_low:,.0f}" in page
     chinese = client.get("/", SERVING_70B, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert f"{spans} 的先后顺序不确定" in chinese
+    # The tier list answers the same question and says the same under its tiers, in both languages.
+    tiers = client.get("/tiers/", SERVING_70B).content.decode()
+    assert f"The order of {spans} is uncertain: their 80 % intervals overlap." in tiers
+    assert "The ranks are those of the ranking for the same question." in tiers
+    tiers_zh = client.get("/tiers/", SERVING_70B, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert f"{spans} 的先后顺序不确定" in tiers_zh and "名次即同一问题下排行榜中的名次" in tiers_zh
 
 
 def test_buy_mode_with_an_electricity_price_puts_the_energy_in_the_api_rows(demo, client: Client) -> None:  # type: ignore[no-untyped-def]

@@ -18,7 +18,8 @@ constants were fitted on:
 The 80 % interval of a kind is made from the held-out estimates of that kind, as
 ``estimate / measured``: centred (in log) on their median and as wide either way as the
 finite-sample conformal 80 % quantile (the ``ceil((n + 1) x 0.8)``-th smallest of ``n``) of how
-far each GPU's ratios fall from the median of the other GPUs' ratios. Taking each GPU's distance
+far each GPU's ratios fall from the median of the other GPUs' ratios, times ``sqrt(1 + 1 / G)`` for
+a centre estimated from ``G`` GPUs (the prediction interval of a new group). Taking each GPU's distance
 from the others, not from a centre it helped make, is what a GPU never measured sees: the points
 of one GPU share its bias, so percentiles of the pooled ratios would be too narrow for it. An
 estimate ``e`` of that kind reads ``[e / p90, e / p10]``. Its coverage is checked out of sample:
@@ -181,7 +182,11 @@ def interval_of(by_gpu: Mapping[str, Sequence[float]]) -> tuple[float, float] | 
     ordered = np.sort(np.asarray(scores))
     n = len(ordered)
     rank = min(n, math.ceil((n + 1) * INTERVAL_LEVEL))  # the finite-sample conformal rank
-    half = float(ordered[rank - 1])
+    # A GPU never measured is one more draw of a GPU's bias, and the centre it is read against was
+    # itself estimated from only len(logs) GPUs: its distance from that centre spreads by
+    # sqrt(1 + 1 / G) of the spread between GPUs (the prediction interval of a new group), which
+    # matters where a kind rests on three or four GPUs.
+    half = float(ordered[rank - 1]) * math.sqrt(1.0 + 1.0 / len(logs))
     center = float(np.median(np.concatenate(list(logs.values()))))
     return math.exp(center - half), math.exp(center + half)
 
