@@ -11,8 +11,10 @@ The file has changed layout between releases; all of these are read (``llm/data/
   the heading or on the line above the table. ``DEP<n>`` is attention data-parallel with the
   experts spread over the same ``n`` GPUs (``trtllm-bench --tp n --ep n`` with
   ``enable_attention_dp``), kept on the row as such;
-* an online-serving table: model, GPU, TP, input and output length, QPS (``INF``: unbounded), mean
-  TTFT and mean inter-token latency (ms), output tokens/s; precision from the sentence above it.
+* an online-serving table: model, GPU, TP, input and output length, QPS (``INF``: unbounded), the
+  requests completed per second, mean TTFT and mean inter-token latency (ms), output tokens/s;
+  precision from the sentence above it. A row whose offered rate kept fewer than one request in
+  flight is rate-limited (``TrtllmRow.rate_limited``).
 
 Units are read from the text above each table and the line right below it (``unit: output tokens
 per second per GPU``): a per-GPU unit (``tokens/sec/gpu``, "per GPU") is per GPU; anything else is
@@ -54,6 +56,27 @@ class TrtllmRow:
     itl_ms: float | None = None
     expert_parallel: int = 1  # GPUs the experts are spread over (DEP<n>: n)
     attention_data_parallel: bool = False  # DEP<n>: attention data-parallel over the n GPUs
+    requests_per_s: float | None = None  # serving: requests completed per second, as published
+
+    @property
+    def requests_in_flight(self) -> float | None:
+        """A serving row at a fixed rate: the requests in flight on average, by Little's law, the
+        completed rate (output tokens/s / output length) x a request's life (TTFT + (output - 1) x
+        ITL). None at an unbounded rate or without both latencies."""
+        if self.table != "serving" or self.qps is None or self.ttft_ms is None or self.itl_ms is None:
+            return None
+        rate = self.tokens_per_s_per_gpu * self.gpu_count / self.output_tokens
+        return rate * (self.ttft_ms + (self.output_tokens - 1) * self.itl_ms) / 1000.0
+
+    @property
+    def rate_limited(self) -> bool:
+        """The offered rate, not the GPUs, set the throughput: fewer than one request in flight on
+        average, so the GPUs idled between requests (the table serves every request offered: its
+        ``Tput(req/s)`` is the ``QPS``). Its output tokens/s is the offered rate x the output length,
+        below what even one request after another gives at its tokens/s per user: a lower bound on
+        what the configuration does, not a capacity."""
+        in_flight = self.requests_in_flight
+        return in_flight is not None and in_flight < 1.0
 
     @property
     def parallelism(self) -> str:
@@ -257,7 +280,7 @@ def _serving(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]:
     at = {
         "model": column("model"), "gpu": column("gpu"), "tp": column("tp"), "input": column("input"),
         "output": column("output length"), "qps": column("qps"), "ttft": column("ttft"), "itl": column("itl"),
-        "tput": column("output tput"),
+        "tput": column("output tput"), "requests": column("req/s"),
     }  # fmt: skip
     precision = _precision(table.context)
     out: list[TrtllmRow] = []
@@ -290,6 +313,7 @@ def _serving(table: _Table, *, version: str, per_gpu: bool) -> list[TrtllmRow]:
                 qps=None if qps_text == "INF" else _number(qps_text),
                 ttft_ms=_number(cells[at["ttft"]]),
                 itl_ms=_number(cells[at["itl"]]),
+                requests_per_s=_number(cells[at["requests"]]),
             )  # fmt: skip
         )
     return out

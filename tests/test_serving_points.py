@@ -194,6 +194,33 @@ def test_v017_wide_and_serving_tables():
     assert len(unbounded) == 12
 
 
+def test_serving_rows_with_fewer_than_one_request_in_flight_are_rate_limited():
+    """The 0.14.0 serving table's rows the held-out checks read +237 to +346 % off: LLaMA 3.1 8B at
+    467/16 on one H100 or H200 at 2 requests/s. The table served every request offered
+    (Tput(req/s) = QPS), and by Little's law only 0.19 to 0.25 were in flight: the GPU idled, the
+    32 output tokens/s are 2 x 16, not what the GPU does at 7 ms per token (one request after
+    another: 16 / (0.019 + 15 x 0.007) = 129 tokens/s)."""
+    rows = trtllm_parse((TRTLLM_DIR / "v0.17" / "perf-overview.md").read_text(), default_version="0.17")
+    served = [r for r in rows if r.table == "serving"]
+    limited = {r.line: r for r in served if r.rate_limited}
+    assert sorted(limited) == [157, 175, 176, 193, 211, 212, 213]
+    assert all(r.requests_per_s == r.qps and r.output_tokens == 16 for r in limited.values())
+    h100 = limited[175]
+    assert (h100.model, h100.gpu_name, h100.qps, h100.tokens_per_s, h100.ttft_ms, h100.itl_ms) == (
+        "llama-3.1-8b", "H100 80GB HBM3", 2, 32, 19, 7)  # fmt: skip
+    assert h100.requests_in_flight == pytest.approx(2 * (0.019 + 15 * 0.007))
+    assert limited[211].requests_in_flight == pytest.approx(0.186)  # H200, 2 requests/s
+    # One request in flight or more: the GPU was busy, the model is asked at what was in flight.
+    at_eight = next(r for r in served if r.line == 177)  # H100, 8 requests/s: 126 / 16 x 0.127 s = 1.0 in flight
+    assert (
+        at_eight.qps == 8
+        and at_eight.requests_in_flight == pytest.approx(1.0001, abs=1e-4)
+        and not at_eight.rate_limited
+    )
+    assert not any(r.rate_limited for r in served if r.qps is None)  # unbounded: the capacity
+    assert not any(r.rate_limited for r in rows if r.table == "throughput")
+
+
 def test_v10_per_model_tables_and_pipeline_parallel_columns():
     rows = trtllm_parse((TRTLLM_DIR / "v1.0" / "perf-overview.md").read_text(), default_version="1.0")
     assert len(rows) == 328
@@ -246,6 +273,13 @@ def test_import_every_copy_points_traced_and_idempotent(tmp_path):
         "nvlink",
     )
     assert served.tokens_per_s_per_user == pytest.approx(1000 / 32) and served.ttft_ms == 92
+    # Rate-limited rows stay results (marked) but give no serving point: no fit, no measured answer.
+    assert "7 serving row(s) rate-limited" in " ".join(first[0].notes)
+    limited = BenchmarkResult.objects.filter(workload__slug="trtllm-serving", environment__rate_limited=True)
+    assert sorted(r.environment["line"] for r in limited) == [157, 175, 176, 193, 211, 212, 213]
+    assert not ServingPoint.objects.filter(result__in=limited).exists()
+    kept = BenchmarkResult.objects.get(workload__slug="trtllm-serving", environment__line=177)
+    assert kept.environment["rate_limited"] is False and kept.serving_point.tokens_per_s_per_gpu == 126
     with pytest.raises(LabTableError, match="no date"):
         trtllm_import_file(path=TRTLLM_DIR / "v0.17" / "perf-overview.md", release="0.17", commit="0" * 40, dates={})
     with pytest.raises(CommandError, match="--release, --commit and --date"):

@@ -9,11 +9,17 @@ Each row becomes one ``BenchmarkResult`` (trust ``lab``) of workload ``inference
 * value = output tokens/s per GPU over every GPU of the run: InferenceX's ``tput_per_gpu`` counts
   input and output tokens over all GPUs, so it is scaled by output / (input + output) length
   (prefill GPUs of a disaggregated run included);
-* gpu_count = the run's GPUs (prefill plus decode GPUs when disaggregated);
+* gpu_count = the run's GPUs: prefill plus decode GPUs when disaggregated; the tensor-parallel
+  group when aggregated, where InferenceX's first mapper stored tensor x expert parallel size as
+  the count although the experts are spread over the same GPUs (``InferencexRun.of``);
 * params = model, lengths, concurrency, the decode side's parallelism and, where they apply,
   ``disaggregated`` and ``speculative`` (so nothing reads such a run as plain tensor parallelism);
 * environment = InferenceX's own figures as published (total, input and output throughput,
   median and p99 interactivity, time to first token), the engine image and the run's URL.
+
+A run whose own figures contradict its GPU count (``InferencexRun.gpus_implied``) is kept as a
+skipped import row with the reason, which the summary prints: no result, so no serving point, no
+fit and no measured answer rests on it.
 
 Idempotent: a new import replaces what the last one wrote. The serving points are derived at the
 end of the same transaction.
@@ -80,6 +86,13 @@ ENGINES = {
 }
 MODELS = {"dsr1": "deepseek-r1"}
 PRECISIONS = {"fp8": "fp8", "fp4": "fp4"}
+# A run's GPU count is accepted when its own figures put it on this many times as many GPUs
+# (``InferencexRun.gpus_implied``): the benchmark's wall time includes the ramp-up and the drain,
+# when fewer requests are in flight, so every consistent run of the file reads 1.10 to 1.27 times
+# its GPUs; the miscounted ones read 0.14 (tensor x expert parallel size), 0.56 to 0.71 (a
+# disaggregated run's one figure counted on both sides) or 46 (a run whose throughput is far
+# below what its latencies give).
+GPUS_IMPLIED_BOUNDS = (0.9, 1.5)
 
 
 @dataclass(frozen=True)
@@ -109,8 +122,15 @@ class InferencexRun:
         metrics = row["metrics"]
         isl, osl = int(row["isl"]), int(row["osl"])
         disagg = bool(row["disagg"])
-        gpus = int(row["num_prefill_gpu"]) + int(row["num_decode_gpu"]) if disagg else int(row["num_decode_gpu"])
         tp, ep, dpa = int(row["decode_tp"]), int(row["decode_ep"]), bool(row["decode_dp_attention"])
+        if disagg:
+            gpus = int(row["num_prefill_gpu"]) + int(row["num_decode_gpu"])
+        else:
+            # An aggregated run's GPUs are its tensor-parallel group; the experts are spread over the
+            # same GPUs. InferenceX's first mapper stored tp x ep on both sides instead, which its
+            # maintainers repair the same way (SOURCES.md): 64 for a DEP8 run on one 8-GPU node.
+            named = int(row["num_decode_gpu"])
+            gpus = tp if ep > 1 and named == tp * ep else named
         decode = f"{'DEP' if dpa else 'TP'}{tp}" + (f",EP{ep}" if ep > 1 and not dpa else "")
         layout = (
             f"{row['num_prefill_gpu']} prefill + {row['num_decode_gpu']} decode GPUs ({decode})" if disagg else decode
@@ -124,6 +144,32 @@ class InferencexRun:
             parallelism=layout, output_tokens_per_s_per_gpu=float(metrics["tput_per_gpu"]) * osl / (isl + osl),
             raw=row,
         )  # fmt: skip
+
+    @property
+    def gpus_implied(self) -> float | None:
+        """The GPUs the run's own figures put it on: by Little's law, requests in flight x (input +
+        output tokens) / mean request latency is its input plus output tokens/s, and InferenceX's
+        ``tput_per_gpu`` is that over its GPUs. None without a latency or a throughput."""
+        metrics = self.raw["metrics"]
+        latency_s, per_gpu = metrics.get("mean_e2el"), metrics.get("tput_per_gpu")
+        if not latency_s or not per_gpu:
+            return None
+        return self.concurrency * (self.input_tokens + self.output_tokens) / float(latency_s) / float(per_gpu)
+
+    @property
+    def inconsistency(self) -> str:
+        """Why the run's GPU count cannot be trusted (empty when it can): its own figures put it on
+        a count outside ``GPUS_IMPLIED_BOUNDS`` times the one the importer reads."""
+        implied = self.gpus_implied
+        low, high = GPUS_IMPLIED_BOUNDS
+        if implied is None or low <= implied / self.gpu_count <= high:
+            return ""
+        return (
+            f"its figures ({self.concurrency} in flight x {self.input_tokens + self.output_tokens} tokens / "
+            f"{float(self.raw['metrics']['mean_e2el']):.1f} s mean latency / "
+            f"{float(self.raw['metrics']['tput_per_gpu']):.1f} tokens/s per GPU) put it on {implied:.1f} GPUs, "
+            f"not the {self.gpu_count} it names: its tokens/s per GPU cannot be read"
+        )
 
 
 def inferencex_import_file(
@@ -146,6 +192,10 @@ def inferencex_import_file(
             runs.append(InferencexRun.of(row))
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             raise LabTableError(f"{file_path}: run #{index + 1} lacks a field it needs ({exc})") from None
+    recounted = sum(1 for r in runs if not r.disaggregated and r.gpu_count != int(r.raw["num_decode_gpu"]))
+    if recounted:
+        summary.notes.append(f"{recounted} aggregated run(s) counted on their tensor-parallel GPUs, not the tensor x "
+                             "expert parallel size the file names (SOURCES.md)")  # fmt: skip
     with transaction.atomic():
         reader = _Reader(summary)
         for index, run in enumerate(runs):
@@ -209,6 +259,26 @@ class _Reader:
         measured_at = timezone.make_aware(dt.datetime.combine(dt.date.fromisoformat(raw["date"]), dt.time(12)), dt.UTC)
         source = f"{SOURCE_HEAD}: {run.hardware} {run.engine} {run.parallelism}, run #{index + 1}"[:500]
         precision = PRECISIONS.get(run.precision, run.precision)
+        if run.inconsistency:
+            self.summary.skipped.append(f"run #{index + 1} ({run.hardware} {run.engine} {run.parallelism}, "
+                                        f"{run.concurrency} in flight): {run.inconsistency}")  # fmt: skip
+            self.import_rows.append(
+                LabImportRow(
+                    dataset=DATASET,
+                    outcome=LabImportRow.Outcome.SKIPPED,
+                    name_reported=run.hardware,
+                    gpu_id=resolved.gpu_id,
+                    workload_slug=WORKLOAD,
+                    gpu_count=run.gpu_count,
+                    precision=precision,
+                    params=params,
+                    row={"index": index + 1, "run_url": raw.get("run_url", "")},
+                    reason=run.inconsistency,
+                    source=source,
+                    measured_at=measured_at,
+                )  # fmt: skip
+            )
+            return
         if resolved.gpu_id is None:
             self.summary.unmatched[run.hardware] = resolved.how
             self.import_rows.append(

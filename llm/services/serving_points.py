@@ -14,6 +14,7 @@ result (workload)                   scenario              tokens/s per user
 ``mlperf-<llm>-interactive-tokens``  interactive           at least 1000 / the round's TPOT limit (floor)
 ``trtllm-throughput``               offline               not defined (requests at an unbounded rate)
 ``trtllm-serving``                  server (offline: INF)  1000 / the published mean inter-token latency
+                                                          (no point where rate-limited: a lower bound)
 ``llamacpp-tg``, ``llm-eval-rate``  single-stream         the stream's rate (one user)
 ``llm-decode`` (decode, serve)      concurrency (batch)   1 / the decode step (the client's own figure)
 ``llm-decode-tp``                   concurrency (batch)   1 / the decode step, over its tensor-parallel group
@@ -238,6 +239,10 @@ def _trtllm(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
     if model not in MODEL_SHAPES:
         return None, f"model {model} has no shape"
     serving = result.workload.slug == "trtllm-serving"
+    if serving and env.get("rate_limited"):
+        # Its throughput is the offered rate, not what the GPUs do (llm.trtllm.TrtllmRow.rate_limited):
+        # neither a measured answer nor a fit may read it as a capacity.
+        return None, "rate-limited serving row (fewer than one request in flight): throughput is a lower bound"
     itl, qps = env.get("itl_ms"), params.get("qps")
     per_user = 1000.0 / float(itl) if serving and itl else None
     input_tokens, output_tokens = int(params["input_tokens"]), int(params["output_tokens"])

@@ -7,7 +7,11 @@ release the table names, value = output tokens/s per GPU (the published figure d
 count where it is the configuration's total), gpu_count = TP x PP, params = model, lengths and
 parallelism (an attention data-parallel ``DEP<n>`` column keeps ``expert_parallel`` = n and
 ``attention_data_parallel`` beside its width ``tensor_parallel`` = n, so nothing reads it as plain
-tensor parallelism). GPU names the catalogue lacks become ``LabImportRow`` rows. Idempotent per file: a
+tensor parallelism). A serving row whose offered rate kept fewer than one request in flight
+(``TrtllmRow.rate_limited``: the GPUs idled between requests, so its throughput is the offered
+rate, a lower bound) is stored with ``rate_limited`` and the requests in flight in its
+environment, and gives no serving point (``llm.services.serving_points``); the summary counts them.
+GPU names the catalogue lacks become ``LabImportRow`` rows. Idempotent per file: a
 new import of the same file replaces what it wrote. The serving points are derived at the end of
 the same transaction.
 """
@@ -118,6 +122,13 @@ def trtllm_import_file(
         )  # fmt: skip
         for row in parsed:
             reader.read(row)
+        limited = [r for r in parsed if r.rate_limited]
+        if limited:
+            summary.notes.append(
+                f"{len(limited)} serving row(s) rate-limited, kept as results without a serving point (fewer than "
+                "one request in flight: the GPUs idled between requests, the throughput is the offered rate, a "
+                "lower bound): lines " + ", ".join(str(r.line) for r in limited)
+            )
         lab_rows_replace(
             result_source_prefixes=[source_head],
             datasets=[dataset],
@@ -241,6 +252,9 @@ class _Reader:
                     "published_per_gpu": row.per_gpu,
                     "ttft_ms": row.ttft_ms,
                     "itl_ms": row.itl_ms,
+                    "requests_per_s": row.requests_per_s,
+                    "requests_in_flight": row.requests_in_flight,
+                    "rate_limited": row.rate_limited,
                     "parallelism": row.parallelism,
                     "date_estimated": True,
                     "url": self.url,

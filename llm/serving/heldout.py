@@ -16,16 +16,22 @@ constants were fitted on:
 * ``all``.
 
 The 80 % interval of a kind is made from the held-out estimates of that kind, as
-``estimate / measured``: centred (in log) on their median and as wide either way as the
-finite-sample conformal 80 % quantile (the ``ceil((n + 1) x 0.8)``-th smallest of ``n``) of how
-far each GPU's ratios fall from the median of the other GPUs' ratios, times ``sqrt(1 + 1 / G)`` for
-a centre estimated from ``G`` GPUs (the prediction interval of a new group). Taking each GPU's distance
-from the others, not from a centre it helped make, is what a GPU never measured sees: the points
-of one GPU share its bias, so percentiles of the pooled ratios would be too narrow for it. An
-estimate ``e`` of that kind reads ``[e / p90, e / p10]``. Its coverage is checked out of sample:
-for each GPU, the interval made without that GPU, applied to that GPU's points (so no point
-checks an interval it made). A kind with fewer than 20 estimates, or from fewer than three GPUs,
-has no interval of its own (its estimates take the widest of their other kinds).
+``estimate / measured``, in groups of one GPU on one engine class: centred (in log) on their
+median and as wide either way as the finite-sample conformal 80 % quantile (the
+``ceil((n + 1) x 0.8)``-th smallest of ``n``) of how far each group's ratios fall from the median
+of the other groups' ratios, times ``sqrt(1 + 1 / G)`` for a centre estimated from ``G`` groups
+(the prediction interval of a new group). Taking each group's distance from the others, not from
+a centre it helped make, is what a configuration never measured sees: the points of one GPU on
+one engine share its bias, so percentiles of the pooled ratios would be too narrow for it. The
+group is a GPU on an engine class, not a GPU, because that is what shares a bias and what an
+estimate stands in for: an answer anchors a GPU's estimate only on its points of the same engine
+class (``llm.serving.answer``), and one GPU sits at different ratios on different engines (the
+L40S: 0.99 on llama.cpp, 1.17 on TensorRT-LLM), a spread between engines that a group per GPU
+averages away inside the card. An estimate ``e`` of that kind reads ``[e / p90, e / p10]``. Its
+coverage is checked out of sample: for each group, the interval made without that group, applied
+to that group's points (so no point checks an interval it made). A kind with fewer than 20
+estimates, or from fewer than three GPUs, has no interval of its own (its estimates take the
+widest of their other kinds).
 """
 
 from __future__ import annotations
@@ -167,12 +173,12 @@ def error_rows(results: Sequence[Estimate]) -> dict[str, dict[str, dict[str, flo
     return table
 
 
-def interval_of(by_gpu: Mapping[str, Sequence[float]]) -> tuple[float, float] | None:
-    """(p10, p90) of estimate / measured for held-out estimates grouped by GPU (module doc): the
-    median ratio, widened either way by the finite-sample conformal 80 % quantile of how far each
-    GPU's ratios fall (in log) from the median of the other GPUs' ratios. None with fewer than two
-    GPUs: a spread between GPUs needs two."""
-    logs = {g: np.log(np.asarray(v, dtype=float)) for g, v in by_gpu.items() if len(v)}
+def interval_of(by_group: Mapping[str, Sequence[float]]) -> tuple[float, float] | None:
+    """(p10, p90) of estimate / measured for held-out estimates grouped by GPU on an engine class
+    (module doc): the median ratio, widened either way by the finite-sample conformal 80 % quantile
+    of how far each group's ratios fall (in log) from the median of the other groups' ratios. None
+    with fewer than two groups: a spread between groups needs two."""
+    logs = {g: np.log(np.asarray(v, dtype=float)) for g, v in by_group.items() if len(v)}
     if len(logs) < 2:
         return None
     scores: list[float] = []
@@ -182,10 +188,10 @@ def interval_of(by_gpu: Mapping[str, Sequence[float]]) -> tuple[float, float] | 
     ordered = np.sort(np.asarray(scores))
     n = len(ordered)
     rank = min(n, math.ceil((n + 1) * INTERVAL_LEVEL))  # the finite-sample conformal rank
-    # A GPU never measured is one more draw of a GPU's bias, and the centre it is read against was
-    # itself estimated from only len(logs) GPUs: its distance from that centre spreads by
-    # sqrt(1 + 1 / G) of the spread between GPUs (the prediction interval of a new group), which
-    # matters where a kind rests on three or four GPUs.
+    # A configuration never measured is one more draw of a group's bias, and the centre it is read
+    # against was itself estimated from only len(logs) groups: its distance from that centre spreads
+    # by sqrt(1 + 1 / G) of the spread between groups (the prediction interval of a new group), which
+    # matters where a kind rests on three or four of them.
     half = float(ordered[rank - 1]) * math.sqrt(1.0 + 1.0 / len(logs))
     center = float(np.median(np.concatenate(list(logs.values()))))
     return math.exp(center - half), math.exp(center + half)
@@ -195,27 +201,29 @@ def intervals(results: Sequence[Estimate]) -> dict[str, dict[str, float | None]]
     """``{kind: {"n", "gpus", "p10", "p90", "coverage"}}`` for every kind with at least MIN_POINTS
     held-out estimates the model fits, on at least MIN_GPUS GPUs (so that its interval can be
     checked on a GPU it was not made from); ``coverage``: the share of them inside the interval
-    made without their GPU (module doc)."""
+    made without their group, a GPU on an engine class (module doc)."""
     by_kind: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    gpus: dict[str, set[str]] = defaultdict(set)
     for r in results:
         if r.ratio is not None:
             for kind in r.kinds:
-                by_kind[kind][r.point.gpu_key].append(r.ratio)
+                by_kind[kind][f"{r.point.gpu_key} on {r.point.engine}"].append(r.ratio)
+                gpus[kind].add(r.point.gpu_key)
     out: dict[str, dict[str, float | None]] = {}
-    for kind, by_gpu in sorted(by_kind.items()):
-        n = sum(len(v) for v in by_gpu.values())
-        made = interval_of(by_gpu)
-        if n < MIN_POINTS or len(by_gpu) < MIN_GPUS or made is None:
+    for kind, by_group in sorted(by_kind.items()):
+        n = sum(len(v) for v in by_group.values())
+        made = interval_of(by_group)
+        if n < MIN_POINTS or len(gpus[kind]) < MIN_GPUS or made is None:
             continue
-        out[kind] = {"n": n, "gpus": len(by_gpu), "p10": round(made[0], 4), "p90": round(made[1], 4),
-                     "coverage": _coverage(by_gpu)}  # fmt: skip
+        out[kind] = {"n": n, "gpus": len(gpus[kind]), "p10": round(made[0], 4), "p90": round(made[1], 4),
+                     "coverage": _coverage(by_group)}  # fmt: skip
     return out
 
 
-def _coverage(by_gpu: Mapping[str, Sequence[float]]) -> float | None:
+def _coverage(by_group: Mapping[str, Sequence[float]]) -> float | None:
     inside = total = 0
-    for gpu, ratios in by_gpu.items():
-        made = interval_of({g: v for g, v in by_gpu.items() if g != gpu})
+    for group, ratios in by_group.items():
+        made = interval_of({g: v for g, v in by_group.items() if g != group})
         if made is None:
             continue
         inside += sum(1 for x in ratios if made[0] <= x <= made[1])
