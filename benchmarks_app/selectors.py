@@ -19,7 +19,7 @@ from benchmarks_app.models import (
     TrainingRun,
     Workload,
 )
-from benchmarks_app.services.mlperf_training_import import LLM_BENCHMARKS
+from benchmarks_app.services.mlperf_training_import import LLM_BENCHMARKS, most_specific_fit
 
 # Decided submissions are public (their results are on the site); pending ones are the
 # submitter's and the curators' business only.
@@ -190,19 +190,7 @@ class TrainingMfus:
     def for_gpu(self, gpu_id: int, architecture_slug: str | None, benchmark: str = "") -> TrainingMfu | None:
         """The GPU's own MFU where it has runs (at the benchmark, else over its runs), else its
         architecture's, else every run's; None when nothing is fitted."""
-        scopes: tuple[tuple[str, int | str | None], ...] = (
-            ("gpu", gpu_id),
-            ("architecture", architecture_slug),
-            ("pooled", None),
-        )
-        for scope, key in scopes:
-            if scope != "pooled" and key is None:
-                continue
-            for wanted in dict.fromkeys((benchmark, "")):
-                fit = self.fits.get((scope, key, wanted))
-                if fit is not None:
-                    return fit
-        return None
+        return most_specific_fit(self.fits, gpu_id, architecture_slug, benchmark)
 
 
 def training_mfus() -> TrainingMfus:

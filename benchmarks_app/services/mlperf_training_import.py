@@ -29,9 +29,10 @@ import datetime as dt
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -317,6 +318,7 @@ def fitted_runs() -> list[FittedRun]:
 MIN_BENCHMARK_RUNS = 2
 #: Scope of a fit: ("gpu", id), ("architecture", id) or ("pooled", None), and a benchmark ("": all).
 FitKey = tuple[str, int | None, str]
+FitT = TypeVar("FitT")
 
 
 @dataclass(frozen=True)
@@ -326,17 +328,24 @@ class MfuFits:
     fits: dict[FitKey, MfuFit]
 
     def for_gpu(self, gpu_id: int, architecture_id: int | None, benchmark: str = "") -> MfuFit | None:
-        """The most specific fit: the GPU's own at the benchmark, then over its runs; its
-        architecture's at the benchmark, then over its runs; every run's at the benchmark, then all."""
-        scopes = (("gpu", gpu_id), ("architecture", architecture_id), ("pooled", None))
-        for scope, key in scopes:
-            if scope != "pooled" and key is None:
-                continue
-            for wanted in dict.fromkeys((benchmark, "")):
-                fit = self.fits.get((scope, key, wanted))
-                if fit is not None:
-                    return fit
-        return None
+        return most_specific_fit(self.fits, gpu_id, architecture_id, benchmark)
+
+
+def most_specific_fit(
+    fits: Mapping[tuple[str, Any, str], FitT], gpu_id: int, architecture: object, benchmark: str = ""
+) -> FitT | None:
+    """The most specific fit: the GPU's own at the benchmark, then over its runs; its
+    architecture's at the benchmark, then over its runs; every run's at the benchmark, then all.
+    ``fits`` is keyed by (scope, key, benchmark), "" being every benchmark."""
+    scopes = (("gpu", gpu_id), ("architecture", architecture), ("pooled", None))
+    for scope, key in scopes:
+        if scope != "pooled" and key is None:
+            continue
+        for wanted in dict.fromkeys((benchmark, "")):
+            fit = fits.get((scope, key, wanted))
+            if fit is not None:
+                return fit
+    return None
 
 
 def mfu_fits(runs: Iterable[FittedRun], *, leave_out: Iterable[int] = ()) -> MfuFits:

@@ -259,13 +259,18 @@ class _Reader:
         measured_at = timezone.make_aware(dt.datetime.combine(dt.date.fromisoformat(raw["date"]), dt.time(12)), dt.UTC)
         source = f"{SOURCE_HEAD}: {run.hardware} {run.engine} {run.parallelism}, run #{index + 1}"[:500]
         precision = PRECISIONS.get(run.precision, run.precision)
-        if run.inconsistency:
-            self.summary.skipped.append(f"run #{index + 1} ({run.hardware} {run.engine} {run.parallelism}, "
-                                        f"{run.concurrency} in flight): {run.inconsistency}")  # fmt: skip
+        if run.inconsistency or resolved.gpu_id is None:
+            if run.inconsistency:
+                self.summary.skipped.append(f"run #{index + 1} ({run.hardware} {run.engine} {run.parallelism}, "
+                                            f"{run.concurrency} in flight): {run.inconsistency}")  # fmt: skip
+                outcome, reason = LabImportRow.Outcome.SKIPPED, run.inconsistency
+            else:
+                self.summary.unmatched[run.hardware] = resolved.how
+                outcome, reason = LabImportRow.Outcome.UNMATCHED, resolved.how
             self.import_rows.append(
                 LabImportRow(
                     dataset=DATASET,
-                    outcome=LabImportRow.Outcome.SKIPPED,
+                    outcome=outcome,
                     name_reported=run.hardware,
                     gpu_id=resolved.gpu_id,
                     workload_slug=WORKLOAD,
@@ -273,25 +278,7 @@ class _Reader:
                     precision=precision,
                     params=params,
                     row={"index": index + 1, "run_url": raw.get("run_url", "")},
-                    reason=run.inconsistency,
-                    source=source,
-                    measured_at=measured_at,
-                )  # fmt: skip
-            )
-            return
-        if resolved.gpu_id is None:
-            self.summary.unmatched[run.hardware] = resolved.how
-            self.import_rows.append(
-                LabImportRow(
-                    dataset=DATASET,
-                    outcome=LabImportRow.Outcome.UNMATCHED,
-                    name_reported=run.hardware,
-                    workload_slug=WORKLOAD,
-                    gpu_count=run.gpu_count,
-                    precision=precision,
-                    params=params,
-                    row={"index": index + 1, "run_url": raw.get("run_url", "")},
-                    reason=resolved.how,
+                    reason=reason,
                     source=source,
                     measured_at=measured_at,
                 )  # fmt: skip
