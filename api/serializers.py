@@ -365,7 +365,7 @@ class RankingRowSerializer(serializers.Serializer):
     )
     estimate_outside_reasons = serializers.ListField(
         child=serializers.ChoiceField(
-            choices=[(r, r) for r in ("vendor", "architecture", "configuration", "precision")]
+            choices=[(r, r) for r in ("vendor", "architecture", "engine", "configuration", "precision")]
         ),
         help_text="Estimates outside the measured range: what the measured rows lack (spec estimates: vendor).",
     )

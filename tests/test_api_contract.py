@@ -328,3 +328,19 @@ def test_schema_and_offline_docs(client, world):  # type: ignore[no-untyped-def]
         html = client.get(page).content.decode()
         assert "/static/drf_spectacular_sidecar/" in html
         assert "cdn." not in html and "unpkg" not in html
+
+
+def test_every_outside_range_reason_a_page_explains_is_in_the_api_schema(client):
+    """The rankings name why an estimate is outside the measured range; the API's schema must
+    allow each reason the pages explain (an "engine" reason once answered 200 against a schema
+    without it)."""
+    import re
+    from pathlib import Path
+
+    from django.conf import settings
+
+    template = Path(settings.BASE_DIR, "templates/dashboard/_llm_outside_reason.html").read_text(encoding="utf-8")
+    explained = set(re.findall(r'reason == "(\w+)"', template))
+    schema = client.get("/api/v1/schema/", {"format": "json"}).json()
+    allowed = set(schema["components"]["schemas"]["EstimateOutsideReasonsEnum"]["enum"])
+    assert explained and explained == allowed
