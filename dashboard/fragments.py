@@ -21,9 +21,11 @@ around them (header, language form, footer) per request.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.core.paginator import Page, Paginator
 from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -46,7 +48,7 @@ from dashboard.ranking.maths import MIN_FIT_GPUS, TIER_NAMES, TIER_THRESHOLDS, p
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, PRECISION_FAMILY_LABELS, USE_CASES, use_case_requirement
 from dashboard.selectors.gpus import gpu_page_compute
 from dashboard.selectors.ranking_params import CURRENCIES, RankingParams, ranking_params_from_query
-from dashboard.selectors.ranking_rows import Ranking
+from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
@@ -146,10 +148,35 @@ def _switch_hrefs(params: RankingParams) -> dict[str, str]:
     }
 
 
+# Rows of the ranking table per page: a serving ranking's row (its interval, source, price origin,
+# a price box and a watch bell) is about 2 KB, and the curves chart draws the rows shown; the
+# bar and value charts keep every GPU.
+RANKING_ROWS_PER_PAGE = 25
+
+
+def ranking_page_number(raw: str | None) -> int:
+    """The table page a query asks for (``page``): a positive whole number, else the first (the
+    paginator takes a number past the last page to the last)."""
+    return int(raw) if raw and len(raw) <= 4 and raw.isascii() and raw.isdigit() and int(raw) > 0 else 1
+
+
+def _page_hrefs(params: RankingParams, page: Page) -> dict[str, str]:
+    def href(number: int) -> str:
+        return "?" + urlencode({**params.to_query(), "page": str(number)})
+
+    return {
+        "previous_href": href(page.previous_page_number()) if page.has_previous() else "",
+        "next_href": href(page.next_page_number()) if page.has_next() else "",
+    }
+
+
 @data_versioned("page:rankings", bounded=True)
-def rankings_body(*, params: RankingParams) -> str:
-    """The rankings page body for valid parameters; RankingParamError for an unknown baseline."""
+def rankings_body(*, params: RankingParams, page: int) -> str:
+    """The rankings page body for valid parameters, its table at ``page`` (``ranking_page_number``);
+    RankingParamError for an unknown baseline."""
     ranking = rankings_compute(params=params)
+    table = Paginator(ranking.rows, RANKING_ROWS_PER_PAGE).get_page(page)
+    shown = {row.gpu_slug for row in table.object_list}
     labels = _labels(ranking)
     price_unit = ranking.rows[0].price.unit if ranking.rows else ""
     frontier = pareto_frontier(
@@ -181,7 +208,11 @@ def rankings_body(*, params: RankingParams) -> str:
             currency=ranking.currency,
             price_unit=price_unit,
         ),
-        "serving_figure": _serving_figure(ranking) if ranking.serving_choices else None,
+        "serving_figure": _serving_figure(ranking, list(table.object_list)) if ranking.serving_choices else None,
+        "table": table,
+        **_page_hrefs(params, table),
+        # The prices typed on other pages' rows travel with the filter form, as the rows' own boxes do.
+        "prices_elsewhere": [(slug, f"{price:g}") for slug, price in params.gpu_prices if slug not in shown],
         "csv_href": "?" + urlencode({**params.to_query(), "format": "csv"}),
         "share_href": "?" + urlencode(params.to_query()),
         **_switch_hrefs(params),
@@ -199,11 +230,11 @@ def rankings_body(*, params: RankingParams) -> str:
     return body_render(template="dashboard/rankings.html", context=context)
 
 
-def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
-    """The curves chart's lines: the ranking's GPUs in its order, at the row's price."""
+def serving_curve_lines(ranking: Ranking, rows: Sequence[RankingRow]) -> list[ServingCurveLine]:
+    """The curves chart's lines: the ranking's ``rows`` in its order, at the row's price."""
     lines = []
     power_curves = power_curves_current() if ranking.serving_choices else {}
-    for row in ranking.rows:
+    for row in rows:
         choice = ranking.serving_choices.get(row.gpu_id)
         price = row.price.amount if ranking.params.mode == "rent" else None
         line = (
@@ -218,9 +249,9 @@ def serving_curve_lines(ranking: Ranking) -> list[ServingCurveLine]:
     return lines
 
 
-def _serving_figure(ranking: Ranking) -> dict[str, Any]:
+def _serving_figure(ranking: Ranking, rows: Sequence[RankingRow]) -> dict[str, Any]:
     return serving_curves_figure(
-        serving_curve_lines(ranking),
+        serving_curve_lines(ranking, rows),
         currency=ranking.currency,
         target=target_rate(ranking.params.interactivity),
         title=_("Output tokens/s per GPU against tokens/s per user · %(workload)s")
@@ -309,7 +340,7 @@ def pages_warm() -> int:
         with translation.override(language):  # the language is part of every key
             price_status()
             for ranking_params in params:
-                rankings_body(params=ranking_params)
+                rankings_body(params=ranking_params, page=1)
                 tiers_body(params=ranking_params)
                 pages += 2
             for slug in slugs:

@@ -95,7 +95,8 @@ def rankings_view(request: HttpRequest) -> HttpResponseBase:
                 )
             # The body is the same for every visitor: cached by parameters, language and data
             # version (dashboard/fragments.py); the header around it is rendered per request.
-            body = fragments.rankings_body(params=params)
+            page = fragments.ranking_page_number(request.GET.get("page"))
+            body = fragments.rankings_body(params=params, page=page)
         except RankingParamError as baseline_error:
             error = baseline_error
     if error is not None:

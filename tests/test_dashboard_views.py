@@ -364,3 +364,50 @@ def test_gpu_page_separates_pcie_from_memory_and_names_workloads(client):
     assert any(x.startswith("BERT-Large fine-tuning (SQuAD)") for x in labels)
     table = html[html.index('id="results"') :]
     assert "bert_large_squad" not in re.sub(r"<[^>]+>", "", table.split("</table>")[0])  # links may carry it
+
+
+def _table_gpus(html: str) -> list[str]:
+    table = html.split('id="ranking-table"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'<td class="card-name"><a href="/gpus/([^/]+)/">', table)
+
+
+def test_the_ranking_table_is_paged_and_keeps_prices_typed_on_other_pages(client, monkeypatch):
+    from dashboard import fragments
+
+    world_build(rows=DASHBOARD_WORLD)
+    monkeypatch.setattr(fragments, "RANKING_ROWS_PER_PAGE", 2)
+    everything = rankings_compute(params=RankingParams(show="all"))
+    slugs = [row.gpu_slug for row in everything.rows]
+    assert len(slugs) > 4
+    first = client.get(reverse("dashboard:rankings"), {"show": "all"}).content.decode()
+    assert _table_gpus(first) == slugs[:2]
+    assert "Page 1 of" in first and "page=2" in first and "Previous" not in first.split('id="ranking-pages"')[1]
+    # the summary and the bar chart still count every GPU
+    assert f'<span class="big">{len(slugs)}</span>' in first
+    assert len({n for trace in _figure(first, "fig-bar")["data"] for n in trace["y"]}) == len(slugs)
+    second = client.get(reverse("dashboard:rankings"), {"show": "all", "page": "2"}).content.decode()
+    assert _table_gpus(second) == slugs[2:4] and "Page 2 of" in second
+    past_the_end = client.get(reverse("dashboard:rankings"), {"show": "all", "page": "999"}).content.decode()
+    assert _table_gpus(past_the_end) == slugs[(len(slugs) - 1) // 2 * 2 :]
+    for nonsense in ("0", "-1", "x", "1" * 5000):
+        assert (
+            _table_gpus(client.get(reverse("dashboard:rankings"), {"show": "all", "page": nonsense}).content.decode())
+            == slugs[:2]
+        )
+    # a price typed for a GPU of another page goes on with the filter form
+    priced = client.get(
+        reverse("dashboard:rankings"), {"show": "all", f"gpu_price[{slugs[3]}]": "1.5"}
+    ).content.decode()
+    assert f'<input type="hidden" name="gpu_price[{slugs[3]}]" form="ranking-filters" value="1.5">' in priced
+    assert f'type="hidden" name="gpu_price[{slugs[0]}]"' not in priced
+
+
+def test_a_figure_script_parses_back_to_its_value_and_cannot_close_its_element():
+    from dashboard.templatetags.charts import figure_script
+
+    value = {"name": "</script><script>alert(1)</script> & 显卡 ±", "x": [1.5, 2.0], "none": None}
+    html = str(figure_script(value, "fig-test"))
+    body = html.removeprefix('<script id="fig-test" type="application/json">').removesuffix("</script>")
+    assert "<" not in body and ">" not in body and "&" not in body
+    assert json.loads(body) == value
+    assert "显卡" in body and ", " not in body  # UTF-8 as it is, no spaces between items
