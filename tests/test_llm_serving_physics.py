@@ -19,6 +19,7 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
+    attention_width,
     curve_at_interactivity,
     decode_step,
     hardware_class,
@@ -207,3 +208,23 @@ def test_curve_at_interactivity_interpolates_and_refuses_unreachable_targets() -
     assert mid is not None and mid.tokens_per_s_per_user >= 20.0 - 1e-9
     best = curve_at_interactivity(curve.points, None)
     assert best is not None and best.tokens_per_s_per_gpu >= mid.tokens_per_s_per_gpu
+
+
+def test_latent_attention_decodes_over_its_latent_and_prefills_unabsorbed() -> None:
+    """DeepSeek-R1's decode step computes, per context token and layer, scores over the 576-wide
+    latent and values over its 512 for each of 128 heads; its prefill runs 192-wide keys and
+    128-wide values a head (config.json: kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim
+    128, v_head_dim 128). A dense model attends over head_dim either way."""
+    r1, llama = MODEL_SHAPES["deepseek-r1"], MODEL_SHAPES["llama-3.1-70b"]
+    hw = Hardware(memory_gib=141, bandwidth_gbs=4800, tensor_tflops={"fp8": 1979.0}, hardware_class="hopper")
+    c = ServingConstants()
+
+    def compute_s(model, input_len: int) -> float:
+        w = Workload(model, "fp8", 1.0, input_len, 2, tp=8)
+        return decode_step(w=w, hw=hw, c=c, batch=1, link=AllReduce(), peak=True).compute_s
+
+    # Each context token adds 4 x layers x 128 x (576 + 512) / 2 FLOPs per GPU-share of the step.
+    per_token = (compute_s(r1, 10_001) - compute_s(r1, 1)) / 10_000 * 1979e12 * 8
+    assert per_token == pytest.approx(4 * r1.layers * 128 * (576 + 512) / 2, rel=1e-6)
+    assert attention_width(r1, prefill=True) == 128 * (192 + 128) // 2
+    assert attention_width(llama) == attention_width(llama, prefill=True) == llama.hidden

@@ -41,12 +41,12 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
-    attention_width,
     communication_seconds,
     decode_step,
     is_moe,
     max_concurrency,
     point_at,
+    prefill_flops_per_gpu,
     weights_bytes_per_gpu,
 )
 
@@ -250,9 +250,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             tokens = b * w.input_len
             peak = hw.compute_peak(w.weight_precision)
             tflops = peak[0] if peak else 0.0
-            pre_flops = (
-                tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m) * w.input_len) / w.tp
-            )
+            pre_flops = prefill_flops_per_gpu(w, tokens)
             rows["point"].append(len(kept) - 1)
             rows["batch"].append(b)
             rows["memory_s"].append(step.memory_s)

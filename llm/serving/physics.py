@@ -340,13 +340,18 @@ def weights_bytes(w: Workload) -> float:
     return w.model.total_params_b * 1e9 * w.bytes_per_weight
 
 
-def attention_width(model: ModelShapeLike) -> int:
-    """Query heads x head width, the width attention computes over the context (the hidden size
-    where the shape does not give its heads). MLA attends in its 576-wide latent space (the
-    shape's one KV head of 288 keys and 288 values), so DeepSeek's 128 heads cost 128 x 288 x 2
-    wide dot products per context token, five times its hidden size."""
+def attention_width(model: ModelShapeLike, *, prefill: bool = False) -> int:
+    """Query heads x the width each head attends over, per context token (the hidden size where
+    the shape does not give its heads): ``width`` FLOPs-pairs for the scores and as many for the
+    values, so ``4 x width`` FLOPs per context token and layer. A head attends over ``head_dim``
+    unless the shape says otherwise (``attention_head_width``): multi-head latent attention decodes
+    with the up-projections absorbed, each of DeepSeek's 128 heads scoring the 576-wide latent
+    (512 + 64 rotary) and reading the 512-wide values, (576 + 512) / 2 = 544 a head, while its
+    prefill runs the heads unabsorbed, 192-wide keys and 128-wide values, 160 a head."""
     heads = getattr(model, "heads", 0) or 0
-    return max(model.hidden, heads * model.head_dim)
+    widths = getattr(model, "attention_head_width", None) or (0, 0)
+    per_head = (widths[1] if prefill else widths[0]) or model.head_dim
+    return max(model.hidden, heads * per_head)
 
 
 def is_moe(model: ModelShapeLike) -> bool:
@@ -469,6 +474,17 @@ def decode_step(
     return StepTimes(memory_s, compute_s, c.overhead_s(w.engine, m), communication_seconds(w, link, batch))
 
 
+def prefill_flops_per_gpu(w: Workload, tokens: int) -> float:
+    """FLOPs one GPU of a replica spends on ``tokens`` prompt tokens (prompts of ``input_len``): the
+    active weights and the causal attention over the prompt."""
+    m = w.model
+    return (
+        tokens
+        * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m, prefill=True) * w.input_len)
+        / w.tp
+    )
+
+
 def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests: int, link: AllReduce) -> float:
     """Prefill of ``requests`` prompts of ``input_len`` tokens on a replica."""
     m = w.model
@@ -478,9 +494,8 @@ def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests:
     peak_compute = hw.compute_peak(w.weight_precision)
     if not peak_compute:
         return math.inf
-    flops = tokens * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m) * w.input_len) / w.tp
     spread = c.expert_parallel_share if w.ep > 1 else 1.0
-    compute_s = flops / (c.effective_tflops(peak_compute[0], hw, w.engine) * spread * 1e12)
+    compute_s = prefill_flops_per_gpu(w, tokens) / (c.effective_tflops(peak_compute[0], hw, w.engine) * spread * 1e12)
     memory_s = weights_bytes_per_gpu(w) / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread * 1e9)
     return max(compute_s, memory_s) + c.overhead_s(w.engine, m) + communication_seconds(w, link, tokens)
 

@@ -26,6 +26,9 @@ class ModelShape:
     heads: int = 0  # attention (query) heads; 0 where the estimate has not needed them
     experts: int = 0  # routed experts of a mixture-of-experts layer (0: dense)
     active_experts: int = 0  # routed experts each token uses
+    # The width a query head attends over in decode and in prefill, where it is not head_dim
+    # (multi-head latent attention: physics.attention_width); (0, 0): head_dim in both.
+    attention_head_width: tuple[int, int] = (0, 0)
 
     @property
     def is_moe(self) -> bool:
@@ -33,10 +36,12 @@ class ModelShape:
 
 
 def _shape(slug: str, name: str, params: float, layers: int, hidden: int, kv: int, head: int, source: str,
-           active: float | None = None, moe: tuple[int, int, int] = (0, 0, 0)) -> ModelShape:  # fmt: skip
-    """``moe``: (attention heads, routed experts, experts per token) of a mixture of experts."""
+           active: float | None = None, moe: tuple[int, int, int] = (0, 0, 0),
+           head_width: tuple[int, int] = (0, 0)) -> ModelShape:  # fmt: skip
+    """``moe``: (attention heads, routed experts, experts per token) of a mixture of experts;
+    ``head_width``: what a query head attends over in decode and in prefill, where not ``head``."""
     return ModelShape(slug, name, params, active if active is not None else params, layers, hidden, kv, head, source,
-                      *moe)  # fmt: skip
+                      *moe, head_width)  # fmt: skip
 
 
 _LLAMA1 = "https://arxiv.org/abs/2302.13971 (LLaMA paper, Table 2)"
@@ -80,7 +85,8 @@ MODEL_SHAPES: dict[str, ModelShape] = {
                active=12.9, moe=(32, 8, 2)),
         _shape("deepseek-r1", "DeepSeek-R1 (671B MoE)", 671.0, 61, 7168, 1, 288,
                "https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json (671B total, 37B active, MLA; "
-               "128 heads, 256 routed experts, 8 per token)", active=37.0, moe=(128, 256, 8)),
+               "128 heads, 256 routed experts, 8 per token; kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim "
+               "128, v_head_dim 128)", active=37.0, moe=(128, 256, 8), head_width=(544, 160)),
         _shape("qwen3-235b-a22b", "Qwen3-235B-A22B (MoE)", 235.0, 94, 4096, 4, 128,
                "https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (94 layers, hidden 4096, 64 query "
                "and 4 KV heads of 128, 128 experts, 8 per token; the model card: 235B total, 22B active)",
