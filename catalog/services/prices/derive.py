@@ -15,7 +15,8 @@ price import (``importer``) and per curator's offer mapping (``mapping``):
   applies the same function to the offers of a region when a page filters by one.
 
 ``gpu_prices_derive`` returns the ids of the GPUs whose stored prices changed: what a price
-watch or a cache needs to know after an import.
+watch or a cache needs to know after an import. ``gpu_prices_rebuild`` (``manage.py
+rebuild_prices``) derives them again outside an import.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceSnapshot, Provider
+from gpuatlas.data_version import data_version_bump
 
 PLACEHOLDER_SHARE = Decimal("0.5")
 # Stored on the offer in English; pages translate it when they show it ({% translate o.placeholder %}).
@@ -167,8 +170,12 @@ def offers_placeholder_mark(*, facts: list[OfferFact]) -> set[int]:
     """Set ``Offer.placeholder`` on every offer by the rules above and clear it where they no
     longer hold; returns the ids of the current offers that are placeholders. ``facts``: the
     current, SKU-level offers."""
-    facts = [f for f in facts if not f.is_spot]
-    wanted = _same_round_price(facts)
+    # Spot and on-demand offers are judged apart, each against the other providers' offers of
+    # its kind: a provider's spot list at one round figure is as much a placeholder as its
+    # on-demand list (it would set the cheapest spot price), and a real spot discount on one GPU
+    # is not compared with on-demand prices.
+    wanted = _same_round_price([f for f in facts if not f.is_spot])
+    wanted.update(_same_round_price([f for f in facts if f.is_spot]))
     for offer_id in Offer.objects.filter(extra__listed_unavailable=True).values_list("pk", flat=True):
         wanted[offer_id] = MARKER_PLACEHOLDER
     stored = dict(Offer.objects.placeholders().values_list("pk", "placeholder"))
@@ -247,6 +254,17 @@ def gpu_prices_derive(*, now: dt.datetime | None = None) -> set[int]:
     GpuPrice.objects.bulk_create(rows, batch_size=1000)
     priced = {gpu_id for rule, count, gpu_id in figures if rule == GpuPrice.Rule.TYPICAL and count == 0}
     _gaps_write(priced=priced, placeholders=placeholders)
+    return changed
+
+
+@transaction.atomic
+def gpu_prices_rebuild() -> set[int]:
+    """Derive every stored price again from the offers in the database, outside an import: for a
+    database whose offers were written before the stored prices existed, or after a change of the
+    rule or of the freshness window. Returns the ids of the GPUs whose prices changed."""
+    changed = gpu_prices_derive()
+    if changed:
+        data_version_bump()  # cached rankings and GPU pages read these prices
     return changed
 
 
