@@ -47,7 +47,7 @@ def test_mithrils_one_dollar_for_h100_and_h200_is_a_placeholder_kept_out_of_typi
         assert cheapest.price_usd > Decimal("1.00")
 
 
-def test_a_spot_list_at_one_round_figure_below_the_spot_market_is_a_placeholder():
+def test_a_spot_list_at_one_round_figure_below_the_spot_market_is_a_placeholder(admin_client):
     h100 = GpuFactory(name="H100 SXM5 80 GB", slug="h100-sxm5-80-gb", family="H100", variant="SXM", memory_gib=80)
     h200 = GpuFactory(name="H200 SXM 141 GB", slug="h200-sxm-141-gb", family="H200", variant="SXM", memory_gib=141)
     for slug, h100_price, h200_price in (("a", "2.29", "3.39"), ("b", "2.49", "3.59")):
@@ -62,6 +62,8 @@ def test_a_spot_list_at_one_round_figure_below_the_spot_market_is_a_placeholder(
     assert set(Offer.objects.placeholders().values_list("provider__slug", "is_spot")) == {("cheap", True)}
     spot = gpu_rent_prices(rule="spot")
     assert spot[h100.id].price_usd == Decimal("2.29") and spot[h200.id].price_usd == Decimal("3.39")
+    listed = admin_client.get("/providers/health/").content.decode().split("Placeholder prices (2)", 1)[1]
+    assert listed.count("Cheap") == 2 and listed.count(" · spot") == 2
 
 
 def test_runpods_mi300x_row_gives_the_mi300x_a_second_provider(real_catalogue):
