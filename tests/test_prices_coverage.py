@@ -16,6 +16,7 @@ from django.core.management import call_command
 from catalog.models import Gpu, GpuPrice, Offer
 from catalog.selectors.prices import gpu_rent_prices
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file
+from catalog.services.prices.derive import SAME_ROUND_PRICE_PLACEHOLDER
 from tests.factories import GpuFactory, OfferFactory, ProviderFactory
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +41,7 @@ def test_mithrils_one_dollar_for_h100_and_h200_is_a_placeholder_kept_out_of_typi
     _import("lambda", "nebius", "oci", "mithril")
     mithril = Offer.objects.filter(provider__slug="mithril", is_spot=False)
     assert mithril.count() == 4
-    assert all("same round price (1.00 USD per GPU-hour)" in o.placeholder for o in mithril)
+    assert {o.placeholder for o in mithril} == {SAME_ROUND_PRICE_PLACEHOLDER}
     for slug in ("h100-sxm5-80-gb", "h200-sxm-141-gb"):
         typical, cheapest = _price(slug), _price(slug, "cheapest")
         assert "mithril" not in {c.provider_slug for c in typical.contributors}

@@ -40,6 +40,11 @@ from gpuatlas.data_version import data_version_bump
 PLACEHOLDER_SHARE = Decimal("0.5")
 # Stored on the offer in English; pages translate it when they show it ({% translate o.placeholder %}).
 MARKER_PLACEHOLDER = gettext_noop("the catalogue's own marker for a machine without a price (700.0: unavailable)")
+# One sentence for every offer the round-price rule flags, so that pages can translate it; the
+# offer's own row (GPU, price) on the GPU page and the health page says which GPU and what price.
+SAME_ROUND_PRICE_PLACEHOLDER = gettext_noop(
+    "one provider's same round price for GPUs of unrelated families, below half the other providers' typical price"
+)
 RULES = (GpuPrice.Rule.TYPICAL, GpuPrice.Rule.CHEAPEST, GpuPrice.Rule.SPOT)
 
 
@@ -194,7 +199,6 @@ def _same_round_price(facts: list[OfferFact]) -> dict[int, str]:
     """Offer id -> reason, for one provider's identical whole-dollar price on GPUs of several
     families where it is below half the other providers' typical price for one of them."""
     families = dict(Gpu.objects.filter(pk__in={f.gpu_id for f in facts}).values_list("pk", "family"))
-    names = dict(Gpu.objects.filter(pk__in={f.gpu_id for f in facts}).values_list("pk", "name"))
     groups: dict[tuple[int, Decimal], list[OfferFact]] = defaultdict(list)
     for fact in facts:
         if fact.price >= 1 and fact.price == fact.price.to_integral_value():
@@ -214,12 +218,7 @@ def _same_round_price(facts: list[OfferFact]) -> dict[int, str]:
             if others and price < typical_of(others) * PLACEHOLDER_SHARE:
                 below = True
         if below:
-            listed = ", ".join(sorted(names.get(g, str(g)) for g in gpus))
-            reason = (
-                f"the same round price ({price:.2f} USD per GPU-hour) for unrelated GPUs ({listed}), "
-                f"below half the other providers' typical price"
-            )
-            found.update({f.offer_id: reason for f in group})
+            found.update({f.offer_id: SAME_ROUND_PRICE_PLACEHOLDER for f in group})
     return found
 
 
@@ -263,8 +262,7 @@ def gpu_prices_rebuild() -> set[int]:
     database whose offers were written before the stored prices existed, or after a change of the
     rule or of the freshness window. Returns the ids of the GPUs whose prices changed."""
     changed = gpu_prices_derive()
-    if changed:
-        data_version_bump()  # cached rankings and GPU pages read these prices
+    data_version_bump()  # cached rankings and GPU pages read these prices and the gaps beside them
     return changed
 
 
