@@ -19,6 +19,7 @@ from catalog.models import GpuPrice, Offer, PriceSnapshot, Provider
 from catalog.selectors.prices import gpu_counts_rented, gpu_price_gaps, gpu_rent_prices
 from catalog.services.prices import BUNDLED_PRICES_DIR, price_import_file
 from catalog.services.prices.derive import (
+    SAME_ROUND_PRICE_PLACEHOLDER,
     OfferFact,
     gpu_prices_derive,
     offer_facts,
@@ -135,7 +136,7 @@ def test_one_providers_same_round_price_for_unrelated_gpus_below_the_market_is_a
     OfferFactory(gpu=h200, provider=dear, current_price_per_hour=Decimal("10.00"))
     flagged = set(Offer.objects.placeholders().values_list("provider__slug", flat=True))
     assert flagged == {"cheap"}
-    assert "same round price (1.00 USD per GPU-hour)" in Offer.objects.placeholders().first().placeholder
+    assert Offer.objects.placeholders().first().placeholder == SAME_ROUND_PRICE_PLACEHOLDER
     prices = gpu_rent_prices(rule="cheapest")
     assert prices[h100.id].price_usd == Decimal("2.19") and prices[h200.id].price_usd == Decimal("3.29")
     assert gpu_rent_prices()[h200.id].providers == 4  # a, b, c, dear; not cheap

@@ -15,7 +15,8 @@ price import (``importer``) and per curator's offer mapping (``mapping``):
   applies the same function to the offers of a region when a page filters by one.
 
 ``gpu_prices_derive`` returns the ids of the GPUs whose stored prices changed: what a price
-watch or a cache needs to know after an import.
+watch or a cache needs to know after an import. ``gpu_prices_rebuild`` (``manage.py
+rebuild_prices``) derives them again outside an import.
 """
 
 from __future__ import annotations
@@ -28,15 +29,22 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceSnapshot, Provider
+from gpuatlas.data_version import data_version_bump
 
 PLACEHOLDER_SHARE = Decimal("0.5")
 # Stored on the offer in English; pages translate it when they show it ({% translate o.placeholder %}).
 MARKER_PLACEHOLDER = gettext_noop("the catalogue's own marker for a machine without a price (700.0: unavailable)")
+# One sentence for every offer the round-price rule flags, so that pages can translate it; the
+# offer's own row (GPU, price) on the GPU page and the health page says which GPU and what price.
+SAME_ROUND_PRICE_PLACEHOLDER = gettext_noop(
+    "one provider's same round price for GPUs of unrelated families, below half the other providers' typical price"
+)
 RULES = (GpuPrice.Rule.TYPICAL, GpuPrice.Rule.CHEAPEST, GpuPrice.Rule.SPOT)
 
 
@@ -167,8 +175,12 @@ def offers_placeholder_mark(*, facts: list[OfferFact]) -> set[int]:
     """Set ``Offer.placeholder`` on every offer by the rules above and clear it where they no
     longer hold; returns the ids of the current offers that are placeholders. ``facts``: the
     current, SKU-level offers."""
-    facts = [f for f in facts if not f.is_spot]
-    wanted = _same_round_price(facts)
+    # Spot and on-demand offers are judged apart, each against the other providers' offers of
+    # its kind: a provider's spot list at one round figure is as much a placeholder as its
+    # on-demand list (it would set the cheapest spot price), and a real spot discount on one GPU
+    # is not compared with on-demand prices.
+    wanted = _same_round_price([f for f in facts if not f.is_spot])
+    wanted.update(_same_round_price([f for f in facts if f.is_spot]))
     for offer_id in Offer.objects.filter(extra__listed_unavailable=True).values_list("pk", flat=True):
         wanted[offer_id] = MARKER_PLACEHOLDER
     stored = dict(Offer.objects.placeholders().values_list("pk", "placeholder"))
@@ -187,7 +199,6 @@ def _same_round_price(facts: list[OfferFact]) -> dict[int, str]:
     """Offer id -> reason, for one provider's identical whole-dollar price on GPUs of several
     families where it is below half the other providers' typical price for one of them."""
     families = dict(Gpu.objects.filter(pk__in={f.gpu_id for f in facts}).values_list("pk", "family"))
-    names = dict(Gpu.objects.filter(pk__in={f.gpu_id for f in facts}).values_list("pk", "name"))
     groups: dict[tuple[int, Decimal], list[OfferFact]] = defaultdict(list)
     for fact in facts:
         if fact.price >= 1 and fact.price == fact.price.to_integral_value():
@@ -207,12 +218,7 @@ def _same_round_price(facts: list[OfferFact]) -> dict[int, str]:
             if others and price < typical_of(others) * PLACEHOLDER_SHARE:
                 below = True
         if below:
-            listed = ", ".join(sorted(names.get(g, str(g)) for g in gpus))
-            reason = (
-                f"the same round price ({price:.2f} USD per GPU-hour) for unrelated GPUs ({listed}), "
-                f"below half the other providers' typical price"
-            )
-            found.update({f.offer_id: reason for f in group})
+            found.update({f.offer_id: SAME_ROUND_PRICE_PLACEHOLDER for f in group})
     return found
 
 
@@ -247,6 +253,16 @@ def gpu_prices_derive(*, now: dt.datetime | None = None) -> set[int]:
     GpuPrice.objects.bulk_create(rows, batch_size=1000)
     priced = {gpu_id for rule, count, gpu_id in figures if rule == GpuPrice.Rule.TYPICAL and count == 0}
     _gaps_write(priced=priced, placeholders=placeholders)
+    return changed
+
+
+@transaction.atomic
+def gpu_prices_rebuild() -> set[int]:
+    """Derive every stored price again from the offers in the database, outside an import: for a
+    database whose offers were written before the stored prices existed, or after a change of the
+    rule or of the freshness window. Returns the ids of the GPUs whose prices changed."""
+    changed = gpu_prices_derive()
+    data_version_bump()  # cached rankings and GPU pages read these prices and the gaps beside them
     return changed
 
 
