@@ -544,6 +544,32 @@ def test_query_count_does_not_grow_with_the_number_of_gpus(client) -> None:  # t
     assert len(page.captured_queries) <= 25
 
 
+@pytest.mark.django_db
+def test_a_repeated_question_is_read_from_the_cache_until_the_data_changes(  # type: ignore[no-untyped-def]
+    client, versioned_cache, settings, django_capture_on_commit_callbacks
+) -> None:
+    from gpuatlas.data_version import data_version_bump
+
+    settings.DATA_VERSION_DEBOUNCE_S = 0
+    query = {"model": "llama-3-8b", "tokens": "1e6"}
+    _world(3)
+
+    def answer_queries() -> tuple[int, dict]:  # type: ignore[type-arg]
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(URL, query)
+        assert response.status_code == 200
+        return len(queries.captured_queries), response.json()
+
+    cold, first = answer_queries()
+    warm, second = answer_queries()
+    assert second == first and warm < cold
+    with django_capture_on_commit_callbacks(execute=True):
+        make_gpu("later-gpu", 80.0, price="1.00", tdp_w=300)
+        data_version_bump()
+    again, third = answer_queries()
+    assert again > warm and any(plan["gpu"]["slug"] == "later-gpu" for plan in third["plans"])
+
+
 # --- the page --------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from fitcalc.selectors.gpu_facts import GpuDetail, PriceOrigin, fit_gpu_facts_li
 from fitcalc.selectors.llm_jobs import LlmJobContext
 from fitcalc.selectors.training_plans import TrainingPlan, training_plans_for_days
 from fitcalc.throughput import ACHIEVABLE_COMPUTE_FRACTION
+from gpuatlas.data_version import data_versioned
 from llm.question import ServingQuestion
 
 
@@ -142,10 +143,13 @@ def _training_plans(*, request: FitRequest, plans: list[GpuPlan]) -> tuple[float
     return request.days, training, ""
 
 
+# Keyed by the validated request (the form's or the API's parameters after defaults): the answer
+# evaluates the serving model on every curated GPU, so a repeated question is read, not computed.
+@data_versioned("fit_compute", bounded=True)
 def fit_compute(*, request: FitRequest) -> FitResult:
     """Fit, time and cost of ``request`` on every curated GPU at 1, 2, 4 and 8 GPUs, ranked,
     with buy versus rent for every fitting GPU with both prices. A fixed number of queries (see fit_gpu_facts_list).
-    Raises FitInputError only for inputs the form could not check alone."""
+    Raises FitInputError only for inputs the form could not check alone (not cached)."""
     facts = fit_gpu_facts_list(request=request)
     plans = fit_plan(
         breakdown=request.breakdown,

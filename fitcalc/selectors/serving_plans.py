@@ -32,6 +32,7 @@ from typing import Any
 from catalog.models import Gpu, TensorPeak
 from catalog.selectors.prices import gpu_counts_rented, gpu_rent_prices
 from fitcalc.plan import DAYS_PER_MONTH
+from gpuatlas.data_version import data_versioned
 from gpuatlas.query_numbers import QueryNumberError
 from llm.question import (
     AUTO_ENGINE,
@@ -319,6 +320,7 @@ def serving_target_parse(text: str | None) -> float | None:
         return DEFAULT_TARGET
 
 
+@data_versioned("fit_serving_answer", bounded=True)  # keyed by a request's parameters
 def fit_serving_answer(
     *,
     preset: str,
