@@ -84,6 +84,7 @@ def gpu_training_runs_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "dashboard/gpu_training_runs.html", {"gpu": gpu, "page": page})
 
 
+@page_renders_limited
 def gpu_results_view(request: HttpRequest, slug: str) -> HttpResponse:
     gpu = gpu_for_page(slug=slug)
     if gpu is None:

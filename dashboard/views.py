@@ -303,6 +303,7 @@ def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResp
     return render(request, "dashboard/architectures.html", {"cards": cards, "timeline": architecture_timeline(cards)})
 
 
+@page_renders_limited
 def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     table_name = request.GET.get("table", "")
     if table_name:
@@ -314,6 +315,7 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
                 {"tables": TABLES.values(), "error": _("Unknown table %(name)r.") % {"name": table_name[:40]}},
                 status=404,
             )
+        compute_spend()  # a whole table read from the database, never cached
         return csv_response(filename=f"{table.name}.csv", header=table.header, rows=table.rows())
     return render(request, "dashboard/open_data.html", {"tables": TABLES.values()})
 

@@ -80,3 +80,23 @@ def test_an_address_has_only_so_many_pages_computed_a_minute(client, world, vers
     other = client.get("/tiers/", REMOTE_ADDR="198.51.100.20")  # another address has its own allowance
     assert other.status_code == 200
     assert client.get("/tiers/").status_code == 200  # cached now: a hit computes nothing
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/gpus/{H100}/results/",  # one page of a long list, never cached
+        "/open-data/",  # a whole table as CSV, never cached
+    ],
+)
+def test_pages_never_cached_spend_the_render_allowance(client, world, versioned_cache, settings, path: str):  # type: ignore[no-untyped-def]
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "page_render": "2/min"},
+    }
+    client.get("/")  # the GPU lookup and the footer's reads cached: only the page itself computes
+    query = {"table": "gpus"} if path == "/open-data/" else {}
+    second = client.get(path, query)
+    refused = client.get(path, query)
+    assert second.status_code == 200
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
