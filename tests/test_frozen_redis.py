@@ -10,6 +10,7 @@ redis-server stopped with SIGSTOP, never the machine's shared Redis.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -73,6 +74,16 @@ def test_a_submission_whose_ingest_cannot_be_queued_answers_503_then_its_retry_2
     assert posted[0].status_code == 503 and posted[0]["Retry-After"] == "30"
     assert "Try again" in posted[0].json()["detail"] and posted[0]["Location"].endswith(f"{document['run_uuid']}/")
     assert posted[1].status_code == 200 and posted[1].json()["status"] == "received"
+    assert RawSubmission.objects.filter(run_uuid=document["run_uuid"], status=SubmissionStatus.RECEIVED).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_whose_ingest_cannot_be_queued_says_it_waits_for_the_queue(world, client, monkeypatch) -> None:
+    monkeypatch.setattr(intake_module, "submission_enqueue", lambda *, submission_id: False)
+    client.force_login(get_user_model().objects.create(username="queue-down-form"))
+    document = submission_document(results=[make_result(median=600.0)])
+    page = client.post("/submit/", {"text": json.dumps(document)}, follow=True)
+    assert page.status_code == 200 and "the ingest queue is not answering" in page.content.decode()
     assert RawSubmission.objects.filter(run_uuid=document["run_uuid"], status=SubmissionStatus.RECEIVED).count() == 1
 
 
