@@ -262,7 +262,9 @@ def _compare_csv(comparison: Comparison, use_cases: list[UseCase]) -> StreamingH
     return csv_response(filename="compare.csv", header=header, rows=rows)
 
 
+@page_renders_limited
 def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    compute_spend()  # read from the database on every request
     cards = architectures_compute()
     if request.GET.get("format") == "csv":
         header = [
@@ -320,6 +322,8 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
     return render(request, "dashboard/open_data.html", {"tables": TABLES.values()})
 
 
+@page_renders_limited
 def llm_model_view(request: HttpRequest) -> HttpResponse:
     """How the LLM figures are made: the estimate model, its fitted constants and its error."""
+    compute_spend()  # read from the stored fits on every request
     return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": MODEL_SIZE_LABELS})

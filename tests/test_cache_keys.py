@@ -87,6 +87,9 @@ def test_an_address_has_only_so_many_pages_computed_a_minute(client, world, vers
     [
         f"/gpus/{H100}/results/",  # one page of a long list, never cached
         "/open-data/",  # a whole table as CSV, never cached
+        f"/gpus/{H100}/feed/",  # the GPU's price cuts, a window over its observations
+        "/architectures/",
+        "/llm-model/",
     ],
 )
 def test_pages_never_cached_spend_the_render_allowance(client, world, versioned_cache, settings, path: str):  # type: ignore[no-untyped-def]
