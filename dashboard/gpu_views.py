@@ -16,9 +16,9 @@ from catalog.selectors.gpus import gpu_for_page
 from catalog.selectors.prices import gpu_offers
 from dashboard.csv_export import csv_response
 from dashboard.fragments import gpu_page_body, page_response
-from dashboard.render_limits import page_renders_limited
 from dashboard.selectors.gpus import gpu_results_lines
 from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 
 # Rows per page of a GPU's results page.
 RESULTS_PER_PAGE = 100

@@ -21,7 +21,6 @@ from dashboard.csv_export import csv_response
 from dashboard.figures.compare import compare_figure
 from dashboard.open_data import TABLES
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, USE_CASES, UseCase
-from dashboard.render_limits import page_renders_limited
 from dashboard.selectors.architectures import architecture_timeline, architectures_compute
 from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
@@ -29,6 +28,7 @@ from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 from llm.selectors.model_page import llm_model_page
 
 # The CSV's columns: published row columns (ranking_rows.ROW_COLUMNS, the API's names), in the

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.render_limits import page_renders_limited
+from gpuatlas.render_limits import page_renders_limited
 from watches import feeds, views
 
 app_name = "watches"
