@@ -13,6 +13,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from benchmarks_app.services.ingest import submission_ingest, submissions_sweep
+from gpuatlas.broker import BrokerSkipped, publish_guarded
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,10 @@ def submission_enqueue(*, submission_id: int) -> bool:
     sweeper queues it again once the broker is back.
     """
     try:
-        ingest_submission.delay(submission_id)
+        publish_guarded(lambda: ingest_submission.delay(submission_id))
+    except BrokerSkipped:
+        logger.warning("the ingest of submission %s was not queued: the broker failed just now", submission_id)
+        return False
     except Exception:  # kombu raises several types when Redis is down; none may fail the request
         logger.warning(
             "could not queue the ingest of submission %s; the sweeper will retry", submission_id, exc_info=True

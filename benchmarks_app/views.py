@@ -60,7 +60,15 @@ def submit_view(request: HttpRequest) -> HttpResponse:
                     form.add_error(None, f"{error.field}: {error.reason}")
                 status_code = exc.status_code
             else:
-                if outcome.created:
+                if outcome.created and outcome.queued is False:
+                    # Stored all the same: the sweeper queues it once the broker answers.
+                    messages.warning(
+                        request,
+                        _(
+                            "Submission stored; the ingest queue is not answering, so it will be processed once it is back."
+                        ),
+                    )
+                elif outcome.created:
                     messages.success(request, _("Submission stored; the ingest is running."))
                 else:
                     messages.info(request, _("This run was already submitted: here it is."))

@@ -16,9 +16,9 @@ from catalog.selectors.gpus import gpu_for_page
 from catalog.selectors.prices import gpu_offers
 from dashboard.csv_export import csv_response
 from dashboard.fragments import gpu_page_body, page_response
-from dashboard.render_limits import page_renders_limited
 from dashboard.selectors.gpus import gpu_results_lines
 from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 
 # Rows per page of a GPU's results page.
 RESULTS_PER_PAGE = 100
@@ -84,6 +84,7 @@ def gpu_training_runs_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "dashboard/gpu_training_runs.html", {"gpu": gpu, "page": page})
 
 
+@page_renders_limited
 def gpu_results_view(request: HttpRequest, slug: str) -> HttpResponse:
     gpu = gpu_for_page(slug=slug)
     if gpu is None:

@@ -21,7 +21,6 @@ from dashboard.csv_export import csv_response
 from dashboard.figures.compare import compare_figure
 from dashboard.open_data import TABLES
 from dashboard.ranking.use_cases import MODEL_SIZE_LABELS, USE_CASES, UseCase
-from dashboard.render_limits import page_renders_limited
 from dashboard.selectors.architectures import architecture_timeline, architectures_compute
 from dashboard.selectors.compare import COMPARE_PRECISIONS, Comparison, compare_compute
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams, ranking_params_from_query
@@ -29,6 +28,7 @@ from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 from llm.selectors.model_page import llm_model_page
 
 # The CSV's columns: published row columns (ranking_rows.ROW_COLUMNS, the API's names), in the
@@ -263,7 +263,9 @@ def _compare_csv(comparison: Comparison, use_cases: list[UseCase]) -> StreamingH
     return csv_response(filename="compare.csv", header=header, rows=rows)
 
 
+@page_renders_limited
 def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    compute_spend()  # read from the database on every request
     cards = architectures_compute()
     if request.GET.get("format") == "csv":
         header = [
@@ -304,6 +306,7 @@ def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResp
     return render(request, "dashboard/architectures.html", {"cards": cards, "timeline": architecture_timeline(cards)})
 
 
+@page_renders_limited
 def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     table_name = request.GET.get("table", "")
     if table_name:
@@ -315,10 +318,13 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
                 {"tables": TABLES.values(), "error": _("Unknown table %(name)r.") % {"name": table_name[:40]}},
                 status=404,
             )
+        compute_spend()  # a whole table read from the database, never cached
         return csv_response(filename=f"{table.name}.csv", header=table.header, rows=table.rows())
     return render(request, "dashboard/open_data.html", {"tables": TABLES.values()})
 
 
+@page_renders_limited
 def llm_model_view(request: HttpRequest) -> HttpResponse:
     """How the LLM figures are made: the estimate model, its fitted constants and its error."""
+    compute_spend()  # read from the stored fits on every request
     return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": MODEL_SIZE_LABELS})

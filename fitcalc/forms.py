@@ -31,6 +31,12 @@ SERVING_MODES = ("batched", "single")
 PRICE_RULES = ("typical", "cheapest")
 
 MAX_DATASET_SIZE = 10**12
+# The smallest amounts of work and time asked: a positive number can still underflow once
+# multiplied (5e-324 hours a day made the break-even a division by zero), and nothing smaller
+# than these is a real question.
+MIN_EPOCHS = 0.001
+MIN_DAYS = 0.01  # a quarter of an hour
+MIN_HOURS_PER_DAY = 0.01  # half a minute
 MAX_EPOCHS = 10_000.0
 #: The longest training deadline asked: ten years.
 MAX_TRAINING_DAYS = 3650.0
@@ -77,21 +83,6 @@ class FiniteFloatField(forms.FloatField):
         if number is not None and not math.isfinite(number):
             raise forms.ValidationError(_("Enter a finite number."), code="invalid")
         return number
-
-
-class GreaterThanFloatField(FiniteFloatField):
-    """A finite float strictly above ``greater_than`` (an exclusive minimum)."""
-
-    def __init__(self, *args: Any, greater_than: float, **kwargs: Any) -> None:
-        self.greater_than = greater_than
-        super().__init__(*args, **kwargs)
-
-    def validate(self, value: Any) -> None:
-        super().validate(value)
-        if value is not None and value <= self.greater_than:
-            raise forms.ValidationError(
-                _("Must be more than %(limit)s.") % {"limit": f"{self.greater_than:g}"}, code="min_value"
-            )
 
 
 def _bool_choice(label: Any, help_text: Any) -> forms.TypedChoiceField:
@@ -209,24 +200,22 @@ class FitForm(forms.Form):
         required=False,
         choices=[("", _("default (all linear)"))] + [(t.value, t.value) for t in LoraTargets],
     )
-    tokens = GreaterThanFloatField(
-        label=_("Tokens to process"), required=False, greater_than=0, max_value=MAX_WORK_UNITS
-    )
-    samples = GreaterThanFloatField(
-        label=_("Samples to process"), required=False, greater_than=0, max_value=MAX_WORK_UNITS
-    )
-    epochs = GreaterThanFloatField(label=_("Epochs"), required=False, greater_than=0, max_value=MAX_EPOCHS)
+    tokens = FiniteFloatField(label=_("Tokens to process"), required=False, min_value=1, max_value=MAX_WORK_UNITS)
+    samples = FiniteFloatField(label=_("Samples to process"), required=False, min_value=1, max_value=MAX_WORK_UNITS)
+    epochs = FiniteFloatField(label=_("Epochs"), required=False, min_value=MIN_EPOCHS, max_value=MAX_EPOCHS)
     dataset_size = forms.IntegerField(
         label=_("Samples per epoch"), required=False, min_value=1, max_value=MAX_DATASET_SIZE
     )
-    days = GreaterThanFloatField(
+    days = FiniteFloatField(
         label=_("Training deadline (days)"),
         required=False,
-        greater_than=0,
+        min_value=MIN_DAYS,
         max_value=MAX_TRAINING_DAYS,
         help_text=_("Training: the GPUs and nodes to finish within this many days (default 30)."),
     )
-    hours_per_day = GreaterThanFloatField(label=_("Hours of use per day"), required=False, greater_than=0, max_value=24)
+    hours_per_day = FiniteFloatField(
+        label=_("Hours of use per day"), required=False, min_value=MIN_HOURS_PER_DAY, max_value=24
+    )
     electricity_price_per_kwh = FiniteFloatField(
         label=_("Electricity price per kWh"), required=False, min_value=0, max_value=MAX_ELECTRICITY_PRICE
     )

@@ -23,7 +23,6 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import hf_import_throttles, throttle_posts
-from dashboard.render_limits import page_renders_limited
 from fitcalc.errors import FitInputError
 from fitcalc.figures import cost_time_points, fit_cost_time_figure
 from fitcalc.forms import MODE_LABELS, PRECISION_LABELS, FitForm
@@ -37,6 +36,7 @@ from fitcalc.selectors.hf_models import hf_model_get
 from fitcalc.selectors.serving_plans import fit_serving_answer, owned_serving_costs, serving_target_parse
 from fitcalc.services import hf_model_import
 from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 
 #: The page's first view: the issue's first example, "fine-tune a 7B-class model with LoRA", on
 #: 100 million tokens (about 49,000 sequences of 2,048 tokens).

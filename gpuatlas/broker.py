@@ -25,14 +25,52 @@ timeout; the ingest does not wait for them, the sweeper queues stored submission
 
 Used for ``redis://`` and ``rediss://`` brokers (settings.CELERY_BROKER_TRANSPORT). Remove it once
 a kombu release closes a channel whose BRPOP failed before dropping the transport's client.
+
+``publish_guarded``: what a web process or a worker sends the broker. A publish to a frozen
+broker fails only after its timeouts (three waits of BROKER_TIMEOUT_S, 6 s, for the first of a
+process), so after one failed, the process does not ask the broker again for
+``PUBLISH_RETRY_AFTER_S``: the submissions and follow-ups meanwhile are "not queued" at once
+instead of each waiting, and a sweep re-queueing many stored submissions does not wait once per
+submission. Nothing is lost by it: a submission is stored before it is queued and the sweeper
+queues it again; a follow-up is asked again by the next write.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from celery import current_app
+from kombu.exceptions import OperationalError
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+
+T = TypeVar("T")
+
+# How long a process leaves the broker alone after a publish failed on its connection.
+PUBLISH_RETRY_AFTER_S = 5.0
+# When this process may ask the broker again (time.monotonic()); shared by its threads.
+_publish_down_until = [0.0]
+
+
+class BrokerSkipped(OperationalError):
+    """A publish not attempted: the broker failed less than PUBLISH_RETRY_AFTER_S ago."""
+
+
+def publish_guarded(send: Callable[[], T]) -> T:
+    """``send()`` (a task's ``delay`` or ``apply_async``), unless a publish of this process failed
+    within PUBLISH_RETRY_AFTER_S: then BrokerSkipped at once (module docstring). Eager tasks (no
+    broker) are always sent."""
+    if current_app.conf.task_always_eager:
+        return send()
+    if time.monotonic() < _publish_down_until[0]:
+        raise BrokerSkipped(f"the broker failed less than {PUBLISH_RETRY_AFTER_S:g} s ago: not asked again yet")
+    try:
+        return send()
+    except OperationalError:  # kombu's wrapper of the connection's errors and timeouts
+        _publish_down_until[0] = time.monotonic() + PUBLISH_RETRY_AFTER_S
+        raise
 
 
 class Channel(kombu_redis.Channel):

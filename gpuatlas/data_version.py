@@ -172,7 +172,7 @@ def data_version_cache_seconds() -> int:
 
 
 # Called before a cached read is computed (a miss): the page render limit of the request being
-# served (dashboard/views.py), which raises to refuse it. None outside such a request.
+# served (gpuatlas/render_limits.py), which raises to refuse it. None outside such a request.
 _COMPUTE_GUARD: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "compute_guard", default=None
 )

@@ -18,6 +18,8 @@ from typing import Any
 from celery import current_app
 from django.db import transaction
 
+from gpuatlas.broker import publish_guarded
+
 logger = logging.getLogger(__name__)
 
 
@@ -35,7 +37,7 @@ def followup_run(name: str, *, countdown: float = 0, **kwargs: Any) -> bool:
         current_app.loader.import_default_modules()
         task = current_app.tasks[name]  # KeyError again for a misspelt name: a bug, not caught
     try:
-        task.apply_async(kwargs=kwargs, countdown=countdown or None)
+        publish_guarded(lambda: task.apply_async(kwargs=kwargs, countdown=countdown or None))
     except Exception:
         if current_app.conf.task_always_eager:
             raise

@@ -322,8 +322,8 @@ REST_FRAMEWORK = {
         "watch_create": env_str("THROTTLE_WATCH_CREATE", "30/hour"),
         # Hugging Face model imports (each a request to the Hub), per address and per account.
         "hf_import": env_str("THROTTLE_HF_IMPORT", "20/hour"),
-        # Pages computed for one address (dashboard/views.py): cache misses of the rankings, tier
-        # list and GPU pages, every comparison, fit page and CSV.
+        # Pages computed for one address (gpuatlas/render_limits.py): cache misses of the rankings,
+        # tier list and GPU pages, every comparison, fit page, CSV, catalogue list and feed.
         "page_render": env_str("THROTTLE_PAGE_RENDER", "120/min"),
     },
     # How many proxies in front of the web processes append to X-Forwarded-For: the client address

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
+from django.urls import URLPattern, URLResolver, get_resolver
 
+from gpuatlas.render_limits import page_renders_limited_is
 from tests.world import DASHBOARD_WORLD
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +82,69 @@ def test_an_address_has_only_so_many_pages_computed_a_minute(client, world, vers
     other = client.get("/tiers/", REMOTE_ADDR="198.51.100.20")  # another address has its own allowance
     assert other.status_code == 200
     assert client.get("/tiers/").status_code == 200  # cached now: a hit computes nothing
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/gpus/{H100}/results/",  # one page of a long list, never cached
+        "/open-data/",  # a whole table as CSV, never cached
+        f"/gpus/{H100}/feed/",  # the GPU's price cuts, a window over its observations
+        "/architectures/",
+        "/llm-model/",
+        "/gpus/",  # the catalogue, filtered and sorted
+        "/providers/",
+    ],
+)
+def test_pages_never_cached_spend_the_render_allowance(client, world, versioned_cache, settings, path: str):  # type: ignore[no-untyped-def]
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "page_render": "2/min"},
+    }
+    client.get("/")  # the GPU lookup and the footer's reads cached: only the page itself computes
+    query = {"table": "gpus"} if path == "/open-data/" else {}
+    second = client.get(path, query)
+    refused = client.get(path, query)
+    assert second.status_code == 200
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+
+
+# Pages outside the per-address render limit, each with its reason; every other page of the site
+# (not the admin, the API or static files) must be under it.
+NOT_RENDER_LIMITED = {
+    "healthz": "a probe",
+    "readyz": "a probe",
+    "i18n/setlang/": "sets the language cookie",
+    "accounts/login/": "its POSTs are throttled per address and per account",
+    "accounts/logout/": "the visitor's own session",
+    "accounts/": "the signed-in user's own account",
+    "accounts/signup/": "its POSTs are throttled per address",
+    "accounts/tokens/<int:token_id>/revoke/": "the signed-in user's own token",
+    "watches/new/": "signed in; creations are throttled",
+    "watches/<int:watch_id>/delete/": "the signed-in user's own watch",
+    "watches/feed/<str:token>/": "one watch's crossings, behind its secret token",
+    "submit/": "a form; uploads need an account",
+    "submit/gpuatlas-bench.tar.gz": "built once per process",
+    "submissions/<uuid:run_uuid>/": "one submission's status",
+    "fit/models/import/": "signed in; imports are throttled",
+    "providers/health/": "staff only",
+}
+
+
+def _site_pages(patterns: list, prefix: str = "") -> list[tuple[str, object]]:  # type: ignore[type-arg]
+    pages = []
+    for pattern in patterns:
+        route = prefix + str(pattern.pattern)
+        if route.startswith(("admin/", "api/", "^static")):
+            continue
+        if isinstance(pattern, URLResolver):
+            pages += _site_pages(pattern.url_patterns, route)
+        elif isinstance(pattern, URLPattern):
+            pages.append((route, pattern.callback))
+    return pages
+
+
+def test_every_page_is_under_the_render_limit_or_says_why_not() -> None:
+    pages = _site_pages(get_resolver().url_patterns)
+    unlimited = {route for route, view in pages if not page_renders_limited_is(view)}
+    assert unlimited == set(NOT_RENDER_LIMITED)

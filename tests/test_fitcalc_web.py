@@ -246,7 +246,12 @@ def test_cost_time_points_keep_only_fitting_plans_with_time_and_cost() -> None:
         ({"model": "llama-3-8b", "samples": "1e18", "context": "4096"}, "samples", "beyond"),
         ({"model": "llama-3-8b", "flash_attention": "yes"}, "flash_attention", "valid choice"),
         ({"model": "llama-3-8b", "hours_per_day": "25"}, "hours_per_day", "less than or equal to 24"),
-        ({"model": "llama-3-8b", "hours_per_day": "0"}, "hours_per_day", "more than 0"),
+        ({"model": "llama-3-8b", "hours_per_day": "0"}, "hours_per_day", "greater than or equal to 0.01"),
+        # Positive but too small for arithmetic: 5e-324 hours a day made the break-even divide by zero.
+        ({"model": "llama-3-8b", "hours_per_day": "5e-324"}, "hours_per_day", "greater than or equal to 0.01"),
+        ({"model": "llama-3-8b", "mode": "train", "days": "1e-300"}, "days", "greater than or equal to 0.01"),
+        ({"model": "llama-3-8b", "tokens": "1e-300"}, "tokens", "greater than or equal to 1"),
+        ({"model": "llama-3-8b", "epochs": "5e-324", "dataset_size": "10"}, "epochs", "greater than or equal to 0.001"),
         ({"model": "llama-3-8b", "currency": "EUR"}, "currency", "valid choice"),
     ],
 )
@@ -462,6 +467,7 @@ def test_api_without_an_exchange_rate_warns_instead_of_failing(client, monkeypat
         ({}, "model"),
         ({"model": "llama-3-8b", "mode": "qlora", "precision": "fp16"}, "precision"),
         ({"model": "llama-3-8b", "tokens": "abc"}, "tokens"),
+        ({"model": "llama-3-8b", "hours_per_day": "5e-324"}, "hours_per_day"),
     ],
 )
 def test_api_400_names_the_parameter(client, query: dict[str, str], field: str) -> None:  # type: ignore[no-untyped-def]
@@ -608,6 +614,7 @@ def test_page_lists_gpus_that_do_not_fit_with_the_reason(client) -> None:  # typ
         ({"model": "unknown-model"}, "model", "valid choice"),
         ({"params": "1e20"}, "params", "less than or equal to"),
         ({"model": "llama-3-8b", "mode": "qlora", "precision": "bf16"}, "precision", "4-bit"),
+        ({"model": "llama-3-8b", "hours_per_day": "5e-324"}, "hours_per_day", "greater than or equal to 0.01"),
     ],
 )
 def test_page_shows_bad_input_beside_the_field(client, query: dict[str, str], field: str, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -10,18 +10,26 @@ redis-server stopped with SIGSTOP, never the machine's shared Redis.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+from types import SimpleNamespace
 
 import pytest
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from kombu.exceptions import OperationalError
 
 from accounts.services import api_token_create
 from benchmarks_app.models import RawSubmission, SubmissionStatus
 from benchmarks_app.services import intake as intake_module
+from benchmarks_app.tasks import ingest_submission, submission_enqueue, submissions_enqueue
+from gpuatlas import broker
 from gpuatlas.cache import DegradingRedisCache, cache_settings
+from gpuatlas.data_version import BUMP_TASK
+from gpuatlas.followups import followup_run
 from tests.factories import body, make_result, submission_document
 from tests.redis_server import needs_redis_server, private_redis  # noqa: F401
 from tests.reliability_support import celery_worker, helper, wait_until
@@ -76,6 +84,41 @@ def test_a_submission_whose_ingest_cannot_be_queued_answers_503_then_its_retry_2
     assert RawSubmission.objects.filter(run_uuid=document["run_uuid"], status=SubmissionStatus.RECEIVED).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_whose_ingest_cannot_be_queued_says_it_waits_for_the_queue(world, client, monkeypatch) -> None:
+    monkeypatch.setattr(intake_module, "submission_enqueue", lambda *, submission_id: False)
+    client.force_login(get_user_model().objects.create(username="queue-down-form"))
+    document = submission_document(results=[make_result(median=600.0)])
+    page = client.post("/submit/", {"text": json.dumps(document)}, follow=True)
+    assert page.status_code == 200 and "the ingest queue is not answering" in page.content.decode()
+    assert RawSubmission.objects.filter(run_uuid=document["run_uuid"], status=SubmissionStatus.RECEIVED).count() == 1
+
+
+def test_after_a_failed_publish_the_process_leaves_the_broker_alone_for_a_while(monkeypatch) -> None:
+    """A frozen broker costs one publish's timeouts per process and period, not one per submission
+    (a sweep of ten stored submissions asked it ten times, 2-6 s each)."""
+    monkeypatch.setitem(current_app.conf, "task_always_eager", False)
+    clock = [1000.0]
+    monkeypatch.setattr(broker, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(broker, "_publish_down_until", [0.0])
+    asked: list[int] = []
+
+    def frozen_publish(submission_id: int) -> None:
+        asked.append(submission_id)
+        raise OperationalError("Timeout reading from socket")
+
+    monkeypatch.setattr(ingest_submission, "delay", frozen_publish)
+    assert submissions_enqueue(submission_ids=range(1, 11)) == []
+    assert asked == [1]  # the other nine were not queued at once: stored, the next sweep queues them
+    bump = current_app.tasks[BUMP_TASK]
+    monkeypatch.setattr(bump, "apply_async", lambda **_: asked.append(-1))
+    assert followup_run(BUMP_TASK) is False and asked == [1]
+    clock[0] += broker.PUBLISH_RETRY_AFTER_S
+    assert submission_enqueue(submission_id=11) is False and asked == [1, 11]  # asked again after the period
+    clock[0] += broker.PUBLISH_RETRY_AFTER_S
+    assert followup_run(BUMP_TASK) is True and asked == [1, 11, -1]
+
+
 @pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.celery_worker
@@ -88,6 +131,8 @@ def test_a_frozen_broker_answers_503_quickly_and_loses_nothing(world, private_re
     assert [r["status_code"] for r in during] == [503, 503], during
     slowest = max(r["seconds"] for r in during)
     assert slowest < 8, f"a submission waited {slowest:.1f} s for the frozen broker"
+    # The process left the broker alone after the first failure (gpuatlas.broker.publish_guarded).
+    assert during[1]["seconds"] < 1.5, during
     run_uuids = [r["run_uuid"] for r in during]
     assert RawSubmission.objects.filter(run_uuid__in=run_uuids, status=SubmissionStatus.RECEIVED).count() == 2
 

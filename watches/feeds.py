@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 
 from catalog.models import Gpu
 from catalog.selectors.gpus import gpu_for_page
+from gpuatlas.data_version import compute_spend
 from watches.describe import crossing_text, threshold_text, watch_text
 from watches.models import Crossing, Watch
 from watches.selectors.lists import PriceCut, gpu_price_cuts, watch_by_feed_token, watch_crossings
@@ -87,6 +88,7 @@ class GpuPriceFeed(Feed):
         return reverse("dashboard:gpu-detail", args=[obj.slug])
 
     def items(self, obj: Gpu) -> list[PriceCut]:
+        compute_spend()  # never cached: counted against the address's render allowance
         return gpu_price_cuts(gpu=obj)
 
     def item_title(self, item: PriceCut) -> str:

@@ -44,6 +44,9 @@ from fitcalc.forms import (
     MAX_EPOCHS,
     MAX_HF_ID,
     MAX_TRAINING_DAYS,
+    MIN_DAYS,
+    MIN_EPOCHS,
+    MIN_HOURS_PER_DAY,
     MIN_PARAMS,
     PRICE_RULES,
     SERVING_MODES,
@@ -83,8 +86,8 @@ def _int(minimum: int, maximum: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": minimum, "maximum": maximum}
 
 
-def _positive(maximum: float) -> dict[str, Any]:
-    return {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": maximum}
+def _number(minimum: float, maximum: float) -> dict[str, Any]:
+    return {"type": "number", "minimum": minimum, "maximum": maximum}
 
 
 _BOOL = {"type": "string", "enum": ["true", "false", ""]}
@@ -153,22 +156,22 @@ PARAMETERS = [
         "lora_targets", _enum_schema([t.value for t in LoraTargets]), "LoRA/QLoRA adapted layers (default all_linear)."
     ),
     _param(
-        "tokens", _positive(MAX_WORK_UNITS), "Work: tokens to process (transformers). One of tokens, samples, epochs."
+        "tokens", _number(1, MAX_WORK_UNITS), "Work: tokens to process (transformers). One of tokens, samples, epochs."
     ),
     _param(
-        "samples", _positive(MAX_WORK_UNITS), "Work: samples (sequences of `context` tokens, or images) to process."
+        "samples", _number(1, MAX_WORK_UNITS), "Work: samples (sequences of `context` tokens, or images) to process."
     ),
-    _param("epochs", _positive(MAX_EPOCHS), "Work: epochs over `dataset_size` samples."),
+    _param("epochs", _number(MIN_EPOCHS, MAX_EPOCHS), "Work: epochs over `dataset_size` samples."),
     _param("dataset_size", _int(1, MAX_DATASET_SIZE), "Samples per epoch (with `epochs`)."),
     _param(
         "days",
-        _positive(MAX_TRAINING_DAYS),
+        _number(MIN_DAYS, MAX_TRAINING_DAYS),
         f"Training: plan past one node, the fewest whole nodes of each GPU that finish the work within this many "
         f"days (default {DEFAULT_TRAINING_DAYS:g}); answered in `training`.",
     ),
     _param(
         "hours_per_day",
-        _positive(24),
+        _number(MIN_HOURS_PER_DAY, 24),
         f"Buy vs rent: hours of use per day (default {DEFAULT_HOURS_PER_DAY:g}).",
     ),
     _param(

@@ -10,9 +10,13 @@ from django.utils.translation import gettext_lazy as _
 from catalog.forms import GpuFilterForm
 from catalog.models import Architecture, Gpu, Vendor
 from catalog.selectors.gpus import gpu_catalogue
+from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 
 
+@page_renders_limited
 def gpu_list_view(request: HttpRequest) -> HttpResponse:
+    compute_spend()  # the filtered, sorted catalogue, read on every request
     form = GpuFilterForm(request.GET or None)
     filters = dict(form.cleaned_data) if form.is_valid() else {}
     scope = filters.pop("scope", "") or "dl"

@@ -9,9 +9,13 @@ from django.shortcuts import render
 from catalog.selectors.price_health import price_data_health, price_fetches_latest
 from catalog.selectors.prices import price_status
 from catalog.selectors.providers import providers_with_stats
+from gpuatlas.data_version import compute_spend
+from gpuatlas.render_limits import page_renders_limited
 
 
+@page_renders_limited
 def provider_list_view(request: HttpRequest) -> HttpResponse:
+    compute_spend()  # every provider's offer counts, read on every request
     return render(
         request,
         "catalog/provider_list.html",

@@ -49,4 +49,10 @@ def page_renders_limited(view: Callable[..., HttpResponseBase]) -> Callable[...,
             reason = _("Too many pages were computed for your address in the last minute, so this one was not.")
             return too_many_attempts(request, wait_seconds=limited.wait_seconds, reason=reason)
 
+    wrapper.renders_limited = True  # type: ignore[attr-defined]  # what page_renders_limited_is reads
     return wrapper
+
+
+def page_renders_limited_is(view: Callable[..., Any]) -> bool:
+    """Whether ``view`` is wrapped by ``page_renders_limited``."""
+    return bool(getattr(view, "renders_limited", False))
