@@ -203,6 +203,40 @@ def test_compare_uses_the_rankings_figures_and_n(client):
     assert world.gpus["h100"].name in html and "How to read this" in html
 
 
+def test_a_repeated_comparison_is_read_from_the_cache_until_the_data_changes(  # type: ignore[no-untyped-def]
+    client, versioned_cache, settings, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from gpuatlas.data_version import data_version_bump
+
+    settings.DATA_VERSION_DEBOUNCE_S = 0
+    world = world_build(rows=DASHBOARD_WORLD)
+    query = {"gpus": "h100-sxm5-80-gb,rtx-4090"}
+
+    def compared() -> tuple[int, float | None]:
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(reverse("dashboard:compare"), query)
+        assert response.status_code == 200
+        return len(queries.captured_queries), response.context["columns"][0].cheapest_price
+
+    cold, first = compared()
+    warm, second = compared()
+    # The picker's GPU names, the session and the lookup: the comparison itself is not read again.
+    assert warm <= 4 < cold and second == first == 5.0
+    with django_capture_on_commit_callbacks(execute=True):
+        OfferFactory(
+            provider=ProviderFactory(slug="later-cloud", name="Later Cloud"),
+            gpu=world.gpus["h100"],
+            instance_type="h100.later",
+            current_price_per_hour=Decimal("1.00"),
+        )
+        data_version_bump()
+    _again, cheapest = compared()
+    assert cheapest == 1.0
+
+
 def test_compare_and_catalogue_show_the_rankings_price_with_its_origin(client):
     """Both pages read prices through an older selector: the median of every current offer (not
     the providers' cheapest, as the rankings) and no provider, date or age beside the figure."""

@@ -98,6 +98,21 @@ def test_api_answers_and_names_a_bad_parameter(offers, client):
     assert bad.status_code == 400 and "target" in bad.json()["errors"]
 
 
+def test_a_repeated_serving_question_is_read_from_the_cache_and_typed_prices_are_part_of_it(  # type: ignore[no-untyped-def]
+    offers, client, versioned_cache
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    url = "/api/v1/fit/serving/?model=llama-3.1-70b&precision=fp8&target=20"
+    first = client.get(url).json()
+    with CaptureQueriesContext(connection) as warm:
+        again = client.get(url).json()
+    assert again == first and len(warm.captured_queries) <= 1
+    priced = client.get(url + "&gpu_price[h100-sxm5-80-gb]=0.01").json()
+    assert priced["recommended"]["gpu"] == "h100-sxm5-80-gb" != first["recommended"]["gpu"]
+
+
 def test_h200_two_gpu_plans_use_the_measured_all_reduce_of_the_real_run(client):
     """tests/fixtures/bench/h200x2_nvlink_multigpu.json: our client's all-reduce on two NVLink H200s."""
     world_build(rows=replace(LLM_WORLD, seed_workloads=True))

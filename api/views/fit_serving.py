@@ -16,7 +16,13 @@ from api.serializers import ErrorSerializer
 from api.views.base import ERROR_429, ApiMixin
 from catalog.selectors.prices import PRICE_RULES
 from dashboard.selectors.ranking_params import RankingParamError, gpu_prices_from_query
-from fitcalc.selectors.serving_plans import DEFAULT_LENGTHS, DEFAULT_TARGET, PRECISIONS, ServingPlan, serving_plans
+from fitcalc.selectors.serving_plans import (
+    DEFAULT_LENGTHS,
+    DEFAULT_TARGET,
+    PRECISIONS,
+    ServingPlan,
+    serving_plans_asked,
+)
 from llm.question import (
     AUTO_ENGINE,
     BATCHED_ENGINES,
@@ -151,16 +157,16 @@ class FitServingView(ApiMixin, APIView):
         except RankingParamError as error:
             raise ValidationError({error.field: [error.message]}) from None
         try:
-            plans = serving_plans(
+            plans = serving_plans_asked(
                 model=data["model"],
-                precisions=data["precision"],
+                precisions=tuple(data["precision"]),
                 target=data["target"],
                 input_len=data["input_len"],
                 output_len=data["output_len"],
                 engine=data["engine"],
                 fewest_gpus=data["fewest_gpus"],
                 price_rule=data["price_rule"],
-                gpu_prices=gpu_prices,
+                gpu_prices=tuple(sorted(gpu_prices.items())),
             )
         except ValueError as error:
             field, _sep, reason = str(error).partition(": ")

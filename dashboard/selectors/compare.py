@@ -17,6 +17,7 @@ from dashboard.multi_gpu_maths import AllreduceLine, MeasuredScaling
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
 from dashboard.selectors.standings import gpu_standings_compute
+from gpuatlas.data_version import data_versioned
 
 COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 
@@ -69,6 +70,8 @@ class Comparison:
     baseline_name: str
 
 
+# Keyed by the GPUs asked for (2 to 4 of them, any order a link gives) and the currency.
+@data_versioned("compare_compute", key=lambda gpus, currency="USD": ([g.id for g in gpus], currency), bounded=True)
 def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
     """Two to four GPUs side by side. Performance comes from the rankings (one definition of the
     figure and of n): each GPU's ranking figure divided by the first GPU's; the LLM use cases
