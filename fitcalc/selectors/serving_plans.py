@@ -321,31 +321,11 @@ def serving_target_parse(text: str | None) -> float | None:
 
 
 @data_versioned("serving_plans_asked", bounded=True)  # keyed by a request's parameters
-def serving_plans_asked(
-    *,
-    model: str,
-    precisions: tuple[str, ...],
-    target: float | None,
-    input_len: int,
-    output_len: int,
-    engine: str,
-    fewest_gpus: bool,
-    price_rule: str,
-    gpu_prices: tuple[tuple[str, float], ...],
-) -> ServingPlans:
-    """``serving_plans`` for a request's validated parameters (the stored fit, every GPU), cached
-    by data version: the search evaluates the serving model on every GPU."""
-    return serving_plans(
-        model=model,
-        precisions=precisions,
-        target=target,
-        input_len=input_len,
-        output_len=output_len,
-        engine=engine,
-        fewest_gpus=fewest_gpus,
-        price_rule=price_rule,
-        gpu_prices=dict(gpu_prices),
-    )
+def serving_plans_asked(*, gpu_prices: tuple[tuple[str, float], ...], **question: Any) -> ServingPlans:
+    """``serving_plans`` for a request's validated parameters (the stored fit, every GPU; typed
+    prices as sorted pairs), cached by data version: the search evaluates the serving model on
+    every GPU."""
+    return serving_plans(**question, gpu_prices=dict(gpu_prices))
 
 
 @data_versioned("fit_serving_answer", bounded=True)  # keyed by a request's parameters
