@@ -5,12 +5,17 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from django.core.validators import RegexValidator
 from django.urls import reverse
 from rest_framework import serializers
 
 from catalog.money import CURRENCIES
 from watches.models import Delivery, Watch, WatchKind, WatchMetric
 from watches.validation import GPU_COUNT_MAX, THRESHOLD_MAX, WatchSpec
+
+# DRF refuses a NUL character in any text field (PostgreSQL cannot store one); the pattern puts that
+# rule in the schema, so that a client reading it knows the value is refused.
+NO_NUL = RegexValidator(r"^[^\x00]*$", message="Null characters are not allowed.")
 
 
 class RoundedDecimalField(serializers.DecimalField):
@@ -66,7 +71,11 @@ class WatchCreateSerializer(serializers.Serializer):
         max_length=64, required=False, allow_blank=True, help_text="`price`: provider identifier."
     )
     region = serializers.CharField(
-        max_length=64, required=False, allow_blank=True, help_text="`price`: part of the offer's region."
+        max_length=64,
+        required=False,
+        allow_blank=True,
+        validators=[NO_NUL],
+        help_text="`price`: part of the offer's region.",
     )
     currency = serializers.ChoiceField(
         choices=CURRENCIES,

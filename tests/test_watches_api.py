@@ -58,6 +58,7 @@ def test_create_list_and_delete_through_the_api(priced):
         ({"email": "not-an-address"}, "email"),
         ({"metric": "perf_per_dollar"}, "metric"),
         ({"region": "x" * 65}, "region"),
+        ({"region": "us\x00east"}, "region"),
         ({"webhook_url": "ftp://example.com/x"}, "webhook_url"),
     ],
 )
@@ -66,6 +67,15 @@ def test_bad_fields_are_a_400_naming_the_field(priced, change, field):
     assert response.status_code == 400
     assert field in response.json()["errors"], response.json()
     assert not Watch.objects.exists()
+
+
+def test_the_schema_says_a_region_holds_no_nul_character(client):
+    """A NUL in the region is refused (above); the schema says so, or a client that follows it is
+    refused a request the schema allows."""
+    schema = client.get("/api/v1/schema/", {"format": "json"}).json()
+    region = schema["components"]["schemas"]["WatchCreate"]["properties"]["region"]
+    patterns = [branch.get("pattern") for branch in region.get("oneOf", [region])]
+    assert "^[^\\u0000]*$" in patterns, region
 
 
 def test_a_user_sees_and_deletes_only_their_own_watches(priced):
