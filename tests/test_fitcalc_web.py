@@ -776,3 +776,14 @@ def test_api_400_names_the_new_parameters(client, query: dict[str, str], field: 
     response = client.get(URL, query)
     assert response.status_code == 400, response.content
     assert field in response.json()["errors"]
+
+
+@pytest.mark.django_db
+def test_the_answer_names_the_format_it_is_for(client) -> None:  # type: ignore[no-untyped-def]
+    """The headline's cheapest GPU answers the form's format and the serving line its own (FP8 may
+    beat BF16): without the formats the page read as two answers to one question."""
+    _world(3)
+    html = client.get("/fit/", {"model": "llama-3-8b", "precision": "bf16"}).content.decode()
+    assert "The lowest cost per unit of work in BF16: " in html
+    html = client.get("/fit/", {"model": "llama-3-8b", "precision": "fp32"}).content.decode()
+    assert "The lowest cost per unit of work in FP32: " in html
