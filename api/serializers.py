@@ -308,8 +308,14 @@ class RankingRowSerializer(serializers.Serializer):
     perf_per_dollar = _nullable_float()
     perf_per_dollar_unit = serializers.CharField()
     perf_per_kw = _nullable_float(
-        help_text="Performance divided by the catalogue TDP in kW: a fallback, as no measured power stands behind the "
-        "ranked figure (measured energy per token: serving-points/, joules_per_token)."
+        help_text="Performance per kW of perf_per_kw_power_w: the power per GPU measured at an LLM serving figure's "
+        "point, else estimated there from its GPU class's power curve, else the catalogue TDP (a fallback)."
+    )
+    perf_per_kw_power_w = _nullable_float(help_text="The power per GPU, in W, perf_per_kw divides by.")
+    perf_per_kw_basis = serializers.ChoiceField(
+        choices=[("measured", "measured"), ("estimated", "estimated"), ("tdp", "tdp"), ("", "")],
+        help_text="What perf_per_kw_power_w is: measured over a steady window of at least 5 s within the board limit, "
+        "estimated from the power curve (never above the board limit), the TDP, or empty without a figure.",
     )
     meets_memory_floor = serializers.BooleanField()
     tier = serializers.ChoiceField(

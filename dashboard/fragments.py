@@ -113,7 +113,7 @@ def filter_options() -> dict[str, Any]:
         "sorts": [
             ("perf_per_dollar", _("performance per price")),
             ("perf", _("performance")),
-            ("perf_per_kw", _("performance per kW of TDP")),
+            ("perf_per_kw", _("performance per kW (measured or estimated power, else TDP)")),
         ],
     }
 

@@ -49,6 +49,7 @@ RANKING_CSV_COLUMNS = (
     "perf_low", "perf_high", "cost_per_million_tokens_low", "cost_per_million_tokens_high", "interval_kind",
     "energy_basis", "joules_per_token", "joules_per_token_low", "joules_per_token_high",
     "electricity_per_million_tokens", "suite_perf", "training_mfu", "training_mfu_runs",
+    "perf_per_kw_power_w", "perf_per_kw_basis",
 )  # fmt: skip
 _CSV_NAMES = {"gpu": "gpu_slug", "vendor_name": "vendor"}
 RANKING_CSV_HEADER = tuple(_CSV_NAMES.get(name, name) for name in RANKING_CSV_COLUMNS)

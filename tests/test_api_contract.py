@@ -48,7 +48,7 @@ RANKING_ROW = {
     "rank", "gpu", "gpu_name", "vendor", "vendor_name", "segment", "architecture_name", "memory_gib", "tdp_w", "perf",
     "perf_basis", "measured", "perf_measured", "perf_estimated", "n", "distinct_submitters", "groups", "price",
     "price_unit", "price_source", "price_providers", "currency", "perf_per_dollar", "perf_per_dollar_unit",
-    "perf_per_kw", "meets_memory_floor", "tier", "eligible", "ineligible_reasons", "estimate_error_pct", "measured_via",
+    "perf_per_kw", "perf_per_kw_power_w", "perf_per_kw_basis", "meets_memory_floor", "tier", "eligible", "ineligible_reasons", "estimate_error_pct", "measured_via",
     "llm_gpu_count", "cost_per_million_tokens", "llm_source", "llm_source_url", "llm_precision",
     # the price's provenance and spread
     "price_min", "price_max", "price_provider", "price_provider_slug", "price_instance_type", "price_region",

@@ -69,6 +69,11 @@ class RankingRow:
     perf_per_dollar_unit: str
     perf_per_kw: float | None
     meets_memory_floor: bool
+    # The power per GPU perf_per_kw divides by, and what it is: "measured" (the average power measured
+    # at the ranked LLM serving point), "estimated" (its GPU class's power curve at that load, never
+    # above the board limit), "tdp" (the catalogue TDP, the fallback) or "" (no figure).
+    perf_per_kw_power_w: float | None = None
+    perf_per_kw_basis: str = ""
     tier: str | None = None
     rank: int | None = None
     eligible: bool = True  # meets the use case's memory floor and has the tensor format it needs
@@ -290,6 +295,8 @@ ROW_COLUMNS: dict[str, str] = {
     "perf_per_dollar": "perf_per_dollar",
     "perf_per_dollar_unit": "perf_per_dollar_unit",
     "perf_per_kw": "perf_per_kw",
+    "perf_per_kw_power_w": "perf_per_kw_power_w",
+    "perf_per_kw_basis": "perf_per_kw_basis",
     "meets_memory_floor": "meets_memory_floor",
     "tier": "tier",
     "eligible": "eligible",

@@ -99,7 +99,7 @@ from llm.selectors.serving_points import serving_group_figures
 from llm.selectors.serving_target import ServingChoice, llm_serving_choices
 from llm.selectors.single_stream import stream_fit_current
 from llm.serving.answer import UNREACHABLE
-from llm.serving.energy import PowerCurve, electricity_per_million_tokens
+from llm.serving.energy import EnergyFigure, PowerCurve, electricity_per_million_tokens
 from llm.serving.shapes import SIZE_CLASSES
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class LlmInputs:
     error_pct: float | None = None
     outside_error_pct: float | None = None
     question: ServingQuestion | None = None
-    power_curves: dict[str, PowerCurve] = field(default_factory=dict)  # buy mode with a price per kWh
+    power_curves: dict[str, PowerCurve] = field(default_factory=dict)  # llm.selectors.energy.power_curves_current
 
 
 @dataclass
@@ -551,8 +551,7 @@ def _llm_read(
             rented=gpu_counts_rented(gpu_ids=[g.id for g in gpus]),
         )
         figures = {gpu_id: choice.figure for gpu_id, choice in serving.items()}
-        power = power_curves_current() if params.mode == "buy" and params.kwh_price is not None else {}
-        return LlmInputs(figures=figures, serving=serving, question=question, power_curves=power)
+        return LlmInputs(figures=figures, serving=serving, question=question, power_curves=power_curves_current())
     stream = stream_fit_current()
     figures = llm_ranking_figures(
         size=params.model_size,
@@ -597,6 +596,12 @@ def ranking_rows_build(*, params: RankingParams, inputs: RankingInputs) -> Built
             built.not_measured += values == _NOT_MEASURED
             continue
         values.setdefault("meets_memory_floor", eligibility.meets_memory_floor)
+        # Per kW of the power drawn at the ranked point where it is measured or estimated; else of the TDP.
+        values.setdefault("perf_per_kw_power_w", gpu.tdp_w)
+        values.setdefault("perf_per_kw_basis", "tdp")
+        perf_per_kw = per_kilowatt(values["perf"], values["perf_per_kw_power_w"])
+        if perf_per_kw is None:
+            values.update(perf_per_kw_power_w=None, perf_per_kw_basis="")
         built.rows.append(
             RankingRow(
                 gpu_id=gpu.id,
@@ -611,7 +616,7 @@ def ranking_rows_build(*, params: RankingParams, inputs: RankingInputs) -> Built
                 price=price,
                 currency=prices.money.currency,
                 perf_per_dollar_unit=prices.value_unit,
-                perf_per_kw=per_kilowatt(values["perf"], gpu.tdp_w),
+                perf_per_kw=perf_per_kw,
                 eligible=eligibility.eligible and values["meets_memory_floor"],
                 ineligible_reasons=list(eligibility.reasons),
                 **values,
@@ -710,24 +715,26 @@ def _llm_values(
         values.update(llm_target=params.interactivity, llm_rented_counts=list(choice.rented_counts),
                       llm_workload=choice.question.label(), llm_anchor=figure.anchor, llm_floor=figure.floor,
                       llm_engine=choice.answers.engine)  # fmt: skip
+    energy = (
+        serving_choice_energy(choice, tokens_per_s_per_gpu=figure.tokens_per_s, power_curves=llm.power_curves)
+        if choice is not None and figure.tokens_per_s
+        else None
+    )
+    if energy is not None:
+        values.update(perf_per_kw_power_w=energy.power_w, perf_per_kw_basis=energy.basis)
     if params.mode == "rent":
         priced = "offer" if price.amount is not None else "none"
         values["llm_price_basis"] = "user" if gpu.slug in prices.user_priced else priced
     else:
         values["llm_price_basis"] = ""
-        if choice is not None and params.kwh_price is not None and figure.tokens_per_s:
-            values.update(_electricity_values(choice, figure.tokens_per_s, llm.power_curves, params.kwh_price))
+        if energy is not None and params.kwh_price is not None:
+            values.update(_electricity_values(energy, params.kwh_price))
     return values
 
 
-def _electricity_values(
-    choice: ServingChoice, tokens_per_s_per_gpu: float, power_curves: Mapping[str, PowerCurve], kwh_price: float
-) -> dict[str, Any]:
+def _electricity_values(energy: EnergyFigure, kwh_price: float) -> dict[str, Any]:
     """Buy mode: the ranked operating point's energy per output token and the electricity of a
     million output tokens at the owner's price per kWh (llm.serving.energy)."""
-    energy = serving_choice_energy(choice, tokens_per_s_per_gpu=tokens_per_s_per_gpu, power_curves=power_curves)
-    if energy is None:
-        return {}
     return {
         "energy_basis": energy.basis,
         "joules_per_token": energy.joules_per_token,
