@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from dashboard.fragments import RANKING_ROWS_PER_PAGE
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
 from llm.selectors.energy import power_curves_current
@@ -82,8 +83,13 @@ def test_the_page_the_api_and_the_csv_say_what_perf_per_kw_divides_by(h200_sweep
     assert by_slug["h200-sxm-141-gb"]["perf_per_kw_basis"] == "estimated"
     assert by_slug["l40s"]["perf_per_kw_basis"] == "tdp" and float(by_slug["l40s"]["perf_per_kw_power_w"]) == 350
     h200_watts = f"{ranking['h200-sxm-141-gb'].perf_per_kw_power_w:.0f}"
-    page = client.get(reverse("dashboard:rankings"), SERVING_8B).content.decode()
+    # The table is paged: ask for the page the H200's row is on.
+    order = list(ranking)
+    table_page = {"page": str(order.index("h200-sxm-141-gb") // RANKING_ROWS_PER_PAGE + 1)}
+    page = client.get(reverse("dashboard:rankings"), {**SERVING_8B, **table_page}).content.decode()
     assert "Perf. per kW" in page and "Perf. per kW of TDP" not in page
     assert f"of {h200_watts} W estimated" in page and "of TDP" in page
-    chinese = client.get(reverse("dashboard:rankings"), SERVING_8B, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    chinese = client.get(
+        reverse("dashboard:rankings"), {**SERVING_8B, **table_page}, HTTP_ACCEPT_LANGUAGE="zh-hans"
+    ).content.decode()
     assert f"按估算 {h200_watts} W" in chinese and "按 TDP" in chinese
