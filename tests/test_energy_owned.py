@@ -22,6 +22,7 @@ from llm.serving.energy import (
     PowerCurve,
     PowerSample,
     electricity_per_million_tokens,
+    energy_at_power,
     energy_estimate,
     owned_cost_per_million_tokens,
     power_curve_key,
@@ -85,7 +86,7 @@ def test_an_estimated_energy_never_draws_more_than_the_board_limit(
     base, span, scale, rms, curve_limit, load, rate, board
 ):
     curve = PowerCurve(base, span, scale, curve_limit, 10, rms)
-    energy = energy_estimate(curve, load=load, tokens_per_s_per_gpu=rate, limit_w=board)
+    energy = energy_estimate(curve, load=load, tokens_per_s_per_gpu=rate, limit_w=board, rate_interval=None)
     if energy is None:
         assert min(curve_limit, board or curve_limit, curve.power_w(load)) < MIN_ESTIMATED_POWER_W
         return
@@ -97,6 +98,43 @@ def test_an_estimated_energy_never_draws_more_than_the_board_limit(
     # Even the top of the interval stays within the board limit.
     assert energy.high_j * rate <= cap * (1 + 1e-9)
     assert math.isclose(energy.joules_per_token * rate, energy.power_w, rel_tol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    load=st.floats(0, 1e4),
+    rate=st.floats(1e-2, 1e6),
+    slow=st.floats(0.05, 1.0),
+    fast=st.floats(1.0, 20.0),
+)
+def test_an_estimated_rate_widens_the_energy_interval_by_its_own(load, rate, slow, fast):
+    # Joules per token is power over rate: at the slow end of the rate's interval the same power
+    # costs more joules, at the fast end fewer; the interval must hold both ends of both.
+    curve = PowerCurve(400.0, 300.0, 30.0, 700.0, 36, 20.0)
+    alone = energy_estimate(curve, load=load, tokens_per_s_per_gpu=rate, limit_w=700.0, rate_interval=None)
+    both = energy_estimate(curve, load=load, tokens_per_s_per_gpu=rate, limit_w=700.0, rate_interval=(slow, fast))
+    assert alone is not None and both is not None
+    assert both.joules_per_token == alone.joules_per_token
+    assert both.high_j == pytest.approx(alone.high_j / slow) and both.low_j == pytest.approx(alone.low_j / fast)
+    # Every rate in the interval, at every power the curve allows, gives joules inside it.
+    for factor in (slow, 1.0, fast):
+        for watts in (alone.low_j * rate, alone.high_j * rate):
+            assert both.low_j * (1 - 1e-9) <= watts / (rate * factor) <= both.high_j * (1 + 1e-9)
+    # No more than the board limit at the slowest rate the interval allows.
+    assert both.high_j * rate * slow <= 700.0 * (1 + 1e-9)
+
+
+def test_a_measured_power_over_an_estimated_rate_is_an_estimate_with_the_rates_interval():
+    measured = energy_at_power(power_w=612.0, tokens_per_s_per_gpu=3500.0, rate_interval=None)
+    assert measured is not None and measured.basis == "measured" and measured.low_j is None
+    estimated = energy_at_power(power_w=612.0, tokens_per_s_per_gpu=3500.0, rate_interval=(0.8, 1.25))
+    assert estimated is not None and estimated.basis == "estimated" and estimated.power_measured
+    assert estimated.joules_per_token == pytest.approx(612.0 / 3500.0)
+    assert (estimated.low_j, estimated.high_j) == (
+        pytest.approx(612.0 / 3500.0 / 1.25),
+        pytest.approx(612.0 / 3500.0 / 0.8),
+    )
+    assert energy_at_power(power_w=0.0, tokens_per_s_per_gpu=3500.0, rate_interval=None) is None
 
 
 def test_an_estimate_is_none_without_a_rate_or_a_load():
@@ -128,16 +166,21 @@ def test_a_measured_power_near_the_operating_point_wins_over_the_curve():
     curve = PowerCurve(400.0, 300.0, 30.0, 700.0, 36, 20.0)
     measured = [(175.0, 450.0), (55.0, 612.0)]  # (tokens/s per user, W)
     near = _plan_energy(measured, curve, tokens_per_s_per_gpu=3500.0, tokens_per_s_per_user=60.0, load=64.0,
-                        limit_w=700)  # fmt: skip
+                        limit_w=700, rate_interval=None)  # fmt: skip
     assert near is not None and near.basis == "measured"
     assert near.power_w == 612.0 and near.joules_per_token == pytest.approx(612.0 / 3500.0)
+    # The same power over an estimated rate is not a measured J/token.
+    guessed = _plan_energy(measured, curve, tokens_per_s_per_gpu=3500.0, tokens_per_s_per_user=60.0, load=64.0,
+                           limit_w=700, rate_interval=(0.7, 1.3))  # fmt: skip
+    assert guessed is not None and guessed.basis == "estimated" and guessed.power_measured
+    assert guessed.low_j < guessed.joules_per_token < guessed.high_j
     # 20 tokens/s per user is more than 25 % from both: the curve's estimate at the load instead.
     far = _plan_energy(measured, curve, tokens_per_s_per_gpu=5000.0, tokens_per_s_per_user=20.0, load=200.0,
-                       limit_w=700)  # fmt: skip
-    assert far is not None and far.basis == "estimated"
+                       limit_w=700, rate_interval=None)  # fmt: skip
+    assert far is not None and far.basis == "estimated" and not far.power_measured
     assert far.power_w == pytest.approx(curve.power_w(200.0))
     assert _plan_energy([], None, tokens_per_s_per_gpu=5000.0, tokens_per_s_per_user=20.0, load=200.0,
-                        limit_w=700) is None  # fmt: skip
+                        limit_w=700, rate_interval=None) is None  # fmt: skip
 
 
 def test_the_owned_cost_counts_electricity_only_with_a_price_per_kwh():

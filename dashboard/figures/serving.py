@@ -102,8 +102,13 @@ def serving_curve_line(
     power = (power_curves or {}).get(choice.power_key)
     energy: tuple[EnergyFigure | None, ...] = ()
     if power is not None and len(choice.curve_loads) == len(choice.curve):
+        # The curve's rates are the model's estimates: their error widens the joules' interval.
+        error = 1.0 + (100.0 if choice.curve_error_pct is None else choice.curve_error_pct) / 100.0
+        rates = (1.0 / error, error)
         energy = tuple(
-            energy_estimate(power, load=load, tokens_per_s_per_gpu=y, limit_w=choice.board_limit_w)
+            energy_estimate(
+                power, load=load, tokens_per_s_per_gpu=y, limit_w=choice.board_limit_w, rate_interval=rates
+            )  # fmt: skip
             for load, (_x, y) in zip(choice.curve_loads, choice.curve, strict=True)
         )
     return ServingCurveLine(key, name, price, marks, choice.curve, choice.curve_label, choice.curve_error_pct, offline,

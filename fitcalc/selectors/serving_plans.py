@@ -52,8 +52,8 @@ from llm.serving.energy import (
     EnergyFigure,
     PowerCurve,
     electricity_per_million_tokens,
+    energy_at_power,
     energy_estimate,
-    energy_measured,
     owned_cost_per_million_tokens,
     power_curve_key,
 )
@@ -218,6 +218,7 @@ def serving_plans(
                         tokens_per_s_per_user=answer.tokens_per_s_per_user or target,
                         load=answer.concurrency / answer.gpu_count if answer.concurrency else None,
                         limit_w=gpu.tdp_w,
+                        rate_interval=answer.estimate_factors,
                     )
                     options.append(_plan(gpu, answer, price=price, price_basis=basis,
                                          rented=answer.gpu_count in rented_counts, energy=energy))  # fmt: skip
@@ -272,17 +273,22 @@ def _plan_energy(
     tokens_per_s_per_user: float | None,
     load: float | None,
     limit_w: float | None,
+    rate_interval: tuple[float, float] | None,
 ) -> EnergyFigure | None:
     """A configuration's energy per output token (module doc): measured power of the nearest
-    measured point in tokens/s per user, else the GPU class's power curve at the load."""
+    measured point in tokens/s per user, else the GPU class's power curve at the load; over an
+    estimated rate (``rate_interval``: its interval as factors) the figure is estimated and its
+    interval spans the rate's."""
     if tokens_per_s_per_user and tokens_per_s_per_gpu > 0:
         near = [(abs(user / tokens_per_s_per_user - 1), watts) for user, watts in powers]
         close = min((n for n in near if n[0] <= POWER_MATCH), default=None)
         if close is not None:
-            return energy_measured(joules_per_token_=close[1] / tokens_per_s_per_gpu, power_w=close[1])
+            return energy_at_power(power_w=close[1], tokens_per_s_per_gpu=tokens_per_s_per_gpu,
+                                   rate_interval=rate_interval)  # fmt: skip
     if power is None or load is None:
         return None
-    return energy_estimate(power, load=load, tokens_per_s_per_gpu=tokens_per_s_per_gpu, limit_w=limit_w)
+    return energy_estimate(power, load=load, tokens_per_s_per_gpu=tokens_per_s_per_gpu, limit_w=limit_w,
+                           rate_interval=rate_interval)  # fmt: skip
 
 
 def _recommend(options: list[ServingPlan], *, fewest_gpus: bool) -> ServingPlan | None:

@@ -152,9 +152,10 @@ def serving_choice_energy(
     if curve is None or len(choice.curve_loads) != len(choice.curve) or not choice.curve:
         return None
     nearest = min(range(len(choice.curve)), key=lambda i: abs(choice.curve[i][1] - tokens_per_s_per_gpu))
+    answer = choice.answer
     return energy_estimate(
         curve, load=choice.curve_loads[nearest], tokens_per_s_per_gpu=tokens_per_s_per_gpu,
-        limit_w=choice.board_limit_w,
+        limit_w=choice.board_limit_w, rate_interval=answer.estimate_factors if answer else None,
     )  # fmt: skip
 
 

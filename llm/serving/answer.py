@@ -234,6 +234,17 @@ class ServingAnswer:
             return None
         return self.tokens_per_s_per_gpu * self.interval[0], self.tokens_per_s_per_gpu * self.interval[1]
 
+    @property
+    def estimate_factors(self) -> tuple[float, float] | None:
+        """How far an estimated figure may be off, as (low, high) factors on it: its 80 % interval,
+        else its typical error either way (100 % where none is stored); None for a measured figure."""
+        if self.basis != ESTIMATED:
+            return None
+        if self.interval is not None:
+            return self.interval
+        error = 1.0 + (100.0 if self.error_pct is None else self.error_pct) / 100.0
+        return 1.0 / error, error
+
     def cost_per_million(self, price_per_gpu_hour: float | None) -> float | None:
         return cost_per_million_output_tokens(price_per_gpu_hour=price_per_gpu_hour,
                                               tokens_per_s_per_gpu=self.tokens_per_s_per_gpu)  # fmt: skip

@@ -16,7 +16,9 @@
   of the class;
 * ``energy_estimate``: an operating point's joules per token from a power curve, with the interval
   of the curve's error (two root-mean-square residuals either side, within zero and the board
-  limit), labelled estimated;
+  limit) and, where the rate itself is an estimate, the rate's interval too (joules per token is
+  power over rate: a rate that comes in low costs more joules per token), labelled estimated;
+* ``energy_at_power``: a measured power over an estimated rate, estimated, with the rate's interval;
 * ``owned_cost_per_million_tokens``: what a million output tokens cost on a GPU you own, the
   purchase spread over the hours of use plus the electricity of its joules per token.
 """
@@ -160,6 +162,7 @@ class EnergyFigure:
     low_j: float | None = None
     high_j: float | None = None
     curve_points: int = 0  # estimated: the measured points the curve was fitted on
+    power_measured: bool = False  # estimated over an estimated rate, at a measured power (no curve)
 
     @property
     def tokens_per_kwh(self) -> float:
@@ -181,13 +184,29 @@ def energy_measured(*, joules_per_token_: float, power_w: float) -> EnergyFigure
 MIN_ESTIMATED_POWER_W = 1e-3
 
 
+def _rate_factors(rate_interval: tuple[float, float] | None) -> tuple[float, float]:
+    """(low, high) factors on an estimated rate from its interval; (1, 1) for none or a malformed one."""
+    if rate_interval is None:
+        return 1.0, 1.0
+    low, high = rate_interval
+    if not (0 < low <= high < math.inf):
+        return 1.0, 1.0
+    return min(low, 1.0), max(high, 1.0)
+
+
 def energy_estimate(
-    curve: PowerCurve, *, load: float, tokens_per_s_per_gpu: float, limit_w: float | None
+    curve: PowerCurve,
+    *,
+    load: float,
+    tokens_per_s_per_gpu: float,
+    limit_w: float | None,
+    rate_interval: tuple[float, float] | None = None,
 ) -> EnergyFigure | None:
     """The estimated energy per output token of a point serving ``tokens_per_s_per_gpu`` per GPU at
     ``load`` sequences per GPU: the curve's power (within ``limit_w``, the GPU's own board limit,
-    where known) over the rate, with the interval of the curve's error. None where the point is
-    not one (no positive finite rate or load)."""
+    where known) over the rate, with the interval of the curve's error and of ``rate_interval`` (the
+    rate's own 80 % interval as factors on it, where the rate is an estimate). None where the point
+    is not one (no positive finite rate or load)."""
     if not (0 <= load < math.inf and 0 < tokens_per_s_per_gpu < math.inf):
         return None
     cap = min(curve.limit_w, limit_w) if limit_w and limit_w > 0 else curve.limit_w
@@ -199,14 +218,30 @@ def energy_estimate(
     # would divide to zero joules per token).
     if power < MIN_ESTIMATED_POWER_W:
         return None
+    slow, fast = _rate_factors(rate_interval)
     return EnergyFigure(
         "estimated",
         power / tokens_per_s_per_gpu,
         power,
-        low / tokens_per_s_per_gpu,
-        high / tokens_per_s_per_gpu,
+        low / (tokens_per_s_per_gpu * fast),
+        high / (tokens_per_s_per_gpu * slow),
         curve.points,
     )
+
+
+def energy_at_power(
+    *, power_w: float, tokens_per_s_per_gpu: float, rate_interval: tuple[float, float] | None
+) -> EnergyFigure | None:
+    """Joules per token of a measured power (per GPU) over a rate: measured when the rate is
+    (``rate_interval`` None), else estimated with the rate's interval. None unless both are
+    positive and finite."""
+    if not (0 < power_w < math.inf and 0 < tokens_per_s_per_gpu < math.inf):
+        return None
+    joules = power_w / tokens_per_s_per_gpu
+    if rate_interval is None:
+        return EnergyFigure("measured", joules, power_w)
+    slow, fast = _rate_factors(rate_interval)
+    return EnergyFigure("estimated", joules, power_w, joules / fast, joules / slow, power_measured=True)
 
 
 def owned_cost_per_million_tokens(
@@ -224,6 +259,7 @@ __all__ = [
     "INTERVAL_RMS",
     "EnergyFigure",
     "PowerSample",
+    "energy_at_power",
     "energy_estimate",
     "energy_measured",
     "owned_cost_per_million_tokens",
