@@ -8,7 +8,7 @@ per (scope, GPU), each with the fingerprint of the GPU's aggregates in the scope
 at; readers use a row only while its fingerprint is the current one.
 
 A refresh recounts only the GPUs whose fingerprint moved (every change to a GPU's trusted results
-rewrites one of its aggregates: its n and updated_at), reading their results once for every scope.
+rewrites one of its aggregates: its n and updated_at), in the scopes where it moved.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count
 
 from benchmarks_app.models import BenchmarkResult, ResultAggregate, ScopeSubmitters
 
@@ -70,8 +71,8 @@ def scope_submitters_refresh(*, scopes: Sequence[tuple[Iterable[int], Iterable[s
     gone = [key for key in stored if key[0] not in prints or key[1] not in prints[key[0]]]
     submitters = _submitters_read(stale=stale, scopes=wanted)
     rows = [
-        ScopeSubmitters(scope=digest, gpu_id=gpu_id, fingerprint=prints[digest][gpu_id], submitters=len(keys))
-        for (digest, gpu_id), keys in submitters.items()
+        ScopeSubmitters(scope=digest, gpu_id=gpu_id, fingerprint=prints[digest][gpu_id], submitters=count)
+        for (digest, gpu_id), count in submitters.items()
     ]
     with transaction.atomic():
         for scope in {scope for scope, _ in gone}:
@@ -88,26 +89,23 @@ def scope_submitters_refresh(*, scopes: Sequence[tuple[Iterable[int], Iterable[s
 
 def _submitters_read(
     *, stale: set[tuple[str, int]], scopes: Mapping[str, tuple[frozenset[int], frozenset[str]]]
-) -> dict[tuple[str, int], set[str]]:
+) -> dict[tuple[str, int], int]:
     """(scope, GPU) -> the distinct submitter keys of the GPU's trusted results in the scope, for
-    the stale pairs: each GPU's results read once, whatever the number of its scopes."""
-    found: dict[tuple[str, int], set[str]] = {key: set() for key in stale}
-    scopes_of: dict[int, list[str]] = defaultdict(list)
+    the stale pairs: one count per scope over its stale GPUs, in the database."""
+    found: dict[tuple[str, int], int] = dict.fromkeys(stale, 0)
+    stale_gpus: dict[str, list[int]] = defaultdict(list)
     for digest, gpu_id in stale:
-        scopes_of[gpu_id].append(digest)
-    gpu_ids = sorted(scopes_of)
-    for start in range(0, len(gpu_ids), _GPU_BATCH):
-        batch = gpu_ids[start : start + _GPU_BATCH]
-        rows = (
-            BenchmarkResult.objects.trusted()
-            .filter(gpu_id__in=batch)
-            .order_by()
-            .values_list("gpu_id", "workload_id", "precision", "submitter_key")
-            .distinct()
-        )
-        for gpu_id, workload_id, precision, submitter_key in rows.iterator(chunk_size=10000):
-            for digest in scopes_of[gpu_id]:
-                workloads, precisions = scopes[digest]
-                if workload_id in workloads and precision in precisions:
-                    found[(digest, gpu_id)].add(submitter_key)
+        stale_gpus[digest].append(gpu_id)
+    for digest, gpu_ids in stale_gpus.items():
+        workloads, precisions = scopes[digest]
+        for start in range(0, len(gpu_ids), _GPU_BATCH):
+            rows = (
+                BenchmarkResult.objects.trusted()
+                .filter(gpu_id__in=sorted(gpu_ids)[start : start + _GPU_BATCH])
+                .filter(workload_id__in=sorted(workloads), precision__in=sorted(precisions))
+                .order_by()
+                .values_list("gpu_id")
+                .annotate(submitters=Count("submitter_key", distinct=True))
+            )
+            found.update({(digest, gpu_id): submitters for gpu_id, submitters in rows})
     return found
