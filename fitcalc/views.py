@@ -39,7 +39,7 @@ from fitcalc.plan import MAX_HOURS
 from fitcalc.presets import PRESETS
 from fitcalc.selectors.fit import FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
-from fitcalc.selectors.hf_models import hf_model_get
+from fitcalc.selectors.hf_models import hf_model_get, hf_models_newest_import
 from fitcalc.selectors.serving_plans import fit_serving_answer, owned_serving_costs, serving_target_parse
 from fitcalc.services import hf_model_import
 from gpuatlas.data_version import data_version_cached
@@ -180,10 +180,13 @@ def fit_view(request: HttpRequest) -> HttpResponseBase:
     submitted = any(name in request.GET for name in FitForm.base_fields)
     # The parts depend on the query alone (the form's fields, the speed per user, the links that
     # repeat the query) and the data: cached under the data version like the rankings' bodies,
-    # at most DATA_VERSION_CACHE_VARIANTS queries per version (a computed one is spent).
+    # at most DATA_VERSION_CACHE_VARIANTS queries per version (a computed one is spent). A Hugging
+    # Face import moves no data version, so a question naming a Hugging Face model has the newest
+    # import in its key: the page the import redirects to answers with the model at once.
+    imported = hf_models_newest_import() if "hf_model" in request.GET else None
     body = data_version_cached(
         "page:fit",
-        list(request.GET.lists()),
+        (list(request.GET.lists()), imported),
         lambda: _fit_body(
             FitForm(data=request.GET if submitted else PAGE_DEFAULTS),
             tokens_per_user=request.GET.get("tokens_per_user"),
