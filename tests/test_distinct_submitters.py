@@ -237,3 +237,24 @@ def test_a_gpu_whose_results_are_gone_loses_its_stored_counts():
     scope_submitters_refresh(scopes=ranking_submitter_scopes())
     assert not ScopeSubmitters.objects.filter(gpu_id=gpu).exists()
     assert ScopeSubmitters.objects.exists()
+
+
+def test_a_cold_gpu_page_counts_no_submitter_and_its_queries_do_not_grow_with_the_results():
+    world = world_build(rows=DASHBOARD_WORLD)
+    aggregates_rebuild()
+    ranking_submitters_refresh()
+    url = f"/gpus/{world.gpus['baseline'].slug}/"
+
+    def cold_queries() -> CaptureQueriesContext:
+        cache.clear()
+        with CaptureQueriesContext(connection) as queries:
+            assert Client().get(url).status_code == 200
+        return queries
+
+    cold_queries()  # the data version's row is created on the first read
+    before = cold_queries()
+    assert not _count_queries(before)
+    _add_results(world, count=40)  # as the ingest writes them: results, then their aggregates
+    ranking_submitters_refresh()  # and the refresh that follows the bump
+    after = cold_queries()
+    assert not _count_queries(after) and len(after) == len(before)
