@@ -202,6 +202,29 @@ class ResultAggregate(models.Model):
         return f"{self.gpu} {self.comparison_label}: {self.median} (n={self.n})"
 
 
+class ScopeSubmitters(models.Model):
+    """How many distinct submitters stand behind a GPU's trusted results of a set of workloads and
+    precisions (a ranking's scope): a count over results, so derived after writes
+    (``benchmarks_app.services.scope_submitters``) and read by the rankings, which would otherwise
+    read most results of the use case.
+
+    ``fingerprint`` is the digest of the GPU's aggregates in the scope when the count was taken
+    (``scope_fingerprints``): every change to a GPU's trusted results rewrites one of its
+    aggregates, so a reader that finds another fingerprint knows the count is stale.
+    """
+
+    scope = models.CharField(max_length=16)  # scope_digest(workload ids, precisions)
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="+")
+    fingerprint = models.CharField(max_length=24)
+    submitters = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope", "gpu"], name="scope_submitters_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_id} in {self.scope}: {self.submitters}"
+
+
 class LabImportRow(models.Model):
     """A row of an imported lab table that is not a result: kept with its reason.
 

@@ -68,11 +68,11 @@ def body_render(*, template: str, context: dict[str, Any]) -> str:
 
 
 def page_response(
-    request: HttpRequest, *, template: str, body: str, context: dict[str, Any] | None = None
+    request: HttpRequest, *, template: str, body: str, context: dict[str, Any] | None = None, status: int = 200
 ) -> HttpResponse:
     """The page around a cached body: the template rendered for this request (header and footer
     hold the user, the CSRF token and the language form) with the body inserted as it is."""
-    return render(request, template, {**(context or {}), "body": mark_safe(body)})  # noqa: S308 - our own escaped HTML
+    return render(request, template, {**(context or {}), "body": mark_safe(body)}, status=status)  # noqa: S308 - our own escaped HTML
 
 
 def filter_options() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Writes of the dashboard: the open-data dump."""
+"""Writes of the dashboard: the open-data dump, the rankings' stored submitter counts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from benchmarks_app.services.scope_submitters import scope_submitters_refresh
 from dashboard.open_data import TABLES, open_data_readme
+from dashboard.selectors.rankings import ranking_submitter_scopes
 
 
 def _json_value(value: Any) -> Any:
@@ -61,3 +63,10 @@ def open_data_dump(*, directory: Path) -> dict[str, int]:
         counts[table.name] = count
     (directory / "README.md").write_text(open_data_readme(), encoding="utf-8")
     return counts
+
+
+def ranking_submitters_refresh() -> int:
+    """Store each GPU's distinct submitters in every scope the rankings count them over, for the
+    GPUs whose results changed since (benchmarks_app.services.scope_submitters). Returns the
+    counts written."""
+    return scope_submitters_refresh(scopes=ranking_submitter_scopes())

@@ -27,7 +27,7 @@ from dashboard.selectors.ranking_params import RankingParamError, RankingParams,
 from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
-from gpuatlas.data_version import compute_spend
+from gpuatlas.data_version import compute_spend, data_version_cached
 from gpuatlas.render_limits import page_renders_limited
 from llm.selectors.model_page import llm_model_page
 
@@ -140,6 +140,27 @@ def _compare_texts(request: HttpRequest) -> list[str]:
 def compare_view(request: HttpRequest) -> HttpResponseBase:
     texts = _compare_texts(request)
     currency = currency_from_query(request.GET.get("currency"))
+    if request.GET.get("format") == "csv":
+        compute_spend()
+        status, context = _compare_context(texts=texts, currency=currency)
+        if "comparison" in context:
+            return _compare_csv(context["comparison"], context["use_cases"])
+        return render(request, "dashboard/compare.html", context, status=status)
+    # The page's body holds nothing of the user: cached by what was asked, like the rankings'.
+    status, body = data_version_cached(
+        "page:compare", (texts, currency), lambda: _compare_body(texts=texts, currency=currency), bounded=True
+    )
+    return fragments.page_response(request, template="dashboard/compare.html", body=body, status=status)
+
+
+def _compare_body(*, texts: list[str], currency: str) -> tuple[int, str]:
+    """The comparison page's status and body (rendered without a request)."""
+    status, context = _compare_context(texts=texts, currency=currency)
+    return status, fragments.body_render(template="dashboard/compare.html", context=context)
+
+
+def _compare_context(*, texts: list[str], currency: str) -> tuple[int, dict[str, Any]]:
+    """The comparison of the GPUs named by ``texts`` in ``currency``, or the picker with why not."""
     context: dict[str, Any] = {
         "picker": (texts + [""] * COMPARE_MAX)[:COMPARE_MAX] if len(texts) <= COMPARE_MAX else texts,
         "choices": list(Gpu.objects.curated().order_by("name").values_list("slug", "name")),
@@ -148,14 +169,14 @@ def compare_view(request: HttpRequest) -> HttpResponseBase:
         "precisions": COMPARE_PRECISIONS,
     }
     if not texts:
-        return render(request, "dashboard/compare.html", context)
+        return 200, context
     if not (COMPARE_MIN <= len(texts) <= COMPARE_MAX):
         context["error"] = _("Choose between %(min)s and %(max)s different GPUs (you gave %(n)s).") % {
             "min": COMPARE_MIN,
             "max": COMPARE_MAX,
             "n": len(texts),
         }
-        return render(request, "dashboard/compare.html", context, status=400)
+        return 400, context
     lookups = gpus_lookup(texts=texts)
     unknown = [found for found in lookups if found.gpu is None]
     if unknown:
@@ -163,7 +184,7 @@ def compare_view(request: HttpRequest) -> HttpResponseBase:
         context["error"] = _("No GPU in the catalogue is called %(names)s.") % {
             "names": ", ".join(f"“{found.text}”" for found in unknown)
         }
-        return render(request, "dashboard/compare.html", context, status=404)
+        return 404, context
     gpus = [found.gpu for found in lookups if found.gpu is not None]
     if len({g.id for g in gpus}) != len(gpus):
         context["error"] = _("Choose between %(min)s and %(max)s different GPUs (you gave %(n)s).") % {
@@ -171,13 +192,10 @@ def compare_view(request: HttpRequest) -> HttpResponseBase:
             "max": COMPARE_MAX,
             "n": len({g.id for g in gpus}),
         }
-        return render(request, "dashboard/compare.html", context, status=400)
-    compute_spend()
+        return 400, context
     comparison = compare_compute(gpus=gpus, currency=currency)
     columns = comparison.columns
     use_cases = list(USE_CASES.values())
-    if request.GET.get("format") == "csv":
-        return _compare_csv(comparison, use_cases)
     names = [c.gpu.name for c in columns]
     figure = compare_figure(
         names,
@@ -203,7 +221,7 @@ def compare_view(request: HttpRequest) -> HttpResponseBase:
             "csv_href": "?" + urlencode({"gpus": slugs, "currency": currency, "format": "csv"}),
         }
     )
-    return render(request, "dashboard/compare.html", context)
+    return 200, context
 
 
 # Where each compared price comes from (catalog.selectors.prices.PriceProvenance fields).

@@ -6,6 +6,11 @@ Thin: the form validates each field (fitcalc.forms), the selectors build the req
 the form with the message beside the field; it never raises. A read never calls the Hub: a
 Hugging Face id that was not imported is answered with the import button, whose POST
 (:func:`hf_model_import_view`) fetches the config and comes back to the page.
+
+The page's parts that hold no user (the answer, the form, the tables and charts) are rendered
+without a request and cached by the query and the data version, as the rankings' bodies are
+(dashboard/fragments.py); the import form between them, with the visitor's CSRF token or the
+sign-in link, is rendered on every request.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
@@ -32,10 +39,10 @@ from fitcalc.plan import MAX_HOURS
 from fitcalc.presets import PRESETS
 from fitcalc.selectors.fit import FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
-from fitcalc.selectors.hf_models import hf_model_get
+from fitcalc.selectors.hf_models import hf_model_get, hf_models_newest_import
 from fitcalc.selectors.serving_plans import fit_serving_answer, owned_serving_costs, serving_target_parse
 from fitcalc.services import hf_model_import
-from gpuatlas.data_version import compute_spend
+from gpuatlas.data_version import data_version_cached
 from gpuatlas.render_limits import page_renders_limited
 
 #: The page's first view: the issue's first example, "fine-tune a 7B-class model with LoRA", on
@@ -95,13 +102,16 @@ def _not_imported(form: FitForm) -> str:
     return repo_id if hf_model_get(repo_id=repo_id) is None else ""
 
 
-def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> HttpResponse:
+def _fit_body(form: FitForm, *, tokens_per_user: str | None, query: str) -> dict[str, str]:
+    """The page's parts that hold no user: the HTML above the import form (the answer, the form)
+    and below it (the presets, the tables and charts), rendered without a request, and the
+    Hugging Face id to offer the import of ("" for none)."""
     result = _fit_result(form)
     figure = None
     if result is not None:
         figure = fit_cost_time_figure(cost_time_points(result.fitting), currency=result.currency, max_hours=MAX_HOURS)
     serving = None
-    target = serving_target_parse(request.GET.get("tokens_per_user"))
+    target = serving_target_parse(tokens_per_user)
     if result is not None and result.request.mode == "inference" and result.request.serving == "batched":
         serving = fit_serving_answer(
             preset=result.request.model.slug,
@@ -121,29 +131,43 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
         else {}
     )
     groups = [(key, [form[name] for name in names]) for key, names in FIELD_GROUPS]
+    context = {
+        "form": form,
+        "groups": groups,
+        "result": result,
+        "figure": figure,
+        "presets": sorted(PRESETS.values(), key=lambda spec: spec.name),
+        "max_hours": MAX_HOURS,
+        "mode_label": MODE_LABELS.get(result.request.mode, "") if result else "",
+        "work_unit_label": WORK_LABELS.get(result.request.work.unit, "") if result and result.request.work else "",
+        "work_given_label": WORK_LABELS.get(result.request.work.given_as, "") if result and result.request.work else "",
+        "no_power_note": _("no electricity price given: power is not counted"),
+        "precision_label": PRECISION_LABELS.get(result.request.precision, "") if result else "",
+        "serving": serving,
+        "serving_targets": (10, 20, 50, 100),
+        "buy_rows": [(row, owned.get(row.slug)) for row in result.buy_vs_rent] if result else [],
+        "owned_serving": bool(owned),
+        "query": query,
+    }
+    return {
+        "top": render_to_string("fitcalc/_fit_top.html", context),
+        "bottom": render_to_string("fitcalc/_fit_bottom.html", context),
+        "hf_not_imported": _not_imported(form),
+    }
+
+
+def _fit_page(request: HttpRequest, body: dict[str, str], *, status: int = 200) -> HttpResponse:
+    """The page around its parts (``_fit_body``): the import form, with the user's CSRF token or
+    the sign-in link, rendered per request."""
     return render(
         request,
         "fitcalc/fit.html",
         {
-            "form": form,
-            "groups": groups,
-            "result": result,
-            "figure": figure,
-            "hf_not_imported": _not_imported(form),
+            # Our own HTML, escaped by the fragments' templates.
+            "body_top": mark_safe(body["top"]),  # noqa: S308
+            "body_bottom": mark_safe(body["bottom"]),  # noqa: S308
+            "hf_not_imported": body["hf_not_imported"],
             "hf_online": settings.FITCALC_HF_ONLINE,
-            "presets": sorted(PRESETS.values(), key=lambda spec: spec.name),
-            "max_hours": MAX_HOURS,
-            "mode_label": MODE_LABELS.get(result.request.mode, "") if result else "",
-            "work_unit_label": WORK_LABELS.get(result.request.work.unit, "") if result and result.request.work else "",
-            "work_given_label": WORK_LABELS.get(result.request.work.given_as, "")
-            if result and result.request.work
-            else "",
-            "no_power_note": _("no electricity price given: power is not counted"),
-            "precision_label": PRECISION_LABELS.get(result.request.precision, "") if result else "",
-            "serving": serving,
-            "serving_targets": (10, 20, 50, 100),
-            "buy_rows": [(row, owned.get(row.slug)) for row in result.buy_vs_rent] if result else [],
-            "owned_serving": bool(owned),
         },
         status=status,
     )
@@ -153,9 +177,24 @@ def _fit_page(request: HttpRequest, form: FitForm, *, status: int = 200) -> Http
 def fit_view(request: HttpRequest) -> HttpResponseBase:
     """GET /fit/: with no parameters, the default example; otherwise the submitted inputs (each
     answer computed: it counts against the address's page render limit)."""
-    compute_spend()
     submitted = any(name in request.GET for name in FitForm.base_fields)
-    return _fit_page(request, FitForm(data=request.GET if submitted else PAGE_DEFAULTS))
+    # The parts depend on the query alone (the form's fields, the speed per user, the links that
+    # repeat the query) and the data: cached under the data version like the rankings' bodies,
+    # at most DATA_VERSION_CACHE_VARIANTS queries per version (a computed one is spent). A Hugging
+    # Face import moves no data version, so a question naming a Hugging Face model has the newest
+    # import in its key: the page the import redirects to answers with the model at once.
+    imported = hf_models_newest_import() if "hf_model" in request.GET else None
+    body = data_version_cached(
+        "page:fit",
+        (list(request.GET.lists()), imported),
+        lambda: _fit_body(
+            FitForm(data=request.GET if submitted else PAGE_DEFAULTS),
+            tokens_per_user=request.GET.get("tokens_per_user"),
+            query=request.GET.urlencode(),
+        ),
+        bounded=True,
+    )
+    return _fit_page(request, body)
 
 
 @require_POST
@@ -175,5 +214,5 @@ def hf_model_import_view(request: HttpRequest) -> HttpResponse:
     except FitInputError as error:
         if form.is_valid() or not form.has_error("hf_model"):
             form.add_error("hf_model", error.message)
-        return _fit_page(request, form, status=400)
+        return _fit_page(request, _fit_body(form, tokens_per_user=None, query=""), status=400)
     return HttpResponseRedirect(f"{reverse('fitcalc:fit')}?{urlencode({'hf_model': stored.repo_id})}")

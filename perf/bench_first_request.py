@@ -8,6 +8,12 @@ this process (no network, no server start-up), in English. Run it on the demo da
 
     DATABASE_URL=sqlite:///$PWD/db.sqlite3 .venv/bin/python perf/bench_first_request.py
     .venv/bin/python perf/bench_first_request.py --runs 5 --target-ms 1000
+    .venv/bin/python perf/bench_first_request.py --empty-cache --pages home "gpu " compare fit
+
+``--empty-cache`` empties the cache before each cold request too (as perf/run's "cold" does):
+what the first visitor waits for after a cache flush, or in a worker whose local cache is empty,
+when nothing computed before the data change can be reused. ``--pages`` keeps the pages whose
+name contains one of the words given.
 
 Versioned caching is on here (DATA_VERSION_CACHE_SECONDS, in this process's memory), as in
 production; without it every request is a cold one. The warm pass is checked to be warm: the
@@ -35,11 +41,14 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.core.cache import cache  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.db.models import Sum  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 import gpuatlas.data_version as versions  # noqa: E402
+from benchmarks_app.models import ResultAggregate  # noqa: E402
 from catalog.models import Gpu  # noqa: E402
 from dashboard.ranking.use_cases import USE_CASES  # noqa: E402
 from fitcalc.models import HfModel  # noqa: E402
@@ -48,6 +57,9 @@ from gpuatlas.data_version import data_version, data_version_bump  # noqa: E402
 
 def pages() -> dict[str, str]:
     h100 = Gpu.objects.filter(slug__startswith="h100-sxm5-80").values_list("slug", flat=True).first() or "h100"
+    busiest = (
+        ResultAggregate.objects.values("gpu__slug").annotate(results=Sum("n")).order_by("-results", "gpu__slug").first()
+    )
     out = {"home": "/"}
     out |= {f"rankings {slug}": f"/?use_case={slug}" for slug in USE_CASES}
     out |= {
@@ -56,6 +68,7 @@ def pages() -> dict[str, str]:
         "catalogue": "/gpus/",
         f"gpu {h100}": f"/gpus/{h100}/",
         "gpu geforce-rtx-4090": "/gpus/geforce-rtx-4090/",
+        **({f"gpu {busiest['gpu__slug']} (busiest)": f"/gpus/{busiest['gpu__slug']}/"} if busiest else {}),
         "compare": f"/compare/?gpus={h100},a100-sxm4-80-gb,geforce-rtx-4090",
         "fit": "/fit/",
         "fit llama-3-8b": "/fit/?model=llama-3-8b",
@@ -105,6 +118,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="bump-then-request rounds per page (median shown)")
     parser.add_argument("--target-ms", type=float, default=1000.0)
+    parser.add_argument("--empty-cache", action="store_true", help="empty the cache before each cold request")
+    parser.add_argument("--pages", nargs="*", default=[], help="only the pages whose name contains one of these")
     args = parser.parse_args()
     client = Client()
     client.get("/healthz")  # imports and URL resolving, once, outside the figures
@@ -112,8 +127,12 @@ def main() -> None:
     print(f"{'page':28} {'cold ms':>9} {'max':>7} {'warm ms':>8} {'queries':>8} {'warm q':>7}  status")
     over, not_warm = [], []
     for name, url in pages().items():
+        if args.pages and not any(word in name for word in args.pages):
+            continue
         cold, queries, status = [], 0, 0
         for _run in range(args.runs):
+            if args.empty_cache:
+                cache.clear()
             data_version_bump()
             ms, queries, status = timed(client, url)
             cold.append(ms)

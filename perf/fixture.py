@@ -124,7 +124,7 @@ def clear() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "TRUNCATE catalog_gpuprice, catalog_gpupricegap, catalog_priceobservation, catalog_offer, "
-            "benchmarks_app_resultaggregate, "
+            "benchmarks_app_resultaggregate, benchmarks_app_scopesubmitters, "
             "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission, llm_servingpoint, "
             "watches_delivery, watches_crossing RESTART IDENTITY"  # a crossing names the offer that caused it
         )
@@ -376,6 +376,13 @@ def main() -> None:
     written = aggregates_rebuild()
     print(
         f"aggregates: {written:,} rebuilt by benchmarks_app.services.aggregates.aggregates_rebuild in {time.perf_counter() - started:.1f} s"
+    )
+    from dashboard.services import ranking_submitters_refresh
+
+    started = time.perf_counter()
+    written = ranking_submitters_refresh()
+    print(
+        f"rankings' submitter counts: {written:,} stored by dashboard.services.ranking_submitters_refresh in {time.perf_counter() - started:.1f} s"
     )
     with connection.cursor() as cursor:
         for table in (

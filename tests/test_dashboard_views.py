@@ -15,6 +15,7 @@ from django.utils.http import urlencode
 from catalog.selectors.prices import gpu_rent_prices
 from dashboard.selectors.ranking_params import RankingParams
 from dashboard.selectors.rankings import rankings_compute
+from dashboard.services import ranking_submitters_refresh
 from tests.factories import (
     GpuAliasFactory,
     GpuFactory,
@@ -219,7 +220,9 @@ def test_a_repeated_comparison_is_read_from_the_cache_until_the_data_changes(  #
         with CaptureQueriesContext(connection) as queries:
             response = client.get(reverse("dashboard:compare"), query)
         assert response.status_code == 200
-        return len(queries.captured_queries), response.context["columns"][0].cheapest_price
+        # The body is cached as HTML: the first column's cheapest price, as the page shows it.
+        shown = re.search(r'Cheapest offer</th><td class="num">([0-9.,]+)<br>', response.content.decode())
+        return len(queries.captured_queries), float(shown.group(1).replace(",", "")) if shown else None
 
     cold, first = compared()
     warm, second = compared()
@@ -366,6 +369,9 @@ def _bulk(extra: int) -> None:
 def test_query_count_is_bounded(client, django_assert_max_num_queries, url, limit, shows, extra):
     world = world_build(rows=DASHBOARD_WORLD)
     _bulk(extra)
+    # What the writers' follow-up stores (the factories write no aggregates through the services):
+    # the rankings then read each GPU's distinct submitters, not its results.
+    ranking_submitters_refresh()
     with django_assert_max_num_queries(limit):
         response = client.get(url(world))
     assert response.status_code == 200

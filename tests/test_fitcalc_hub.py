@@ -206,6 +206,19 @@ def test_the_page_offers_the_import_and_then_shows_the_model(client, online: HTT
     assert refused.status_code == 400 and "no public model called nobody/nothing" in refused.content.decode()
 
 
+def test_an_imported_model_shows_at_once_on_a_page_cached_before_the_import(  # type: ignore[no-untyped-def]
+    client, online: HTTPServer, versioned_cache
+) -> None:
+    """The fit page's body is cached by its query and the data version; an import moves neither
+    the query nor (within the debounce period) the version, yet the page must answer at once."""
+    serve(online, "Qwen/Qwen3-8B", json.dumps(preset_config("qwen3-8b")).encode())
+    for _ in range(2):  # the second from the cache
+        assert "Qwen/Qwen3-8B is not imported yet" in client.get(PAGE, {"hf_model": "Qwen/Qwen3-8B"}).content.decode()
+    imported = client.post(IMPORT_PAGE, {"hf_id": "Qwen/Qwen3-8B"})
+    shown = client.get(imported["Location"]).content.decode()
+    assert "not imported yet" not in shown and 'id="memory-table"' in shown
+
+
 def test_the_page_escapes_the_id_it_echoes(client, online: HTTPServer) -> None:  # type: ignore[no-untyped-def]
     hostile = '<script>alert(1)</script>/x"'
     for response in (client.get(PAGE, {"hf_model": hostile}), client.post(IMPORT_PAGE, {"hf_id": hostile})):

@@ -266,3 +266,32 @@ def test_compare_shows_llm_tokens_and_cost_per_million_at_the_default_size(llm_w
     # MI355X: no AMD point in this small world, so its estimate is outside the measured range.
     assert serving["radeon-instinct-mi355x"].estimate_outside_range
     assert "±35 % when extrapolating" in html
+
+
+def test_llm_points_are_classified_once_per_data_version_and_are_each_gpus_own(
+    llm_world, versioned_cache, monkeypatch, django_capture_on_commit_callbacks, settings
+):
+    """The chat ranking and every GPU page read the points of every LLM result: classified once per
+    data version, a GPU's lines are the points of its own results."""
+    import llm.selectors.rows as rows_module
+    from gpuatlas.data_version import data_version_bump
+    from llm.selectors.figures import llm_gpu_measurements
+
+    settings.DATA_VERSION_DEBOUNCE_S = 0
+    h100 = Gpu.objects.get(slug="h100-sxm5-80-gb")
+    own = rows_module.llm_points(rows_module.llm_rows(gpu_ids=[h100.id]))
+    assert own
+    reads = []
+    real = rows_module.llm_rows
+    monkeypatch.setattr(rows_module, "llm_rows", lambda **kw: reads.append(kw) or real(**kw))
+    rankings_compute(params=RankingParams(use_case="llm-chat"))
+    lines, _does_not_fit = llm_gpu_measurements(gpu=h100)
+    llm_gpu_measurements(gpu=Gpu.objects.get(slug="h200-sxm-141-gb"))
+    assert len(reads) == 1
+    assert sorted((line.tokens_per_s, line.n, line.gpu_count, line.precision) for line in lines) == sorted(
+        (p.tokens_per_s, p.n, p.gpu_count, p.precision) for p in own
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        data_version_bump()
+    llm_gpu_measurements(gpu=h100)
+    assert len(reads) == 2

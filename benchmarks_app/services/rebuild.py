@@ -108,4 +108,6 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
         summary.results = BenchmarkResult.objects.count()
         # Every LLM serving point derived again, and the model refitted (llm, above this app).
         followup_after_commit("llm.tasks.serving_points_refresh")
+        # The rankings' submitter counts, stored per GPU and use case (dashboard, above this app).
+        followup_after_commit("dashboard.tasks.ranking_submitters_refresh_task")
     return summary

@@ -86,7 +86,7 @@ from dashboard.ranking.maths import (
     tier_mark,
     tiers_from_measurements,
 )
-from dashboard.ranking.use_cases import ArchitectureSupport, UseCase, use_case_eligibility
+from dashboard.ranking.use_cases import USE_CASES, ArchitectureSupport, UseCase, use_case_eligibility
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import Ranking, RankingRow, RowPrice
 from dashboard.selectors.scaling import scaling_headlines_by_gpu
@@ -312,17 +312,34 @@ def ranking_inputs_read(
     )
 
 
-def _measured_read(*, use_case: UseCase, precision: str) -> MeasuredInputs:
-    """The use case's workloads, their aggregates at the precision family's formats and, for
-    serving use cases, the serving points' configurations as groups of their own."""
-    precisions = PRECISION_FAMILIES[precision][0]
-    workloads = {
+def use_case_workloads(*, use_case: UseCase) -> dict[int, Any]:
+    """Workload id -> the workload's fields the rankings read, for the use case's workloads."""
+    return {
         w["id"]: w
         for w in Workload.objects.filter(category__in=use_case.categories).values(
             "id", "slug", "category", "higher_is_better", "submission_rules"
         )
         if use_case.includes_workload(slug=w["slug"], category=w["category"])
     }
+
+
+def ranking_submitter_scopes() -> list[tuple[list[int], tuple[str, ...]]]:
+    """The (workload ids, precisions) over which the rankings count each GPU's distinct
+    submitters: every measured (non-LLM) use case at each of its precision families."""
+    scopes = []
+    for use_case in USE_CASES.values():
+        if use_case.is_llm:
+            continue
+        workloads = sorted(use_case_workloads(use_case=use_case))
+        scopes += [(workloads, PRECISION_FAMILIES[family][0]) for family in use_case.precision_families]
+    return scopes
+
+
+def _measured_read(*, use_case: UseCase, precision: str) -> MeasuredInputs:
+    """The use case's workloads, their aggregates at the precision family's formats and, for
+    serving use cases, the serving points' configurations as groups of their own."""
+    precisions = PRECISION_FAMILIES[precision][0]
+    workloads = use_case_workloads(use_case=use_case)
     aggregates = list(
         ResultAggregate.objects.filter(workload_id__in=list(workloads), precision__in=precisions).values(
             "gpu_id",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 from django.utils.translation import gettext as _
 
 from fitcalc.errors import FitInputError
@@ -70,3 +72,9 @@ def hf_model_spec(*, repo_id: str) -> ModelSpec:
 def hf_model_list() -> QuerySet[HfModel]:
     """Every imported model, by id."""
     return HfModel.objects.order_by("repo_id")
+
+
+def hf_models_newest_import() -> dt.datetime | None:
+    """When the newest import was stored (None before the first): part of the key of a cached fit
+    page, which an import changes without a new data version (one query on a small table)."""
+    return HfModel.objects.aggregate(newest=Max("fetched_at"))["newest"]

@@ -24,11 +24,9 @@ from llm.selectors.rows import (
     EVAL_RATE_MODELS,
     MAX_GPUS,
     LlmPoint,
-    LlmRow,
     label_of,
     llm_point_order,
-    llm_points,
-    llm_rows,
+    llm_points_current,
 )
 from llm.selectors.serving import gpu_link_for, serving_fit_current, serving_hardware
 from llm.selectors.single_stream import stream_fit_current
@@ -96,8 +94,9 @@ def llm_ranking_figures(
     precision when one qualifies, else the single-stream model's estimate for the size's reference
     model (None fields when it fits on no count up to eight GPUs)."""
     gpus = list(gpus)
-    rows = llm_rows(gpu_ids=[g.id for g in gpus]) if measured else []
-    chosen = _measured_by_gpu(rows, size=size, precision_family=precision_family, include_all_rows=include_all_rows)
+    ids = {g.id for g in gpus}
+    points = [p for p in llm_points_current() if p.gpu_id in ids] if measured else []
+    chosen = _measured_by_gpu(points, size=size, precision_family=precision_family, include_all_rows=include_all_rows)
     reference = MODEL_SHAPES[SIZE_CLASSES[size].reference]
     stream = stream or stream_fit_current()
     serving = serving_fit_current()
@@ -117,13 +116,13 @@ def llm_ranking_figures(
 
 
 def _measured_by_gpu(
-    rows: list[LlmRow], *, size: str, precision_family: str, include_all_rows: bool
+    points: list[LlmPoint], *, size: str, precision_family: str, include_all_rows: bool
 ) -> dict[int, list[LlmPoint]]:
     """Per GPU, the one-stream points a chat ranking may show at ``size`` in the precision family.
     Without ``include_all_rows``, only points that are a default basis."""
     precisions = PRECISION_FAMILIES.get(precision_family, ((), ()))[0]
     chosen: dict[int, list[LlmPoint]] = defaultdict(list)
-    for point in llm_points(rows):
+    for point in points:
         if point.kind != "decode" or point.size != size or not point.qualifies:
             continue
         if not include_all_rows and not point.default_basis:
@@ -277,7 +276,8 @@ def llm_gpu_measurements(*, gpu: Gpu) -> tuple[list[LlmGpuLine], list[DoesNotFit
             p.label,
             p.url,
         )  # fmt: skip
-        for p in llm_points(llm_rows(gpu_ids=[gpu.id]))
+        for p in llm_points_current()
+        if p.gpu_id == gpu.id
     ]
     lines.sort(key=lambda line: (line.kind, line.size or "", line.model, line.gpu_count, -line.tokens_per_s))
     seen: set[tuple[str, str, int]] = set()

@@ -40,6 +40,7 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 from benchmarks_app.comparison_rules import PRECISION_FAMILIES, figure_counts
 from benchmarks_app.models import BenchmarkResult
 from benchmarks_app.services.workloads import LLM_DECODE, LLM_DECODE_TP
+from gpuatlas.data_version import data_versioned
 from llm.models import PrecisionStatus
 from llm.serving.shapes import MODEL_SHAPES, model_size_class
 
@@ -420,6 +421,14 @@ def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
             )
         )
     return points
+
+
+# Cached: the chat ranking and every GPU page read the points, which classify every trusted LLM
+# result (a read of most results at scale): once per data version, shared by all of them.
+@data_versioned("llm_points")
+def llm_points_current() -> list[LlmPoint]:
+    """``llm_points`` of every trusted LLM result; a GPU's points are those with its id."""
+    return llm_points(llm_rows())
 
 
 @dataclass(frozen=True)
