@@ -18,6 +18,9 @@ import huggingface_hub
 import huggingface_hub.file_download
 import pytest
 import scipy.optimize
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -26,6 +29,8 @@ import llm.serving.fit
 import llm.serving.single_stream
 from catalog.models import Gpu
 from dashboard.ranking.use_cases import USE_CASES
+from dashboard.selectors.ranking_params import RankingParams
+from dashboard.selectors.rankings import rankings_compute
 from fitcalc.models import HfModel
 from fitcalc.presets import PRESETS_FILE
 
@@ -184,3 +189,13 @@ def test_the_tripwires_catch_a_call(tripwires: list[str]) -> None:
     with pytest.raises(AssertionError):
         huggingface_hub.hf_hub_download(repo_id="a/b", filename="config.json")
     assert tripwires == ["llm.services.serving_fit.serving_model_refit", "huggingface_hub.hf_hub_download"]
+
+
+def test_the_demo_rankings_read_stored_submitter_counts(demo) -> None:  # type: ignore[no-untyped-def]
+    # load_demo stores the rankings' submitter counts (the embedded default has no data-version
+    # bump to ask for them): a ranking of the demo counts no submitter over the results on read.
+    cache.clear()
+    with CaptureQueriesContext(connection) as queries:
+        ranking = rankings_compute(params=RankingParams(use_case="inference-16bit", show="all"))
+    assert [row for row in ranking.rows if row.distinct_submitters]
+    assert not [q["sql"] for q in queries if "COUNT(DISTINCT" in q["sql"].upper()]
