@@ -204,9 +204,14 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
     from gpuatlas import data_version as module
 
     queued: list[float] = []
+    refreshes: list[float] = []
 
     def followup_run(name: str, *, countdown: float = 0) -> bool:
-        assert name == "dashboard.tasks.pages_warm_task" and name in app.tasks
+        assert name in app.tasks
+        if name == module.SUBMITTERS_TASK:
+            refreshes.append(countdown)
+            return True
+        assert name == "dashboard.tasks.pages_warm_task"
         queued.append(countdown)
         return True
 
@@ -215,6 +220,9 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
     settings.CACHE_URL = ""  # local memory
     data_version_bump()
     assert queued == []  # a worker's renders would stay in the worker
+    # The rankings' submitter counts are stored in the database, which every process reads: their
+    # refresh is asked for whatever the cache, once while one waits.
+    assert refreshes == [0.0]
     settings.CACHE_URL = "redis://cache.example:6379/0"  # a shared cache (not contacted: CACHES stays)
     settings.PAGES_WARM_INTERVAL_S = 300
     with transaction.atomic():
@@ -244,7 +252,9 @@ def test_a_warm_up_the_broker_lost_is_asked_for_again_by_the_next_bump(settings,
     settings.CACHE_URL = "redis://cache.example:6379/0"
     data_version_bump()
     data_version_bump()
-    assert len(asked) == 2  # the first was not queued: nothing waits, so the second asks again
+    # Neither the warm-up nor the submitter counts' refresh was queued: nothing waits, so the
+    # second bump asks for both again.
+    assert sorted(asked) == sorted(2 * ["dashboard.tasks.pages_warm_task", module.SUBMITTERS_TASK])
 
 
 def test_warm_ups_start_at_most_once_per_interval():

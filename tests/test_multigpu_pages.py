@@ -246,4 +246,4 @@ def test_multi_gpu_reads_are_one_query_each_whatever_the_runs(client, world):
     for i in range(4):
         _host_run(H100_NAME, 1_600_000.0, 3_000_000.0, user=f"more-{i}", extra=[allreduce_result(300.0, 2, GIB)])
     assert multi_gpu_queries() == before == ([3, 1], before[1])
-    assert before[1] <= 10  # rankings_compute's documented bound, plus the scaling query
+    assert before[1] <= 11  # rankings_compute's documented bound, plus the scaling query

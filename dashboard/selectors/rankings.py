@@ -7,7 +7,7 @@ Stable interface (the API builds on it; change only by adding fields)
 ``rankings_compute(*, params: RankingParams) -> Ranking``
     ``Ranking.rows`` is a list of ``RankingRow`` sorted by ``params.sort`` (rows without the
     sort value last). Raises ``RankingParamError("baseline", ...)`` for an unknown baseline.
-    Issues a fixed number of SQL queries (at most 9) whatever the data size, one more for the
+    Issues a fixed number of SQL queries (at most 10: the stored submitter counts are one) whatever the data size, one more for the
     training use cases when a GPU has data-parallel results on several GPUs. It is three steps,
     each callable on its own: ``ranking_inputs_read`` (every query), ``ranking_rows_build`` (one
     row per GPU with data) and ``ranking_rows_order`` (tiers, order, ranks).
