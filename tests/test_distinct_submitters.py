@@ -211,7 +211,8 @@ def test_a_data_change_is_counted_for_its_gpu_until_the_refresh_stores_it():
     assert not _count_queries(queries)
 
 
-def test_a_bump_refreshes_the_stored_counts():
+def test_a_bump_refreshes_the_stored_counts(eager_tasks):  # type: ignore[no-untyped-def]
+    # eager_tasks: the refresh the bump queues runs here, also in the pass with a real broker.
     world = world_build(rows=DASHBOARD_WORLD)
     aggregates_rebuild()
     ranking_submitters_refresh()
