@@ -48,14 +48,7 @@ def _counts() -> dict[int, int]:
 
 def _plain() -> dict[int, int]:
     workloads, precisions = _scope()
-    rows = (
-        BenchmarkResult.objects.trusted()
-        .filter(workload_id__in=workloads, precision__in=precisions)
-        .order_by()
-        .values("gpu_id")
-        .annotate(n=Count("submitter_key", distinct=True))
-    )
-    return {row["gpu_id"]: row["n"] for row in rows}
+    return _plain_in(list(workloads), tuple(precisions))
 
 
 def _count_queries(queries: CaptureQueriesContext) -> list[str]:
