@@ -14,9 +14,8 @@ of a page are stored per data version (gpuatlas/data_version.py), user prices in
 of distinct URLs adds no keys past that. Each address may have only so many bodies computed a
 minute (dashboard/views.py).
 
-The bodies are rendered without a request: no context processor runs, so nothing of the user
-(name, CSRF token, messages) can end up in a shared entry; ``page_response`` renders the page
-around them (header, language form, footer) per request.
+The bodies are rendered without a request and the page around them per request
+(gpuatlas/page_bodies.py).
 """
 
 from __future__ import annotations
@@ -27,12 +26,8 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Sum
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.http import urlencode
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
@@ -52,27 +47,9 @@ from dashboard.selectors.ranking_rows import Ranking, RankingRow
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import data_versioned
+from gpuatlas.page_bodies import body_render
 from llm.question import MAX_THROUGHPUT, TARGETS, target_rate
 from llm.selectors.energy import gpu_energy_curves, power_curves_current
-
-# A base template that outputs nothing but the content block: with it, a page template renders
-# its body alone. The page templates take the base from ``base_template`` (default base.html)
-# and show ``body`` when the view passes one.
-BODY_ONLY = "dashboard/_body_only.html"
-
-
-def body_render(*, template: str, context: dict[str, Any]) -> str:
-    """The content block of a page template, rendered without a request (so without anything
-    user-specific); the template escaped what it inserted."""
-    return render_to_string(template, {**context, "base_template": BODY_ONLY})
-
-
-def page_response(
-    request: HttpRequest, *, template: str, body: str, context: dict[str, Any] | None = None, status: int = 200
-) -> HttpResponse:
-    """The page around a cached body: the template rendered for this request (header and footer
-    hold the user, the CSRF token and the language form) with the body inserted as it is."""
-    return render(request, template, {**(context or {}), "body": mark_safe(body)}, status=status)  # noqa: S308 - our own escaped HTML
 
 
 def filter_options() -> dict[str, Any]:

@@ -15,9 +15,10 @@ from catalog.money import currency_from_query, display_money
 from catalog.selectors.gpus import gpu_for_page
 from catalog.selectors.prices import gpu_offers
 from dashboard.csv_export import csv_response
-from dashboard.fragments import gpu_page_body, page_response
+from dashboard.fragments import gpu_page_body
 from dashboard.selectors.gpus import gpu_results_lines
 from gpuatlas.data_version import compute_spend
+from gpuatlas.page_bodies import page_response
 from gpuatlas.render_limits import page_renders_limited
 
 # Rows per page of a GPU's results page.

@@ -28,6 +28,7 @@ from dashboard.selectors.ranking_rows import RankingRow, ranking_row_column
 from dashboard.selectors.rankings import rankings_compute
 from dashboard.selectors.tiers import tiers_compute
 from gpuatlas.data_version import compute_spend, data_version_cached
+from gpuatlas.page_bodies import body_render, page_response
 from gpuatlas.render_limits import page_renders_limited
 from llm.selectors.model_page import llm_model_page
 
@@ -102,7 +103,7 @@ def rankings_view(request: HttpRequest) -> HttpResponseBase:
             error = baseline_error
     if error is not None:
         return _error_page(request, "dashboard/rankings.html", params, error)
-    return fragments.page_response(request, template="dashboard/rankings.html", body=body)
+    return page_response(request, template="dashboard/rankings.html", body=body)
 
 
 @page_renders_limited
@@ -122,7 +123,7 @@ def tiers_view(request: HttpRequest) -> HttpResponseBase:
             error = baseline_error
     if error is not None:
         return _error_page(request, "dashboard/tiers.html", params, error)
-    return fragments.page_response(request, template="dashboard/tiers.html", body=body)
+    return page_response(request, template="dashboard/tiers.html", body=body)
 
 
 COMPARE_MIN, COMPARE_MAX = 2, 4
@@ -150,13 +151,13 @@ def compare_view(request: HttpRequest) -> HttpResponseBase:
     status, body = data_version_cached(
         "page:compare", (texts, currency), lambda: _compare_body(texts=texts, currency=currency), bounded=True
     )
-    return fragments.page_response(request, template="dashboard/compare.html", body=body, status=status)
+    return page_response(request, template="dashboard/compare.html", body=body, status=status)
 
 
 def _compare_body(*, texts: list[str], currency: str) -> tuple[int, str]:
     """The comparison page's status and body (rendered without a request)."""
     status, context = _compare_context(texts=texts, currency=currency)
-    return status, fragments.body_render(template="dashboard/compare.html", context=context)
+    return status, body_render(template="dashboard/compare.html", context=context)
 
 
 def _compare_context(*, texts: list[str], currency: str) -> tuple[int, dict[str, Any]]:
@@ -284,9 +285,9 @@ def _compare_csv(comparison: Comparison, use_cases: list[UseCase]) -> StreamingH
 
 @page_renders_limited
 def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
-    compute_spend()  # read from the database on every request
-    cards = architectures_compute()
     if request.GET.get("format") == "csv":
+        compute_spend()  # a download, read from the database each time
+        cards = architectures_compute()
         header = [
             "slug",
             "name",
@@ -322,7 +323,14 @@ def architectures_view(request: HttpRequest) -> HttpResponse | StreamingHttpResp
             for a in [c.architecture]
         ]
         return csv_response(filename="architectures.csv", header=header, rows=rows)
-    return render(request, "dashboard/architectures.html", {"cards": cards, "timeline": architecture_timeline(cards)})
+    body = data_version_cached("page:architectures", (), _architectures_body)
+    return page_response(request, template="dashboard/architectures.html", body=body)
+
+
+def _architectures_body() -> str:
+    cards = architectures_compute()
+    context = {"cards": cards, "timeline": architecture_timeline(cards)}
+    return body_render(template="dashboard/architectures.html", context=context)
 
 
 @page_renders_limited
@@ -345,5 +353,10 @@ def open_data_view(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
 @page_renders_limited
 def llm_model_view(request: HttpRequest) -> HttpResponse:
     """How the LLM figures are made: the estimate model, its fitted constants and its error."""
-    compute_spend()  # read from the stored fits on every request
-    return render(request, "dashboard/llm_model.html", {"page": llm_model_page(), "labels": MODEL_SIZE_LABELS})
+    body = data_version_cached("page:llm-model", (), _llm_model_body)
+    return page_response(request, template="dashboard/llm_model.html", body=body)
+
+
+def _llm_model_body() -> str:
+    context = {"page": llm_model_page(), "labels": MODEL_SIZE_LABELS}
+    return body_render(template="dashboard/llm_model.html", context=context)

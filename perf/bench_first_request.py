@@ -65,7 +65,7 @@ def pages() -> dict[str, str]:
     out |= {
         "tiers": "/tiers/",
         "tiers llm-serving": "/tiers/?use_case=llm-serving",
-        "catalogue": "/gpus/",
+        "catalogue": "/gpus/?scope=all&sort=-bf16",
         f"gpu {h100}": f"/gpus/{h100}/",
         "gpu geforce-rtx-4090": "/gpus/geforce-rtx-4090/",
         **({f"gpu {busiest['gpu__slug']} (busiest)": f"/gpus/{busiest['gpu__slug']}/"} if busiest else {}),

@@ -240,7 +240,8 @@ def page_urls(slug: str) -> list[str]:
     """Every page and API read users open, the heaviest variant of each: the rankings (the
     default and the LLM serving one), the tier list, the busiest GPU's page, a comparison with
     it, the fit calculator for a preset and for an imported Hugging Face model (when one is
-    imported), its two APIs, and the API lists."""
+    imported), the catalogue (every GPU, sorted), the providers, the architectures, how the LLM
+    figures are made, the fit's two APIs, and the API lists."""
     from fitcalc.models import HfModel
 
     others = [s for s in ("a100-sxm4-80-gb", "geforce-rtx-4090", "h100-sxm5-80-gb") if s != slug][:2]
@@ -259,6 +260,10 @@ def page_urls(slug: str) -> list[str]:
         print("  note: no imported Hugging Face model here: /fit/ for one is not measured")
     return [
         *urls,
+        "/gpus/?scope=all&sort=-bf16",
+        "/providers/",
+        "/architectures/",
+        "/llm-model/",
         f"/api/v1/fit/?model={FIT_PRESET}",
         f"/api/v1/fit/serving/?model={FIT_SERVING_MODEL}",
         "/api/v1/rankings/",

@@ -90,10 +90,7 @@ def test_an_address_has_only_so_many_pages_computed_a_minute(client, world, vers
         f"/gpus/{H100}/results/",  # one page of a long list, never cached
         "/open-data/",  # a whole table as CSV, never cached
         f"/gpus/{H100}/feed/",  # the GPU's price cuts, a window over its observations
-        "/architectures/",
-        "/llm-model/",
-        "/gpus/",  # the catalogue, filtered and sorted
-        "/providers/",
+        "/architectures/?format=csv",  # a download
     ],
 )
 def test_pages_never_cached_spend_the_render_allowance(client, world, versioned_cache, settings, path: str):  # type: ignore[no-untyped-def]
@@ -107,6 +104,51 @@ def test_pages_never_cached_spend_the_render_allowance(client, world, versioned_
     refused = client.get(path, query)
     assert second.status_code == 200
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+
+
+@pytest.mark.parametrize(
+    ("path", "other_spelling", "other_question"),
+    [
+        ("/architectures/", "/architectures/?utm_source=x", None),
+        ("/llm-model/", "/llm-model/?ref=1", None),
+        ("/gpus/?sort=bf16", "/gpus/?utm_source=x&sort=bf16", "/gpus/?sort=-bf16"),
+        ("/providers/", "/providers/?ref=1", None),
+    ],
+)
+def test_read_only_pages_are_computed_once_per_data_version(  # type: ignore[no-untyped-def]
+    client, world, versioned_cache, settings, path: str, other_spelling: str, other_question: str | None
+):
+    """The catalogue, the providers, the architectures and the LLM model page are read from the
+    cache after their first request: a repeat, or another spelling of the same question (an
+    unread parameter), computes nothing and spends no render allowance; another question, or the
+    same one after a data change, computes again."""
+    from gpuatlas.data_version import data_version_renew
+
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "page_render": "1/min"},
+    }
+    client.get("/", REMOTE_ADDR="198.51.100.30")  # the footer's reads, cached from another address
+    first = client.get(path)
+    assert first.status_code == 200
+    assert _main(client.get(path)) == _main(first)
+    assert _main(client.get(other_spelling)) == _main(first)
+    if other_question is not None:
+        assert client.get(other_question).status_code == 429  # a second computation this minute
+    data_version_renew()  # what a writer's bump does once its transaction commits
+    assert client.get(path).status_code == 429  # the data changed: computed again
+
+
+def _main(response) -> str:  # type: ignore[no-untyped-def]
+    """The page's content: what is cached (the header and footer hold the visitor's CSRF token)."""
+    html = response.content.decode()
+    return html[html.index("<main>") : html.index("</main>")]
+
+
+def test_the_catalogue_links_carry_only_what_it_reads(client, world, versioned_cache):  # type: ignore[no-untyped-def]
+    body = _main(client.get("/gpus/?sort=bf16&utm_source=tracker"))
+    assert "utm_source" not in body and "tracker" not in body
+    assert "sort=bf16" in body
 
 
 # Pages outside the per-address render limit, each with its reason; every other page of the site

@@ -73,13 +73,13 @@ def test_a_comparison_is_rendered_once_per_data_version(django_capture_on_commit
     world_build(rows=DASHBOARD_WORLD)
     client = Client()
     cold, first = _templates(client, COMPARE)
-    assert "dashboard/_body_only.html" in cold
+    assert "_body_only.html" in cold
     warm, again = _templates(client, COMPARE)
-    assert "dashboard/_body_only.html" not in warm and _without_tokens(again) == _without_tokens(first)
+    assert "_body_only.html" not in warm and _without_tokens(again) == _without_tokens(first)
     assert "H100 SXM5 80 GB" in again and 'data-figure="fig-compare"' in again
     with django_capture_on_commit_callbacks(execute=True):
         data_version_bump()
-    assert "dashboard/_body_only.html" in _templates(client, COMPARE)[0]
+    assert "_body_only.html" in _templates(client, COMPARE)[0]
 
 
 def test_a_refused_comparison_keeps_its_status_when_read_from_the_cache():
