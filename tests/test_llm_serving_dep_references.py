@@ -2,12 +2,13 @@
 the experts spread and attention data parallel (DEPn), each configuration left out of the fit
 that estimates it, within 25 %.
 
-Two Hopper runs are still off and marked so (strict: the mark fails the day they land): DeepSeek-R1
-H200 DEP8 FP8 (1,627 tokens/s per GPU, read +70 %) and gpt-oss-120b H100 DEP4 (4,685, read
-+95 %). gpt-oss on Hopper runs its MXFP4 checkpoint with a 16-bit cache (the overview's options:
-"Hopper: use auto", "Hopper: use TRITON"); priced so, and with its 128-token sliding-window layers,
-every gpt-oss row on Hopper at 1k/1k reads about twice its measurement while the Blackwell rows
-land: a cost of that expert path the model does not have."""
+One Hopper run is still off and marked so (strict: the mark fails the day it lands): gpt-oss-120b
+H100 DEP4 (4,685 tokens/s per GPU, read +110 %). gpt-oss on Hopper runs its MXFP4 checkpoint with a
+16-bit cache (the overview's options: "Hopper: use auto", "Hopper: use TRITON"); priced so, and
+with its 128-token sliding-window layers, every gpt-oss row on Hopper at 1k/1k reads about twice
+its measurement while the Blackwell rows land: a cost of that expert path the model does not
+have. The block-scale decode share that lands DeepSeek-R1's H200 run does not cover it: given to
+gpt-oss's rows too, the fit pulls it to its bound and DeepSeek-R1's H200 run reads -40 %."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from tests.world import LLM_WORLD, world_build
 pytestmark = pytest.mark.django_db
 HOPPER_MISS = pytest.mark.xfail(strict=True, reason="the model overestimates this Hopper DEP run (module doc)")
 REFERENCES = (  # model, GPU, GPUs, experts spread over, published output tokens/s per GPU at 1k/1k
-    pytest.param("deepseek-r1", "h200-sxm-141-gb", 8, 8, 1627, marks=HOPPER_MISS, id="deepseek-r1-h200-dep8"),
+    pytest.param("deepseek-r1", "h200-sxm-141-gb", 8, 8, 1627, id="deepseek-r1-h200-dep8"),
     pytest.param("deepseek-r1", "b200", 4, 4, 6463, id="deepseek-r1-b200-dep4"),
     pytest.param("gpt-oss-120b", "h100-sxm5-80-gb", 4, 4, 4685, marks=HOPPER_MISS, id="gpt-oss-120b-h100-dep4"),
     pytest.param("gpt-oss-120b", "h200-sxm-141-gb", 1, 1, 6868, id="gpt-oss-120b-h200-tp1"),

@@ -84,3 +84,25 @@ def test_a_mixture_of_experts_pays_its_per_layer_overhead_once_per_layer_and_a_d
     assert bare.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3)
     # An engine class without its own figure takes the mean of the fitted ones.
     assert c.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3 + moe.layers * 50e-6)
+
+
+def test_block_scaled_weights_decode_at_their_share_without_a_native_path_and_prefill_at_the_full_rate() -> None:
+    from llm.serving.physics import prefill_seconds
+
+    c = ServingConstants(compute_share={"hopper": 0.5, "blackwell": 0.5}, block_scale_decode_share=0.4)
+    plain = replace(c, block_scale_decode_share=1.0)
+    r1 = _r1(ep=8)
+    step = decode_step(w=r1, hw=H200, c=c, batch=512, link=NVLINK)
+    assert step.compute_s == pytest.approx(decode_step(w=r1, hw=H200, c=plain, batch=512, link=NVLINK).compute_s / 0.4)
+    assert prefill_seconds(w=r1, hw=H200, c=c, requests=64, link=NVLINK) == pytest.approx(
+        prefill_seconds(w=r1, hw=H200, c=plain, requests=64, link=NVLINK)
+    )
+    # A GPU whose matrix units apply block scales (an FP4 path) computes at the full rate.
+    b200 = Hardware(179, 8000, {"fp4": 9000, "fp8": 4500, "bf16": 2250}, "blackwell")
+    native = decode_step(w=r1, hw=b200, c=c, batch=512, link=NVLINK)
+    assert native.compute_s == pytest.approx(decode_step(w=r1, hw=b200, c=plain, batch=512, link=NVLINK).compute_s)
+    # Weights with one scale per tensor (Qwen3's FP8 rows, Llama's) keep the rate on Hopper too.
+    qwen = Workload(MODEL_SHAPES["qwen3-235b-a22b"], "fp8", 1.0, 1000, 1000, engine="tensorrt-llm", ep=4)
+    assert decode_step(w=qwen, hw=H200, c=c, batch=512, link=NVLINK).compute_s == pytest.approx(
+        decode_step(w=qwen, hw=H200, c=plain, batch=512, link=NVLINK).compute_s
+    )

@@ -41,6 +41,7 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
+    block_scaled_emulated,
     communication_seconds,
     decode_step,
     is_moe,
@@ -64,6 +65,7 @@ OVERHEAD_MS_BOUNDS = (0.0, 3.0)
 MOE_LAYER_OVERHEAD_US_BOUNDS = (0.0, 200.0)
 DEQUANT_BOUNDS = (0.6, 1.0)
 EXPERT_PARALLEL_BOUNDS = (0.05, 1.0)
+BLOCK_SCALE_DECODE_BOUNDS = (0.2, 1.0)
 _SHARE_PRIOR = 0.05
 HELD_OUT_MAX_NFEV = 40
 
@@ -170,7 +172,8 @@ class _Layout:
         return replace(base, bandwidth_share=bw, compute_share=comp, engine_bandwidth=ebw, engine_compute=ecomp,
                        overhead_ms=over, moe_layer_overhead_us=moe,
                        dequant_share=float(np.exp(theta[-1])),
-                       expert_parallel_share=float(np.exp(theta[-2])))  # fmt: skip
+                       expert_parallel_share=float(np.exp(theta[-2])),
+                       block_scale_decode_share=float(np.exp(theta[-3])))  # fmt: skip
 
     def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k, e = len(self.classes), len(self.engines)
@@ -181,14 +184,17 @@ class _Layout:
             [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
             [min(OVERHEAD_MS_BOUNDS[1] * 0.99, base.overhead_ms.get(g, 0.3)) for g in self.engines],
             [min(MOE_LAYER_OVERHEAD_US_BOUNDS[1] * 0.99, base.moe_layer_overhead_us.get(g, 5.0)) for g in self.engines],
+            [math.log(min(0.99, base.block_scale_decode_share))],
             [math.log(min(0.99, base.expert_parallel_share))],
             [math.log(min(0.99, base.dequant_share))],
         ])  # fmt: skip
         low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
-                              np.full(e, OVERHEAD_MS_BOUNDS[0]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[0]), [math.log(EXPERT_PARALLEL_BOUNDS[0])],
+                              np.full(e, OVERHEAD_MS_BOUNDS[0]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[0]),
+                              [math.log(BLOCK_SCALE_DECODE_BOUNDS[0])], [math.log(EXPERT_PARALLEL_BOUNDS[0])],
                               [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
         high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
-                               np.full(e, OVERHEAD_MS_BOUNDS[1]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[1]), [math.log(EXPERT_PARALLEL_BOUNDS[1])],
+                               np.full(e, OVERHEAD_MS_BOUNDS[1]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[1]),
+                               [math.log(BLOCK_SCALE_DECODE_BOUNDS[1])], [math.log(EXPERT_PARALLEL_BOUNDS[1])],
                                [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
         return np.clip(start, low + 1e-9, high - 1e-9), low, high
 
@@ -215,6 +221,7 @@ class _Design:
     engine: np.ndarray
     int4: np.ndarray
     ep: np.ndarray  # 1 where the experts are spread (attention data parallel)
+    block_scaled: np.ndarray  # 1 where block-scaled weights run on a GPU that does not apply the scales
     moe_layers: np.ndarray  # the layers of a mixture of experts, else 0
 
 
@@ -270,6 +277,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             rows["engine"].append(layout.engines.index(w.engine))
             rows["int4"].append(1.0 if w.weight_precision == "int4" else 0.0)
             rows["ep"].append(1.0 if w.ep > 1 else 0.0)
+            rows["block_scaled"].append(1.0 if block_scaled_emulated(w, hw) else 0.0)
             rows["moe_layers"].append(m.layers if is_moe(m) else 0.0)
     arrays = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
     for key in ("point", "cls", "engine"):
@@ -286,8 +294,9 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     bw, comp = np.minimum(bw, 1.0), np.minimum(comp, 1.0)
     spread = np.where(d.ep > 0, np.exp(theta[-2]), 1.0)
     bw, comp = bw * spread, comp * spread
+    decode_comp = comp * np.where(d.block_scaled > 0, np.exp(theta[-3]), 1.0)
     overhead = theta[2 * k + 2 * e + d.engine] / 1e3 + d.moe_layers * theta[2 * k + 3 * e + d.engine] / 1e6
-    step = np.maximum(d.memory_s / bw, d.compute_s / comp) + overhead + d.allreduce_s
+    step = np.maximum(d.memory_s / bw, d.compute_s / decode_comp) + overhead + d.allreduce_s
     prefill = d.has_prefill * (
         np.maximum(d.prefill_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.prefill_allreduce_s
     )

@@ -53,8 +53,10 @@ dense layer does not run: router, top-k, token permutation, grouped expert matri
 some engines wait on the host for the routing; and the latency of the dispatch and combine).
 That is what a step of a deep mixture of experts costs at low concurrency, when the bytes read
 take a few milliseconds: DeepSeek-R1 on eight GPUs, 61 layers, runs a token every 7 to 25 ms
-whatever the GPUs' bandwidth. Nothing depends on the benchmark or on the precision: FP8 reads half the bytes of BF16
-and computes at the FP8 peak, so it is never slower where the GPU has an FP8 path.
+whatever the GPUs' bandwidth. Nothing depends on the benchmark: FP8 reads half the bytes of BF16
+and computes at the FP8 peak. Weights scaled per small block (DeepSeek-R1's FP8 checkpoint) on a GPU
+whose matrix units do not apply the scales decode at a fitted share of that peak
+(``ServingConstants.block_scale_decode_share``); their prefill keeps it.
 """
 
 from __future__ import annotations
@@ -223,6 +225,15 @@ class ServingConstants:
     # the rates a replica reaches: uneven routing leaves some GPUs waiting at every layer's
     # all-to-all, and each rank's attention batch is uneven too. Fitted on the DEP points.
     expert_parallel_share: float = 1.0
+    # Weights scaled per small block (:func:`block_scaled_emulated`) on a GPU whose matrix units do
+    # not apply the scales (no FP4 path): a decode step's matrices compute at this share of the
+    # rate. The kernels multiply block by block and apply each block's scales to the partial sums
+    # on the vector cores (Hopper's FP8 block-scale GEMMs), or dequantise 4-bit weights before the
+    # matrix units; on a decode step's short matrices (tens to a few hundred tokens per expert)
+    # that work is not hidden behind the multiply, on a prefill's thousands of tokens it is, so
+    # prefill keeps the rate. Fitted on the points that run such weights (DeepSeek-R1 FP8 on
+    # Hopper and CDNA3).
+    block_scale_decode_share: float = 1.0
     memory_usable_fraction: float = 0.9
     reserve_gib: float = 1.34
     max_concurrency: int = 4096
@@ -259,6 +270,7 @@ class ServingConstants:
             "moe_layer_overhead_us": dict(self.moe_layer_overhead_us),
             "dequant_share": self.dequant_share,
             "expert_parallel_share": self.expert_parallel_share,
+            "block_scale_decode_share": self.block_scale_decode_share,
             "memory_usable_fraction": self.memory_usable_fraction,
             "reserve_gib": self.reserve_gib,
             "max_concurrency": self.max_concurrency,
@@ -393,6 +405,13 @@ def touched_bytes_per_gpu(w: Workload, batch: int) -> float:
     return per_gpu * 1e9 * w.bytes_per_weight
 
 
+def block_scaled_emulated(w: Workload, hw: Hardware) -> bool:
+    """Whether the weights are scaled per small block (FP4 formats; a checkpoint the shape says is
+    block-scaled at this precision) on a GPU without block-scaled matrix units (no FP4 path)."""
+    scaled = w.weight_precision == "fp4" or w.weight_precision in getattr(w.model, "block_scaled", ())
+    return scaled and not hw.supports("fp4")
+
+
 def communication_seconds(w: Workload, link: AllReduce, tokens: int) -> float:
     """What a step of ``tokens`` tokens per replica (per GPU with experts spread) spends on the link:
     two all-reduces per layer under tensor parallelism, two all-to-alls per layer (dispatch to
@@ -463,9 +482,10 @@ def decode_step(
         bandwidth, compute = hw.bandwidth_gbs, tflops
     else:
         spread = c.expert_parallel_share if w.ep > 1 else 1.0
+        scales = c.block_scale_decode_share if block_scaled_emulated(w, hw) else 1.0
         bandwidth, compute = (
             c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread,
-            c.effective_tflops(tflops, hw, w.engine) * spread,
+            c.effective_tflops(tflops, hw, w.engine) * spread * scales,
         )
     memory_s = read / (bandwidth * 1e9)
     compute_s = flops / (compute * 1e12) if compute > 0 else math.inf

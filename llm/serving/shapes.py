@@ -29,6 +29,11 @@ class ModelShape:
     # The width a query head attends over in decode and in prefill, where it is not head_dim
     # (multi-head latent attention: physics.attention_width); (0, 0): head_dim in both.
     attention_head_width: tuple[int, int] = (0, 0)
+    # The stored precisions at which the checkpoint that engines run scales its weights per small
+    # block (its config.json's quantization_config; FP4 formats always do, physics.block_scaled_emulated).
+    # DeepSeek-R1's FP8 is its own checkpoint, 128 x 128 blocks; Qwen3-235B's FP8 rows ran NVIDIA's
+    # ModelOpt checkpoint, one scale per tensor (llm/data/trtllm/v1.1/perf-overview.md, "FP8 Models").
+    block_scaled: tuple[str, ...] = ()
 
     @property
     def is_moe(self) -> bool:
@@ -37,11 +42,12 @@ class ModelShape:
 
 def _shape(slug: str, name: str, params: float, layers: int, hidden: int, kv: int, head: int, source: str,
            active: float | None = None, moe: tuple[int, int, int] = (0, 0, 0),
-           head_width: tuple[int, int] = (0, 0)) -> ModelShape:  # fmt: skip
+           head_width: tuple[int, int] = (0, 0), block_scaled: tuple[str, ...] = ()) -> ModelShape:  # fmt: skip
     """``moe``: (attention heads, routed experts, experts per token) of a mixture of experts;
-    ``head_width``: what a query head attends over in decode and in prefill, where not ``head``."""
+    ``head_width``: what a query head attends over in decode and in prefill, where not ``head``;
+    ``block_scaled``: the precisions whose checkpoint scales weights per block."""
     return ModelShape(slug, name, params, active if active is not None else params, layers, hidden, kv, head, source,
-                      *moe, head_width)  # fmt: skip
+                      *moe, head_width, block_scaled)  # fmt: skip
 
 
 _LLAMA1 = "https://arxiv.org/abs/2302.13971 (LLaMA paper, Table 2)"
@@ -86,7 +92,8 @@ MODEL_SHAPES: dict[str, ModelShape] = {
         _shape("deepseek-r1", "DeepSeek-R1 (671B MoE)", 671.0, 61, 7168, 1, 288,
                "https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json (671B total, 37B active, MLA; "
                "128 heads, 256 routed experts, 8 per token; kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim "
-               "128, v_head_dim 128)", active=37.0, moe=(128, 256, 8), head_width=(544, 160)),
+               "128, v_head_dim 128; its FP8 weights scaled per 128 x 128 block, quantization_config weight_block_size)",
+               active=37.0, moe=(128, 256, 8), head_width=(544, 160), block_scaled=("fp8",)),
         _shape("qwen3-235b-a22b", "Qwen3-235B-A22B (MoE)", 235.0, 94, 4096, 4, 128,
                "https://huggingface.co/Qwen/Qwen3-235B-A22B/blob/main/config.json (94 layers, hidden 4096, 64 query "
                "and 4 KV heads of 128, 128 experts, 8 per token; the model card: 235B total, 22B active)",
