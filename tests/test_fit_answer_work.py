@@ -1,6 +1,7 @@
-"""The fit calculator's serving work on the demo data (``load_demo``): each tensor-parallel split's
-curve is evaluated once per GPU whatever the counts that run it, and the fit page's serving search
-covers only the GPUs it can show, with the same answer as the search over every GPU."""
+"""The fit calculator's work on the demo data (``load_demo``): each tensor-parallel split's serving
+curve is evaluated once per GPU whatever the counts that run it, the fit page's serving search
+covers only the GPUs it can show, with the same answer as the search over every GPU, and a
+one-stream job reads the LLM points the rankings classified, not the results."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 import llm.selectors.answers as answers_module
 from catalog.models import Gpu, TensorPeak
@@ -17,6 +20,7 @@ from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.serving_plans import fit_serving_answer, owned_serving_costs, serving_plans
 from llm.question import ServingQuestion
 from llm.selectors.answers import serving_answers, serving_counts
+from llm.selectors.rows import llm_points_current
 from llm.selectors.serving import allreduce_measured, serving_curve, serving_fit_current, serving_hardware
 
 pytestmark = pytest.mark.django_db
@@ -131,3 +135,12 @@ def test_the_fit_pages_serving_search_over_priced_gpus_answers_as_the_search_ove
              "hours_per_day": request.hours_per_day}  # fmt: skip
     costs = owned_serving_costs(serving=shown, **owned)
     assert costs and costs == owned_serving_costs(serving=every, **owned)
+
+
+def test_a_one_stream_job_reads_the_classified_llm_points_not_the_results(demo, versioned_cache) -> None:  # type: ignore[no-untyped-def]
+    llm_points_current()  # the chat ranking's read, after a data change
+    with CaptureQueriesContext(connection) as queries:
+        result = _fit({"model": "llama-3-8b", "serving": "single", "precision": "q4_k_m"})
+    assert not [q for q in queries.captured_queries if "benchmarks_app_benchmarkresult" in q["sql"]]
+    # The GPUs measured in that size class and weight family are anchored on their measurement.
+    assert len([detail for detail in result.details.values() if detail.measured_source]) > 5
