@@ -13,6 +13,7 @@ nothing is written except the throttle counters in the cache (rates are raised f
     .venv/bin/python perf/bench_api.py --requests 300 --runs 5
     .venv/bin/python perf/bench_api.py --renderers   # also compare orjson with DRF's JSONRenderer
     .venv/bin/python perf/bench_api.py --no-cache            # every response computed, none cached
+    .venv/bin/python perf/bench_api.py --endpoints "/api/v1/fit/?model=llama-3-8b"   # other URLs
 """
 
 from __future__ import annotations
@@ -82,10 +83,12 @@ def summary(label: str, values: list[float]) -> str:
     return f"{label}: min {min(values):.2f}  median {statistics.median(values):.2f}  max {max(values):.2f}"
 
 
-def bench(requests: int, runs: int, warmup: int) -> dict[str, dict[str, list[float]]]:
+def bench(
+    requests: int, runs: int, warmup: int, endpoints: tuple[str, ...] = ENDPOINTS
+) -> dict[str, dict[str, list[float]]]:
     """Per endpoint: p50/p95 ratios to ping and absolute milliseconds, one value per run."""
     client = Client()
-    urls = [REFERENCE, *ENDPOINTS]
+    urls = [REFERENCE, *endpoints]
     sizes = {url: len(client.get(url).content) for url in urls}
     one_run(client, urls, warmup)
     figures: dict[str, dict[str, list[float]]] = {
@@ -183,6 +186,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20, help="warm-up requests per endpoint (default 20)")
     parser.add_argument("--renderers", action="store_true", help="also run with DRF's JSONRenderer and compare")
     parser.add_argument(
+        "--endpoints",
+        nargs="+",
+        default=list(ENDPOINTS),
+        help="the URLs to time beside ping (default: %(default)s), e.g. /api/v1/fit/?model=llama-3-8b",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="compute every response (DATA_VERSION_CACHE_SECONDS=0) instead of the cached default",
@@ -208,7 +217,7 @@ def main() -> None:
     cache_seconds = 0 if args.no_cache else data_version_cache_seconds()
     print(f"response cache: {cache_seconds} s" + (" (computed on every request)" if not cache_seconds else ""))
     with override_settings(REST_FRAMEWORK=rest, DATA_VERSION_CACHE_SECONDS=cache_seconds):
-        bench(args.requests, args.runs, args.warmup)
+        bench(args.requests, args.runs, args.warmup, tuple(args.endpoints))
         if args.renderers:
             compare_renderers(args.requests, args.runs, args.warmup)
 

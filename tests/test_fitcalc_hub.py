@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import huggingface_hub.utils._http
 import pytest
+from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -217,6 +218,25 @@ def test_an_imported_model_shows_at_once_on_a_page_cached_before_the_import(  # 
     imported = client.post(IMPORT_PAGE, {"hf_id": "Qwen/Qwen3-8B"})
     shown = client.get(imported["Location"]).content.decode()
     assert "not imported yet" not in shown and 'id="memory-table"' in shown
+
+
+def test_the_api_answers_a_new_import_of_a_model_whose_answer_it_sent_before(  # type: ignore[no-untyped-def]
+    client, online: HTTPServer, versioned_cache
+) -> None:
+    """The API's answers are cached as the bytes sent, by the query and the data version; a new
+    import of the same id (another config) moves neither, yet the next answer is the new model's."""
+    config = preset_config("qwen3-8b")
+    serve(online, "Qwen/Qwen3-8B", json.dumps(config).encode())
+    hf_model_import(repo_id="Qwen/Qwen3-8B")
+    query = {"hf_model": "Qwen/Qwen3-8B"}
+    first = client.get(URL, query)
+    assert first.status_code == 200 and client.get(URL, query).content == first.content
+    # A new import of the id, as hf_model_import stores it (the Hub's newer config of it).
+    HfModel.objects.filter(repo_id="Qwen/Qwen3-8B").update(
+        config={**config, "num_hidden_layers": 2 * config["num_hidden_layers"]}, fetched_at=timezone.now()
+    )
+    again = client.get(URL, query)
+    assert again.status_code == 200 and again.json()["model"]["params"] > first.json()["model"]["params"]
 
 
 def test_the_page_escapes_the_id_it_echoes(client, online: HTTPServer) -> None:  # type: ignore[no-untyped-def]

@@ -105,12 +105,42 @@ def test_a_repeated_serving_question_is_read_from_the_cache_and_typed_prices_are
     from django.test.utils import CaptureQueriesContext
 
     url = "/api/v1/fit/serving/?model=llama-3.1-70b&precision=fp8&target=20"
-    first = client.get(url).json()
+    first = client.get(url)
     with CaptureQueriesContext(connection) as warm:
-        again = client.get(url).json()
-    assert again == first and len(warm.captured_queries) <= 1
+        again = client.get(url)
+    # The bytes sent the first time, read back: no query, nothing serialised.
+    assert again.status_code == 200 and again.content == first.content and len(warm.captured_queries) == 0
+    assert again["Content-Type"] == first["Content-Type"] == "application/json"
     priced = client.get(url + "&gpu_price[h100-sxm5-80-gb]=0.01").json()
-    assert priced["recommended"]["gpu"] == "h100-sxm5-80-gb" != first["recommended"]["gpu"]
+    assert priced["recommended"]["gpu"] == "h100-sxm5-80-gb" != first.json()["recommended"]["gpu"]
+    # A bad parameter is refused every time, naming it, beside a cached answer.
+    for _ in range(2):
+        bad = client.get(url + "&input_len=0")
+        assert bad.status_code == 400 and "input_len" in bad.json()["errors"]
+
+
+def test_a_cached_serving_answer_is_computed_again_after_a_data_change(  # type: ignore[no-untyped-def]
+    offers, client, versioned_cache, settings, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from gpuatlas.data_version import data_version_bump
+
+    settings.DATA_VERSION_DEBOUNCE_S = 0
+    url = "/api/v1/fit/serving/?model=llama-3.1-70b&precision=fp8&target=20"
+    first = client.get(url).json()
+    cheap = Gpu.objects.get(slug=next(slug for slug in OFFERED if slug != first["recommended"]["gpu"]))
+    with django_capture_on_commit_callbacks(execute=True):
+        provider = ProviderFactory(slug="cheap-cloud", name="Cheap Cloud")
+        for n in sorted({1, OFFERED[cheap.slug][0]}):
+            OfferFactory(provider=provider, gpu=cheap, gpu_count=n, instance_type=f"cheap-{n}x",
+                         current_price_per_hour=Decimal("0.01") * n)  # fmt: skip
+        data_version_bump()
+    with CaptureQueriesContext(connection) as computed:
+        after = client.get(url).json()
+    assert len(computed.captured_queries) > 0
+    assert after["recommended"]["gpu"] == cheap.slug != first["recommended"]["gpu"]
 
 
 def test_h200_two_gpu_plans_use_the_measured_all_reduce_of_the_real_run(client):

@@ -560,20 +560,24 @@ def test_a_repeated_question_is_read_from_the_cache_until_the_data_changes(  # t
     query = {"model": "llama-3-8b", "tokens": "1e6"}
     _world(3)
 
-    def answer_queries() -> tuple[int, dict]:  # type: ignore[type-arg]
+    def answer_queries() -> tuple[int, bytes]:
         with CaptureQueriesContext(connection) as queries:
             response = client.get(URL, query)
         assert response.status_code == 200
-        return len(queries.captured_queries), response.json()
+        return len(queries.captured_queries), response.content
 
     cold, first = answer_queries()
     warm, second = answer_queries()
-    assert second == first and warm < cold
+    # The bytes sent the first time, read back: no query, nothing serialised.
+    assert second == first and warm == 0 < cold
+    for _ in range(2):  # a bad parameter is refused every time, naming it
+        bad = client.get(URL, {**query, "context": "abc"})
+        assert bad.status_code == 400 and "context" in bad.json()["errors"]
     with django_capture_on_commit_callbacks(execute=True):
         make_gpu("later-gpu", 80.0, price="1.00", tdp_w=300)
         data_version_bump()
     again, third = answer_queries()
-    assert again > warm and any(plan["gpu"]["slug"] == "later-gpu" for plan in third["plans"])
+    assert again > warm and any(plan["gpu"]["slug"] == "later-gpu" for plan in json.loads(third)["plans"])
 
 
 # --- the page --------------------------------------------------------------------------------

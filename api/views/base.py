@@ -95,12 +95,15 @@ class _NotStored(Exception):
         self.response = response
 
 
-def response_cached(view: APIView, request: Request, produce: Callable[[], Response]) -> HttpResponse:
+def response_cached(
+    view: APIView, request: Request, produce: Callable[[], Response], *, depends_on: object = None
+) -> HttpResponse:
     """The response of a public, user-independent GET, cached as the bytes sent.
 
     Cached with ``data_version_cached`` under the view, the full URL (scheme, host, path and
     query string: pagination links repeat them) and the negotiated media type (an ``indent``
-    parameter changes the bytes); the language and the data version are in the key too. A hit
+    parameter changes the bytes); the language and the data version are in the key too, and
+    ``depends_on``: what else the answer reads that moves no data version (its repr). A hit
     skips parameter checks, queries, serializers and rendering; only a 200 is stored, so a bad
     parameter is refused on every request. Authentication and throttles have run before the handler.
     """
@@ -119,7 +122,13 @@ def response_cached(view: APIView, request: Request, produce: Callable[[], Respo
     # parameters were refused before (ApiMixin.initial), and at most DATA_VERSION_CACHE_VARIANTS
     # queries of a view are stored per data version.
     query = sorted((name, tuple(values)) for name, values in request.query_params.lists())
-    identity = (type(view).__name__, request.build_absolute_uri(request.path), query, request.accepted_media_type)
+    identity = (
+        type(view).__name__,
+        request.build_absolute_uri(request.path),
+        query,
+        request.accepted_media_type,
+        depends_on,
+    )
     try:
         body, headers = data_version_cached(f"api-body:{type(view).__name__}", identity, render, bounded=True)
     except _NotStored as refused:

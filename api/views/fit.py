@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -34,7 +35,7 @@ from api.serializers import ErrorSerializer
 from api.serializers_fit import (
     FitResponseSerializer,
 )
-from api.views.base import ERROR_429, ApiMixin
+from api.views.base import ERROR_429, ApiMixin, response_cached
 from fitcalc.errors import FitInputError
 from fitcalc.forms import (
     CONDITIONS,
@@ -67,6 +68,7 @@ from fitcalc.request import (
 from fitcalc.selectors.fit import BuyRentRow, FitResult, fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
 from fitcalc.selectors.gpu_facts import GpuDetail
+from fitcalc.selectors.hf_models import hf_models_newest_import
 from fitcalc.selectors.training_plans import TrainingPlan
 from llm.question import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MAX_SEQUENCE_TOKENS, MIN_SEQUENCE_TOKENS
 
@@ -323,13 +325,19 @@ class FitView(ApiMixin, APIView):
             429: ERROR_429,
         },
     )
-    def get(self, request: Request) -> Response:
-        form = FitForm(data=request.query_params)
-        fit_request = fit_request_from_form(form=form)
-        if fit_request is None:
-            raise ValidationError(form.errors_by_field())
-        try:
-            result = fit_compute(request=fit_request)
-        except FitInputError as error:
-            raise ValidationError({error.field: [error.message]}) from None
-        return Response(fit_result_data(result))
+    def get(self, request: Request) -> HttpResponse:
+        def produce() -> Response:
+            form = FitForm(data=request.query_params)
+            fit_request = fit_request_from_form(form=form)
+            if fit_request is None:
+                raise ValidationError(form.errors_by_field())
+            try:
+                result = fit_compute(request=fit_request)
+            except FitInputError as error:
+                raise ValidationError({error.field: [error.message]}) from None
+            return Response(fit_result_data(result))
+
+        # The bytes sent, by the query and the data version; a Hugging Face import moves no data
+        # version, so a question naming one has the newest import in its key (as the page has).
+        imported = hf_models_newest_import() if "hf_model" in request.query_params else None
+        return response_cached(self, request, produce, depends_on=imported)

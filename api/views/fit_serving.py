@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -13,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.serializers import ErrorSerializer
-from api.views.base import ERROR_429, ApiMixin
+from api.views.base import ERROR_429, ApiMixin, response_cached
 from catalog.selectors.prices import PRICE_RULES
 from dashboard.selectors.ranking_params import RankingParamError, gpu_prices_from_query
 from fitcalc.selectors.serving_plans import (
@@ -141,48 +142,53 @@ class FitServingView(ApiMixin, APIView):
             429: ERROR_429,
         },
     )
-    def get(self, request: Request) -> Response:
-        # DRF reads an empty query value as "not given" (form semantics); the schema says a value is
-        # at least one character, so an empty one is an error naming the parameter.
-        blank = sorted(
-            name for name, value in request.query_params.items() if name in self.query_parameters and not value
-        )
-        if blank:
-            raise ValidationError({name: [_("This parameter may not be blank.")] for name in blank})
-        query = ServingPlanQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        data = query.validated_data
-        try:
-            gpu_prices = dict(gpu_prices_from_query(request.query_params))
-        except RankingParamError as error:
-            raise ValidationError({error.field: [error.message]}) from None
-        try:
-            plans = serving_plans_asked(
-                model=data["model"],
-                precisions=tuple(data["precision"]),
-                target=data["target"],
-                input_len=data["input_len"],
-                output_len=data["output_len"],
-                engine=data["engine"],
-                fewest_gpus=data["fewest_gpus"],
-                price_rule=data["price_rule"],
-                gpu_prices=tuple(sorted(gpu_prices.items())),
+    def get(self, request: Request) -> HttpResponse:
+        def produce() -> Response:
+            # DRF reads an empty query value as "not given" (form semantics); the schema says a value is
+            # at least one character, so an empty one is an error naming the parameter.
+            blank = sorted(
+                name for name, value in request.query_params.items() if name in self.query_parameters and not value
             )
-        except ValueError as error:
-            field, _sep, reason = str(error).partition(": ")
-            raise ValidationError({field: [reason or str(error)]}) from None
-        body = {
-            "model": plans.model,
-            "precisions": list(plans.precisions),
-            "target_tokens_per_s_per_user": plans.target,
-            "input_len": plans.input_len,
-            "output_len": plans.output_len,
-            "engine": plans.engine,
-            "fewest_gpus": plans.fewest_gpus,
-            "recommended": _plan(plans.recommended),
-            "across_counts": [p.as_dict() for p in plans.across_counts],
-            "options": [p.as_dict() for p in sorted(plans.options, key=lambda p: (p.cost_per_million is None,
-                                                                                  p.cost_per_million or 0.0))],
-            "not_fitting": [{"gpu": name, "reason": why} for name, why in plans.not_fitting],
-        }  # fmt: skip
-        return Response(ServingPlansSerializer(body).data)
+            if blank:
+                raise ValidationError({name: [_("This parameter may not be blank.")] for name in blank})
+            query = ServingPlanQuerySerializer(data=request.query_params)
+            query.is_valid(raise_exception=True)
+            data = query.validated_data
+            try:
+                gpu_prices = dict(gpu_prices_from_query(request.query_params))
+            except RankingParamError as error:
+                raise ValidationError({error.field: [error.message]}) from None
+            try:
+                plans = serving_plans_asked(
+                    model=data["model"],
+                    precisions=tuple(data["precision"]),
+                    target=data["target"],
+                    input_len=data["input_len"],
+                    output_len=data["output_len"],
+                    engine=data["engine"],
+                    fewest_gpus=data["fewest_gpus"],
+                    price_rule=data["price_rule"],
+                    gpu_prices=tuple(sorted(gpu_prices.items())),
+                )
+            except ValueError as error:
+                field, _sep, reason = str(error).partition(": ")
+                raise ValidationError({field: [reason or str(error)]}) from None
+            body = {
+                "model": plans.model,
+                "precisions": list(plans.precisions),
+                "target_tokens_per_s_per_user": plans.target,
+                "input_len": plans.input_len,
+                "output_len": plans.output_len,
+                "engine": plans.engine,
+                "fewest_gpus": plans.fewest_gpus,
+                "recommended": _plan(plans.recommended),
+                "across_counts": [p.as_dict() for p in plans.across_counts],
+                "options": [p.as_dict() for p in sorted(plans.options, key=lambda p: (p.cost_per_million is None,
+                                                                                      p.cost_per_million or 0.0))],
+                "not_fitting": [{"gpu": name, "reason": why} for name, why in plans.not_fitting],
+            }  # fmt: skip
+            return Response(ServingPlansSerializer(body).data)
+
+        # The bytes sent, by the query and the data version (only a 200 is stored: a bad
+        # parameter is refused on every request).
+        return response_cached(self, request, produce)

@@ -37,7 +37,7 @@ from fitcalc.llm import (
 from fitcalc.memory import MemoryBreakdown
 from fitcalc.plan import CountRate
 from fitcalc.presets import ModelSpec
-from llm.selectors.rows import LlmPoint, LlmRow, llm_points, llm_rows
+from llm.selectors.rows import LlmPoint, llm_points_current
 from llm.selectors.serving import serving_fit_current
 from llm.selectors.single_stream import stream_fit_current
 from llm.serving.comm import catalogue_link
@@ -52,17 +52,20 @@ DDP_WORKLOAD = "transformer-train-ddp"
 
 
 def llm_measured_figures(*, gpu_ids: list[int], model: ModelSpec, precision: str, mode: str) -> dict[int, LlmMeasured]:
-    """gpu id -> the measured one-stream figure that anchors this job (module doc). One query."""
+    """gpu id -> the measured one-stream figure that anchors this job (module doc), from the LLM
+    points of every GPU (``llm_points_current``: cached by data version, one query where not)."""
     size = model_size_class(model.slug) if model.slug in MODEL_SHAPES else None
     family = PRECISION_FAMILY.get(precision)
     if size is None or family is None or mode != ONE_STREAM:
         return {}
     precisions = PRECISION_FAMILIES[family][0]
-    rows = [r for r in llm_rows(gpu_ids=gpu_ids) if model_size_class(r.model) == size]
+    asked = set(gpu_ids)
     out: dict[int, LlmMeasured] = {}
-    by_key: dict[tuple[int, str], LlmRow] = {(r.gpu_id, r.comparison_key): r for r in rows}
     best: dict[int, LlmPoint] = {}
-    for point in llm_points(rows):
+    # The points the chat ranking and the GPU pages read, classified once per data version.
+    for point in llm_points_current():
+        if point.gpu_id not in asked or point.size != size:
+            continue
         if point.kind != "decode" or not point.qualifies or not point.default_basis:
             continue
         if point.precision not in precisions:
@@ -71,16 +74,15 @@ def llm_measured_figures(*, gpu_ids: list[int], model: ModelSpec, precision: str
         if current is None or _chat_order(point, model.slug) < _chat_order(current, model.slug):
             best[point.gpu_id] = point
     for gpu_id, point in best.items():
-        row = by_key[(gpu_id, point.comparison_key)]
-        # The row's context is the average while generating: the prompt plus half the output.
-        half = max(1, row.context_tokens)
+        # The point's context is the average while generating: the prompt plus half the output.
+        half = max(1, point.context_tokens)
         out[gpu_id] = LlmMeasured(
             tokens_per_s=point.tokens_per_s,
             gpu_count=point.gpu_count,
             n=point.n,
             source=point.label,
             url=point.url,
-            shape=llm_shape_of_measured(shape=MODEL_SHAPES[point.model], precision=point.precision, quant=row.quant),
+            shape=llm_shape_of_measured(shape=MODEL_SHAPES[point.model], precision=point.precision, quant=point.quant),
             input_len=half,
             output_len=half,
         )
@@ -138,7 +140,7 @@ def llm_job_context(
     input_len: int,
     output_len: int,
 ) -> LlmJobContext:
-    """The stored fit (two queries) and the measured figures (one)."""
+    """The stored fit (two queries) and the measured figures (``llm_measured_figures``)."""
     fit = serving_fit_current()
     stream = stream_fit_current()
     mode = ONE_STREAM if serving == ONE_STREAM else SERVING

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalog.models import Gpu, TensorPeak
+from catalog.models import Gpu, GpuPrice, TensorPeak
 from catalog.selectors.prices import gpu_counts_rented, gpu_rent_prices
 from fitcalc.plan import DAYS_PER_MONTH
 from gpuatlas.data_version import data_versioned
@@ -159,10 +159,12 @@ def serving_plans(
     fewest_gpus: bool = False,
     price_rule: str = "typical",
     gpu_slugs: Sequence[str] | None = None,
+    priced_only: bool = False,
     fit: ServingFit | None = None,
     gpu_prices: Mapping[str, float] | None = None,
 ) -> ServingPlans:
-    """The search (module doc). Raises ValueError naming the argument that is wrong."""
+    """The search (module doc) over every curated GPU, or those of ``gpu_slugs``; ``priced_only``:
+    those with a rental price (by any rule). Raises ValueError naming the argument that is wrong."""
     if model not in MODEL_SHAPES:
         raise ValueError(f"model: unknown model {model!r}")
     bad = [p for p in precisions if p not in PRECISIONS or p not in FIXED_PRECISIONS]
@@ -174,6 +176,8 @@ def serving_plans(
     gpus = Gpu.objects.curated().with_related().filter(memory_gib__gt=0, memory_bandwidth_gbs__gt=0)
     if gpu_slugs:
         gpus = gpus.filter(slug__in=list(gpu_slugs))
+    if priced_only:
+        gpus = gpus.filter(id__in=GpuPrice.objects.filter(gpu_count=0).values("gpu_id"))
     gpus_list = list(gpus.order_by("slug"))
     ids = [g.id for g in gpus_list]
     peaks: dict[int, dict[str, float | None]] = defaultdict(dict)
@@ -344,13 +348,19 @@ def fit_serving_answer(
     output_len: int = DEFAULT_OUTPUT_TOKENS,
 ) -> ServingPlans | None:
     """The serving search for a fit-calculator job (batched LLM inference of a preset the serving
-    model knows) at the job's request lengths: its weight format, and FP8 beside a 16-bit format."""
+    model knows) at the job's request lengths: its weight format, and FP8 beside a 16-bit format.
+
+    Over the GPUs with a rental price only: the page shows the recommendation (a rented, priced
+    configuration), its GPU across counts and the owned cost of each buy-or-rent row (a GPU with a
+    rental price by the job's rule), so an unpriced GPU's configurations could never reach it.
+    Every GPU's configurations are the serving API's (``serving_plans_asked``)."""
     model = SERVING_MODEL_OF_PRESET.get(preset, preset)
     weights = SERVING_PRECISION_OF.get(precision)
     if model not in MODEL_SHAPES or weights is None:
         return None
     precisions = [weights, "fp8"] if weights in ("bf16", "fp16") else [weights]
-    return serving_plans(model=model, precisions=precisions, target=target, input_len=input_len, output_len=output_len)
+    return serving_plans(model=model, precisions=precisions, target=target, input_len=input_len,
+                         output_len=output_len, priced_only=True)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -269,10 +269,18 @@ def gpu_answers(
     hardware = serving_hardware(gpu, peaks=peaks)
     scenario = "offline" if question.target is None else "server"
 
+    # A curve is one replica's: the GPU count only says how many replicas of ``tp`` run it, so
+    # every count with the same split reads one evaluation (the anchors' too).
+    replica_curves: dict[tuple[int, int, int, str], ServingEstimate] = {}
+
     def curve(count: int, tp: int, input_len: int, output_len: int, at_precision: str) -> ServingEstimate:
-        return serving_curve(gpu=gpu, model=question.model, precision=at_precision, gpu_count=count, tp=tp,
-                             input_len=input_len, output_len=output_len, engine=engine, fit=fit, links=links,
-                             hardware=hardware, scenario=scenario)  # fmt: skip
+        key = (tp, input_len, output_len, at_precision)
+        if key not in replica_curves:
+            replica_curves[key] = serving_curve(gpu=gpu, model=question.model, precision=at_precision, gpu_count=tp,
+                                                tp=tp, input_len=input_len, output_len=output_len, engine=engine,
+                                                fit=fit, links=links, hardware=hardware, scenario=scenario)  # fmt: skip
+        estimate = replica_curves[key]
+        return estimate if estimate.gpu_count == count else replace(estimate, gpu_count=count)
 
     anchoring = [p for p in points if _anchors_on(p, precision=precision, engine=engine)]
     anchor = _anchor(points=anchoring, curve=curve, hardware=hardware)

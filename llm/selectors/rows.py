@@ -387,6 +387,8 @@ class LlmPoint:
     label: str
     url: str
     comparison_key: str = ""
+    quant: str = ""  # the runs' weight type (a GGUF quant, or their precision)
+    context_tokens: int = 0  # the runs' average context while generating
 
 
 def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
@@ -418,14 +420,18 @@ def llm_points(rows: Iterable[LlmRow]) -> list[LlmPoint]:
                 label=first.label,
                 url=first.url,
                 comparison_key=key,
+                quant=first.quant,
+                context_tokens=first.context_tokens,
             )
         )
     return points
 
 
-# Cached: the chat ranking and every GPU page read the points, which classify every trusted LLM
-# result (a read of most results at scale): once per data version, shared by all of them.
-@data_versioned("llm_points")
+# Cached: the chat ranking, every GPU page and the fit calculator's one-stream jobs read the points,
+# which classify every trusted LLM result (a read of most results at scale): once per data version,
+# shared by all of them. The name lists the fields a reader needs: a copy cached by code whose
+# points lack them (a rolling restart) is not read.
+@data_versioned("llm_points:quant,context")
 def llm_points_current() -> list[LlmPoint]:
     """``llm_points`` of every trusted LLM result; a GPU's points are those with its id."""
     return llm_points(llm_rows())
