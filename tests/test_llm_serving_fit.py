@@ -104,7 +104,8 @@ def test_a_checked_fit_refits_once_per_held_out_group_and_reads_its_error_table_
     assert len(calls) == 1 + len(gpus) + len(models)
     assert {r.check for r in checks} == {"gpu", "model"}
     calls.clear()
-    again = held_out(points, by="gpu", base=fit.constants) + held_out(points, by="model", base=fit.constants)
+    start = ServingConstants()
+    again = held_out(points, by="gpu", base=start) + held_out(points, by="model", base=start)
     assert fit.errors == error_table(again)
 
 

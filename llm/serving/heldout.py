@@ -134,11 +134,13 @@ def serving_fit_checked(points: Sequence[MeasuredPoint], *, cutoff: str,
     """The fit on every point and the reviewer's checks (time split at ``cutoff``, leave one source,
     GPU, model out), each refit done once: the fit's leave-one-GPU-out and leave-one-model-out
     error table is read off the same held-out estimates the checks make."""
-    fit = serving_fit_build(points, base=base, with_errors=False)
+    start = base or ServingConstants()
+    fit = serving_fit_build(points, base=start, with_errors=False)
     if not points:
         return fit, []
-    checks = held_out_after(points, cutoff=cutoff, base=fit.constants) + [
-        r for by in ("source", "gpu", "model") for r in held_out_by(points, by=by, base=fit.constants)
+    # Each refit starts where the fit on every point started (fit.HELD_OUT_MAX_NFEV says why).
+    checks = held_out_after(points, cutoff=cutoff, base=start) + [
+        r for by in ("source", "gpu", "model") for r in held_out_by(points, by=by, base=start)
     ]
     table = error_table(
         [HeldOut(r.point, r.estimate, r.inside, r.check) for r in checks if r.check in ("gpu", "model")]
