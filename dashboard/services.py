@@ -1,4 +1,5 @@
-"""Writes of the dashboard: the open-data dump, the rankings' stored submitter counts."""
+"""Writes of the dashboard: the open-data dump, the rankings' stored submitter counts, the GPU
+pages' stored standings."""
 
 from __future__ import annotations
 
@@ -6,14 +7,22 @@ import csv
 import datetime as dt
 import json
 import os
+import pickle
 import tempfile
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from django.db import transaction
+from django.utils import timezone
+
 from benchmarks_app.services.scope_submitters import scope_submitters_refresh
+from catalog.models import Gpu
+from dashboard.models import StoredStanding
 from dashboard.open_data import TABLES, open_data_readme
 from dashboard.selectors.rankings import ranking_submitter_scopes
+from dashboard.selectors.standings import STORED_CURRENCY, gpu_standings_compute
+from gpuatlas.data_version import data_version
 
 
 def _json_value(value: Any) -> Any:
@@ -70,3 +79,33 @@ def ranking_submitters_refresh() -> int:
     GPUs whose results changed since (benchmarks_app.services.scope_submitters). Returns the
     counts written."""
     return scope_submitters_refresh(scopes=ranking_submitter_scopes())
+
+
+def stored_standings_refresh(*, when_stale: bool = False) -> int:
+    """Store every GPU's graded standing in every use case at the default parameters in USD
+    (``StoredStanding``), tagged with the data version and day they are computed at. The version
+    is read before the computation: a bump meanwhile leaves them tagged stale, never current
+    with older data. ``when_stale``: only when some are of another version or day, or none are
+    stored (the warm-up's check, for when the day has turned). Returns the rows written."""
+    version, day = data_version(), timezone.now().date()
+    stored = StoredStanding.objects.all()
+    if when_stale and stored.exists() and not stored.exclude(data_version=version, day=day).exists():
+        return 0
+    gpus = list(Gpu.objects.only("id"))
+    standings = gpu_standings_compute(gpus=gpus, currency=STORED_CURRENCY, graded=True)
+    rows = [
+        StoredStanding(
+            use_case=slug,
+            gpu_id=gpu.id,
+            data_version=version,
+            day=day,
+            baseline_name=in_use_case.baseline_name,
+            row=pickle.dumps(row) if (row := in_use_case.rows.get(gpu.id)) is not None else None,
+        )
+        for slug, in_use_case in standings.items()
+        for gpu in gpus
+    ]
+    with transaction.atomic():
+        StoredStanding.objects.all().delete()
+        StoredStanding.objects.bulk_create(rows, batch_size=500)
+    return len(rows)

@@ -2,8 +2,9 @@
 
 The busiest pages are rendered again here, off the request path: asked for by the data-version
 bump (gpuatlas/data_version.py), and by beat just after midnight, when the day in the keys turns.
-The bump also asks for the rankings' submitter counts to be brought up to date (queued before
-the warm-up, which reads them).
+The bump also asks for the rankings' submitter counts and then the GPU pages' stored standings to
+be brought up to date (queued before the warm-up, which reads them); the warm-up stores the
+standings again when the day has turned since.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from celery import shared_task
 from django.core.cache import cache
 
 from dashboard.fragments import pages_warm
-from dashboard.services import ranking_submitters_refresh
+from dashboard.services import ranking_submitters_refresh, stored_standings_refresh
 from gpuatlas.data_version import (
+    STANDINGS_QUEUED_KEY,
+    STANDINGS_TASK,
     SUBMITTERS_QUEUED_KEY,
     SUBMITTERS_TASK,
     WARM_QUEUED_KEY,
@@ -28,6 +31,7 @@ from gpuatlas.data_version import (
 def pages_warm_task() -> int:
     cache.delete(WARM_QUEUED_KEY)
     cache.set(WARM_STARTED_KEY, time.time(), timeout=None)
+    stored_standings_refresh(when_stale=True)
     return pages_warm()
 
 
@@ -35,3 +39,9 @@ def pages_warm_task() -> int:
 def ranking_submitters_refresh_task() -> int:
     cache.delete(SUBMITTERS_QUEUED_KEY)
     return ranking_submitters_refresh()
+
+
+@shared_task(name=STANDINGS_TASK, ignore_result=True, soft_time_limit=540, time_limit=600)
+def stored_standings_refresh_task() -> int:
+    cache.delete(STANDINGS_QUEUED_KEY)
+    return stored_standings_refresh()

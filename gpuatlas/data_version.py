@@ -20,8 +20,9 @@ the new version also sees the new data):
    page cold again. A bump inside the period is not dropped but delayed: one bump is scheduled
    for the period's end, so every write shows within that period.
 2. The new version.
-3. The refresh of the rankings' stored submitter counts (``dashboard.tasks``), named like the
-   warm-up, at most one waiting; in the web process itself when tasks are eager.
+3. The refresh of the rankings' stored submitter counts, then of the GPU pages' stored
+   standings (``dashboard.tasks``), named like the warm-up, at most one of each waiting; in the
+   web process itself when tasks are eager.
 4. The warm-up of the busiest pages (``dashboard.tasks.pages_warm_task``, named, not imported:
    the pages sit above every writer), so that readers do not wait for them. Only with a shared
    cache (a worker's renders would stay in its own memory otherwise), at most one waiting, and
@@ -72,6 +73,8 @@ WARM_TASK = "dashboard.tasks.pages_warm_task"
 SUBMITTERS_TASK = "dashboard.tasks.ranking_submitters_refresh_task"
 # Set while a refresh of those counts waits in the queue: it reads the data current when it runs.
 SUBMITTERS_QUEUED_KEY = "gpuatlas:ranking-submitters:queued"
+STANDINGS_TASK = "dashboard.tasks.stored_standings_refresh_task"
+STANDINGS_QUEUED_KEY = "gpuatlas:stored-standings:queued"
 BUMP_TASK = "gpuatlas.data_version.data_version_bump_task"
 
 
@@ -150,6 +153,7 @@ def _bump_debounced() -> None:
 def _bump() -> None:
     data_version_renew()
     _submitters_refresh_request()
+    _standings_refresh_request()
     _pages_warm_request()
 
 
@@ -157,6 +161,12 @@ def _submitters_refresh_request() -> None:
     # Before the warm-up: both go to the imports queue, and the warm-up's rankings read the counts.
     if cache.add(SUBMITTERS_QUEUED_KEY, 1, timeout=600) and not followup_run(SUBMITTERS_TASK):
         cache.delete(SUBMITTERS_QUEUED_KEY)  # the readers count the changed GPUs; the next bump asks again
+
+
+def _standings_refresh_request() -> None:
+    # After the submitter counts (the rankings behind the standings read them), before the warm-up.
+    if cache.add(STANDINGS_QUEUED_KEY, 1, timeout=600) and not followup_run(STANDINGS_TASK):
+        cache.delete(STANDINGS_QUEUED_KEY)  # the GPU pages compute their standings; the next bump asks again
 
 
 def pages_warm_delay_seconds(*, started: float | None, now: float, interval: float) -> float:

@@ -384,6 +384,13 @@ def main() -> None:
     print(
         f"rankings' submitter counts: {written:,} stored by dashboard.services.ranking_submitters_refresh in {time.perf_counter() - started:.1f} s"
     )
+    from dashboard.services import stored_standings_refresh
+
+    started = time.perf_counter()
+    written = stored_standings_refresh()
+    print(
+        f"GPU pages' standings: {written:,} stored by dashboard.services.stored_standings_refresh in {time.perf_counter() - started:.1f} s"
+    )
     with connection.cursor() as cursor:
         for table in (
             "catalog_offer",

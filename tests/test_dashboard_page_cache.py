@@ -208,7 +208,7 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
 
     def followup_run(name: str, *, countdown: float = 0) -> bool:
         assert name in app.tasks
-        if name == module.SUBMITTERS_TASK:
+        if name in (module.SUBMITTERS_TASK, module.STANDINGS_TASK):
             refreshes.append(countdown)
             return True
         assert name == "dashboard.tasks.pages_warm_task"
@@ -220,9 +220,9 @@ def test_a_bump_queues_the_warm_up_after_the_commit(settings, monkeypatch):
     settings.CACHE_URL = ""  # local memory
     data_version_bump()
     assert queued == []  # a worker's renders would stay in the worker
-    # The rankings' submitter counts are stored in the database, which every process reads: their
-    # refresh is asked for whatever the cache, once while one waits.
-    assert refreshes == [0.0]
+    # The rankings' submitter counts and the GPU pages' standings are stored in the database, which
+    # every process reads: their refreshes are asked for whatever the cache, once while one waits.
+    assert refreshes == [0.0, 0.0]
     settings.CACHE_URL = "redis://cache.example:6379/0"  # a shared cache (not contacted: CACHES stays)
     settings.PAGES_WARM_INTERVAL_S = 300
     with transaction.atomic():
@@ -252,9 +252,11 @@ def test_a_warm_up_the_broker_lost_is_asked_for_again_by_the_next_bump(settings,
     settings.CACHE_URL = "redis://cache.example:6379/0"
     data_version_bump()
     data_version_bump()
-    # Neither the warm-up nor the submitter counts' refresh was queued: nothing waits, so the
+    # Neither the warm-up nor the refreshes were queued: nothing waits, so the
     # second bump asks for both again.
-    assert sorted(asked) == sorted(2 * ["dashboard.tasks.pages_warm_task", module.SUBMITTERS_TASK])
+    assert sorted(asked) == sorted(
+        2 * ["dashboard.tasks.pages_warm_task", module.SUBMITTERS_TASK, module.STANDINGS_TASK]
+    )
 
 
 def test_warm_ups_start_at_most_once_per_interval():

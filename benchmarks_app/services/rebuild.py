@@ -110,4 +110,5 @@ def results_rebuild(*, lab_path: Path | str | None = BUNDLED_DIR, progress: Prog
         followup_after_commit("llm.tasks.serving_points_refresh")
         # The rankings' submitter counts, stored per GPU and use case (dashboard, above this app).
         followup_after_commit("dashboard.tasks.ranking_submitters_refresh_task")
+        followup_after_commit("dashboard.tasks.stored_standings_refresh_task")
     return summary

@@ -36,7 +36,7 @@ from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT, EfficiencyRow
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.scaling import MultiGpuFigures, gpu_multi_gpu
-from dashboard.selectors.standings import gpu_standings_compute
+from dashboard.selectors.standings import gpu_standings_graded
 from llm.question import DEFAULT_TARGET_RATE, ServingQuestion
 from llm.selectors.energy import gpu_energy_curves, power_curves_current
 from llm.selectors.figures import DoesNotFitLine, LlmGpuLine, llm_gpu_measurements
@@ -255,7 +255,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
     own = results.own
     efficiency = gpu_efficiency(gpu=gpu, aggregates=own)
 
-    by_use_case = gpu_standings_compute(gpus=[gpu], currency=currency, baseline=baseline, graded=True)
+    by_use_case = gpu_standings_graded(gpu=gpu, currency=currency, baseline=baseline)
     standings = [
         UseCaseStanding(slug, str(uc.label), by_use_case[slug].rows.get(gpu.id), uc.memory_floor_gib)
         for slug, uc in USE_CASES.items()

@@ -6,20 +6,31 @@ figures and prices are read for the GPUs asked for only (the measured figures an
 estimate are still made from every GPU's results, so they are the rankings' own), the rental
 prices once for every use case. A tier grades the GPU against the best performance per price of
 the whole use case, so ``graded`` standings (the GPU page) are the rows of the full ranking,
-which is computed once per data version and shared by every GPU page.
+which is computed once per data version and shared by every GPU page. The graded standings at the
+default parameters in USD are also stored on write (``StoredStanding``, refreshed after each
+data-version bump): a GPU page reads its few stored rows when they are current and computes
+them otherwise.
 """
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
+
+from django.utils import timezone
 
 from catalog.models import Gpu
 from catalog.selectors.prices import gpu_rent_prices
+from dashboard.models import StoredStanding
 from dashboard.ranking.maths import BASELINE_SLUG_DEFAULT
 from dashboard.ranking.use_cases import USE_CASES
 from dashboard.selectors.ranking_params import RankingParamError, RankingParams
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.rankings import ranking_inputs_read, ranking_rows_build, rankings_compute
+from gpuatlas.data_version import data_version, data_version_cache_seconds
+
+# The parameters the stored standings are computed at (the GPU page's defaults).
+STORED_CURRENCY = "USD"
 
 
 @dataclass
@@ -53,3 +64,41 @@ def gpu_standings_compute(
             continue
         standings[slug] = UseCaseStandings(slug, {row.gpu_id: row for row in rows if row.gpu_id in ids}, baseline_name)
     return standings
+
+
+def _row_loads(data: bytes) -> RankingRow:
+    # Written by dashboard.services.stored_standings_refresh only, never from a request.
+    return pickle.loads(data)  # noqa: S301
+
+
+def gpu_standings_stored(*, gpu: Gpu) -> dict[str, UseCaseStandings] | None:
+    """The GPU's graded standings at the default parameters in USD as stored on write, or None
+    when they are not current: another data version or day, a use case missing, or versioned
+    caching off (then writes do not bump the version, so a stored version says nothing)."""
+    if data_version_cache_seconds() <= 0:
+        return None
+    stored = list(StoredStanding.objects.filter(gpu=gpu, data_version=data_version(), day=timezone.now().date()))
+    if {s.use_case for s in stored} != set(USE_CASES):
+        return None
+    try:
+        return {
+            s.use_case: UseCaseStandings(
+                s.use_case,
+                {} if s.row is None else {gpu.id: _row_loads(bytes(s.row))},
+                s.baseline_name,
+            )
+            for s in stored
+        }
+    except (pickle.UnpicklingError, AttributeError, TypeError):
+        return None  # written by another version of RankingRow: computed until the next refresh
+
+
+def gpu_standings_graded(
+    *, gpu: Gpu, currency: str = "USD", baseline: str = BASELINE_SLUG_DEFAULT
+) -> dict[str, UseCaseStandings]:
+    """The GPU page's standings: stored ones at the default parameters when current, else computed."""
+    if currency == STORED_CURRENCY and baseline == BASELINE_SLUG_DEFAULT:
+        stored = gpu_standings_stored(gpu=gpu)
+        if stored is not None:
+            return stored
+    return gpu_standings_compute(gpus=[gpu], currency=currency, baseline=baseline, graded=True)

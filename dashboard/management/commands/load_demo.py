@@ -25,7 +25,7 @@ from benchmarks_app.services.xiongjiedai_import import xiongjiedai_import
 from catalog.management.progress import tqdm_progress
 from catalog.services.catalog_import import CuratedDataError, catalog_import
 from catalog.services.prices import BUNDLED_PRICES_DIR, prices_import_directory
-from dashboard.services import ranking_submitters_refresh
+from dashboard.services import ranking_submitters_refresh, stored_standings_refresh
 from llm.services.inferencex_import import inferencex_import_file
 from llm.services.serving_fit import serving_model_refit, serving_refit_once
 from llm.services.serving_points import serving_points_rebuild
@@ -129,6 +129,7 @@ class Command(BaseCommand):
         # The rankings' submitter counts, stored once on everything loaded (the embedded default has
         # no data-version bump to ask for them).
         self.stdout.write(f"  rankings' submitter counts: {ranking_submitters_refresh():,} stored")
+        self.stdout.write(f"  GPU pages' standings: {stored_standings_refresh():,} stored")
         self._done(started)
 
     def _fit(self) -> None:
