@@ -38,7 +38,9 @@ def test_fp8_70b_and_405b_land_within_25_percent_of_tensorrt_llm_left_out_of_the
             and (p.workload.input_len, p.workload.output_len) == (1000, 1000)
         ]  # fmt: skip
         assert references, (model, gpu, tp)
-        without = constants_fit([p for p in points if not configuration(p)])  # from the defaults, as the full fit starts
+        without = constants_fit(
+            [p for p in points if not configuration(p)]
+        )  # from the defaults, as the full fit starts
         for p in references:
             estimate = predict(p, without)
             assert estimate is not None, p.label
