@@ -39,7 +39,9 @@ def _assert_stored_are_computed(gpus: list[Gpu]) -> int:
 @pytest.mark.django_db
 def test_stored_standings_are_the_computed_ones_and_a_data_change_refreshes_them(
     django_capture_on_commit_callbacks,
+    eager_tasks,
 ):
+    # eager_tasks: the refresh the bump queues runs here, also in the pass with a real broker.
     world = world_build(rows=DASHBOARD_WORLD)
     ranking_submitters_refresh()
     stored_standings_refresh()
