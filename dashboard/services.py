@@ -91,7 +91,7 @@ def stored_standings_refresh(*, when_stale: bool = False) -> int:
     stored = StoredStanding.objects.all()
     if when_stale and stored.exists() and not stored.exclude(data_version=version, day=day).exists():
         return 0
-    gpus = list(Gpu.objects.only("id"))
+    gpus = list(Gpu.objects.only("id").order_by("id"))
     standings = gpu_standings_compute(gpus=gpus, currency=STORED_CURRENCY, graded=True)
     rows = [
         StoredStanding(
@@ -105,7 +105,17 @@ def stored_standings_refresh(*, when_stale: bool = False) -> int:
         for slug, in_use_case in standings.items()
         for gpu in gpus
     ]
+    # Replaced in place, not deleted and inserted again: two refreshes at once (the warm-up's and
+    # the bump's, on two workers) would otherwise both insert after both deleted, and the second
+    # fail on the first's rows. The later one waits for the earlier one's rows and overwrites
+    # them (rows in one order in both, so neither waits on the other).
     with transaction.atomic():
-        StoredStanding.objects.all().delete()
-        StoredStanding.objects.bulk_create(rows, batch_size=500)
+        StoredStanding.objects.bulk_create(
+            rows,
+            batch_size=500,
+            update_conflicts=True,
+            unique_fields=["use_case", "gpu"],
+            update_fields=["data_version", "day", "baseline_name", "row"],
+        )
+        StoredStanding.objects.exclude(use_case__in=list(standings)).delete()  # use cases no longer defined
     return len(rows)

@@ -4,9 +4,13 @@ instead of six rankings computed from every result."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import time
+
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -14,6 +18,7 @@ from benchmarks_app.models import ResultAggregate
 from catalog.models import Gpu
 from dashboard.models import StoredStanding
 from dashboard.ranking.use_cases import USE_CASES
+from dashboard.selectors.compare import compare_compute
 from dashboard.selectors.standings import gpu_standings_compute, gpu_standings_stored
 from dashboard.services import ranking_submitters_refresh, stored_standings_refresh
 from gpuatlas.data_version import data_version, data_version_bump
@@ -101,6 +106,93 @@ def test_a_cold_gpu_page_reads_its_stored_standings_not_the_rankings(client):
     # Other GPUs' aggregates and prices (what the six rankings read) are not read.
     assert not [sql for sql in read if "benchmarks_app_scopesubmitters" in sql]
     assert len(read) < len(computed) - 10, (len(read), len(computed))
+
+
+def _cells_untiered(comparison) -> list:  # type: ignore[no-untyped-def]
+    # The stored rows carry the full ranking's tier and rank, which the comparison does not show.
+    return [
+        (column.gpu.slug, use_case, cell.relative, cell.relative_basis, cell.per_price)
+        + ((None,) if cell.row is None else (dataclasses.replace(cell.row, tier=None, rank=None),))
+        for column in comparison.columns
+        for use_case, cell in sorted(column.cells.items())
+    ]
+
+
+@pytest.mark.django_db
+def test_a_comparison_in_usd_reads_the_stored_standings_and_shows_the_computed_figures():
+    world = world_build(rows=DASHBOARD_WORLD)
+    ranking_submitters_refresh()
+    gpus = [world.gpus["rtx4090"], world.gpus["h100"], world.gpus["baseline"]]
+    computed = compare_compute(gpus=gpus)
+    stored_standings_refresh()
+    cache.clear()
+    with CaptureQueriesContext(connection) as queries:
+        read = compare_compute(gpus=gpus)
+    assert _cells_untiered(read) == _cells_untiered(computed)
+    assert any(cell.relative for column in read.columns for cell in column.cells.values())
+    sql = [q["sql"] for q in queries]
+    assert len([q for q in sql if "dashboard_storedstanding" in q]) == 1
+    # Every GPU's aggregates (what the rankings' measured figures and estimates are made from) are not read.
+    assert not [q for q in sql if "benchmarks_app_resultaggregate" in q]
+    # Another currency has no stored rows: computed, with the same relative figures.
+    cache.clear()
+    in_euros = compare_compute(gpus=gpus, currency="EUR")
+    assert [c.relative for col in in_euros.columns for _, c in sorted(col.cells.items())] == [
+        c.relative for col in read.columns for _, c in sorted(col.cells.items())
+    ]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_refreshes_at_once_both_land():
+    """The warm-up's refresh and the bump's can run at once on two workers: the later one waits for
+    the earlier one's rows and replaces them, instead of failing on them."""
+    world_build(rows=DASHBOARD_WORLD)
+    stored_standings_refresh()
+    first_written, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():  # its rows stay locked until the second refresh waits on them
+                stored_standings_refresh()
+                first_written.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    def second() -> None:
+        try:
+            first_written.wait(30)
+            stored_standings_refresh()
+        except BaseException as error:  # noqa: BLE001  # reported by the test thread
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    try:
+        _until_a_backend_waits_on_a_lock()
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(60)
+    assert errors == []
+    assert StoredStanding.objects.count() == len(USE_CASES) * Gpu.objects.count()
+
+
+def _until_a_backend_waits_on_a_lock() -> None:
+    with connection.cursor() as cursor:
+        for _poll in range(300):
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.05)
+    raise AssertionError("the second refresh never waited for the first one's rows")
 
 
 @pytest.mark.slow  # the whole demo

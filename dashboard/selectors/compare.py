@@ -1,6 +1,6 @@
 """Reads for the comparison of two to four GPUs. Its prices come from the shared rent price
 selector (``gpu_rent_prices``); its performance from the rankings' rows of these GPUs
-(dashboard/selectors/standings.py); its multi-GPU figures from the
+(dashboard/selectors/standings.py: stored on write, when current); its multi-GPU figures from the
 GPU pages' reads (dashboard/selectors/scaling.py)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from catalog.value import per_price
 from dashboard.multi_gpu_maths import AllreduceLine, MeasuredScaling
 from dashboard.selectors.ranking_rows import RankingRow
 from dashboard.selectors.scaling import MultiGpuFigures, multi_gpu_by_gpu
-from dashboard.selectors.standings import gpu_standings_compute
+from dashboard.selectors.standings import gpus_standings
 from gpuatlas.data_version import data_versioned
 
 COMPARE_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
@@ -104,7 +104,7 @@ def compare_compute(*, gpus: list[Gpu], currency: str = "USD") -> Comparison:
         column.scaling = list(figures.by_count.values())
         column.allreduce = largest_messages(figures)
     baseline_name = ""
-    for use_case, standings in gpu_standings_compute(gpus=gpus, currency=currency).items():
+    for use_case, standings in gpus_standings(gpus=gpus, currency=currency).items():
         baseline_name = standings.baseline_name or baseline_name
         first = standings.rows.get(gpus[0].id)
         for column in columns:

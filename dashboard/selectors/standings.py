@@ -8,8 +8,8 @@ prices once for every use case. A tier grades the GPU against the best performan
 the whole use case, so ``graded`` standings (the GPU page) are the rows of the full ranking,
 which is computed once per data version and shared by every GPU page. The graded standings at the
 default parameters in USD are also stored on write (``StoredStanding``, refreshed after each
-data-version bump): a GPU page reads its few stored rows when they are current and computes
-them otherwise.
+data-version bump): a GPU page and a comparison in USD read their few stored rows when they are
+current and compute them otherwise.
 """
 
 from __future__ import annotations
@@ -75,22 +75,30 @@ def gpu_standings_stored(*, gpu: Gpu) -> dict[str, UseCaseStandings] | None:
     """The GPU's graded standings at the default parameters in USD as stored on write, or None
     when they are not current: another data version or day, a use case missing, or versioned
     caching off (then writes do not bump the version, so a stored version says nothing)."""
+    return gpus_standings_stored(gpus=[gpu])
+
+
+def gpus_standings_stored(*, gpus: list[Gpu]) -> dict[str, UseCaseStandings] | None:
+    """The graded standings of ``gpus`` at the default parameters in USD as stored on write, read
+    in one query, or None when those of any of them are not current (``gpu_standings_stored``)."""
     if data_version_cache_seconds() <= 0:
         return None
-    stored = list(StoredStanding.objects.filter(gpu=gpu, data_version=data_version(), day=timezone.now().date()))
-    if {s.use_case for s in stored} != set(USE_CASES):
+    stored = list(
+        StoredStanding.objects.filter(
+            gpu_id__in=[gpu.id for gpu in gpus], data_version=data_version(), day=timezone.now().date()
+        )
+    )
+    if {(s.gpu_id, s.use_case) for s in stored} != {(gpu.id, slug) for gpu in gpus for slug in USE_CASES}:
         return None
+    standings = {slug: UseCaseStandings(slug, {}) for slug in USE_CASES}
     try:
-        return {
-            s.use_case: UseCaseStandings(
-                s.use_case,
-                {} if s.row is None else {gpu.id: _row_loads(bytes(s.row))},
-                s.baseline_name,
-            )
-            for s in stored
-        }
+        for s in stored:
+            standings[s.use_case].baseline_name = s.baseline_name
+            if s.row is not None:
+                standings[s.use_case].rows[s.gpu_id] = _row_loads(bytes(s.row))
     except (pickle.UnpicklingError, AttributeError, TypeError):
         return None  # written by another version of RankingRow: computed until the next refresh
+    return standings
 
 
 def gpu_standings_graded(
@@ -102,3 +110,13 @@ def gpu_standings_graded(
         if stored is not None:
             return stored
     return gpu_standings_compute(gpus=[gpu], currency=currency, baseline=baseline, graded=True)
+
+
+def gpus_standings(*, gpus: list[Gpu], currency: str = "USD") -> dict[str, UseCaseStandings]:
+    """The comparison's standings of ``gpus``: the stored ones in USD when current (their tiers
+    come with them, unread there), else computed without tiers."""
+    if currency == STORED_CURRENCY:
+        stored = gpus_standings_stored(gpus=gpus)
+        if stored is not None:
+            return stored
+    return gpu_standings_compute(gpus=gpus, currency=currency)
