@@ -162,7 +162,12 @@ class BenchmarkResult(models.Model):
             models.CheckConstraint(condition=Q(value__gt=0), name="result_value_positive"),
             models.CheckConstraint(condition=Q(gpu_count__gte=1), name="result_gpu_count_positive"),
         ]
-        indexes = [models.Index(fields=["gpu", "comparison_key", "trust"])]
+        indexes = [
+            models.Index(fields=["gpu", "comparison_key", "trust"]),
+            # A few GPUs' results of a few workloads (the multi-GPU figures): read in proportion to
+            # those rows, not to every result of the GPUs.
+            models.Index(fields=["workload", "gpu"], name="result_workload_gpu_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.gpu} {self.comparison_label} = {self.value}"

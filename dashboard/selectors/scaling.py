@@ -7,14 +7,14 @@ Stable interface (others build on it; change only by adding fields)
     (``dashboard.multi_gpu_maths.MeasuredScaling``: ``efficiency`` = throughput at N / (N x throughput at
     1 GPU) of the same run, median over runs; ``n`` runs, ``distinct_submitters``,
     ``interconnect``, ``tokens_per_s_per_gpu``, ``one_gpu_tokens_per_s``, ``ranked`` = enough
-    results to count in the rankings). GPUs without a measured multi-GPU run are absent. One query.
+    results to count in the rankings). GPUs without a measured multi-GPU run are absent. Two queries.
 
 ``gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures``
-    Every line of one GPU (every count, interconnect and message size); one query.
+    Every line of one GPU (every count, interconnect and message size); two queries.
 
 ``multi_gpu_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, MultiGpuFigures]``
     The same for several GPUs (the compare page, the fit calculator); GPUs without a multi-GPU
-    result are absent. One query.
+    result are absent. Two queries (``host_results``).
 
 The arithmetic and the method are in dashboard/multi_gpu_maths.py.
 """
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks_app.comparison_rules import MIN_COMMUNITY_N
-from benchmarks_app.models import BenchmarkResult, TrustLabel
+from benchmarks_app.models import BenchmarkResult, TrustLabel, Workload
 from dashboard.multi_gpu_maths import (
     ALLREDUCE_METHOD,
     DDP_WORKLOAD,
@@ -54,10 +54,12 @@ def _per_gpu(entries: object) -> tuple[float, ...]:
 
 
 def host_results(*, gpu_ids: Iterable[int], workloads: Iterable[str] = HOST_WORKLOADS) -> dict[int, list[HostResult]]:
-    """gpu id -> its trusted results of the multi-GPU workloads (one query)."""
+    """gpu id -> its trusted results of the multi-GPU workloads (two queries: the workloads' ids
+    first, so that the planner reads the (workload, GPU) index rather than every result of the GPUs)."""
+    workload_ids = list(Workload.objects.filter(slug__in=list(workloads)).values_list("id", flat=True))
     rows = (
         BenchmarkResult.objects.trusted()
-        .filter(gpu_id__in=list(gpu_ids), workload__slug__in=list(workloads))
+        .filter(gpu_id__in=list(gpu_ids), workload_id__in=workload_ids)
         .order_by()
         .values(
             "gpu_id",
@@ -158,7 +160,7 @@ def gpu_multi_gpu(*, gpu_id: int) -> MultiGpuFigures:
 
 
 def multi_gpu_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, MultiGpuFigures]:
-    """gpu id -> every multi-GPU figure of that GPU, for the GPUs that have any (one query)."""
+    """gpu id -> every multi-GPU figure of that GPU, for the GPUs that have any (two queries)."""
     return {gpu_id: _figures(results) for gpu_id, results in host_results(gpu_ids=gpu_ids).items()}
 
 
@@ -176,7 +178,7 @@ def scaling_measured_by_gpu(*, gpu_ids: Iterable[int]) -> dict[int, dict[int, Me
 def scaling_headlines_by_gpu(
     *, aggregates: Iterable[Mapping[str, Any]], workloads: Mapping[int, Mapping[str, Any]]
 ) -> dict[int, MeasuredScaling]:
-    """gpu id -> its measured training scaling at the largest ranked GPU count; one query, and only
+    """gpu id -> its measured training scaling at the largest ranked GPU count; two queries, and only
     when a GPU of this use case has data-parallel results on 2 GPUs or more."""
     ddp = {wid for wid, w in workloads.items() if w["slug"] == DDP_WORKLOAD}
     gpu_ids = {a["gpu_id"] for a in aggregates if a["workload_id"] in ddp and a["gpu_count"] > 1}
