@@ -123,7 +123,7 @@ def check_database() -> None:
 def clear() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE catalog_gpuprice, catalog_gpupricegap, catalog_priceobservation, catalog_offer, "
+            "TRUNCATE catalog_gpuprice, catalog_gpupricegap, catalog_gpupriceday, catalog_priceobservation, catalog_offer, "
             "benchmarks_app_resultaggregate, benchmarks_app_scopesubmitters, "
             "benchmarks_app_benchmarkresult, benchmarks_app_rawsubmission, llm_servingpoint, "
             "watches_delivery, watches_crossing RESTART IDENTITY"  # a crossing names the offer that caused it
@@ -285,12 +285,15 @@ def load_prices(args: argparse.Namespace, rng: np.random.Generator, gpus: list, 
         cursor.execute("SELECT setval(pg_get_serial_sequence('catalog_offer', 'id'), %s)", [n])
         _copy(cursor, "catalog_priceobservation", observation_columns, observation_lines())
     elapsed = time.perf_counter() - started
-    from catalog.services.prices.derive import gpu_prices_derive
+    from catalog.services.prices.derive import gpu_price_days_derive, gpu_prices_derive
 
     derived = time.perf_counter()
     with transaction.atomic():
         repriced = gpu_prices_derive()  # what an import does after writing its offers
     print(f"prices derived: {len(repriced):,} GPUs priced in {time.perf_counter() - derived:.1f} s")
+    derived = time.perf_counter()
+    days = gpu_price_days_derive()  # and after writing its observations
+    print(f"price history derived: {days:,} daily lows in {time.perf_counter() - derived:.1f} s")
     print(
         f"prices: {n:,} offers ({int(is_spot.sum()):,} spot, {int((~available).sum()):,} withdrawn, "
         f"{int((~matched).sum()):,} unmatched) over {len(provider_ids)} providers; {total:,} observations "

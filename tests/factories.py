@@ -38,7 +38,7 @@ from catalog.models import (
 )
 from catalog.models.gpus import alias_normalise
 from catalog.services.prices import price_import_file
-from catalog.services.prices.derive import gpu_prices_derive
+from catalog.services.prices.derive import gpu_price_days_derive, gpu_prices_derive
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -170,6 +170,14 @@ class PriceObservationFactory(factory.django.DjangoModelFactory):
     currency = "USD"
     price_per_gpu_hour = Decimal("2.00")
     price_per_gpu_hour_usd = Decimal("2.00")
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):  # type: ignore[no-untyped-def]
+        observation = super()._create(model_class, *args, **kwargs)
+        # Observations reach the price history as the importer's do: derived once written.
+        if observation.offer.gpu_id is not None:
+            gpu_price_days_derive(gpu_ids=[observation.offer.gpu_id])
+        return observation
 
 
 class WorkloadFactory(factory.django.DjangoModelFactory):

@@ -9,8 +9,12 @@ from decimal import Decimal
 import pytest
 from django.db import IntegrityError
 
-from catalog.models import ImportRun, Offer, PriceObservation
+from catalog.models import Gpu, GpuPriceDay, ImportRun, Offer, PriceObservation
+from catalog.money import display_money
+from catalog.selectors.prices import ALL_ON_DEMAND, gpu_price_history
 from catalog.services.prices import price_import_file
+from catalog.services.prices.derive import gpu_prices_rebuild
+from catalog.services.prices.mapping import offer_gpu_map
 from tests.factories import write_catalogue_file
 from tests.world import PRICE_WORLD, world_build
 
@@ -187,3 +191,54 @@ def test_tracker_best_deal_leaving_and_returning(tmp_path):
     runpod = Offer.objects.get(provider__slug="runpod")
     assert runpod.available and runpod.observations.count() == 1  # same price when it came back
     assert summary.offers_marked_unavailable == 1
+
+
+def _days_from_observations() -> dict[tuple[int, dt.date, int, bool], Decimal]:
+    """The daily lows computed here from every observation, as the GPU page's history shows them."""
+    lows: dict[tuple[int, dt.date, int, bool], Decimal] = {}
+    for o in PriceObservation.objects.filter(offer__gpu__isnull=False).select_related("offer"):
+        key = (o.offer.gpu_id, o.observed_at.astimezone(dt.UTC).date(), o.offer.provider_id, o.offer.is_spot)
+        lows[key] = min(lows.get(key, o.price_per_gpu_hour_usd), o.price_per_gpu_hour_usd)
+    return lows
+
+
+def _days_stored() -> dict[tuple[int, dt.date, int, bool], Decimal]:
+    return {
+        (d.gpu_id, d.day, d.provider_id, d.is_spot): d.low_usd
+        for d in GpuPriceDay.objects.all()  # the derived rows the page reads
+    }
+
+
+def test_the_stored_daily_lows_follow_imports_older_snapshots_and_mappings(tmp_path):
+    world_build(rows=PRICE_WORLD)
+    late = T2 + dt.timedelta(hours=5)  # a second change on the same day: the day's low is the lower
+    price_import_file(path=lambda_file(tmp_path, [row(price="2.49", spot="0.99")]), observed_at=T1)
+    price_import_file(path=lambda_file(tmp_path, [row(price="2.29", spot="1.10")]), observed_at=T2)
+    price_import_file(path=lambda_file(tmp_path, [row(price="2.19", spot="1.10")]), observed_at=late)
+    assert _days_stored() == _days_from_observations() and len(_days_stored()) >= 4
+    offer = Offer.objects.get(is_spot=False)
+    assert GpuPriceDay.objects.get(gpu=offer.gpu, day=T2.date(), is_spot=False).low_usd == Decimal("2.19")
+
+    # An older snapshot at the price that followed it: the newer point is no longer a change and goes.
+    price_import_file(path=lambda_file(tmp_path, [row(price="3.00", region="eu-1")]), observed_at=T3)
+    price_import_file(path=lambda_file(tmp_path, [row(price="3.00", region="eu-1")]), observed_at=T2)
+    assert _days_stored() == _days_from_observations()
+
+    # A curator maps the offers to another GPU: their history moves with them.
+    before = offer.gpu_id
+    other = Gpu.objects.exclude(pk=before).filter(family="H100").first()
+    assert other is not None
+    offer_gpu_map(offers=list(Offer.objects.filter(gpu_id=before)), gpu=other)
+    assert _days_stored() == _days_from_observations()
+    assert not GpuPriceDay.objects.filter(gpu_id=before).exists()
+    series = gpu_price_history(gpu=other, money=display_money(currency="USD"))
+    assert dict(series[str(ALL_ON_DEMAND)])[T2.date()] == pytest.approx(2.19)
+
+
+def test_rebuild_prices_derives_the_daily_lows_again(tmp_path):
+    world_build(rows=PRICE_WORLD)
+    price_import_file(path=lambda_file(tmp_path, [row(price="2.49")]), observed_at=T1)
+    expected = _days_stored()
+    GpuPriceDay.objects.all().delete()
+    gpu_prices_rebuild()
+    assert _days_stored() == expected == _days_from_observations()

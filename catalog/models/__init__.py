@@ -14,6 +14,7 @@ from catalog.models.names import GpuNameRule
 from catalog.models.prices import (
     ExchangeRate,
     GpuPrice,
+    GpuPriceDay,
     GpuPriceGap,
     ImportRun,
     Offer,
@@ -33,6 +34,7 @@ __all__ = [
     "Gpu",
     "GpuAlias",
     "GpuPrice",
+    "GpuPriceDay",
     "GpuPriceGap",
     "GpuNameRule",
     "ImportRun",

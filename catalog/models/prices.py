@@ -442,6 +442,30 @@ class GpuPrice(models.Model):
         return f"{self.gpu_id} {self.rule} x{self.gpu_count}: {self.price_usd}"
 
 
+class GpuPriceDay(models.Model):
+    """A GPU's lowest price per GPU-hour seen on one day at one provider (on-demand or spot): the
+    price history the GPU page draws, derived from ``PriceObservation`` so that the page reads
+    providers x days rows, not every observation. Never edited by hand: written by
+    ``catalog.services.prices.derive.gpu_price_days_derive`` for the GPUs a price import or an
+    offer mapping touched, and for every GPU by ``rebuild_prices``.
+    """
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField(help_text=_("The UTC day of the observations."))
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="+")
+    is_spot = models.BooleanField()
+    low_usd = models.DecimalField(max_digits=14, decimal_places=6)
+
+    class Meta:
+        ordering = ["gpu", "day"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu", "provider", "is_spot", "day"], name="gpupriceday_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_id} {self.day} {self.provider_id}{' spot' if self.is_spot else ''}: {self.low_usd}"
+
+
 class GpuPriceGap(models.Model):
     """Why a GPU with offers has no typical price: derived with ``GpuPrice``, so that a page can
     say why in one query. A GPU without a row and without a price has no offer at all."""

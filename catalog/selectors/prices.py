@@ -24,13 +24,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Max, Min, Q
-from django.db.models.functions import TruncDate
+from django.db.models import F, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 
-from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceObservation, PriceSnapshot, Provider, PurchasePrice
+from catalog.models import (
+    Gpu,
+    GpuPrice,
+    GpuPriceDay,
+    GpuPriceGap,
+    Offer,
+    PriceSnapshot,
+    Provider,
+    PurchasePrice,
+)
 from catalog.money import Money
 from catalog.money import display_rate as display_rate  # the fit calculator imports it from here
 from catalog.services.prices.currency import NoExchangeRate, RateBook
@@ -511,21 +519,20 @@ ALL_SPOT = gettext_noop("all providers: cheapest spot")
 
 
 def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date, float]]]:
-    """Series name -> lowest price per GPU-hour per day, in one query: first the cheapest over
-    all providers (on-demand, then spot), then one series per provider (spot marked)."""
+    """Series name -> lowest price per GPU-hour per day, in one query of the daily lows derived on
+    write (``GpuPriceDay``): first the cheapest over all providers (on-demand, then spot), then
+    one series per provider (spot marked)."""
     rows = (
-        PriceObservation.objects.filter(offer__gpu=gpu)
-        .annotate(day=TruncDate("observed_at"))
+        GpuPriceDay.objects.filter(gpu=gpu)
         .order_by()
-        .values("day", "offer__provider__name", "offer__is_spot")
-        .annotate(low=Min("price_per_gpu_hour_usd"))
+        .values("day", "low_usd", "is_spot", provider_name=F("provider__name"))
     )
     per_provider: dict[str, dict[dt.date, float]] = defaultdict(dict)
     overall: dict[bool, dict[dt.date, float]] = {False: {}, True: {}}
     for row in rows:
-        spot = row["offer__is_spot"]
-        price = money(float(row["low"])) or 0.0
-        name = row["offer__provider__name"] + (" · " + _("spot") if spot else "")
+        spot = row["is_spot"]
+        price = money(float(row["low_usd"])) or 0.0
+        name = row["provider_name"] + (" · " + _("spot") if spot else "")
         per_provider[name][row["day"]] = price
         day_low = overall[spot]
         day_low[row["day"]] = min(price, day_low.get(row["day"], price))

@@ -9,6 +9,9 @@ price import (``importer``) and per curator's offer mapping (``mapping``):
   (H100 and H200 at 1.00) where that price is below ``PLACEHOLDER_SHARE`` of the other
   providers' typical price for one of them. A real price list that happens to price two GPUs
   alike (Oracle's 10.00 for H100 and H200) is not below the market and stays.
+* ``GpuPriceDay``: each GPU's lowest price per day and provider, the GPU page's price history,
+  from the observations (``gpu_price_days_derive``, for the GPUs whose observations or offers a
+  price import or a mapping changed).
 * ``GpuPrice``: each GPU's price by rule (typical, cheapest, spot) over machines of any size
   (``gpu_count`` 0) and of each whole GPU count, with the providers it is taken from. The rule
   is ``price_figures`` (docs/prices-rules.md); ``catalog.selectors.prices`` reads the rows, and
@@ -30,11 +33,12 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Min, Q
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from catalog.models import Gpu, GpuPrice, GpuPriceGap, Offer, PriceSnapshot, Provider
+from catalog.models import Gpu, GpuPrice, GpuPriceDay, GpuPriceGap, Offer, PriceObservation, PriceSnapshot, Provider
 from gpuatlas.data_version import data_version_bump
 
 PLACEHOLDER_SHARE = Decimal("0.5")
@@ -256,12 +260,52 @@ def gpu_prices_derive(*, now: dt.datetime | None = None) -> set[int]:
     return changed
 
 
+def gpu_price_days_derive(*, gpu_ids: Iterable[int] | None = None) -> int:
+    """Write ``GpuPriceDay`` again from the observations, for ``gpu_ids`` (every GPU when None):
+    the lowest price per GPU-hour per UTC day, provider and on-demand or spot. Returns the rows
+    written. Reads those GPUs' observations: the cost is on the write, the page reads the days."""
+    observations = PriceObservation.objects.filter(offer__gpu__isnull=False)
+    stored = GpuPriceDay.objects.all()
+    gpus = Gpu.objects.all()
+    if gpu_ids is not None:
+        ids = sorted(set(gpu_ids))
+        if not ids:
+            return 0
+        observations = observations.filter(offer__gpu_id__in=ids)
+        stored = stored.filter(gpu_id__in=ids)
+        gpus = gpus.filter(id__in=ids)
+    lows = (
+        observations.annotate(day=TruncDate("observed_at", tzinfo=dt.UTC))
+        .order_by()
+        .values("offer__gpu_id", "day", "offer__provider_id", "offer__is_spot")
+        .annotate(low=Min("price_per_gpu_hour_usd"))
+    )
+    with transaction.atomic():
+        # Two writers of one GPU's days (two feeds imported at once) take turns: the GPU rows are
+        # locked in one order, so the second deletes what the first wrote rather than colliding.
+        list(gpus.order_by("id").select_for_update().values_list("id", flat=True))
+        rows = [
+            GpuPriceDay(
+                gpu_id=row["offer__gpu_id"],
+                day=row["day"],
+                provider_id=row["offer__provider_id"],
+                is_spot=row["offer__is_spot"],
+                low_usd=row["low"],
+            )
+            for row in lows.iterator(chunk_size=5000)
+        ]
+        stored.delete()
+        GpuPriceDay.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)
+
+
 @transaction.atomic
 def gpu_prices_rebuild() -> set[int]:
     """Derive every stored price again from the offers in the database, outside an import: for a
     database whose offers were written before the stored prices existed, or after a change of the
     rule or of the freshness window. Returns the ids of the GPUs whose prices changed."""
     changed = gpu_prices_derive()
+    gpu_price_days_derive()
     data_version_bump()  # cached rankings and GPU pages read these prices and the gaps beside them
     return changed
 

@@ -10,7 +10,7 @@ from django.db import transaction
 from catalog.models import GpuAlias, Offer, OfferGpuMapping, UnmatchedGpuName
 from catalog.models.gpus import Gpu, alias_normalise
 from catalog.services.catalog_import import gpu_alias_upsert
-from catalog.services.prices.derive import gpu_prices_derive
+from catalog.services.prices.derive import gpu_price_days_derive, gpu_prices_derive
 from gpuatlas.data_version import data_version_bump
 
 
@@ -28,6 +28,7 @@ def unmatched_gpu_name_resolve(*, unmatched: UnmatchedGpuName, gpu: Gpu) -> int:
         if alias_normalise(raw) == unmatched.normalised
     ]
     relinked = Offer.objects.filter(pk__in=waiting).update(gpu=gpu)
+    gpu_price_days_derive(gpu_ids=[gpu.pk])  # their price history is now the GPU's
     unmatched.resolved_to = gpu
     unmatched.occurrences = max(unmatched.occurrences, 1)
     unmatched.save(update_fields=["resolved_to", "occurrences", "last_seen"])
@@ -53,10 +54,12 @@ def offer_gpu_map(*, offers: Iterable[Offer], gpu: Gpu, user: Any = None, note: 
             defaults={"gpu": gpu, "note": note, "created_by": user if getattr(user, "pk", None) else None},
         )
     relinked = 0
+    history_gpus = {gpu.pk}  # the offers' history moves from the GPUs they had to this one
     for provider_id, instance_type, name in keys:
-        relinked += Offer.objects.filter(
-            provider_id=provider_id, instance_type=instance_type, gpu_name_raw=name
-        ).update(gpu=gpu, variant_ambiguous=False)
+        listings = Offer.objects.filter(provider_id=provider_id, instance_type=instance_type, gpu_name_raw=name)
+        history_gpus.update(g for g in listings.values_list("gpu_id", flat=True).distinct() if g is not None)
+        relinked += listings.update(gpu=gpu, variant_ambiguous=False)
+    gpu_price_days_derive(gpu_ids=history_gpus)
     gpu_prices_derive()
     data_version_bump()
     return relinked

@@ -45,6 +45,7 @@ from catalog.services.prices.common import (
     per_gpu,
 )
 from catalog.services.prices.currency import NoExchangeRate, RateBook
+from catalog.services.prices.derive import gpu_price_days_derive
 from catalog.services.prices.linking import GpuLink, GpuLinker
 from catalog.services.prices.providers import providers_get_or_create
 from gpuatlas.progress import Progress, no_progress
@@ -86,6 +87,9 @@ class _Pending:
     # (offer, observation) pairs older than the offer's newest price: checked against history.
     older: list[tuple[Offer, PriceObservation]] = field(default_factory=list)
     changed: set[int] = field(default_factory=set)  # existing offers whose details or price changed
+    # GPUs whose price history this file changes: of the observations written or removed, and
+    # both GPUs of an offer linked to another one (its history moves with it).
+    history_gpus: set[int] = field(default_factory=set)
 
     def mark(self, offer: Offer) -> None:
         if offer.pk is not None:
@@ -158,6 +162,7 @@ def snapshot_write(
     summary.unmatched = {name: len(keys) for name, keys in context.unmatched_offers.items()}
     summary.ambiguous = {name: len(keys) for name, keys in context.ambiguous_offers.items()}
     _flush(context.pending, summary)
+    gpu_price_days_derive(gpu_ids=context.pending.history_gpus)
     PriceSnapshot.objects.bulk_create(context.snapshots, batch_size=500)
     _record_unmatched(context.unmatched_rows, parsed.feed, summary)
     return summary
@@ -410,6 +415,8 @@ def _describe(offer: Offer, row: OfferRow, link: GpuLink, context: _Context) -> 
     if not row.price_separable and row.price_per_hour is not None:
         extra["host_price_per_hour"] = str(row.price_per_hour)
         extra["host_price_currency"] = row.currency
+    if offer.pk is not None and offer.gpu_id != link.gpu_id:
+        context.pending.history_gpus.update(g for g in (offer.gpu_id, link.gpu_id) if g is not None)
     offer.gpu_id = link.gpu_id
     offer.variant_ambiguous = link.ambiguous
     offer.gpu_name_raw = row.gpu_name_raw[:200]
@@ -523,6 +530,8 @@ def _flush(pending: _Pending, summary: FileSummary) -> None:
     gone = {(offer_id, at) for offer_id, at in redundant}
     observations = []
     for offer, observation in [*pending.observations, *older]:
+        if offer.gpu_id is not None:
+            pending.history_gpus.add(offer.gpu_id)
         if (offer.pk, observation.observed_at) in gone:
             continue
         observation.offer_id = offer.pk
