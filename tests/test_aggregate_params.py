@@ -4,6 +4,7 @@ result (one decoded JSON per result per request at scale)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,13 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from benchmarks_app.models import BenchmarkResult, ResultAggregate
+from benchmarks_app.models import BenchmarkResult, ResultAggregate, Workload
 from benchmarks_app.services.aggregates import aggregates_rebuild
 from benchmarks_app.services.ingest import submission_ingest
 from benchmarks_app.services.intake import submission_intake
 from benchmarks_app.services.workloads import workload_seed
 from catalog.services.catalog_import import catalog_import
+from dashboard.multi_gpu_maths import HOST_WORKLOADS
 from fitcalc.forms import FitForm
 from fitcalc.selectors.fit import fit_compute
 from fitcalc.selectors.fit_request import fit_request_from_form
@@ -66,6 +68,9 @@ def test_a_training_fit_reads_no_result():
     assert h100.gpu.throughput_per_s  # the H100's rate, from its measured block
     result_table = BenchmarkResult._meta.db_table
     reads = [q["sql"] for q in queries if f'FROM "{result_table}"' in q["sql"]]
-    # Only the multi-GPU runs are read as results (each run's hosts: dashboard.selectors.scaling);
-    # the single-GPU blocks' shapes come from their aggregates.
-    assert reads and all("'transformer-train-ddp'" in sql and "'transformer-train'" not in sql for sql in reads)
+    # Only the multi-GPU runs are read as results (each run's hosts: dashboard.selectors.scaling),
+    # by their workloads' ids; the single-GPU blocks' shapes come from their aggregates.
+    host_workloads = set(Workload.objects.filter(slug__in=HOST_WORKLOADS).values_list("id", flat=True))
+    read_workloads = [re.search(r'"workload_id" IN \(([\d, ]+)\)', sql) for sql in reads]
+    assert reads and all(found is not None for found in read_workloads)
+    assert all({int(i) for i in found.group(1).split(",")} <= host_workloads for found in read_workloads if found)
