@@ -168,6 +168,12 @@ class Offer(models.Model):
                 name="offer_gpu_spot_price",
                 condition=Q(available=True, price_separable=True),
             ),
+            # The GPU page's offers, cheapest first whether spot or not: the first few read in order.
+            models.Index(
+                fields=["gpu", "current_price_per_gpu_hour_usd"],
+                name="offer_gpu_price",
+                condition=Q(available=True, price_separable=True),
+            ),
             models.Index(fields=["provider", "available"]),
             models.Index(fields=["last_seen"], name="offer_last_seen"),
         ]

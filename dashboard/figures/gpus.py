@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,20 +57,27 @@ def price_history_figure(
     """Lowest price per GPU-hour per day as steps, one line per series, broken across gaps of
     more than ``PRICE_GAP_DAYS``; series not in ``shown`` start hidden (a click on the legend shows
     them), so thirty providers stay readable."""
-    fig = go.Figure()
+    # The traces as plain dicts: thirty providers over months are thousands of points, which
+    # plotly's per-property validation would take a tenth of a second to check; the layout, small,
+    # is still built and checked by plotly.
+    traces = []
     for i, (name, points) in enumerate(series.items()):
         xs, ys = price_steps(points)
-        fig.add_scatter(
-            name=esc(name),
-            mode="lines+markers",
-            x=xs,
-            y=ys,
-            connectgaps=False,
-            line={"color": PALETTE[i % len(PALETTE)], "shape": "hv", "width": 3 if name in shown else 1.5},
-            marker={"size": 5},
-            visible=True if not shown or name in shown else "legendonly",
-            hovertemplate=esc(name) + "<br>%{x|%Y-%m-%d}: %{y:.3f} " + esc(currency) + "<extra></extra>",
+        traces.append(
+            {
+                "type": "scatter",
+                "name": esc(name),
+                "mode": "lines+markers",
+                "x": xs,
+                "y": [y if y is not None and math.isfinite(y) else None for y in ys],  # JSON has no NaN
+                "connectgaps": False,
+                "line": {"color": PALETTE[i % len(PALETTE)], "shape": "hv", "width": 3 if name in shown else 1.5},
+                "marker": {"size": 5},
+                "visible": True if not shown or name in shown else "legendonly",
+                "hovertemplate": esc(name) + "<br>%{x|%Y-%m-%d}: %{y:.3f} " + esc(currency) + "<extra></extra>",
+            }
         )
+    fig = go.Figure()
     layout = dict(LAYOUT_BASE)
     layout["legend"] = {"orientation": "v", "x": 1.02, "y": 1, "font": {"size": 11}}
     days = [day for points in series.values() for day, _price in points]
@@ -86,7 +94,9 @@ def price_history_figure(
         },
         yaxis={"title": {"text": esc(_("%(currency)s per GPU-hour") % {"currency": currency})}, "rangemode": "tozero"},
     )
-    return figure_dict(fig)
+    figure = figure_dict(fig)
+    figure["data"] = traces
+    return figure
 
 
 @dataclass(frozen=True)
