@@ -17,6 +17,7 @@ from dashboard.selectors.rankings import rankings_compute
 from llm.models import ServingPoint
 from llm.selectors.energy import power_curves_current
 from llm.selectors.serving_target import gpu_serving_choices
+from tests.support import hover_text
 
 pytestmark = pytest.mark.django_db
 
@@ -40,9 +41,9 @@ def test_no_stored_point_of_the_demo_has_power_above_its_board_limit(demo):
 def test_the_h200_8b_chart_shows_the_measured_energy_of_its_sweeps(demo):
     marks = [t for t in _traces(H200, "Llama 3.1 8B") if "measured energy" in t["name"]]
     assert len(marks) == 1
-    hover = {c[0]: c[2] for c in marks[0]["customdata"]}
-    bf16 = {re.search(r"concurrency (\d+)", label)[1]: text for label, text in hover.items()
-            if "BF16" in label and "1024 tokens of context" in label}  # fmt: skip
+    texts = [hover_text(marks[0], i) for i in range(len(marks[0]["x"]))]
+    bf16 = {re.search(r"concurrency (\d+)", text)[1]: text for text in texts
+            if "BF16" in text and "1024 tokens of context" in text}  # fmt: skip
     # The re-run with 5 s windows (tests/fixtures/bench/h200_serving_sweep_energy.json).
     for concurrency, joules in (("1", "2.6"), ("32", "0.131"), ("64", "0.09"), ("128", "0.0633"), ("256", "0.0535")):
         assert f"{joules} J per output token (measured)" in bf16[concurrency], bf16[concurrency]
@@ -55,7 +56,7 @@ def test_the_h100_8b_curve_shows_energy_estimated_from_the_hopper_curve_within_i
     assert curves["hopper/8b"].points >= 30
     lines = [t for t in _traces(H100, "Llama 3.1 8B") if t["mode"] == "lines"]
     assert lines
-    texts = [c[1] for c in lines[0]["customdata"]]
+    texts = [hover_text(lines[0], i) for i in range(len(lines[0]["x"]))]
     assert texts and all("estimated" in t and "hopper/8b" in t and "J per output token" in t for t in texts)
     # No measured energy of its own (its sweep's windows were half a second): no energy marks.
     assert not [t for t in _traces(H100, "Llama 3.1 8B") if "measured energy" in t["name"]]

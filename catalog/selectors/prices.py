@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.conf import settings
@@ -474,6 +474,9 @@ class OfferLine:
     date_is_estimate: bool = False
     date_note: str = ""
     placeholder: str = ""  # why the listed price is no price (kept out of typical and cheapest)
+    # The number of the note under the table that explains an estimated date: a feed's note is
+    # said once there, not on each of its offers.
+    date_note_ref: int = 0
 
 
 OFFERS_SHOWN = 60
@@ -511,7 +514,18 @@ def gpu_offers(*, gpu: Gpu, money: Money, limit: int | None = OFFERS_SHOWN) -> t
         )
         for o in chosen
     ]
+    refs = {note: n for n, note in enumerate(dict.fromkeys(line.date_note for line in lines if _footnoted(line)), 1)}
+    lines = [replace(line, date_note_ref=refs[line.date_note]) if _footnoted(line) else line for line in lines]
     return lines, (total if limit is not None else len(lines))
+
+
+def _footnoted(line: OfferLine) -> bool:
+    return line.date_is_estimate and bool(line.date_note)
+
+
+def offer_date_notes(lines: Sequence[OfferLine]) -> list[tuple[int, str]]:
+    """The notes on estimated dates the offer lines refer to, numbered as the lines refer to them."""
+    return sorted({(line.date_note_ref, line.date_note) for line in lines if line.date_note_ref})
 
 
 ALL_ON_DEMAND = gettext_noop("all providers: cheapest on-demand")

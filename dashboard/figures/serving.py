@@ -198,37 +198,106 @@ def energy_marks_of(
     return tuple(marks)
 
 
-def _energy_text(energy: EnergyFigure | None, power_class: str = "") -> str:
-    """One hover line (with its line break) of a point's energy; empty without one."""
-    if energy is None or not (log_plottable(energy.joules_per_token) and log_plottable(energy.power_w)):
-        return ""
-    figures = {
-        "joules": f"{energy.joules_per_token:.3g}",
-        "per_kwh": f"{energy.tokens_per_kwh:,.0f}",
-        "watts": f"{energy.power_w:,.0f}",
-        "per_kw": f"{energy.tokens_per_s_per_kw:,.0f}",
+# The energy line's figures: their names in the line's words, and how each is written (Python's
+# format and d3's, the one Plotly's hover templates use, to the same digits).
+_ENERGY_FORMATS = {"joules": (".3g", ".3~g"), "per_kwh": (",.0f", ",.0f"), "watts": (",.0f", ",.0f"),
+                   "per_kw": (",.0f", ",.0f"), "low": (".3g", ".3~g"), "high": (".3g", ".3~g")}  # fmt: skip
+
+
+def _drawable(energy: EnergyFigure | None) -> bool:
+    return energy is not None and log_plottable(energy.joules_per_token) and log_plottable(energy.power_w)
+
+
+def _energy_figures(energy: EnergyFigure) -> dict[str, float | None]:
+    figures: dict[str, float | None] = {
+        "joules": energy.joules_per_token,
+        "per_kwh": energy.tokens_per_kwh,
+        "watts": energy.power_w,
+        "per_kw": energy.tokens_per_s_per_kw,
     }
-    if energy.basis == "measured":
-        text = (
-            _(
-                "%(joules)s J per output token (measured) · %(per_kwh)s tokens per kWh · %(watts)s W per GPU measured, "
-                "%(per_kw)s tokens/s per measured kW"
-            )
-            % figures
-        )
+    if energy.basis != "measured":
+        figures.update(low=energy.low_j, high=energy.high_j)
+    return figures
+
+
+def _energy_words(basis: str, figures: Mapping[str, str], *, power_class: str, points: int) -> str:
+    """The energy line (with its line break), its figures already written as ``figures`` says."""
+    if basis == "measured":
+        text = _(
+            "%(joules)s J per output token (measured) · %(per_kwh)s tokens per kWh · %(watts)s W per GPU measured, "
+            "%(per_kw)s tokens/s per measured kW"
+        ) % {name: figures[name] for name in ("joules", "per_kwh", "watts", "per_kw")}
     else:
-        low, high = energy.low_j, energy.high_j
         text = _(
             "estimated %(joules)s J per output token (%(low)s–%(high)s) · %(per_kwh)s tokens per kWh · "
             "%(watts)s W per GPU from the power curve of %(class)s, fitted on %(points)s measured points"
-        ) % {
-            **figures,
-            "low": f"{low:.3g}" if low is not None else "?",
-            "high": f"{high:.3g}" if high is not None else "?",
-            "class": power_class,
-            "points": energy.curve_points,
-        }
+        ) % {**figures, "class": power_class, "points": points}
     return "<br>" + esc(text)
+
+
+def _energy_text(energy: EnergyFigure | None, power_class: str = "") -> str:
+    """One point's energy line (with its line break); empty without one."""
+    if energy is None or not _drawable(energy):
+        return ""
+    written = {
+        name: "?" if value is None else format(value, _ENERGY_FORMATS[name][0])
+        for name, value in _energy_figures(energy).items()
+    }
+    return _energy_words(energy.basis, written, power_class=power_class, points=energy.curve_points)
+
+
+def _energy_hover(
+    energies: Sequence[EnergyFigure | None], *, power_class: str, first: int
+) -> tuple[str, list[list[Any]]]:
+    """A trace's energy on hover: the text its template carries and each point's customdata
+    columns from ``first`` on. Where every point has a drawable energy of one kind (measured, or
+    estimated from one power curve) the words are in the template once and each point carries its
+    figures; otherwise each point carries its own line (empty where it has none)."""
+    if not any(_drawable(e) for e in energies):
+        return "", [[] for _e in energies]
+    drawn = [e for e in energies if e is not None and _drawable(e)]
+    kinds = {(e.basis, e.curve_points) for e in drawn}
+    columns = [_energy_figures(e) for e in drawn]
+    if len(drawn) < len(energies) or len(kinds) > 1 or any(v is None for c in columns for v in c.values()):
+        return f"%{{customdata[{first}]}}", [[_energy_text(e, power_class)] for e in energies]
+    names = list(columns[0])
+    references = {name: f"%{{customdata[{first + i}]:{_ENERGY_FORMATS[name][1]}}}" for i, name in enumerate(names)}
+    basis, points = kinds.pop()
+    template = _energy_words(basis, references, power_class=power_class, points=points)
+    return template, [[_carried(c[name], _ENERGY_FORMATS[name][0]) for name in names] for c in columns]
+
+
+def _carried(value: float | None, python_format: str) -> float | int | None:
+    """A figure as a point carries it: a whole number where it is shown as one, else two digits
+    more than shown (the bytes of a chart that holds every point of every curve)."""
+    if value is None:
+        return None
+    return round(value) if python_format.endswith(".0f") else float(f"{value:.5g}")
+
+
+def _template_text(text: str) -> str:
+    """Text for a hover template: escaped, and never read as one of Plotly's %{...} references."""
+    return esc(text).replace("%{", "%\u200b{")
+
+
+def _shared_and_own(labels: Sequence[str]) -> tuple[str, list[str], str]:
+    """A trace's point labels as the leading and trailing parts every point shares, said once in
+    the trace's hover template, and each point's own middle (with the separators it needs): the
+    page carries a source's title once per trace, not once per point, and each label still reads
+    in its own order, prefix + own + suffix."""
+    split = [label.split(" · ") for label in labels]
+    if not split:
+        return "", [], ""
+    first, shortest = split[0], min(len(parts) for parts in split)
+    head = 0
+    while head < shortest and all(parts[head] == first[head] for parts in split):
+        head += 1
+    tail = 0
+    while tail < shortest - head and all(parts[-1 - tail] == first[-1 - tail] for parts in split):
+        tail += 1
+    prefix, suffix = first[:head], first[len(first) - tail :]
+    own = [" · ".join([""] * bool(prefix) + parts[head : len(parts) - tail] + [""] * bool(suffix)) for parts in split]
+    return " · ".join(prefix), own, " · ".join(suffix)
 
 
 def serving_curves_figure(
@@ -259,6 +328,9 @@ def serving_curves_figure(
                 if line.curve_error_pct is not None
                 else _("serving model, error not measured yet")
             )
+            curve_template, curve_energy = _energy_hover(
+                [energy.get(point) for point in curve], power_class=line.power_class, first=1
+            )
             fig.add_trace(
                 go.Scatter(
                     x=rounded([x for x, _y in curve]),
@@ -269,14 +341,16 @@ def serving_curves_figure(
                     visible=visible,
                     line={"color": colour, "width": 2, "dash": "dot" if measured else "solid"},
                     customdata=[
-                        [cost, _energy_text(energy.get((x, y)), line.power_class)]
-                        for (x, y), cost in zip(
-                            curve, _costs(line.price, [y for _x, y in curve]) or [math.nan] * len(curve), strict=True
+                        [cost, *cells]
+                        for cost, cells in zip(
+                            _costs(line.price, [y for _x, y in curve]) or [math.nan] * len(curve),
+                            curve_energy,
+                            strict=True,
                         )
                     ],
-                    hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{esc(line.curve_label)}<br>"
+                    hovertemplate=f"<b>{name}</b><br>{esc(error)}<br>{_template_text(line.curve_label)}<br>"
                     f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>"
-                    f"{_cost_hover(line.price, currency, 'customdata[0]')}%{{customdata[1]}}<extra></extra>",
+                    f"{_cost_hover(line.price, currency, 'customdata[0]')}{curve_template}<extra></extra>",
                 )
             )
             xs += [x for x, _y in curve]
@@ -284,6 +358,8 @@ def serving_curves_figure(
         energy_marks = [m for m in line.energy_marks if _drawn(m.tokens_per_s_per_user, m.tokens_per_s_per_gpu)]
         if energy_marks:
             not_ranked = _("measured, not ranked")
+            energy_prefix, energy_own, energy_suffix = _shared_and_own([m.label for m in energy_marks])
+            marks_template, marks_energy = _energy_hover([m.energy for m in energy_marks], power_class="", first=2)
             fig.add_trace(
                 go.Scatter(
                     x=[m.tokens_per_s_per_user for m in energy_marks],
@@ -293,15 +369,21 @@ def serving_curves_figure(
                     legendgroup=group,
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "diamond-open", "line": {"width": 2}},
-                    customdata=[[esc(m.label), m.gpu_count, _energy_text(m.energy)] for m in energy_marks],
+                    customdata=[
+                        [esc(own), m.gpu_count, *cells]
+                        for m, own, cells in zip(energy_marks, energy_own, marks_energy, strict=True)
+                    ],
                     hovertemplate=f"<b>{name}</b> ×%{{customdata[1]}} · {esc(not_ranked)}<br>"
-                    f"%{{customdata[0]}}<br>%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}"
-                    f"%{{customdata[2]}}<extra></extra>",
+                    f"{_template_text(energy_prefix)}%{{customdata[0]}}{_template_text(energy_suffix)}<br>"
+                    f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}"
+                    f"{marks_template}<extra></extra>",
                 )
             )
             xs += [m.tokens_per_s_per_user for m in energy_marks]
             ys += [m.tokens_per_s_per_gpu for m in energy_marks]
         if measured:
+            measured_prefix, measured_own, measured_suffix = _shared_and_own([m.label for m in measured])
+            measured_template, measured_energy = _energy_hover([m.energy for m in measured], power_class="", first=3)
             fig.add_trace(
                 go.Scatter(
                     x=[m.tokens_per_s_per_user for m in measured],
@@ -313,17 +395,20 @@ def serving_curves_figure(
                     visible=visible,
                     marker={"color": colour, "size": 9, "symbol": "circle", "line": {"color": "white", "width": 1}},
                     customdata=[
-                        [esc(m.label), cost, m.gpu_count, _energy_text(m.energy)]
-                        for m, cost in zip(
+                        [esc(own), cost, m.gpu_count, *cells]
+                        for m, own, cost, cells in zip(
                             measured,
+                            measured_own,
                             _costs(line.price, [m.tokens_per_s_per_gpu for m in measured])
                             or [math.nan] * len(measured),
+                            measured_energy,
                             strict=True,
                         )
                     ],
-                    hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>%{{customdata[0]}}<br>"
+                    hovertemplate=f"<b>{name}</b> ×%{{customdata[2]}} · {esc(_('measured'))}<br>"
+                    f"{_template_text(measured_prefix)}%{{customdata[0]}}{_template_text(measured_suffix)}<br>"
                     f"%{{x:,.1f}} {esc(per_user)} · %{{y:,.0f}} {esc(per_gpu)}<br>"
-                    f"{_cost_hover(line.price, currency, 'customdata[1]')}%{{customdata[3]}}<extra></extra>",
+                    f"{_cost_hover(line.price, currency, 'customdata[1]')}{measured_template}<extra></extra>",
                 )
             )
             xs += [m.tokens_per_s_per_user for m in measured]

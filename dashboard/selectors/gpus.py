@@ -27,6 +27,7 @@ from catalog.selectors.prices import (
     gpu_price_gaps,
     gpu_price_history,
     gpu_rent_prices,
+    offer_date_notes,
 )
 from dashboard.figures.gpus import ResultBox, price_history_figure, results_box_figure
 from dashboard.figures.multi_gpu import allreduce_figure, scaling_figure
@@ -111,6 +112,7 @@ class GpuPageData:
     money: Money
     offers: list[OfferLine]
     offers_total: int
+    offer_date_notes: list[tuple[int, str]]  # (number, note) of the estimated dates the offers refer to
     price_history_figure: dict[str, Any] | None
     aggregates: list[AggregateLine]  # every configuration; the page shows ``workloads``
     workloads: list[WorkloadSummary]
@@ -292,6 +294,7 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         price_gap=price_gap,
         offers=offers,
         offers_total=offers_total,
+        offer_date_notes=offer_date_notes(offers),
         price_history_figure=price_history_figure(
             history, currency=money.currency, shown=[_(ALL_ON_DEMAND), _(ALL_SPOT)]
         )

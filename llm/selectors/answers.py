@@ -156,12 +156,13 @@ def _points_read(*, question: ServingQuestion, gpu_ids: Iterable[int], include_a
             if p.input_tokens and p.output_tokens
             else _("request lengths not known")
         )
-        label = " · ".join(part for part in (
+        label = _point_label(
             p.source_title,
-            _("decode microbenchmark (no prefill, no scheduler)") if decode_only else str(
+            kind=_("decode microbenchmark (no prefill, no scheduler)") if decode_only else str(
                 scenarios.get(p.scenario, p.scenario)),
-            p.engine, p.weight_precision.upper(), lengths,
-        ) if part)  # fmt: skip
+            engine=p.engine, precision=p.weight_precision.upper(), lengths=lengths,
+            length_pair=f"{p.input_tokens}/{p.output_tokens}",
+        )  # fmt: skip
         params = p.result.params if isinstance(p.result.params, dict) else {}
         given = params.get("tp") or params.get("tensor_parallel")
         tp = int(given) if isinstance(given, int | float) and given >= 1 and p.gpu_count % int(given) == 0 else None
@@ -184,6 +185,21 @@ def _points_read(*, question: ServingQuestion, gpu_ids: Iterable[int], include_a
         )
         out.append(_Point(p.gpu_id, p.model, p.scenario, p.source_kind, point, tp, p.measured_on))
     return out
+
+
+def _point_label(title: str, *, kind: str, engine: str, precision: str, lengths: str, length_pair: str) -> str:
+    """A measured point's line: its source's title, then what the title does not say already (an
+    InferenceX run's title names its engine, precision and lengths; an MLPerf row's none of them)."""
+    folded = title.casefold()
+    title_parts = {part.strip() for part in folded.split("·")}
+    parts = (
+        (title, False),
+        (kind, False),
+        (engine, engine.casefold() in folded),
+        (precision, precision.casefold() in folded.split()),
+        (lengths, length_pair in title_parts),
+    )
+    return " · ".join(part for part, said in parts if part and not said)
 
 
 def _answers_workload(point: _Point, *, question: ServingQuestion, precision: str) -> bool:

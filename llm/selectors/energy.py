@@ -65,6 +65,12 @@ class EnergyCurve:
     points: list[EnergyPoint] = field(default_factory=list)
     size: str = ""  # the model's size class (llm.serving.shapes.SIZE_CLASSES), empty outside them
 
+    @property
+    def power_limits_w(self) -> tuple[float, float]:
+        """The lowest and highest board limit the driver reported over the curve's points."""
+        limits = [p.power_limit_w for p in self.points]
+        return (min(limits), max(limits)) if limits else (0.0, 0.0)
+
 
 _FIELDS = (
     "model", "weight_precision", "gpu_count", "interconnect", "input_tokens", "engine", "source",
