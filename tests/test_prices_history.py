@@ -231,7 +231,7 @@ def test_the_stored_daily_lows_follow_imports_older_snapshots_and_mappings(tmp_p
     offer_gpu_map(offers=list(Offer.objects.filter(gpu_id=before)), gpu=other)
     assert _days_stored() == _days_from_observations()
     assert not GpuPriceDay.objects.filter(gpu_id=before).exists()
-    series = gpu_price_history(gpu=other, money=display_money(currency="USD"))
+    series = gpu_price_history(gpu=other, money=display_money(currency="USD")).series
     assert dict(series[str(ALL_ON_DEMAND)])[T2.date()] == pytest.approx(2.19)
 
 

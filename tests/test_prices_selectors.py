@@ -10,10 +10,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from catalog.models import Offer
 from catalog.money import display_money
 from catalog.selectors.prices import (
     ALL_ON_DEMAND,
     ALL_SPOT,
+    PRICE_HISTORY_PROVIDER_SERIES,
     gpu_offers,
     gpu_price_history,
     gpu_rent_prices,
@@ -93,11 +95,44 @@ def test_price_history_series(market):
     PriceObservationFactory(offer=listing, observed_at=timezone.now(), price_per_gpu_hour_usd=Decimal("2.00"))
     spot = offer(h100, "1.00", provider=ProviderFactory(slug="vast", name="Vast"), is_spot=True)
     PriceObservationFactory(offer=spot, observed_at=old, price_per_gpu_hour_usd=Decimal("1.00"))
-    series = gpu_price_history(gpu=h100, money=display_money(currency="USD"))
+    series = gpu_price_history(gpu=h100, money=display_money(currency="USD")).series
     # The lowest price per day: over all providers (on-demand, then spot), then one series per provider.
     assert list(series) == [ALL_ON_DEMAND, ALL_SPOT, "Nebius", "Vast · spot"]
     assert series["Nebius"] == [(old.date(), 2.50), (timezone.now().date(), 2.00)]
     assert series[ALL_ON_DEMAND] == series["Nebius"] and series[ALL_SPOT] == [(old.date(), 1.00)]
+
+
+def test_price_history_draws_the_providers_cheapest_on_their_latest_day(client):
+    """Past the cap, a provider's series is drawn when it is among the cheapest of its kind
+    (on-demand, spot) on its own latest day; the overall lows still count every provider, and the
+    page says how many series were left out and where their observations are."""
+    gpu = GpuFactory(name="A100 SXM4 80 GB")
+    today = timezone.now()
+    old = today - dt.timedelta(days=30)
+    cap = PRICE_HISTORY_PROVIDER_SERIES
+    for i in range(cap + 2):
+        provider = ProviderFactory(slug=f"p{i:02d}", name=f"P{i:02d}")
+        for spot, price in ((False, Decimal(f"{2 + i / 10:.2f}")), (True, Decimal(f"{1 + i / 10:.2f}"))):
+            listing = offer(gpu, str(price), provider=provider, is_spot=spot)
+            PriceObservationFactory(offer=listing, observed_at=today, price_per_gpu_hour_usd=price)
+    # The dearest today was the cheapest a month ago: its old low is in the overall series, not its own line.
+    dearest = Offer.objects.get(provider__slug=f"p{cap + 1:02d}", is_spot=False)
+    PriceObservationFactory(offer=dearest, observed_at=old, price_per_gpu_hour_usd=Decimal("1.00"))
+    usd = display_money(currency="USD")
+
+    history = gpu_price_history(gpu=gpu, money=usd)
+    providers = [name for name in history.series if name not in (ALL_ON_DEMAND, ALL_SPOT)]
+    kept = [f"P{i:02d}" for i in range(cap)]
+    assert providers == [name for name in kept for name in (name, f"{name} · spot")]
+    assert history.series_left_out == 4
+    assert dict(history.series[ALL_ON_DEMAND])[old.date()] == 1.00
+    assert len(gpu_price_history(gpu=gpu, money=usd, provider_series=None).series) == 2 * (cap + 2) + 2
+
+    page = client.get(f"/gpus/{gpu.slug}/").content.decode()
+    note = page.split('id="price-history-left-out"')[1].split("</p>")[0]
+    assert "4 more provider series are in" in note and f'href="/api/v1/prices/?gpu={gpu.slug}"' in note
+    figure = page.split('id="fig-history"')[1].replace(" ", "")
+    assert f'"name":"P{cap - 1:02d}"' in figure and f'"name":"P{cap:02d}"' not in figure
 
 
 def test_freshness_and_provider_stats(market):

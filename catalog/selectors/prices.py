@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import F, Max, Q
+from django.db.models import Count, F, Max, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
@@ -532,28 +532,59 @@ ALL_ON_DEMAND = gettext_noop("all providers: cheapest on-demand")
 ALL_SPOT = gettext_noop("all providers: cheapest spot")
 
 
-def gpu_price_history(*, gpu: Gpu, money: Money) -> dict[str, list[tuple[dt.date, float]]]:
-    """Series name -> lowest price per GPU-hour per day, in one query of the daily lows derived on
-    write (``GpuPriceDay``): first the cheapest over all providers (on-demand, then spot), then
-    one series per provider (spot marked)."""
-    rows = (
-        GpuPriceDay.objects.filter(gpu=gpu)
-        .order_by()
-        .values("day", "low_usd", "is_spot", provider_name=F("provider__name"))
-    )
-    per_provider: dict[str, dict[dt.date, float]] = defaultdict(dict)
-    overall: dict[bool, dict[dt.date, float]] = {False: {}, True: {}}
-    for row in rows:
-        spot = row["is_spot"]
-        price = money(float(row["low_usd"])) or 0.0
-        name = row["provider_name"] + (" · " + _("spot") if spot else "")
-        per_provider[name][row["day"]] = price
-        day_low = overall[spot]
-        day_low[row["day"]] = min(price, day_low.get(row["day"], price))
+PRICE_HISTORY_PROVIDER_SERIES = 6  # on-demand and spot each
+
+
+@dataclass(frozen=True)
+class PriceHistory:
+    """Series name -> (day, lowest price per GPU-hour) steps, and how many providers' series were
+    left out (their observations are in the API's ``prices/``)."""
+
+    series: dict[str, list[tuple[dt.date, float]]]
+    series_left_out: int = 0
+
+
+def gpu_price_history(
+    *, gpu: Gpu, money: Money, provider_series: int | None = PRICE_HISTORY_PROVIDER_SERIES
+) -> PriceHistory:
+    """Lowest price per GPU-hour per day, from the daily lows derived on write (``GpuPriceDay``):
+    first the cheapest over all providers (on-demand, then spot), then one series per provider
+    (spot marked): of each kind, on-demand and spot, the ``provider_series`` cheapest on their
+    latest day (all with None). The overall lows count every provider; the cap keeps the chart
+    readable and the rows read bounded by days x series shown, not by how many providers list the
+    GPU (three queries: the overall lows grouped by day, each series' latest low, the kept series' days)."""
+    days = GpuPriceDay.objects.filter(gpu=gpu).order_by()
+    overall: dict[bool, list[tuple[dt.date, float]]] = {False: [], True: []}
+    for row in days.values("day", "is_spot").annotate(low=Min("low_usd")).order_by("day"):
+        overall[row["is_spot"]].append((row["day"], money(float(row["low"])) or 0.0))
     series: dict[str, list[tuple[dt.date, float]]] = {}
     for spot, label in ((False, _(ALL_ON_DEMAND)), (True, _(ALL_SPOT))):
         if overall[spot]:
-            series[label] = sorted(overall[spot].items())
+            series[label] = overall[spot]
+
+    newest = days.filter(provider=OuterRef("provider"), is_spot=OuterRef("is_spot")).order_by("-day")
+    keys = list(  # one row per series: the aggregate groups the days by provider and kind
+        days.values("provider", "is_spot", provider_name=F("provider__name"))
+        .annotate(days=Count("day"))
+        .annotate(latest=Subquery(newest.values("low_usd")[:1]))
+        .order_by()
+    )
+    kept = keys
+    if provider_series is not None:
+        cheapest_first = sorted(keys, key=lambda k: (k["latest"], k["provider_name"].lower()))
+        on_demand = [k for k in cheapest_first if not k["is_spot"]][:provider_series]
+        kept = on_demand + [k for k in cheapest_first if k["is_spot"]][:provider_series]
+    names = {
+        (k["provider"], k["is_spot"]): k["provider_name"] + (" · " + _("spot") if k["is_spot"] else "") for k in kept
+    }
+    per_provider: dict[str, list[tuple[dt.date, float]]] = defaultdict(list)
+    if names:
+        chosen = Q()
+        for provider_id, spot in names:
+            chosen |= Q(provider_id=provider_id, is_spot=spot)
+        for low in days.filter(chosen).values("provider", "is_spot", "day", "low_usd").order_by("day"):
+            price = money(float(low["low_usd"])) or 0.0
+            per_provider[names[low["provider"], low["is_spot"]]].append((low["day"], price))
     for name in sorted(per_provider, key=str.lower):
-        series[name] = sorted(per_provider[name].items())
-    return series
+        series[name] = per_provider[name]
+    return PriceHistory(series, len(keys) - len(kept))

@@ -114,6 +114,7 @@ class GpuPageData:
     offers_total: int
     offer_date_notes: list[tuple[int, str]]  # (number, note) of the estimated dates the offers refer to
     price_history_figure: dict[str, Any] | None
+    price_history_left_out: int  # providers' series not drawn (the API's prices/ has their observations)
     aggregates: list[AggregateLine]  # every configuration; the page shows ``workloads``
     workloads: list[WorkloadSummary]
     box_figure: dict[str, Any] | None
@@ -296,10 +297,11 @@ def gpu_page_compute(*, gpu: Gpu, currency: str = "USD", baseline: str = BASELIN
         offers_total=offers_total,
         offer_date_notes=offer_date_notes(offers),
         price_history_figure=price_history_figure(
-            history, currency=money.currency, shown=[_(ALL_ON_DEMAND), _(ALL_SPOT)]
+            history.series, currency=money.currency, shown=[_(ALL_ON_DEMAND), _(ALL_SPOT)]
         )
-        if history
+        if history.series
         else None,
+        price_history_left_out=history.series_left_out,
         aggregates=results.lines,
         workloads=workload_summaries(results.lines),
         box_figure=results_box_figure(results.boxes, relative_to=baseline_name, gpu_count=results.box_gpu_count)
