@@ -27,6 +27,10 @@ the new version also sees the new data):
    the pages sit above every writer), so that readers do not wait for them. Only with a shared
    cache (a worker's renders would stay in its own memory otherwise), at most one waiting, and
    started at most once per ``PAGES_WARM_INTERVAL_S`` (a warm-up renders every busy page).
+
+The refreshes and the warm-up run once the writes have been quiet for a debounce period (one
+interval at most: ``followup_put_off``), not during an ingest burst, whose bumps would make
+their work stale within the period.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
@@ -159,13 +163,13 @@ def _bump() -> None:
 
 def _submitters_refresh_request() -> None:
     # Before the warm-up: both go to the imports queue, and the warm-up's rankings read the counts.
-    if cache.add(SUBMITTERS_QUEUED_KEY, 1, timeout=600) and not followup_run(SUBMITTERS_TASK):
+    if cache.add(SUBMITTERS_QUEUED_KEY, time.time(), timeout=600) and not followup_run(SUBMITTERS_TASK):
         cache.delete(SUBMITTERS_QUEUED_KEY)  # the readers count the changed GPUs; the next bump asks again
 
 
 def _standings_refresh_request() -> None:
     # After the submitter counts (the rankings behind the standings read them), before the warm-up.
-    if cache.add(STANDINGS_QUEUED_KEY, 1, timeout=600) and not followup_run(STANDINGS_TASK):
+    if cache.add(STANDINGS_QUEUED_KEY, time.time(), timeout=600) and not followup_run(STANDINGS_TASK):
         cache.delete(STANDINGS_QUEUED_KEY)  # the GPU pages compute their standings; the next bump asks again
 
 
@@ -176,11 +180,35 @@ def pages_warm_delay_seconds(*, started: float | None, now: float, interval: flo
 
 def _pages_warm_request() -> None:
     interval = settings.PAGES_WARM_INTERVAL_S
-    if not settings.CACHE_URL or not cache.add(WARM_QUEUED_KEY, 1, timeout=interval + 600):
+    # The value is when it was asked for (``followup_put_off``), as for the refreshes.
+    if not settings.CACHE_URL or not cache.add(WARM_QUEUED_KEY, time.time(), timeout=interval + 600):
         return
     delay = pages_warm_delay_seconds(started=cache.get(WARM_STARTED_KEY), now=time.time(), interval=interval)
     if not followup_run(WARM_TASK, countdown=delay):
         cache.delete(WARM_QUEUED_KEY)  # the pages are rendered by their next visitors; the next bump asks again
+
+
+def followup_put_off(*, task: str, queued_key: str) -> bool:
+    """Whether a bump's follow-up about to run (``task``, waiting under ``queued_key``) waits
+    instead; True: it is queued again, for the end of the debounce period. It waits while the
+    period of the last bump runs or a bump is held back, that is until the writes have been quiet
+    for a period: during an ingest burst what it would store or render is stale within the
+    period, and doing it takes the CPU the writes need (the stored standings alone take seconds at
+    a million results). A burst that never ends still gets it once ``PAGES_WARM_INTERVAL_S``
+    after it was asked for; it runs at once with eager tasks (nothing can wait) or when it cannot
+    be queued again."""
+    asked = cache.get(queued_key)
+    now = time.time()
+    opens = cache.get(BUMP_GATE_KEY)
+    opens = opens if isinstance(opens, float) and opens > now else None
+    if (
+        current_app.conf.task_always_eager
+        or (opens is None and cache.get(BUMP_SCHEDULED_KEY) is None)
+        or not isinstance(asked, float)
+        or now - asked >= settings.PAGES_WARM_INTERVAL_S
+    ):
+        return False
+    return followup_run(task, countdown=max(1.0, (opens or now) - now + 1.0))
 
 
 def data_version_cache_seconds() -> int:

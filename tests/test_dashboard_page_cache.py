@@ -5,8 +5,10 @@ request, never share anything of one visitor with another, and keep their escapi
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -257,6 +259,60 @@ def test_a_warm_up_the_broker_lost_is_asked_for_again_by_the_next_bump(settings,
     assert sorted(asked) == sorted(
         2 * ["dashboard.tasks.pages_warm_task", module.SUBMITTERS_TASK, module.STANDINGS_TASK]
     )
+
+
+FOLLOW_UPS = (  # a bump's follow-ups: the task, its name and queued key, what it calls to do its work
+    ("pages_warm_task", "WARM_TASK", "WARM_QUEUED_KEY", "pages_warm"),
+    ("ranking_submitters_refresh_task", "SUBMITTERS_TASK", "SUBMITTERS_QUEUED_KEY", "ranking_submitters_refresh"),
+    ("stored_standings_refresh_task", "STANDINGS_TASK", "STANDINGS_QUEUED_KEY", "stored_standings_refresh"),
+)
+
+
+@pytest.mark.parametrize(("task", "name", "queued_key", "work"), FOLLOW_UPS, ids=[f[0] for f in FOLLOW_UPS])
+def test_a_follow_up_waits_while_writes_go_on(settings, monkeypatch, task, name, queued_key, work):
+    """During an ingest burst (a bump held back by the debounce, or the period of the last one) the
+    refreshes and the warm-up are queued again for the period's end, not run: what they store or
+    render would be stale within the period. A burst that never ends still gets them once per
+    interval."""
+    from gpuatlas import data_version as module
+
+    queued: list[tuple[str, float]] = []
+    monkeypatch.setattr(module, "followup_run", lambda name, *, countdown=0: queued.append((name, countdown)) or True)
+    monkeypatch.setattr(tasks, work, lambda **_: 7)  # what it did, without doing it
+    monkeypatch.setattr(tasks, "stored_standings_refresh", lambda **_: 7)
+    settings.PAGES_WARM_INTERVAL_S = 300
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = False  # a worker, with a broker to queue it on
+    try:
+        _put_off_then_run(getattr(tasks, task), getattr(module, name), getattr(module, queued_key), module, queued)
+    finally:
+        app.conf.task_always_eager = eager
+
+
+def _put_off_then_run(task, name, queued_key, module, queued) -> None:  # type: ignore[no-untyped-def]
+    now = time.time()
+    cache.set(queued_key, now, timeout=900)
+    cache.set(module.BUMP_GATE_KEY, now + 8, timeout=10)
+    cache.set(module.BUMP_SCHEDULED_KEY, 1, timeout=70)
+
+    assert task.apply().get() == 0
+    assert len(queued) == 1 and queued[0][0] == name and 8 <= queued[0][1] <= 9.5
+    assert cache.get(queued_key) == now  # still the one waiting: a bump queues no other
+
+    cache.delete(module.BUMP_SCHEDULED_KEY)  # the held bump was made: a new period, writes may follow
+    cache.set(module.BUMP_GATE_KEY, now + 5, timeout=10)
+    assert task.apply().get() == 0 and len(queued) == 2 and 5 <= queued[1][1] <= 6.5
+    cache.delete(module.BUMP_GATE_KEY)  # the period ended without a write
+    assert task.apply().get() == 7 and len(queued) == 2
+    assert cache.get(queued_key) is None
+
+    cache.set(queued_key, now - 300, timeout=900)  # asked an interval ago, writes still going on
+    cache.set(module.BUMP_SCHEDULED_KEY, 1, timeout=70)
+    assert task.apply().get() == 7 and len(queued) == 2
+
+    app.conf.task_always_eager = True  # no broker: nothing can wait
+    cache.set(queued_key, now, timeout=900)
+    assert task.apply().get() == 7 and len(queued) == 2
 
 
 def test_warm_ups_start_at_most_once_per_interval():
