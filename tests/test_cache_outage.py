@@ -155,3 +155,15 @@ def _raw_set(server, key: str, value: bytes) -> None:  # type: ignore[no-untyped
         client.set(key, value)
     finally:
         client.close()
+
+
+def test_one_redis_client_serves_every_operation_of_a_pool():
+    """Django's Redis cache makes a client per operation; ours keeps one per connection pool (a
+    client is thread-safe, and making one builds redis-py's callback table every time)."""
+    from gpuatlas.cache import DegradingRedisCache
+
+    backend = DegradingRedisCache(f"redis://127.0.0.1:{free_port()}/0", {})
+    client = backend._cache.get_client()
+    assert backend._cache.get_client(write=True) is client and backend._cache.get_client("any key") is client
+    assert backend.get("nothing listens", "fallback") == "fallback"  # the outage path reads through it too
+    assert backend._cache.get_client() is client
