@@ -84,10 +84,10 @@ class DegradingRedisCacheClient(RedisCacheClient):
         # One client per connection pool, shared (redis-py's clients are thread-safe): Django makes
         # a new one per operation, and its constructor builds a table of about 170 response
         # callbacks each time, a fifth of a millisecond several times per request.
-        pool = self._get_connection_pool(write)
+        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
         client = self._clients.get(pool)
         if client is None:
-            client = self._clients.setdefault(pool, self._client(connection_pool=pool))
+            client = self._clients.setdefault(pool, self._client(connection_pool=pool))  # type: ignore[attr-defined]
         return client
 
     def _guard(self, operation: Callable[[], Any], fallback: Any) -> Any:
