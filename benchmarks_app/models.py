@@ -115,6 +115,7 @@ class SourceKind(models.TextChoices):
 
     MLPERF = "mlperf", "MLPerf Inference"
     TRTLLM = "trtllm", _("TensorRT-LLM performance overview")
+    TRTLLM_GUIDE = "trtllm-guide", _("TensorRT-LLM performance guides")
     LLAMACPP = "llamacpp", _("llama.cpp tables")
     EVAL_RATE = "eval-rate", _("Ollama eval rates")
     CLIENT = "client", "gpuatlas-bench"

@@ -125,6 +125,14 @@ WORKLOAD_TEXT: dict[str, tuple[Promise, Promise]] = {
             "output / (input + output) length)."
         ),
     ),
+    "trtllm-guide": (
+        _("TensorRT-LLM performance guides"),
+        _(
+            "NVIDIA's TensorRT-LLM performance guides: trtllm-bench throughput runs at a stated number of requests "
+            "in flight and batch size per rank, each result citing its guide and section. Output tokens/s per GPU "
+            "as the report prints it."
+        ),
+    ),
     "llamacpp-tg": (
         _("llama.cpp text generation (one stream)"),
         _(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from llm.serving.fit import (
@@ -12,7 +14,7 @@ from llm.serving.fit import (
     held_out,
     predict,
 )
-from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload
+from llm.serving.physics import AllReduce, Hardware, ServingConstants, Workload, decode_step
 from llm.serving.shapes import MODEL_SHAPES
 
 H100 = Hardware(80.0, 3350.0, {"bf16": 989.4, "fp16": 989.4, "fp8": 1979.0}, "hopper")
@@ -121,3 +123,33 @@ def test_a_measured_per_user_rate_the_model_cannot_reach_is_scored_at_its_one_st
 def test_an_engine_class_with_no_mixture_of_experts_among_the_points_has_no_per_layer_figure_of_its_own() -> None:
     fitted = constants_fit(_points())  # dense models only
     assert dict(fitted.moe_layer_overhead_us) == {}
+
+
+def test_a_block_scale_share_its_rows_pin_is_found_even_where_they_are_memory_bound_at_the_start() -> None:
+    """DeepSeek-R1's FP8 blocks on Hopper: a run at a known batch whose step the default share
+    leaves memory-bound. Its residual is flat in the share there (max(memory, compute)), so only
+    the profile over the share's range finds the value it was made with; a larger batch, not
+    among the fitted points, is then estimated as that value prices it."""
+    true = replace(TRUE, block_scale_decode_share=0.4, expert_parallel_share=0.7,
+                   moe_layer_overhead_us={"tensorrt-llm": 20.0})  # fmt: skip
+    r1 = Workload(MODEL_SHAPES["deepseek-r1"], "fp8", 1.0, 1024, 2048, engine="tensorrt-llm", ep=8)
+    qwen = Workload(MODEL_SHAPES["qwen3-235b-a22b"], "fp8", 1.0, 1024, 1024, engine="tensorrt-llm", ep=4)
+
+    def made(w: Workload, model: str, concurrency: int) -> MeasuredPoint:
+        probe = MeasuredPoint("h200", model, H200, w, "concurrency", 1.0, 1.0, concurrency=concurrency,
+                              gpu_count=w.ep, link=NVLINK)  # fmt: skip
+        got = predict(probe, true)
+        assert got is not None
+        return replace(probe, tokens_per_s_per_gpu=got.tokens_per_s_per_gpu,
+                       tokens_per_s_per_user=got.tokens_per_s_per_user)  # fmt: skip
+
+    # Experts spread without block scales (Qwen3's per-tensor FP8) pin the spread share and the
+    # per-layer time; DeepSeek-R1 at a small batch and at the guide's 128 per rank.
+    moe = [made(qwen, "qwen3-235b-a22b", 4 * b) for b in (1, 16, 64, 256)] + [made(r1, "deepseek-r1", 8)]
+    guide, larger = made(r1, "deepseek-r1", 8 * 128), made(r1, "deepseek-r1", 8 * 384)
+    step = decode_step(w=r1, hw=H200, c=replace(true, block_scale_decode_share=1.0), batch=128, link=NVLINK)
+    assert step.memory_s > step.compute_s  # at the start the run is memory-bound: no gradient in the share
+    fitted = constants_fit([*_points(), *moe, guide])
+    assert fitted.block_scale_decode_share == pytest.approx(0.4, abs=0.08)
+    estimate = predict(larger, fitted)
+    assert estimate is not None and estimate.tokens_per_s_per_gpu == pytest.approx(larger.tokens_per_s_per_gpu, rel=0.1)

@@ -106,3 +106,33 @@ def test_block_scaled_weights_decode_at_their_share_without_a_native_path_and_pr
     assert decode_step(w=qwen, hw=H200, c=c, batch=512, link=NVLINK).compute_s == pytest.approx(
         decode_step(w=qwen, hw=H200, c=plain, batch=512, link=NVLINK).compute_s
     )
+
+
+def test_fp4_weights_without_an_fp4_path_compute_at_16_bits_with_a_16_bit_cache_at_their_own_share() -> None:
+    """gpt-oss's MXFP4 checkpoint on Hopper (W4A16): its 4.5 bits are read, its matrices computed at
+    the 16-bit rate and, in decode, at the dequantisation share; the cache stays 16-bit. On an
+    FP4 GPU the same weights compute at the FP4 rate with an 8-bit cache and no share."""
+    from llm.serving.physics import prefill_seconds
+
+    c = ServingConstants(compute_share={"hopper": 0.5, "blackwell": 0.5}, fp4_dequant_decode_share=0.3,
+                         block_scale_decode_share=0.9)  # fmt: skip
+    plain = replace(c, fp4_dequant_decode_share=1.0)
+    gpt_oss = Workload(MODEL_SHAPES["gpt-oss-120b"], "fp4", 0.5625, 1000, 1000, engine="tensorrt-llm", ep=4)
+    assert H200.compute_peak("fp4") == (989, "bf16")  # no FP8 shortcut for 4-bit weights
+    assert gpt_oss.kv_value_bytes(H200) == 2.0
+    step = decode_step(w=gpt_oss, hw=H200, c=c, batch=512, link=NVLINK)
+    assert step.compute_s == pytest.approx(
+        decode_step(w=gpt_oss, hw=H200, c=plain, batch=512, link=NVLINK).compute_s / 0.3
+    )
+    assert prefill_seconds(w=gpt_oss, hw=H200, c=c, requests=64, link=NVLINK) == pytest.approx(
+        prefill_seconds(w=gpt_oss, hw=H200, c=plain, requests=64, link=NVLINK)
+    )
+    b200 = Hardware(179, 8000, {"fp4": 9000, "fp8": 4500, "bf16": 2250}, "blackwell")
+    assert b200.compute_peak("fp4") == (9000, "fp4") and gpt_oss.kv_value_bytes(b200) == 1.0
+    native = decode_step(w=gpt_oss, hw=b200, c=c, batch=512, link=NVLINK)
+    assert native.compute_s == pytest.approx(decode_step(w=gpt_oss, hw=b200, c=plain, batch=512, link=NVLINK).compute_s)
+    # FP8 blocks on Hopper keep the block-scale share, not this one.
+    r1 = _r1(ep=8)
+    assert decode_step(w=r1, hw=H200, c=c, batch=512, link=NVLINK).compute_s == pytest.approx(
+        decode_step(w=r1, hw=H200, c=replace(c, block_scale_decode_share=1.0), batch=512, link=NVLINK).compute_s / 0.9
+    )

@@ -42,16 +42,23 @@ def test_every_gpu_page_the_home_links_and_the_llm_rankings_are_under_the_budget
 
 def test_a_points_hover_says_its_whole_label_once(demo, client):
     figure = _figure(client.get(f"/gpus/{H200}/").content.decode(), "fig-serving")
-    inferencex = [t for t in figure["data"] if t["mode"] == "markers" and "InferenceX" in t["hovertemplate"]]
-    assert inferencex
-    for trace in inferencex:
-        for i in range(len(trace["x"])):
-            label = hover_text(trace, i).split("\n")[1]
-            parts = label.split(" · ")
-            # The run's title names its engine, precision and lengths: the line does not repeat them.
-            assert len(parts) == len(set(parts)), label
-            assert label.count("SGLang") + label.count("TensorRT-LLM") + label.count("vLLM") <= 1, label
-            assert re.search(r"\d+ in flight", label) and "1024/1024 tokens" not in label, label
+    # A model's measured points share a trace whatever their source (DeepSeek-R1's InferenceX runs
+    # beside NVIDIA's guide run), so the InferenceX points are found by what their hover says.
+    inferencex = [
+        (trace, i)
+        for trace in figure["data"]
+        if trace["mode"] == "markers"
+        for i in range(len(trace["x"]))
+        if "InferenceX" in hover_text(trace, i)
+    ]
+    assert len(inferencex) >= 20
+    for trace, i in inferencex:
+        label = hover_text(trace, i).split("\n")[1]
+        parts = label.split(" · ")
+        # The run's title names its engine, precision and lengths: the line does not repeat them.
+        assert len(parts) == len(set(parts)), label
+        assert label.count("SGLang") + label.count("TensorRT-LLM") + label.count("vLLM") <= 1, label
+        assert re.search(r"\d+ in flight", label) and "1024/1024 tokens" not in label, label
 
 
 def test_the_offers_say_each_feeds_note_on_its_estimated_dates_once(demo, client):

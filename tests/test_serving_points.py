@@ -250,12 +250,13 @@ def test_units_are_read_from_the_headers_and_a_file_without_tables_is_refused():
 def test_import_every_copy_points_traced_and_idempotent(tmp_path):
     world_build(rows=LLM_WORLD)
     first = trtllm_import_bundled()
-    assert [s.results_written for s in first] == [445, 328, 150] and not any(s.unmatched for s in first)
+    # Three overview copies, then the DeepSeek-R1 guide's four runs (its fifth states no lengths).
+    assert [s.results_written for s in first] == [445, 328, 150, 4] and not any(s.unmatched for s in first)
     points = ServingPoint.objects.filter(source_kind="trtllm")
     count = points.count()
     trtllm_import_bundled()
     assert ServingPoint.objects.filter(source_kind="trtllm").count() == count
-    assert BenchmarkResult.objects.filter(workload__slug__startswith="trtllm-").count() == 445 + 328 + 150
+    assert BenchmarkResult.objects.filter(workload__slug__startswith="trtllm-").count() == 445 + 328 + 150 + 4
     h100 = points.get(
         model="llama-3.1-70b", gpu__slug="h100-sxm5-80-gb", gpu_count=1, input_tokens=1000, output_tokens=1000,
         result__workload__version="0.17",

@@ -15,6 +15,8 @@ result (workload)                   scenario              tokens/s per user
 ``trtllm-throughput``               offline               not defined (requests at an unbounded rate)
 ``trtllm-serving``                  server (offline: INF)  1000 / the published mean inter-token latency
                                                           (no point where rate-limited: a lower bound)
+``trtllm-guide``                    concurrency (stated)  the report's per-user output throughput (no
+                                                          point for a run with speculative decoding)
 ``llamacpp-tg``, ``llm-eval-rate``  single-stream         the stream's rate (one user)
 ``llm-decode`` (decode, serve)      concurrency (batch)   1 / the decode step (the client's own figure)
 ``llm-decode-tp``                   concurrency (batch)   1 / the decode step, over its tensor-parallel group
@@ -60,6 +62,7 @@ _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 RESULTS_Q: dict[str, Q] = {
     SourceKind.MLPERF: Q(workload__slug__startswith="mlperf-", workload__slug__endswith="-tokens"),
     SourceKind.TRTLLM: Q(workload__slug__in=["trtllm-throughput", "trtllm-serving"]),
+    SourceKind.TRTLLM_GUIDE: Q(workload__slug="trtllm-guide"),
     SourceKind.LLAMACPP: Q(workload__slug="llamacpp-tg"),
     SourceKind.EVAL_RATE: Q(workload__slug="llm-eval-rate"),
     SourceKind.CLIENT: Q(workload__slug__in=[CLIENT_WORKLOAD, CLIENT_TP_WORKLOAD]),
@@ -136,6 +139,8 @@ def _derive(kind: str, result: BenchmarkResult) -> tuple[ServingPoint | None, st
         return _mlperf(result, params, env)
     if kind == SourceKind.TRTLLM:
         return _trtllm(result, params, env)
+    if kind == SourceKind.TRTLLM_GUIDE:
+        return _trtllm_guide(result, params, env)
     if kind in (SourceKind.LLAMACPP, SourceKind.EVAL_RATE):
         return _one_stream(kind, result, params, env)
     if kind == SourceKind.INFERENCEX:
@@ -263,7 +268,12 @@ def _trtllm(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
             result,
             model=model,
             sequence_tokens=input_tokens + output_tokens,
-            facts={"source_kind": SourceKind.TRTLLM, "round": release, "benchmark": model},
+            facts={
+                "source_kind": SourceKind.TRTLLM,
+                "round": release,
+                "benchmark": model,
+                "accelerator": str(env.get("gpu_name", "")),
+            },
             source_kind=SourceKind.TRTLLM,
             kv_cache_precision="",
             engine="TensorRT-LLM",
@@ -285,6 +295,62 @@ def _trtllm(result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
             source_title=(
                 f"TensorRT-LLM {release} performance overview · {env.get('model_name', model)} · "
                 f"{env.get('gpu_name', '')} {parallel} · {input_tokens}/{output_tokens}"
+            )[:300],
+            source_url=str(env.get("url", ""))[:500],
+        ),  # fmt: skip
+        "",
+    )
+
+
+def _trtllm_guide(
+    result: BenchmarkResult, params: dict[str, Any], env: dict[str, Any]
+) -> tuple[ServingPoint | None, str]:
+    model = str(params.get("model", ""))
+    if model not in MODEL_SHAPES:
+        return None, f"model {model} has no shape"
+    if params.get("speculative"):
+        return None, "speculative decoding (draft tokens): the serving model does not price it"
+    concurrency = params.get("concurrency")
+    if not concurrency:
+        return None, "no --concurrency: the requests in flight are not stated"
+    input_tokens, output_tokens = int(params["input_tokens"]), int(params["output_tokens"])
+    per_user = _float(env.get("tokens_per_s_per_user"))
+    per_rank = params.get("max_batch_size_per_rank")
+    return (
+        _point(
+            result,
+            model=model,
+            sequence_tokens=input_tokens + output_tokens,
+            facts={"source_kind": SourceKind.TRTLLM_GUIDE, "benchmark": model},
+            source_kind=SourceKind.TRTLLM_GUIDE,
+            kv_cache_precision=str(params.get("kv_cache_precision", ""))[:8],
+            engine="TensorRT-LLM",
+            engine_class=EngineClass.TENSORRT_LLM,
+            engine_version="",
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            lengths_note=(
+                "fixed lengths (synthetic requests, standard deviation 0)"
+                if env.get("fixed_lengths")
+                else "mean lengths of the guide's dataset"
+            ),
+            scenario=Scenario.CONCURRENCY,
+            concurrency=int(concurrency),
+            ttft_limit_ms=None,
+            tpot_limit_ms=None,
+            limits_note=(
+                f"no latency bound: {concurrency} requests in flight (--concurrency)"
+                + (f", at most {per_rank} per rank (--max_batch_size)" if per_rank else "")
+                + "; tokens/s per user = output tokens / the whole request's time (the report's per-user figure)"
+            ),
+            tokens_per_s_per_gpu=result.value,
+            tokens_per_s_per_user=per_user,
+            per_user_basis=PerUserBasis.MEASURED if per_user else PerUserBasis.UNDEFINED,
+            ttft_ms=None,
+            date_estimated=bool(env.get("date_estimated", True)),
+            source_title=(
+                f"{env.get('guide', 'TensorRT-LLM performance guide')} · {env.get('section', '')} · "
+                f"{env.get('gpu_name', '')} {env.get('parallelism', '')} · {input_tokens}/{output_tokens}"
             )[:300],
             source_url=str(env.get("url", ""))[:500],
         ),  # fmt: skip

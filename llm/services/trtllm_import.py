@@ -41,6 +41,7 @@ from benchmarks_app.services.mlperf_import import accelerator_name_candidates
 from llm.services.serving_fit import serving_model_refit_after_write
 from llm.services.serving_points import serving_points_rebuild
 from llm.trtllm import TrtllmFormatError, TrtllmRow, trtllm_parse
+from llm.trtllm_guide import GuideFormatError, guide_parse
 
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "data" / "trtllm"
 UPSTREAM = "https://github.com/NVIDIA/TensorRT-LLM/blob/{commit}/{path}"
@@ -144,8 +145,8 @@ def trtllm_import_file(
 
 
 def trtllm_import_bundled(*, refresh_aggregates: bool = True, refit: bool = True) -> list[LabTableSummary]:
-    """Import every copied release (the demo data)."""
-    return [
+    """Import every copied release and performance guide (the demo data)."""
+    overviews = [
         trtllm_import_file(
             path=BUNDLED_DIR / f.directory / "perf-overview.md",
             release=f.release,
@@ -157,6 +158,206 @@ def trtllm_import_bundled(*, refresh_aggregates: bool = True, refit: bool = True
         )  # fmt: skip
         for f in BUNDLED_FILES
     ]
+    guides = [
+        trtllm_guide_import_file(
+            path=BUNDLED_DIR / "guides" / g.file, guide=g, refresh_aggregates=refresh_aggregates, refit=refit
+        )  # fmt: skip
+        for g in BUNDLED_GUIDES
+    ]
+    return overviews + guides
+
+
+# -- performance guides: trtllm-bench runs, one per section (llm.trtllm_guide) -------------------
+
+GUIDE_SOURCE_PREFIX = "TensorRT-LLM performance guide ("
+GUIDE_WORKLOAD = "trtllm-guide"
+GUIDE_WORKLOAD_VERSION = "1.0"  # of this workload's definition: one trtllm-bench report per run
+
+
+@dataclass(frozen=True)
+class TrtllmGuide:
+    """A copied guide: what it is called, where it sits upstream and when its runs were published."""
+
+    file: str
+    title: str
+    commit: str
+    upstream_path: str
+    published: dt.date  # estimated (llm/data/trtllm/SOURCES.md says from what)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint a guide runs: the model, its stored weight format, and the KV-cache format the
+    engine uses when the options leave it at ``auto`` (the checkpoint's own: 16-bit where its
+    quantisation config sets none)."""
+
+    model: str
+    precision: str
+    kv_auto: str
+    source: str
+
+
+# llm/data/trtllm/SOURCES.md
+BUNDLED_GUIDES = (
+    TrtllmGuide("deepseek-r1-best-perf.md", "How to get best performance on DeepSeek-R1 in TensorRT LLM",
+                "01c4ece911eb569e72cf4177f83238a0520641c2",
+                "docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md", dt.date(2025, 7, 1)),
+)  # fmt: skip
+
+CHECKPOINTS = {
+    "deepseek-ai/DeepSeek-R1": Checkpoint(
+        "deepseek-r1", "fp8", "bf16",
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json (quantization_config: fp8, "
+        "128 x 128 blocks; no KV-cache quantisation)"),
+    "nvidia/DeepSeek-R1-FP4": Checkpoint(
+        "deepseek-r1", "fp4", "bf16",
+        "https://huggingface.co/nvidia/DeepSeek-R1-FP4 (NVFP4 weights; the guide runs it 'with FP16 KV cache')"),
+    "nvidia/DeepSeek-R1-0528-FP4": Checkpoint(
+        "deepseek-r1", "fp4", "fp8",
+        "https://huggingface.co/nvidia/DeepSeek-R1-0528-FP4 (NVFP4 weights; the guide: the checkpoint 'had enabled "
+        "FP8 KV cache by-default')"),
+}  # fmt: skip
+
+
+def trtllm_guide_import_file(
+    *, path: Path | str, guide: TrtllmGuide, refresh_aggregates: bool = True, refit: bool = True
+) -> LabTableSummary:
+    """Import the ``trtllm-bench`` runs of one copied guide (``llm.trtllm_guide``): each becomes one
+    ``BenchmarkResult`` (trust ``lab``, workload ``trtllm-guide``) with the run's parallelism,
+    requests in flight, batch limits and lengths in its parameters and the whole report in its
+    environment. Sections it cannot read, and checkpoints it does not know, are listed in the
+    summary, not guessed. Idempotent per guide; the serving points are derived in the same
+    transaction."""
+    file_path = Path(path)
+    if not file_path.is_file():
+        raise LabTableError(f"{file_path}: file not found")
+    try:
+        parsed = guide_parse(file_path.read_text(encoding="utf-8"))
+    except (GuideFormatError, UnicodeDecodeError) as exc:
+        raise LabTableError(f"{file_path}: {exc}") from None
+    source_head = f"{GUIDE_SOURCE_PREFIX}{guide.title}, {guide.commit[:12]})"
+    url = UPSTREAM.format(commit=guide.commit, path=guide.upstream_path)
+    summary = LabTableSummary(source=f"{source_head}: {url}", rows_read=len(parsed.runs) + len(parsed.skipped))
+    summary.skipped.extend(parsed.skipped)
+    dataset = f"trtllm-guide-{guide.commit[:12]}"
+    resolver = GpuNameResolver()
+    now = timezone.now()
+    measured_at = timezone.make_aware(dt.datetime.combine(guide.published, dt.time(12)), dt.UTC)
+    results: list[BenchmarkResult] = []
+    import_rows: list[LabImportRow] = []
+    with transaction.atomic():
+        workload = workload_ensure(
+            spec=WorkloadSpec(
+                slug=GUIDE_WORKLOAD,
+                version=GUIDE_WORKLOAD_VERSION,
+                name="TensorRT-LLM performance guides",
+                unit="output tokens/s per GPU",
+                higher_is_better=True,
+                description=(
+                    "NVIDIA's TensorRT-LLM performance guides: trtllm-bench throughput runs at a stated number of "
+                    "requests in flight and batch size per rank, each result citing its guide and section. The "
+                    "report's 'Per GPU Output Throughput'."
+                ),
+                source=url,
+            )
+        )
+        for run in parsed.runs:
+            checkpoint = CHECKPOINTS.get(run.checkpoint)
+            if checkpoint is None:
+                summary.skipped.append(
+                    f"line {run.line}, {run.section}: checkpoint {run.checkpoint} is not known (model, weight and "
+                    "KV-cache format): add it to CHECKPOINTS"
+                )
+                continue
+            name = GPU_NAMES.get(run.gpu_name.strip().lower(), run.gpu_name)
+            resolved = resolver.resolve(
+                name=name, candidates=accelerator_name_candidates(name), memory_gib=memory_in_name(name)
+            )
+            kv = checkpoint.kv_auto if run.kv_cache_dtype == "auto" else run.kv_cache_dtype
+            params: dict[str, Any] = {
+                "model": checkpoint.model,
+                "checkpoint": run.checkpoint,
+                "input_tokens": run.input_tokens,
+                "output_tokens": run.output_tokens,
+                "tensor_parallel": run.tensor_parallel,
+                "pipeline_parallel": run.pipeline_parallel,
+                "concurrency": run.concurrency,
+                "max_batch_size_per_rank": run.max_batch_size,
+                "max_num_tokens": run.max_num_tokens,
+                "kv_cache_precision": kv,
+            }
+            if run.expert_parallel > 1:
+                params["expert_parallel"] = run.expert_parallel
+            if run.attention_data_parallel:
+                params["attention_data_parallel"] = True
+            if run.speculative:
+                params["speculative"] = True
+            source = f"{source_head}: {run.section}, {run.gpu_name} {run.parallelism}, line {run.line}"[:500]
+            if resolved.gpu_id is None:
+                summary.unmatched[run.gpu_name] = resolved.how
+                import_rows.append(
+                    _unmatched_row(
+                        dataset=dataset,
+                        name=run.gpu_name,
+                        workload_slug=GUIDE_WORKLOAD,
+                        gpu_count=run.gpu_count,
+                        precision=checkpoint.precision,
+                        params=params,
+                        row={"line": run.line, "value": run.tokens_per_s_per_gpu},
+                        reason=resolved.how,
+                        source=source,
+                        measured_at=measured_at,
+                    )  # fmt: skip
+                )
+                continue
+            summary.matched[run.gpu_name] = f"{resolved.slug} ({resolved.how})"
+            results.append(
+                _lab_result(
+                    gpu_id=resolved.gpu_id,
+                    workload=workload,
+                    precision=checkpoint.precision,
+                    gpu_count=run.gpu_count,
+                    params=params,
+                    value=run.tokens_per_s_per_gpu,
+                    source=source,
+                    environment={
+                        "dataset": "trtllm-guide",
+                        "guide": guide.title,
+                        "commit": guide.commit,
+                        "file": guide.file,
+                        "section": run.section,
+                        "line": run.line,
+                        "gpu_name": run.gpu_name,
+                        "parallelism": run.parallelism,
+                        "tokens_per_s_per_user": run.tokens_per_s_per_user,
+                        "fixed_lengths": run.fixed_lengths,
+                        "report": run.report,
+                        "checkpoint_source": checkpoint.source,
+                        "date_estimated": True,
+                        "url": url,
+                    },
+                    measured_at=measured_at,
+                    created_at=now,
+                )
+            )
+        speculative = [r for r in parsed.runs if r.speculative]
+        if speculative:
+            summary.notes.append(
+                f"{len(speculative)} run(s) with speculative decoding kept as results without a serving point (the "
+                "serving model does not price draft tokens): lines " + ", ".join(str(r.line) for r in speculative)
+            )
+        lab_rows_replace(
+            result_source_prefixes=[source_head],
+            datasets=[dataset],
+            results=results,
+            import_rows=import_rows,
+            summary=summary,
+            refresh_aggregates=refresh_aggregates,
+        )
+        serving_points_rebuild(source=SourceKind.TRTLLM_GUIDE)
+        if refit:
+            serving_model_refit_after_write()
+    return summary
 
 
 class _Reader:
@@ -201,10 +402,9 @@ class _Reader:
         if resolved.gpu_id is None:
             self.summary.unmatched[row.gpu_name] = resolved.how
             self.import_rows.append(
-                LabImportRow(
+                _unmatched_row(
                     dataset=self.dataset,
-                    outcome=LabImportRow.Outcome.UNMATCHED,
-                    name_reported=row.gpu_name,
+                    name=row.gpu_name,
                     workload_slug=slug,
                     gpu_count=row.gpu_count,
                     precision=row.precision,
@@ -218,26 +418,14 @@ class _Reader:
             return
         self.summary.matched[row.gpu_name] = f"{resolved.slug} ({resolved.how})"
         workload = self._workload(slug, row.version)
-        key = comparison_key_for(
-            workload_slug=workload.slug, version=workload.version, precision=row.precision, params=params,
-            gpu_count=row.gpu_count,
-        )  # fmt: skip
         self.results.append(
-            BenchmarkResult(
-                submission=None,
+            _lab_result(
                 gpu_id=resolved.gpu_id,
                 workload=workload,
                 precision=row.precision,
                 gpu_count=row.gpu_count,
                 params=params,
-                comparison_key=key.key,
-                comparison_label=key.label,
                 value=row.tokens_per_s_per_gpu,
-                repetitions=[],
-                spread_pct=None,
-                trust=TrustLabel.LAB,
-                submitter=None,
-                submitter_key=LAB_SUBMITTER_KEY,
                 source=source,
                 environment={
                     "dataset": "trtllm-perf-overview",
@@ -261,7 +449,7 @@ class _Reader:
                 },
                 measured_at=measured_at,
                 created_at=self.now,
-            )  # fmt: skip
+            )
         )
 
     def _workload(self, slug: str, version: str) -> Workload:
@@ -286,3 +474,39 @@ class _Reader:
                 )
             )
         return self.workloads[(slug, version)]
+
+
+def _lab_result(
+    *,
+    gpu_id: int,
+    workload: Workload,
+    precision: str,
+    gpu_count: int,
+    params: dict[str, Any],
+    value: float,
+    source: str,
+    environment: dict[str, Any],
+    measured_at: dt.datetime,
+    created_at: dt.datetime,
+) -> BenchmarkResult:
+    """One published TensorRT-LLM figure as a lab result (trust ``lab``, no submission)."""
+    key = comparison_key_for(
+        workload_slug=workload.slug, version=workload.version, precision=precision, params=params, gpu_count=gpu_count
+    )
+    return BenchmarkResult(
+        submission=None, gpu_id=gpu_id, workload=workload, precision=precision, gpu_count=gpu_count, params=params,
+        comparison_key=key.key, comparison_label=key.label, value=value, repetitions=[], spread_pct=None,
+        trust=TrustLabel.LAB, submitter=None, submitter_key=LAB_SUBMITTER_KEY, source=source, environment=environment,
+        measured_at=measured_at, created_at=created_at,
+    )  # fmt: skip
+
+
+def _unmatched_row(*, dataset: str, name: str, workload_slug: str, gpu_count: int, precision: str,
+                   params: dict[str, Any], row: dict[str, Any], reason: str, source: str,
+                   measured_at: dt.datetime) -> LabImportRow:  # fmt: skip
+    """A figure for a GPU the catalogue does not know: kept beside the results, not guessed."""
+    return LabImportRow(
+        dataset=dataset, outcome=LabImportRow.Outcome.UNMATCHED, name_reported=name, workload_slug=workload_slug,
+        gpu_count=gpu_count, precision=precision, params=params, row=row, reason=reason, source=source,
+        measured_at=measured_at,
+    )  # fmt: skip

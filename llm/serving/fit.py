@@ -44,6 +44,7 @@ from llm.serving.physics import (
     block_scaled_emulated,
     communication_seconds,
     decode_step,
+    fp4_dequantised,
     is_moe,
     max_concurrency,
     point_at,
@@ -66,6 +67,7 @@ MOE_LAYER_OVERHEAD_US_BOUNDS = (0.0, 200.0)
 DEQUANT_BOUNDS = (0.6, 1.0)
 EXPERT_PARALLEL_BOUNDS = (0.05, 1.0)
 BLOCK_SCALE_DECODE_BOUNDS = (0.2, 1.0)
+DECODE_SHARE_PROFILE = (0.8, 0.6, 0.45, 0.35, 0.25)  # within BLOCK_SCALE_DECODE_BOUNDS
 _SHARE_PRIOR = 0.05
 # A held-out refit starts where the fit on every point started, never from that fit's result: a
 # refit started there keeps whatever only the left-out points determine (a constant that only
@@ -177,7 +179,8 @@ class _Layout:
                        overhead_ms=over, moe_layer_overhead_us=moe,
                        dequant_share=float(np.exp(theta[-1])),
                        expert_parallel_share=float(np.exp(theta[-2])),
-                       block_scale_decode_share=float(np.exp(theta[-3])))  # fmt: skip
+                       block_scale_decode_share=float(np.exp(theta[-3])),
+                       fp4_dequant_decode_share=float(np.exp(theta[-4])))  # fmt: skip
 
     def start_and_bounds(self, base: ServingConstants) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k, e = len(self.classes), len(self.engines)
@@ -188,16 +191,19 @@ class _Layout:
             [math.log(base.engine_compute.get(g, 1.0)) for g in self.engines],
             [min(OVERHEAD_MS_BOUNDS[1] * 0.99, base.overhead_ms.get(g, 0.3)) for g in self.engines],
             [min(MOE_LAYER_OVERHEAD_US_BOUNDS[1] * 0.99, base.moe_layer_overhead_us.get(g, 5.0)) for g in self.engines],
+            [math.log(min(0.99, base.fp4_dequant_decode_share))],
             [math.log(min(0.99, base.block_scale_decode_share))],
             [math.log(min(0.99, base.expert_parallel_share))],
             [math.log(min(0.99, base.dequant_share))],
         ])  # fmt: skip
         low = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[0])), np.full(2 * e, math.log(ENGINE_BOUNDS[0])),
                               np.full(e, OVERHEAD_MS_BOUNDS[0]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[0]),
+                              [math.log(BLOCK_SCALE_DECODE_BOUNDS[0])],
                               [math.log(BLOCK_SCALE_DECODE_BOUNDS[0])], [math.log(EXPERT_PARALLEL_BOUNDS[0])],
                               [math.log(DEQUANT_BOUNDS[0])]])  # fmt: skip
         high = np.concatenate([np.full(2 * k, math.log(SHARE_BOUNDS[1])), np.full(2 * e, math.log(ENGINE_BOUNDS[1])),
                                np.full(e, OVERHEAD_MS_BOUNDS[1]), np.full(e, MOE_LAYER_OVERHEAD_US_BOUNDS[1]),
+                               [math.log(BLOCK_SCALE_DECODE_BOUNDS[1])],
                                [math.log(BLOCK_SCALE_DECODE_BOUNDS[1])], [math.log(EXPERT_PARALLEL_BOUNDS[1])],
                                [math.log(DEQUANT_BOUNDS[1])]])  # fmt: skip
         return np.clip(start, low + 1e-9, high - 1e-9), low, high
@@ -226,6 +232,7 @@ class _Design:
     int4: np.ndarray
     ep: np.ndarray  # 1 where the experts are spread (attention data parallel)
     block_scaled: np.ndarray  # 1 where block-scaled weights run on a GPU that does not apply the scales
+    fp4_dequantised: np.ndarray  # 1 where FP4 weights run on a GPU without FP4 matrix units
     moe_layers: np.ndarray  # the layers of a mixture of experts, else 0
 
 
@@ -282,6 +289,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             rows["int4"].append(1.0 if w.weight_precision == "int4" else 0.0)
             rows["ep"].append(1.0 if w.ep > 1 else 0.0)
             rows["block_scaled"].append(1.0 if block_scaled_emulated(w, hw) else 0.0)
+            rows["fp4_dequantised"].append(1.0 if fp4_dequantised(w, hw) else 0.0)
             rows["moe_layers"].append(m.layers if is_moe(m) else 0.0)
     arrays = {k: np.asarray(v, dtype=float) for k, v in rows.items()}
     for key in ("point", "cls", "engine"):
@@ -299,6 +307,7 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     spread = np.where(d.ep > 0, np.exp(theta[-2]), 1.0)
     bw, comp = bw * spread, comp * spread
     decode_comp = comp * np.where(d.block_scaled > 0, np.exp(theta[-3]), 1.0)
+    decode_comp = decode_comp * np.where(d.fp4_dequantised > 0, np.exp(theta[-4]), 1.0)
     overhead = theta[2 * k + 2 * e + d.engine] / 1e3 + d.moe_layers * theta[2 * k + 3 * e + d.engine] / 1e6
     step = np.maximum(d.memory_s / bw, d.compute_s / decode_comp) + overhead + d.allreduce_s
     prefill = d.has_prefill * (
@@ -379,9 +388,34 @@ def constants_fit(
         parts.append(_SHARE_PRIOR * (theta[: 2 * k] - math.log(0.6)))
         return np.concatenate(parts)
 
-    solution = least_squares(residuals, start, bounds=(low, high), loss=_LOSS, f_scale=_LOSS_SCALE, diff_step=1e-4,
-                             tr_solver="lsmr", max_nfev=max_nfev)  # fmt: skip
-    return layout.constants(solution.x, base)
+    def solve(theta0: np.ndarray) -> np.ndarray:
+        return least_squares(residuals, theta0, bounds=(low, high), loss=_LOSS, f_scale=_LOSS_SCALE, diff_step=1e-4,
+                             tr_solver="lsmr", max_nfev=max_nfev).x  # fmt: skip
+
+    theta = solve(start)
+    # The decode shares of emulated scales act only through max(memory, compute): where their rows
+    # are memory-bound at the solution, their residuals are flat in the share and the solver cannot
+    # move it, even when a slower compute would fit them better. Profile each over its range and
+    # solve again from the best value where one beats the solution.
+    for index, flagged in ((-3, design.block_scaled), (-4, design.fp4_dequantised)):
+        if not flagged.any():
+            continue
+        best, best_cost = theta, _robust_cost(residuals(theta))
+        for share in DECODE_SHARE_PROFILE:
+            trial = theta.copy()
+            trial[index] = math.log(share)
+            trial_cost = _robust_cost(residuals(trial))
+            if trial_cost < best_cost - 1e-9:
+                best, best_cost = trial, trial_cost
+        if best is not theta:
+            theta = solve(best)
+    return layout.constants(theta, base)
+
+
+def _robust_cost(residuals: np.ndarray) -> float:
+    """The cost least_squares minimises with the soft-L1 loss (``_LOSS``) at ``_LOSS_SCALE``."""
+    z = (residuals / _LOSS_SCALE) ** 2
+    return float(np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
 
 
 # -- errors -----------------------------------------------------------------------------------

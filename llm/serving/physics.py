@@ -73,9 +73,10 @@ ENGINE_CLASSES = ("tensorrt-llm", "vllm-sglang", "llama.cpp", "pytorch")
 HARDWARE_CLASSES = ("hopper", "blackwell", "ampere", "ada", "cdna3", "consumer", "other")
 # The tensor path a weight format computes at, best first ("fp16_nontensor": the vector FP16
 # rate of a GPU without a tensor figure). 4-bit GGUF and INT4 weights are dequantised to 8 or
-# 16 bits before the matrix units.
+# 16 bits before the matrix units; FP4 weights on a GPU without FP4 matrix units are dequantised
+# to 16 bits in the kernel (W4A16: TensorRT-LLM's Triton MXFP4 experts on Hopper, vLLM's Marlin).
 COMPUTE_CHAIN: dict[str, tuple[str, ...]] = {
-    "fp4": ("fp4", "fp8", "int8", "fp16", "bf16", "fp16_nontensor"),
+    "fp4": ("fp4", "fp16", "bf16", "fp16_nontensor"),
     "fp8": ("fp8", "fp16", "bf16", "fp16_nontensor"),
     "int8": ("int8", "fp8", "fp16", "bf16", "fp16_nontensor"),
     "int4": ("int8", "fp16", "bf16", "fp16_nontensor"),
@@ -228,12 +229,17 @@ class ServingConstants:
     # Weights scaled per small block (:func:`block_scaled_emulated`) on a GPU whose matrix units do
     # not apply the scales (no FP4 path): a decode step's matrices compute at this share of the
     # rate. The kernels multiply block by block and apply each block's scales to the partial sums
-    # on the vector cores (Hopper's FP8 block-scale GEMMs), or dequantise 4-bit weights before the
-    # matrix units; on a decode step's short matrices (tens to a few hundred tokens per expert)
-    # that work is not hidden behind the multiply, on a prefill's thousands of tokens it is, so
-    # prefill keeps the rate. Fitted on the points that run such weights (DeepSeek-R1 FP8 on
-    # Hopper and CDNA3).
+    # on the vector cores (Hopper's FP8 block-scale GEMMs); on a decode step's short matrices
+    # (tens to a few hundred tokens per expert) that work is not hidden behind the multiply, on a
+    # prefill's thousands of tokens it is, so prefill keeps the rate. Fitted on the points that
+    # run such weights (DeepSeek-R1 FP8 on Hopper and CDNA3).
     block_scale_decode_share: float = 1.0
+    # FP4 weights on a GPU without FP4 matrix units (:func:`fp4_dequantised`): the kernels unpack
+    # and scale every weight to 16 bits before the multiply (W4A16), and a decode step's short
+    # matrices do not hide that work, so its matrices compute at this share of the 16-bit rate;
+    # prefill keeps the rate. A kernel of its own, so a share of its own: fitted on the points
+    # that run such weights (gpt-oss's MXFP4 checkpoint on Hopper).
+    fp4_dequant_decode_share: float = 1.0
     memory_usable_fraction: float = 0.9
     reserve_gib: float = 1.34
     max_concurrency: int = 4096
@@ -271,6 +277,7 @@ class ServingConstants:
             "dequant_share": self.dequant_share,
             "expert_parallel_share": self.expert_parallel_share,
             "block_scale_decode_share": self.block_scale_decode_share,
+            "fp4_dequant_decode_share": self.fp4_dequant_decode_share,
             "memory_usable_fraction": self.memory_usable_fraction,
             "reserve_gib": self.reserve_gib,
             "max_concurrency": self.max_concurrency,
@@ -319,7 +326,11 @@ class Workload:
     def kv_value_bytes(self, hw: Hardware) -> float:
         if self.kv_bytes is not None:
             return self.kv_bytes
-        eight_bit = self.weight_precision in ("fp8", "fp4") and hw.supports("fp8")
+        # FP4 weights come with an 8-bit cache only where they run as FP4: dequantised to 16 bits
+        # (no FP4 path) the engines keep the checkpoint's 16-bit cache.
+        eight_bit = (self.weight_precision == "fp8" and hw.supports("fp8")) or (
+            self.weight_precision == "fp4" and hw.supports("fp4")
+        )
         return 1.0 if eight_bit else 2.0
 
 
@@ -406,10 +417,15 @@ def touched_bytes_per_gpu(w: Workload, batch: int) -> float:
 
 
 def block_scaled_emulated(w: Workload, hw: Hardware) -> bool:
-    """Whether the weights are scaled per small block (FP4 formats; a checkpoint the shape says is
+    """Whether 8-bit weights are scaled per small block (a checkpoint the shape says is
     block-scaled at this precision) on a GPU without block-scaled matrix units (no FP4 path)."""
-    scaled = w.weight_precision == "fp4" or w.weight_precision in getattr(w.model, "block_scaled", ())
+    scaled = w.weight_precision != "fp4" and w.weight_precision in getattr(w.model, "block_scaled", ())
     return scaled and not hw.supports("fp4")
+
+
+def fp4_dequantised(w: Workload, hw: Hardware) -> bool:
+    """Whether FP4 weights run on a GPU without FP4 matrix units (dequantised to 16 bits)."""
+    return w.weight_precision == "fp4" and not hw.supports("fp4")
 
 
 def communication_seconds(w: Workload, link: AllReduce, tokens: int) -> float:
@@ -482,7 +498,13 @@ def decode_step(
         bandwidth, compute = hw.bandwidth_gbs, tflops
     else:
         spread = c.expert_parallel_share if w.ep > 1 else 1.0
-        scales = c.block_scale_decode_share if block_scaled_emulated(w, hw) else 1.0
+        scales = (
+            c.block_scale_decode_share
+            if block_scaled_emulated(w, hw)
+            else c.fp4_dequant_decode_share
+            if fp4_dequantised(w, hw)
+            else 1.0
+        )
         bandwidth, compute = (
             c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread,
             c.effective_tflops(tflops, hw, w.engine) * spread * scales,
