@@ -167,9 +167,14 @@ class ServingQuestion:
 
     def precision_for(self, tensor: Mapping[str, float | None]) -> str:
         """The weight format a GPU runs: the fixed one, or the family's best the GPU has a tensor
-        path for (a family's integer format where it has none: weights converted on the fly)."""
+        path for (a family's integer format where it has none: weights converted on the fly). The
+        best of any format is one the model is published in where it names them (gpt-oss: FP4,
+        which a GPU without an FP4 path runs dequantised)."""
         if self.precision in FIXED_PRECISIONS:
             return self.precision
+        published = self.shape.published_formats
+        if self.precision == BEST_PRECISION and published:
+            return next((p for p in _FAMILY_ORDER[BEST_PRECISION] if p in published and tensor.get(p)), published[0])
         for precision in _FAMILY_ORDER[self.precision]:
             if tensor.get(precision):
                 return precision

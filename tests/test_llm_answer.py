@@ -48,6 +48,12 @@ def test_question_defaults_and_parsing() -> None:
     assert q.precision_for({"fp8": 1979.0, "fp4": None}) == "fp8"
     assert q.precision_for({"fp8": 1979.0, "fp4": 4500.0}) == "fp4"
     assert ServingQuestion("llama-3.1-70b", precision="8bit").precision_for({"fp4": 1.0, "fp8": 1.0}) == "fp8"
+    # gpt-oss is published in MXFP4 only: at the best precision a Hopper GPU runs that checkpoint
+    # (dequantised), not an FP8 one nobody serves; a fixed FP8 question still gets FP8.
+    oss = ServingQuestion("gpt-oss-120b")
+    assert oss.precision_for({"fp8": 1979.0, "fp4": None}) == "fp4"
+    assert oss.precision_for({"fp8": 4500.0, "fp4": 9000.0}) == "fp4"
+    assert ServingQuestion("gpt-oss-120b", precision="fp8").precision_for({"fp8": 1979.0}) == "fp8"
     assert target_parse("max") is None and target_parse(None) == 20.0 and target_parse("50") == 50.0
     for bad in ("0", "nan", "1e9", "fast"):
         with pytest.raises(QueryNumberError) as error:

@@ -34,6 +34,10 @@ class ModelShape:
     # DeepSeek-R1's FP8 is its own checkpoint, 128 x 128 blocks; Qwen3-235B's FP8 rows ran NVIDIA's
     # ModelOpt checkpoint, one scale per tensor (llm/data/trtllm/v1.1/perf-overview.md, "FP8 Models").
     block_scaled: tuple[str, ...] = ()
+    # The weight formats the model's published checkpoints come in, where that is one family only
+    # (gpt-oss: OpenAI released its experts in MXFP4 alone); empty: any format a GPU runs best.
+    # "The best precision each GPU supports" picks among these (llm.question).
+    published_formats: tuple[str, ...] = ()
 
     @property
     def is_moe(self) -> bool:
@@ -42,12 +46,14 @@ class ModelShape:
 
 def _shape(slug: str, name: str, params: float, layers: int, hidden: int, kv: int, head: int, source: str,
            active: float | None = None, moe: tuple[int, int, int] = (0, 0, 0),
-           head_width: tuple[int, int] = (0, 0), block_scaled: tuple[str, ...] = ()) -> ModelShape:  # fmt: skip
+           head_width: tuple[int, int] = (0, 0), block_scaled: tuple[str, ...] = (),
+           published: tuple[str, ...] = ()) -> ModelShape:  # fmt: skip
     """``moe``: (attention heads, routed experts, experts per token) of a mixture of experts;
     ``head_width``: what a query head attends over in decode and in prefill, where not ``head``;
-    ``block_scaled``: the precisions whose checkpoint scales weights per block."""
+    ``block_scaled``: the precisions whose checkpoint scales weights per block; ``published``: the
+    only formats its checkpoints come in."""
     return ModelShape(slug, name, params, active if active is not None else params, layers, hidden, kv, head, source,
-                      *moe, head_width, block_scaled)  # fmt: skip
+                      *moe, head_width, block_scaled, published)  # fmt: skip
 
 
 _LLAMA1 = "https://arxiv.org/abs/2302.13971 (LLaMA paper, Table 2)"
@@ -82,10 +88,10 @@ MODEL_SHAPES: dict[str, ModelShape] = {
                "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B/blob/main/config.json"),
         _shape("gpt-oss-20b", "gpt-oss-20b", 20.91, 24, 2880, 8, 64,
                "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 20.9B total, 3.6B active, 32 experts, 4 "
-               "per token)", active=3.61, moe=(64, 32, 4)),
+               "per token; the experts released in MXFP4 only)", active=3.61, moe=(64, 32, 4), published=("fp4",)),
         _shape("gpt-oss-120b", "gpt-oss-120b", 116.83, 36, 2880, 8, 64,
                "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 116.8B total, 5.1B active, 128 experts, 4 "
-               "per token)", active=5.13, moe=(64, 128, 4)),
+               "per token; the experts released in MXFP4 only)", active=5.13, moe=(64, 128, 4), published=("fp4",)),
         _shape("mixtral-8x7b", "Mixtral 8x7B", 46.7, 32, 4096, 8, 128,
                "https://arxiv.org/abs/2401.04088 (Mixtral paper: 47B total, 13B active, 8 experts, 2 per token)",
                active=12.9, moe=(32, 8, 2)),
