@@ -30,7 +30,7 @@ MLPERF_EXCERPT = Path(__file__).resolve().parent / "fixtures" / "mlperf" / "summ
 # Names that keep their English on Chinese pages: benchmarks, data sets and engines.
 NAMES = (
     "MLPerf Inference", "MLPerf Training", "geerlingguy/ai-benchmarks", "XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "llama.cpp",
-    "gpuatlas-bench",
+    "gpuatlas-bench", "InferenceX",
 )  # fmt: skip
 
 ENGLISH_UI = (
