@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -134,12 +135,18 @@ def test_pages_show_tokens_cost_the_model_error_and_what_does_not_fit(llm_world,
     assert 'id="llm"' in gpu and "ran partly on the CPU" in gpu and "Llama 3.1 70B" in gpu
 
 
-def test_command_prints_the_held_out_errors_of_the_one_model(llm_world, capsys):
+def test_command_prints_the_held_out_errors_of_the_one_model(llm_world, capsys, client):
     call_command("llm_model_fit")
     out = capsys.readouterr().out
     assert "leave one GPU out" in out and "leave one model out" in out
     assert "single stream" in out and "llama.cpp" in out and "median" in out
     assert "catalogue GPUs with a trusted measured result" in out
+    # The method page lists the constants one class to a line, to three significant digits (a
+    # phone-width cell, not a dictionary's repr).
+    method = client.get(reverse("dashboard:llm-model")).content.decode()
+    table = method.split('id="llm-constants"', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r"<span><code>[a-z0-9.-]+</code> \d", table) and not re.findall(r"\d\.\d{4,}", table)
+    assert "{'" not in table and "<code>block_scale_decode_share</code>" in table
 
 
 def test_client_llm_decode_results_feed_both_use_cases(llm_world):

@@ -198,11 +198,26 @@ def llm_serving_intervals() -> list[IntervalLine]:
     return out
 
 
+def constant_lines(constants: dict[str, object]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The fitted constants as the page lists them: one line per hardware or engine class where a
+    constant has one value per class, every figure to three significant digits."""
+
+    def figure(value: object) -> str:
+        return f"{value:,.3g}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
+
+    def lines(value: object) -> list[tuple[str, str]]:
+        if isinstance(value, dict):  # one figure per class; none fitted yet: a dash
+            return [(key, figure(v)) for key, v in sorted(value.items())] or [("", "—")]
+        return [("", figure(value))]
+
+    return [(name, lines(value)) for name, value in constants.items()]
+
+
 @dataclass(frozen=True)
 class LlmModelPage:
     fitted_at: str
     points: int
-    constants: dict[str, object]
+    constants: list[tuple[str, list[tuple[str, str]]]]  # name, (key or "", value in 3 significant digits)
     errors: list[ErrorLine]
     regimes: list[tuple[str, ...]]  # hardware class, engine class, configuration of the fitted points
     stream: list[StreamLine]
@@ -224,7 +239,7 @@ def llm_model_page() -> LlmModelPage:
     return LlmModelPage(
         fitted_at=f"{stored.fitted_at:%Y-%m-%d}" if stored else "",
         points=fit.points if fit else 0,
-        constants=fit.constants.as_dict() if fit else {},
+        constants=constant_lines(fit.constants.as_dict()) if fit else [],
         errors=llm_serving_errors(fit),
         regimes=sorted(fit.regimes) if fit else [],
         stream=llm_stream_lines(stream),
