@@ -56,7 +56,9 @@ take a few milliseconds: DeepSeek-R1 on eight GPUs, 61 layers, runs a token ever
 whatever the GPUs' bandwidth. Nothing depends on the benchmark: FP8 reads half the bytes of BF16
 and computes at the FP8 peak. Weights scaled per small block (DeepSeek-R1's FP8 checkpoint) on a GPU
 whose matrix units do not apply the scales decode at a fitted share of that peak
-(``ServingConstants.block_scale_decode_share``); their prefill keeps it.
+(``ServingConstants.block_scale_decode_share``); FP4 weights on a GPU without FP4 matrix units
+are dequantised to 16 bits and decode at a share of their own (``fp4_dequant_decode_share``);
+the prefill of both keeps the full rate.
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ class ModelShape:
     # The width a query head attends over in decode and in prefill, where it is not head_dim
     # (multi-head latent attention: physics.attention_width); (0, 0): head_dim in both.
     attention_head_width: tuple[int, int] = (0, 0)
-    # The stored precisions at which the checkpoint that engines run scales its weights per small
-    # block (its config.json's quantization_config; FP4 formats always do, physics.block_scaled_emulated).
+    # The 8-bit stored precisions at which the checkpoint that engines run scales its weights per
+    # small block (its config.json's quantization_config; physics.block_scaled_emulated). FP4
+    # formats always do, and have their own rule (physics.fp4_dequantised).
     # DeepSeek-R1's FP8 is its own checkpoint, 128 x 128 blocks; Qwen3-235B's FP8 rows ran NVIDIA's
     # ModelOpt checkpoint, one scale per tensor (llm/data/trtllm/v1.1/perf-overview.md, "FP8 Models").
     block_scaled: tuple[str, ...] = ()
