@@ -68,6 +68,27 @@ def test_fit_recovers_the_constants_the_points_were_made_with() -> None:
         assert got.tokens_per_s_per_gpu == pytest.approx(p.tokens_per_s_per_gpu, rel=0.05)
 
 
+def test_decode_microbenchmark_points_are_fitted_as_their_decode_steps() -> None:
+    """Our client prefills its prompts before the clock starts: points made of decode steps alone
+    (512-token prompts, 128 steps, batch 1 to 128) give back the bandwidth share they were made
+    with. Fitted as whole requests, their prefill (a second per 128 prompts at these shares) would
+    have to be paid for with a faster GPU."""
+    w = Workload(MODEL_SHAPES["llama-3.1-8b"], "bf16", 2.0, 512, 128, engine="pytorch")
+    truth = replace(TRUE, engine_bandwidth={"pytorch": 1.0}, engine_compute={"pytorch": 1.0},
+                    overhead_ms={"pytorch": 0.4})  # fmt: skip
+    points = []
+    for batch in (1, 8, 32, 64, 128):
+        step = decode_step(w=w, hw=H100, c=truth, batch=batch, link=NVLINK).total
+        points.append(MeasuredPoint("h100", "llama-3.1-8b", H100, w, "concurrency", batch / step,
+                                    tokens_per_s_per_user=1 / step, concurrency=batch, decode_only=True))  # fmt: skip
+    fitted = constants_fit(points)
+    for p in points:
+        got = predict(p, fitted)
+        assert got is not None and got.tokens_per_s_per_gpu == pytest.approx(p.tokens_per_s_per_gpu, rel=0.05)
+    effective = fitted.bandwidth_share["hopper"] * fitted.engine_bandwidth["pytorch"]
+    assert effective == pytest.approx(0.75, rel=0.1)
+
+
 def test_held_out_errors_fill_the_table_and_an_estimate_gets_its_error() -> None:
     points = _points()
     results = held_out(points, by="model", base=ServingConstants()) + held_out(

@@ -24,6 +24,7 @@ from llm.serving.physics import (
     decode_step,
     hardware_class,
     max_concurrency,
+    point_at,
     roofline_tokens_per_s_per_gpu,
     serving_curve_compute,
 )
@@ -143,6 +144,30 @@ def test_no_point_above_the_roofline(gpu, c, model, precision, tp) -> None:
         assert p.tokens_per_s_per_gpu <= roofline_tokens_per_s_per_gpu(w=w, hw=hw, batch=p.concurrency) * (1 + 1e-9)
         # A user's own prefill is not between their tokens: per user is at least the share of the GPUs.
         assert p.tokens_per_s_per_user * p.concurrency / tp >= p.tokens_per_s_per_gpu * (1 - 1e-9)
+
+
+@SETTINGS
+@given(
+    gpu=st.sampled_from(GPUS),
+    c=constants_strategy,
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b"]),
+    tp=st.sampled_from([1, 2, 4]),
+    batch=st.integers(1, 256),
+    input_len=st.integers(1, 8192),
+)
+def test_a_decode_microbenchmark_runs_at_its_decode_steps_alone(gpu, c, model, tp, batch, input_len) -> None:
+    """Prompts in the cache before the clock starts: tokens/s is the steps' alone, faster than a
+    whole request's life (its prefill included) and never above the roofline."""
+    _, hw = gpu
+    w = _workload(model, "bf16", tp=tp, input_len=input_len, output_len=128)
+    step = decode_step(w=w, hw=hw, c=c, batch=batch, link=NVLINK).total
+    decode = point_at(w=w, hw=hw, c=c, batch=batch, link=NVLINK, prefill=False)
+    whole = point_at(w=w, hw=hw, c=c, batch=batch, link=NVLINK)
+    assert decode.tokens_per_s_per_user == pytest.approx(1 / step)
+    assert decode.tokens_per_s_per_gpu == pytest.approx(batch / step / tp)
+    assert decode.tokens_per_s_per_gpu > whole.tokens_per_s_per_gpu
+    assert decode.tokens_per_s_per_user >= whole.tokens_per_s_per_user
+    assert decode.tokens_per_s_per_gpu <= roofline_tokens_per_s_per_gpu(w=w, hw=hw, batch=batch) * (1 + 1e-9)
 
 
 def _fitted_like() -> ServingConstants:

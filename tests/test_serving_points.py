@@ -328,6 +328,30 @@ def test_client_llm_decode_results_are_points_at_their_batch(client):
 
 
 @pytest.mark.django_db
+def test_the_client_decode_rows_are_fitted_as_their_decode_steps():
+    """The client's H100 rows (batch 128, 512-token prompts, BF16: 10,664 tokens/s) time decode
+    steps from a filled cache: the fit and its held-out checks read them as steps alone, never
+    with 128 prefills of 512 tokens in their time."""
+    from llm.selectors.serving import serving_points_for_fit
+    from llm.serving.fit import predict
+    from llm.serving.physics import ServingConstants, decode_step, point_at
+
+    world_build(rows=LLM_WORLD)
+    workload_seed()
+    document_ingest(json.loads(CLIENT_FIXTURE.read_text()))
+    points = [p for p in serving_points_for_fit() if p.source == "client"]
+    assert points and all(p.decode_only for p in points)
+    batched = next(p for p in points if p.concurrency == 128 and p.workload.weight_precision == "bf16")
+    assert (batched.workload.input_len, batched.tokens_per_s_per_gpu) == (512, pytest.approx(10664.2))
+    c = ServingConstants()
+    step = decode_step(w=batched.workload, hw=batched.hardware, c=c, batch=128, link=batched.link).total
+    got = predict(batched, c)
+    assert got is not None and got.tokens_per_s_per_gpu == pytest.approx(128 / step)
+    whole = point_at(w=batched.workload, hw=batched.hardware, c=c, batch=128, link=batched.link)
+    assert got.tokens_per_s_per_gpu > 1.1 * whole.tokens_per_s_per_gpu  # the prefill it no longer carries
+
+
+@pytest.mark.django_db
 def test_the_real_tensor_parallel_sweep_gives_a_curve_per_configuration():
     """Two NVLink H200s, Llama 3 70B at TP1 and TP2: every measured concurrency is a point whose
     per-user rate is the client's own 1 / step time, at the run's context and link."""

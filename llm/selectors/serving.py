@@ -27,7 +27,7 @@ from statistics import median
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from benchmarks_app.models import BenchmarkResult
+from benchmarks_app.models import BenchmarkResult, SourceKind
 from catalog.models import Gpu, TensorPeak
 from llm.models import PerUserBasis, ServingModelFit, ServingPoint
 from llm.serving.comm import LINK_COLUMNS, GpuLink, catalogue_link
@@ -325,7 +325,8 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
     """Every trusted measured serving point of a model the estimate knows whose prompt and output
     lengths are known and that ran tensor parallel only, as the fit's input.
     The tensor-parallel size is the source's where it gives one (``tp`` in the result's
-    parameters), else :func:`tp_choose`'s."""
+    parameters), else :func:`tp_choose`'s. Our client's points are decode steps alone (its prompts
+    are prefilled before the clock starts) and are fitted as such (``MeasuredPoint.decode_only``)."""
     rows = list(
         ServingPoint.objects.trusted()
         .filter(model__in=list(MODEL_SHAPES), scenario__in=_FIT_SCENARIOS)
@@ -410,6 +411,7 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                 f"{r.input_tokens}/{r.output_tokens}",
                 source=r.source_kind,
                 published=r.measured_on.isoformat(),
+                decode_only=r.source_kind == SourceKind.CLIENT,
             )
         )
     return out

@@ -4,7 +4,8 @@ A measured point says what a system served: GPU, GPUs per replica (tensor parall
 model, precision, engine class, prompt and output lengths, and where the point sits on the curve:
 
 * at a known concurrency (our client's sweeps, one-stream chat figures): the model's point at
-  that concurrency;
+  that concurrency (its decode steps alone where the source timed only those: our client's
+  decode microbenchmark prefills its prompts before the clock starts);
 * at a latency bound or a measured tokens/s per user (MLPerf Server and Interactive): the most
   throughput the model allows at that tokens/s per user (its one stream where even that is
   slower: the measured system was faster, and the error says by how much);
@@ -17,7 +18,8 @@ factors, a per-step overhead and a per-layer overhead of a mixture of experts pe
 class) are fitted by bounded robust least squares on
 log residuals of tokens/s per GPU (and of tokens/s per user where the concurrency is known). The
 class shares and the engine factors multiply, so the engine factors are pulled gently towards 1
-(a weak prior) to keep them apart.
+and the class shares towards a typical share of the datasheet and towards each other (weak
+priors) to keep them apart.
 
 Errors: leave one GPU out and leave one model out (refit without it, estimate its points),
 median and 90th percentile of ``|estimate / measured - 1|`` per scenario and per engine class,
@@ -68,7 +70,16 @@ DEQUANT_BOUNDS = (0.6, 1.0)
 EXPERT_PARALLEL_BOUNDS = (0.05, 1.0)
 BLOCK_SCALE_DECODE_BOUNDS = (0.2, 1.0)
 DECODE_SHARE_PROFILE = (0.8, 0.6, 0.45, 0.35, 0.25)  # within BLOCK_SCALE_DECODE_BOUNDS
-_SHARE_PRIOR = 0.05
+# The points fix a class share only as a product with an engine factor, and where a class is
+# measured on one or two engines, or not on anything its compute limits, they barely split it.
+# Two weak pulls keep the split where the points do not make it: towards a typical share of the
+# datasheet, and towards the other classes' shares of the same kind (as a class with no points
+# at all takes their mean, ``physics._lookup``). Without them the split drifts to wherever the
+# last few points push it: a Hopper compute share near 0.2 (under a third of what its matrix units
+# reach on a large prefill), or a GeForce compute share, which no point measures, that follows
+# whatever engine factor the datacentre points leave.
+_SHARE_PRIOR = 0.2
+_CLASS_PRIOR = 0.2
 # A held-out refit starts where the fit on every point started, never from that fit's result: a
 # refit started there keeps whatever only the left-out points determine (a constant that only
 # they pin stays at the value they gave it). Started cold, the demo's refits converge within
@@ -93,6 +104,7 @@ class MeasuredPoint:
     label: str = ""
     source: str = ""  # the source kind (mlperf, trtllm, llamacpp, ...): leave-one-source-out groups by it
     published: str = ""  # ISO date the source published the figure: the time split cuts on it
+    decode_only: bool = False  # the source timed the decode steps alone (no prefill in its rates)
 
     @property
     def replicas(self) -> int:
@@ -115,25 +127,27 @@ def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
     limit = max_concurrency(w, hw, c)
     if limit < 1 or not hw.bandwidth_gbs or hw.compute_peak(w.weight_precision) is None:
         return None
+    prefill = not p.decode_only
     if p.concurrency is not None and p.scenario not in MAX_LOAD_SCENARIOS:
         batch = max(1, min(limit, round(p.concurrency / p.replicas)))
-        return point_at(w=w, hw=hw, c=c, batch=batch, link=p.link)
+        return point_at(w=w, hw=hw, c=c, batch=batch, link=p.link, prefill=prefill)
     if p.tokens_per_s_per_user and p.scenario not in MAX_LOAD_SCENARIOS:
         # The measured system reached this tokens/s per user; where the model's one stream is
         # slower, its one stream is the nearest point it has (as the fit scores it).
-        got = at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit)
-        return got or point_at(w=w, hw=hw, c=c, batch=1, link=p.link)
-    return point_at(w=w, hw=hw, c=c, batch=limit, link=p.link)
+        got = at_interactivity(w=w, hw=hw, c=c, link=p.link, target=p.tokens_per_s_per_user, limit=limit,
+                               prefill=prefill)  # fmt: skip
+        return got or point_at(w=w, hw=hw, c=c, batch=1, link=p.link, prefill=prefill)
+    return point_at(w=w, hw=hw, c=c, batch=limit, link=p.link, prefill=prefill)
 
 
 def at_interactivity(
-    *, w: Workload, hw: Hardware, c: ServingConstants, link: AllReduce, target: float, limit: int
+    *, w: Workload, hw: Hardware, c: ServingConstants, link: AllReduce, target: float, limit: int, prefill: bool = True
 ) -> CurvePoint | None:
     """The largest concurrency whose tokens/s per user still meets ``target`` (tokens/s per user
     falls with concurrency): bisection over 1..limit. None when one stream is already slower."""
 
     def at(b: int) -> CurvePoint:
-        return point_at(w=w, hw=hw, c=c, batch=b, link=link)
+        return point_at(w=w, hw=hw, c=c, batch=b, link=link, prefill=prefill)
 
     low = at(1)
     if low.tokens_per_s_per_user < target:
@@ -265,7 +279,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
         for b in _batches(p, limit):
             step = decode_step(w=peak_w, hw=peak_hw, c=unit, batch=b, link=p.link, peak=True)
             talk = communication_seconds(w, p.link, b)
-            tokens = b * w.input_len
+            tokens = 0 if p.decode_only else b * w.input_len
             peak = hw.compute_peak(w.weight_precision)
             tflops = peak[0] if peak else 0.0
             pre_flops = prefill_flops_per_gpu(w, tokens)
@@ -278,7 +292,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             rows["prefill_memory_s"].append(weights_bytes_per_gpu(w) / (hw.bandwidth_gbs * 1e9))
             rows["prefill_allreduce_s"].append(communication_seconds(w, p.link, tokens))
             rows["has_prefill"].append(1.0 if tokens > 0 else 0.0)
-            others = (b - 1) * w.input_len
+            others = 0 if p.decode_only else (b - 1) * w.input_len
             rows["others_compute_s"].append(pre_flops * others / tokens / (tflops * 1e12) if tokens else 0.0)
             rows["others_allreduce_s"].append(communication_seconds(w, p.link, others))
             rows["has_others"].append(1.0 if others > 0 else 0.0)
@@ -383,9 +397,11 @@ def constants_fit(
         gpu, user = _point_rates(design, per_gpu, per_user, targets, n)
         parts = [np.log(gpu) - measured_gpu, (np.log(user) - measured_user)[user_rows]]
         # Weak priors keep what the points do not determine near ordinary values: engine factors
-        # near 1, shares near a typical share of the datasheet.
+        # near 1, shares near a typical share of the datasheet and near the other classes' shares.
         parts.append(_ENGINE_PRIOR * theta[2 * k : 2 * k + 2 * e])
         parts.append(_SHARE_PRIOR * (theta[: 2 * k] - math.log(0.6)))
+        parts.append(_CLASS_PRIOR * (theta[:k] - theta[:k].mean()))
+        parts.append(_CLASS_PRIOR * (theta[k : 2 * k] - theta[k : 2 * k].mean()))
         return np.concatenate(parts)
 
     def solve(theta0: np.ndarray) -> np.ndarray:

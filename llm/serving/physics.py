@@ -555,14 +555,20 @@ def concurrency_grid(limit: int) -> list[int]:
     return grid
 
 
-def point_at(*, w: Workload, hw: Hardware, c: ServingConstants, batch: int, link: AllReduce) -> CurvePoint:
+def point_at(
+    *, w: Workload, hw: Hardware, c: ServingConstants, batch: int, link: AllReduce, prefill: bool = True
+) -> CurvePoint:
+    """The operating point of a replica at ``batch`` sequences. ``prefill=False``: a decode
+    microbenchmark, whose prompts are in the cache before the clock starts (our client's
+    ``llm-decode``): its rates are the decode steps' alone."""
     step = decode_step(w=w, hw=hw, c=c, batch=batch, link=link)
     # The replica's time per ``batch`` requests: their decode steps and all their prefills.
-    life = w.output_len * step.total + prefill_seconds(w=w, hw=hw, c=c, requests=batch, link=link)
+    prefills = prefill_seconds(w=w, hw=hw, c=c, requests=batch, link=link) if prefill else 0.0
+    life = w.output_len * step.total + prefills
     # A user's tokens are paced by the steps and by the other requests' prefills between them
     # (1 / time per output token, as MLPerf and TensorRT-LLM measure it: the user's own prefill
     # is the time to the first token).
-    others = prefill_seconds(w=w, hw=hw, c=c, requests=batch - 1, link=link)
+    others = prefill_seconds(w=w, hw=hw, c=c, requests=batch - 1, link=link) if prefill else 0.0
     per_user = w.output_len / (w.output_len * step.total + others)
     ttft = prefill_seconds(w=w, hw=hw, c=c, requests=1, link=link) + step.total
     return CurvePoint(batch, per_user, batch * w.output_len / life / w.tp, ttft, step.total, step.bound)
