@@ -151,7 +151,9 @@ def test_a_block_scale_share_its_rows_pin_is_found_even_where_they_are_memory_bo
     leaves memory-bound. Its residual is flat in the share there (max(memory, compute)), so only
     the profile over the share's range finds the value it was made with; a larger batch, not
     among the fitted points, is then estimated as that value prices it."""
-    true = replace(TRUE, block_scale_decode_share=0.4, expert_parallel_share=0.7,
+    # At 0.3 the run's matrices (the share does not touch its attention) make its step compute-bound
+    # by a third; at the start share it is memory-bound.
+    true = replace(TRUE, block_scale_decode_share=0.3, expert_parallel_share=0.7,
                    moe_layer_overhead_us={"tensorrt-llm": 20.0})  # fmt: skip
     r1 = Workload(MODEL_SHAPES["deepseek-r1"], "fp8", 1.0, 1024, 2048, engine="tensorrt-llm", ep=8)
     qwen = Workload(MODEL_SHAPES["qwen3-235b-a22b"], "fp8", 1.0, 1024, 1024, engine="tensorrt-llm", ep=4)
@@ -171,6 +173,6 @@ def test_a_block_scale_share_its_rows_pin_is_found_even_where_they_are_memory_bo
     step = decode_step(w=r1, hw=H200, c=replace(true, block_scale_decode_share=1.0), batch=128, link=NVLINK)
     assert step.memory_s > step.compute_s  # at the start the run is memory-bound: no gradient in the share
     fitted = constants_fit([*_points(), *moe, guide])
-    assert fitted.block_scale_decode_share == pytest.approx(0.4, abs=0.08)
+    assert fitted.block_scale_decode_share == pytest.approx(0.3, abs=0.08)
     estimate = predict(larger, fitted)
     assert estimate is not None and estimate.tokens_per_s_per_gpu == pytest.approx(larger.tokens_per_s_per_gpu, rel=0.1)

@@ -86,14 +86,26 @@ def test_a_mixture_of_experts_pays_its_per_layer_overhead_once_per_layer_and_a_d
     assert c.overhead_s("tensorrt-llm", moe) == pytest.approx(0.5e-3 + moe.layers * 50e-6)
 
 
+def _matrices_s(w: Workload, hw: Hardware, share: float, batch: int) -> float:
+    """A decode step's weight matrices at ``share`` of the weights' peak (its attention apart)."""
+    peak = hw.compute_peak(w.weight_precision)
+    assert peak is not None
+    return 2.0 * w.model.active_params_b * 1e9 * batch / w.tp / (peak[0] * share * 1e12)
+
+
 def test_block_scaled_weights_decode_at_their_share_without_a_native_path_and_prefill_at_the_full_rate() -> None:
+    """The share prices the scales of the weights' blocks: it slows a decode step's matrices, not its
+    attention (the cache is not block-scaled), and not the prefill."""
     from llm.serving.physics import prefill_seconds
 
     c = ServingConstants(compute_share={"hopper": 0.5, "blackwell": 0.5}, block_scale_decode_share=0.4)
     plain = replace(c, block_scale_decode_share=1.0)
     r1 = _r1(ep=8)
     step = decode_step(w=r1, hw=H200, c=c, batch=512, link=NVLINK)
-    assert step.compute_s == pytest.approx(decode_step(w=r1, hw=H200, c=plain, batch=512, link=NVLINK).compute_s / 0.4)
+    unscaled = decode_step(w=r1, hw=H200, c=plain, batch=512, link=NVLINK).compute_s
+    matrices = _matrices_s(r1, H200, 0.5, 512)
+    assert 0 < matrices < unscaled
+    assert step.compute_s == pytest.approx(unscaled + matrices * (1 / 0.4 - 1))
     assert prefill_seconds(w=r1, hw=H200, c=c, requests=64, link=NVLINK) == pytest.approx(
         prefill_seconds(w=r1, hw=H200, c=plain, requests=64, link=NVLINK)
     )
@@ -121,9 +133,8 @@ def test_fp4_weights_without_an_fp4_path_compute_at_16_bits_with_a_16_bit_cache_
     assert H200.compute_peak("fp4") == (989, "bf16")  # no FP8 shortcut for 4-bit weights
     assert gpt_oss.kv_value_bytes(H200) == 2.0
     step = decode_step(w=gpt_oss, hw=H200, c=c, batch=512, link=NVLINK)
-    assert step.compute_s == pytest.approx(
-        decode_step(w=gpt_oss, hw=H200, c=plain, batch=512, link=NVLINK).compute_s / 0.3
-    )
+    unscaled = decode_step(w=gpt_oss, hw=H200, c=plain, batch=512, link=NVLINK).compute_s
+    assert step.compute_s == pytest.approx(unscaled + _matrices_s(gpt_oss, H200, 0.5, 512) * (1 / 0.3 - 1))
     assert prefill_seconds(w=gpt_oss, hw=H200, c=c, requests=64, link=NVLINK) == pytest.approx(
         prefill_seconds(w=gpt_oss, hw=H200, c=plain, requests=64, link=NVLINK)
     )
@@ -134,5 +145,6 @@ def test_fp4_weights_without_an_fp4_path_compute_at_16_bits_with_a_16_bit_cache_
     # FP8 blocks on Hopper keep the block-scale share, not this one.
     r1 = _r1(ep=8)
     assert decode_step(w=r1, hw=H200, c=c, batch=512, link=NVLINK).compute_s == pytest.approx(
-        decode_step(w=r1, hw=H200, c=replace(c, block_scale_decode_share=1.0), batch=512, link=NVLINK).compute_s / 0.9
+        decode_step(w=r1, hw=H200, c=replace(c, block_scale_decode_share=1.0), batch=512, link=NVLINK).compute_s
+        + _matrices_s(r1, H200, 0.5, 512) * (1 / 0.9 - 1)
     )

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from llm.serving.physics import (
@@ -25,6 +25,7 @@ from llm.serving.physics import (
     hardware_class,
     max_concurrency,
     point_at,
+    prefill_peak_seconds,
     roofline_tokens_per_s_per_gpu,
     serving_curve_compute,
 )
@@ -159,6 +160,7 @@ def test_a_decode_microbenchmark_runs_at_its_decode_steps_alone(gpu, c, model, t
     """Prompts in the cache before the clock starts: tokens/s is the steps' alone, faster than a
     whole request's life (its prefill included) and never above the roofline."""
     _, hw = gpu
+    assume(hw.compute_peak("bf16") is not None)  # a GPU with no 16-bit figure has no estimate at 16 bits
     w = _workload(model, "bf16", tp=tp, input_len=input_len, output_len=128)
     step = decode_step(w=w, hw=hw, c=c, batch=batch, link=NVLINK).total
     decode = point_at(w=w, hw=hw, c=c, batch=batch, link=NVLINK, prefill=False)
@@ -168,6 +170,24 @@ def test_a_decode_microbenchmark_runs_at_its_decode_steps_alone(gpu, c, model, t
     assert decode.tokens_per_s_per_gpu > whole.tokens_per_s_per_gpu
     assert decode.tokens_per_s_per_user >= whole.tokens_per_s_per_user
     assert decode.tokens_per_s_per_gpu <= roofline_tokens_per_s_per_gpu(w=w, hw=hw, batch=batch) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(("kv_bytes", "attention"), [(1.0, "fp8"), (2.0, "bf16")])
+def test_attention_computes_at_the_caches_format_never_at_four_bits(kv_bytes, attention) -> None:
+    """FP4 weights on a B200: the matrices at the FP4 peak, the attention at FP8 with an 8-bit
+    cache and at BF16 with a 16-bit one, in decode and in prefill (no 4-bit attention kernels)."""
+    hw = dict(GPUS)["b200"]
+    peaks = hw.tensor_tflops
+    assert peaks["fp4"] > peaks["fp8"] > peaks["bf16"]
+    w = Workload(MODEL_SHAPES["llama-3.1-70b"], "fp4", 0.5625, 8192, 1024, kv_bytes=kv_bytes)
+    m, batch = w.model, 64
+    matrices = 2.0 * m.active_params_b * 1e9 * batch
+    scores = 4.0 * m.layers * attention_width(m) * (8192 + 512) * batch
+    step = decode_step(w=w, hw=hw, c=ServingConstants(), batch=batch, link=NVLINK, peak=True)
+    assert step.compute_s == pytest.approx((matrices / peaks["fp4"] + scores / peaks[attention]) / 1e12)
+    prompt = 2.0 * m.layers * attention_width(m, prefill=True) * 8192 * 8192
+    expected = (8192 * 2.0 * m.active_params_b * 1e9 / peaks["fp4"] + prompt / peaks[attention]) / 1e12
+    assert prefill_peak_seconds(w, hw, 8192) == pytest.approx(expected)
 
 
 def _fitted_like() -> ServingConstants:

@@ -50,7 +50,7 @@ from llm.serving.physics import (
     is_moe,
     max_concurrency,
     point_at,
-    prefill_flops_per_gpu,
+    prefill_peak_seconds,
     weights_bytes_per_gpu,
 )
 
@@ -230,7 +230,8 @@ class _Design:
     point: np.ndarray  # which point a row belongs to
     batch: np.ndarray
     memory_s: np.ndarray  # decode step: bytes read / datasheet bandwidth
-    compute_s: np.ndarray  # FLOPs / datasheet peak
+    compute_s: np.ndarray  # the weights' matrix FLOPs / datasheet peak of their format
+    attention_s: np.ndarray  # attention FLOPs / datasheet peak of the cache's format
     allreduce_s: np.ndarray
     prefill_compute_s: np.ndarray  # prefill of the batch's prompts
     prefill_memory_s: np.ndarray
@@ -282,18 +283,20 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             tokens = 0 if p.decode_only else b * w.input_len
             peak = hw.compute_peak(w.weight_precision)
             tflops = peak[0] if peak else 0.0
-            pre_flops = prefill_flops_per_gpu(w, tokens)
+            matrix_s = 2.0 * m.active_params_b * 1e9 * b / w.tp / (tflops * 1e12)
+            pre_s = prefill_peak_seconds(w, hw, tokens) if tokens else 0.0
             rows["point"].append(len(kept) - 1)
             rows["batch"].append(b)
             rows["memory_s"].append(step.memory_s)
-            rows["compute_s"].append(step.compute_s)
+            rows["compute_s"].append(matrix_s)
+            rows["attention_s"].append(step.compute_s - matrix_s)
             rows["allreduce_s"].append(talk)
-            rows["prefill_compute_s"].append(pre_flops / (tflops * 1e12))
+            rows["prefill_compute_s"].append(pre_s)
             rows["prefill_memory_s"].append(weights_bytes_per_gpu(w) / (hw.bandwidth_gbs * 1e9))
             rows["prefill_allreduce_s"].append(communication_seconds(w, p.link, tokens))
             rows["has_prefill"].append(1.0 if tokens > 0 else 0.0)
             others = 0 if p.decode_only else (b - 1) * w.input_len
-            rows["others_compute_s"].append(pre_flops * others / tokens / (tflops * 1e12) if tokens else 0.0)
+            rows["others_compute_s"].append(pre_s * others / tokens if tokens else 0.0)
             rows["others_allreduce_s"].append(communication_seconds(w, p.link, others))
             rows["has_others"].append(1.0 if others > 0 else 0.0)
             rows["output_len"].append(w.output_len)
@@ -323,7 +326,7 @@ def _rates(d: _Design, theta: np.ndarray, layout: _Layout) -> tuple[np.ndarray, 
     decode_comp = comp * np.where(d.block_scaled > 0, np.exp(theta[-3]), 1.0)
     decode_comp = decode_comp * np.where(d.fp4_dequantised > 0, np.exp(theta[-4]), 1.0)
     overhead = theta[2 * k + 2 * e + d.engine] / 1e3 + d.moe_layers * theta[2 * k + 3 * e + d.engine] / 1e6
-    step = np.maximum(d.memory_s / bw, d.compute_s / decode_comp) + overhead + d.allreduce_s
+    step = np.maximum(d.memory_s / bw, d.compute_s / decode_comp + d.attention_s / comp) + overhead + d.allreduce_s
     prefill = d.has_prefill * (
         np.maximum(d.prefill_compute_s / comp, d.prefill_memory_s / bw) + overhead + d.prefill_allreduce_s
     )

@@ -11,16 +11,17 @@ context ``c`` (the prompt plus half the output)::
            + 2 x layers x all-reduce(b x hidden x 2 bytes)
 
     bytes read = weights touched / t + b x c x KV bytes per token / t
-    FLOPs      = (2 x active parameters + 4 x layers x hidden x c) x b / t
+    compute    = 2 x active parameters x b / t / the weights' peak
+                 + 4 x layers x hidden x c x b / t / the attention's peak (the cache's format)
 
 A dense model touches all its weights every step; a mixture of experts touches each token's
 active parameters, at most all of them (``min(total, b x active)``). Keys and values are split
 across GPUs by KV head, so beyond ``t = KV heads`` each GPU keeps whole heads (replicated).
 
 Prefill of a prompt of ``L`` tokens is the same arithmetic over ``L`` tokens at once
-(compute-bound: ``2 x active + 2 x layers x hidden x L`` FLOPs per token, the second term the
-causal attention over the prompt). Over a request's life a replica spends ``out x step`` on its
-decode and the prefill time of the ``b`` requests that share it, so::
+(compute-bound: ``2 x active`` FLOPs per token at the weights' peak and ``2 x layers x hidden x
+L`` at the attention's, the causal attention over the prompt). Over a request's life a replica
+spends ``out x step`` on its decode and the prefill time of the ``b`` requests that share it, so::
 
     tokens/s per GPU  = b x out / (out x step + prefill(b requests)) / t
     tokens/s per user = out / (out x step + prefill(b - 1 requests))   (1 / time per output token)
@@ -54,8 +55,10 @@ some engines wait on the host for the routing; and the latency of the dispatch a
 That is what a step of a deep mixture of experts costs at low concurrency, when the bytes read
 take a few milliseconds: DeepSeek-R1 on eight GPUs, 61 layers, runs a token every 7 to 25 ms
 whatever the GPUs' bandwidth. Nothing depends on the benchmark: FP8 reads half the bytes of BF16
-and computes at the FP8 peak. Weights scaled per small block (DeepSeek-R1's FP8 checkpoint) on a GPU
-whose matrix units do not apply the scales decode at a fitted share of that peak
+and computes at the FP8 peak; attention computes at its cache's format (:func:`attention_tflops`:
+FP8 with an 8-bit cache, else 16 bits), never at the 4 bits of FP4 weights. Weights scaled per
+small block (DeepSeek-R1's FP8 checkpoint) on a GPU whose matrix units do not apply the scales
+decode their matrices at a fitted share of that peak
 (``ServingConstants.block_scale_decode_share``); FP4 weights on a GPU without FP4 matrix units
 are dequantised to 16 bits and decode at a share of their own (``fp4_dequant_decode_share``);
 the prefill of both keeps the full rate.
@@ -485,6 +488,16 @@ class StepTimes:
         return max(parts, key=lambda k: parts[k])
 
 
+def attention_tflops(w: Workload, hw: Hardware) -> float:
+    """The tensor peak attention computes at: the KV cache's format, 8-bit where the GPU has an
+    FP8 path (TensorRT-LLM's and vLLM's FP8 attention kernels) and 16-bit otherwise, whatever the
+    weights' format: 4-bit weights make the matrices 4-bit, never the attention. The weights'
+    peak where the GPU has neither figure."""
+    eight_bit = w.kv_value_bytes(hw) <= 1.0 and hw.supports("fp8")
+    got = hw.compute_peak("fp8" if eight_bit else "bf16") or hw.compute_peak(w.weight_precision)
+    return got[0] if got else 0.0
+
+
 def decode_step(
     *, w: Workload, hw: Hardware, c: ServingConstants, batch: int, link: AllReduce, peak: bool = False
 ) -> StepTimes:
@@ -493,11 +506,14 @@ def decode_step(
     m = w.model
     context = w.input_len + w.output_len / 2.0
     read = touched_bytes_per_gpu(w, batch) + batch * context * kv_bytes_per_token_per_gpu(w, hw)
-    flops = (2.0 * m.active_params_b * 1e9 + 4.0 * m.layers * attention_width(m) * context) * batch / w.tp
+    matrix_flops = 2.0 * m.active_params_b * 1e9 * batch / w.tp
+    attention_flops = 4.0 * m.layers * attention_width(m) * context * batch / w.tp
     peak_compute = hw.compute_peak(w.weight_precision)
     tflops = peak_compute[0] if peak_compute else 0.0
+    attention = attention_tflops(w, hw)
     if peak:
         bandwidth, compute = hw.bandwidth_gbs, tflops
+        attention_compute = attention
     else:
         spread = c.expert_parallel_share if w.ep > 1 else 1.0
         scales = (
@@ -511,22 +527,29 @@ def decode_step(
             c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread,
             c.effective_tflops(tflops, hw, w.engine) * spread * scales,
         )
+        attention_compute = c.effective_tflops(attention, hw, w.engine) * spread
     memory_s = read / (bandwidth * 1e9)
-    compute_s = flops / (compute * 1e12) if compute > 0 else math.inf
+    if compute > 0 and attention_compute > 0:
+        compute_s = matrix_flops / (compute * 1e12) + attention_flops / (attention_compute * 1e12)
+    else:
+        compute_s = math.inf
     if peak:
         return StepTimes(memory_s, compute_s, 0.0, 0.0)
     return StepTimes(memory_s, compute_s, c.overhead_s(w.engine, m), communication_seconds(w, link, batch))
 
 
-def prefill_flops_per_gpu(w: Workload, tokens: int) -> float:
-    """FLOPs one GPU of a replica spends on ``tokens`` prompt tokens (prompts of ``input_len``): the
-    active weights and the causal attention over the prompt."""
+def prefill_peak_seconds(w: Workload, hw: Hardware, tokens: int) -> float:
+    """Seconds one GPU of a replica spends on ``tokens`` prompt tokens (prompts of ``input_len``)
+    at the datasheet peaks: the active weights' matrices at their format's peak and the causal
+    attention over the prompt at the cache's (:func:`attention_tflops`)."""
     m = w.model
-    return (
-        tokens
-        * (2.0 * m.active_params_b * 1e9 + 2.0 * m.layers * attention_width(m, prefill=True) * w.input_len)
-        / w.tp
-    )
+    peak = hw.compute_peak(w.weight_precision)
+    attention = attention_tflops(w, hw)
+    if not peak or not attention:
+        return math.inf
+    matrices = tokens * 2.0 * m.active_params_b * 1e9 / w.tp
+    scores = tokens * 2.0 * m.layers * attention_width(m, prefill=True) * w.input_len / w.tp
+    return (matrices / peak[0] + scores / attention) / 1e12
 
 
 def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests: int, link: AllReduce) -> float:
@@ -539,7 +562,8 @@ def prefill_seconds(*, w: Workload, hw: Hardware, c: ServingConstants, requests:
     if not peak_compute:
         return math.inf
     spread = c.expert_parallel_share if w.ep > 1 else 1.0
-    compute_s = prefill_flops_per_gpu(w, tokens) / (c.effective_tflops(peak_compute[0], hw, w.engine) * spread * 1e12)
+    share = c.effective_tflops(1.0, hw, w.engine) * spread
+    compute_s = prefill_peak_seconds(w, hw, tokens) / share if share > 0 else math.inf
     memory_s = weights_bytes_per_gpu(w) / (c.effective_bandwidth_gbs(hw, w.engine, w.weight_precision) * spread * 1e9)
     return max(compute_s, memory_s) + c.overhead_s(w.engine, m) + communication_seconds(w, link, tokens)
 
