@@ -17,11 +17,11 @@ being estimated.
   bits, whose decode share the H200 and gpt-oss-20b rows pin.
 
 One Hopper run is still off left out and marked so (strict: the mark fails the day it lands):
-Qwen3-235B H100 DEP8 (1,932, read about +31 %; +30 % with its own rows in the fit too, where the
+Qwen3-235B H100 DEP8 (1,932, read about +32 %; +31 % with its own rows in the fit too, where the
 same model on H200 DEP4 and on H100 TP8 lands within a few per cent). What costs the eight-rank
 H100 run more is not in the model: its 1,024/8,192 row, at a fifth of the batch, lands. On the
 same eight H100s the overview measures DEP8 4 % ahead of TP8 at 1,000/1,000 (1,932 against 1,862
-per GPU) where the model puts it 36 % ahead: DEP holds about twice the sequences (under TP8 the four
+per GPU) where the model puts it 34 % ahead: DEP holds about twice the sequences (under TP8 the four
 KV heads are replicated, under DEP each rank keeps its own sequences' heads), and the measurement
 does not turn them into throughput."""
 
