@@ -106,6 +106,11 @@ _VERSION = re.compile(r"generated using version\s+v?(\d+(?:\.\d+)+)", re.IGNOREC
 _PRECISION_SENTENCE = re.compile(r"\b(FP4|NVFP4|FP8|BF16|FP16|INT8|INT4)\s+precision", re.IGNORECASE)
 _PER_GPU = re.compile(r"tokens/se?c?/gpu|per[- ]gpu", re.IGNORECASE)
 _TP_PP = re.compile(r"(DEP|TP)\s*(\d+)(?:\s*,\s*PP\s*(\d+))?", re.IGNORECASE)
+# trtllm-bench sizes ``max_batch_size`` from the KV cache only for NVFP4, FP8, FP8 block-scale and
+# unquantised checkpoints (tensorrt_llm/bench/build/build.py, get_benchmark_engine_settings); a
+# checkpoint of any other format, gpt-oss's MXFP4 among them, runs at the LLM API's default per
+# rank (tensorrt_llm/llmapi/llm_args.py, max_batch_size = 2048): llm/data/trtllm/SOURCES.md.
+BENCH_DEFAULT_MAX_BATCH = 2048
 # Checkpoints published under another name with the architecture of a shape key.
 MODEL_ALIASES = {"deepseek-r1-0528": "deepseek-r1"}
 _PAREN_PRECISION = re.compile(r"\((FP4|NVFP4|FP8|BF16|FP16|INT8|INT4)\)", re.IGNORECASE)

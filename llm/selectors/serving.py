@@ -46,6 +46,7 @@ from llm.serving.physics import (
     serving_curve_compute,
 )
 from llm.serving.shapes import GGUF_BYTES_PER_WEIGHT, MODEL_SHAPES, bytes_per_weight
+from llm.trtllm import BENCH_DEFAULT_MAX_BATCH
 
 __all__ = [
     "MeasuredAllReduce",
@@ -412,9 +413,18 @@ def serving_points_for_fit() -> list[MeasuredPoint]:
                 source=r.source_kind,
                 published=r.measured_on.isoformat(),
                 decode_only=r.source_kind == SourceKind.CLIENT,
+                max_batch=_bench_batch_cap(r),
             )
         )
     return out
+
+
+def _bench_batch_cap(r: ServingPoint) -> int | None:
+    """The sequences per replica trtllm-bench let a throughput run hold where it did not size the
+    batch from the KV cache: a model whose only checkpoint is MXFP4 (``llm.trtllm``)."""
+    untuned = MODEL_SHAPES[r.model].published_formats == ("fp4",)
+    throughput_run = r.source_kind == SourceKind.TRTLLM and r.scenario == "offline"
+    return BENCH_DEFAULT_MAX_BATCH if throughput_run and untuned else None
 
 
 def _in_flight(r: ServingPoint) -> int | None:

@@ -48,6 +48,7 @@ from llm.serving.physics import (
     decode_step,
     fp4_dequantised,
     is_moe,
+    matrix_peak,
     max_concurrency,
     point_at,
     prefill_peak_seconds,
@@ -105,6 +106,7 @@ class MeasuredPoint:
     source: str = ""  # the source kind (mlperf, trtllm, llamacpp, ...): leave-one-source-out groups by it
     published: str = ""  # ISO date the source published the figure: the time split cuts on it
     decode_only: bool = False  # the source timed the decode steps alone (no prefill in its rates)
+    max_batch: int | None = None  # the engine's own cap on sequences per replica, where the source's settings set one
 
     @property
     def replicas(self) -> int:
@@ -124,7 +126,7 @@ class MeasuredPoint:
 def predict(p: MeasuredPoint, c: ServingConstants) -> CurvePoint | None:
     """The model's point for a measured one (module doc); None when the model does not fit."""
     w, hw = p.workload, p.hardware
-    limit = max_concurrency(w, hw, c)
+    limit = min(max_concurrency(w, hw, c), p.max_batch or c.max_concurrency)
     if limit < 1 or not hw.bandwidth_gbs or hw.compute_peak(w.weight_precision) is None:
         return None
     prefill = not p.decode_only
@@ -270,7 +272,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
     kept: list[int] = []
     for i, p in enumerate(points):
         w, hw = p.workload, p.hardware
-        limit = max_concurrency(w, hw, unit)
+        limit = min(max_concurrency(w, hw, unit), p.max_batch or unit.max_concurrency)
         if limit < 1 or not hw.bandwidth_gbs or hw.compute_peak(w.weight_precision) is None:
             continue
         kept.append(i)
@@ -281,7 +283,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             step = decode_step(w=peak_w, hw=peak_hw, c=unit, batch=b, link=p.link, peak=True)
             talk = communication_seconds(w, p.link, b)
             tokens = 0 if p.decode_only else b * w.input_len
-            peak = hw.compute_peak(w.weight_precision)
+            peak = matrix_peak(w, hw)
             tflops = peak[0] if peak else 0.0
             matrix_s = 2.0 * m.active_params_b * 1e9 * b / w.tp / (tflops * 1e12)
             pre_s = prefill_peak_seconds(w, hw, tokens) if tokens else 0.0

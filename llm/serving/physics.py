@@ -56,9 +56,11 @@ That is what a step of a deep mixture of experts costs at low concurrency, when 
 take a few milliseconds: DeepSeek-R1 on eight GPUs, 61 layers, runs a token every 7 to 25 ms
 whatever the GPUs' bandwidth. Nothing depends on the benchmark: FP8 reads half the bytes of BF16
 and computes at the FP8 peak; attention computes at its cache's format (:func:`attention_tflops`:
-FP8 with an 8-bit cache, else 16 bits), never at the 4 bits of FP4 weights. Weights scaled per
-small block (DeepSeek-R1's FP8 checkpoint) on a GPU whose matrix units do not apply the scales
-decode their matrices at a fitted share of that peak
+FP8 with an 8-bit cache, else 16 bits), never at the 4 bits of FP4 weights; layers with a sliding
+window keep at most the window's keys and values (:func:`cached_layer_tokens`); FP4 weights whose
+checkpoint pairs them with 8-bit activations compute at the FP8 rate (:func:`matrix_peak`).
+Weights scaled per small block (DeepSeek-R1's FP8 checkpoint) on a GPU whose matrix units do not
+apply the scales decode their matrices at a fitted share of that peak
 (``ServingConstants.block_scale_decode_share``); FP4 weights on a GPU without FP4 matrix units
 are dequantised to 16 bits and decode at a share of their own (``fp4_dequant_decode_share``);
 the prefill of both keeps the full rate.
@@ -452,6 +454,19 @@ def kv_bytes_per_token_per_gpu(w: Workload, hw: Hardware) -> float:
     return 2.0 * m.layers * heads_per_gpu * m.head_dim * w.kv_value_bytes(hw)
 
 
+def cached_layer_tokens(model: ModelShapeLike, context: float) -> float:
+    """The keys and values a sequence of ``context`` tokens keeps, in tokens summed over the
+    layers: every token in a full-attention layer, at most the window in a sliding-window one."""
+    window = getattr(model, "sliding_window", 0) or 0
+    sliding = getattr(model, "sliding_layers", 0) if window else 0
+    return (model.layers - sliding) * context + sliding * min(context, window)
+
+
+def kv_bytes_per_sequence_per_gpu(w: Workload, hw: Hardware, tokens: float) -> float:
+    """Keys and values of a sequence of ``tokens`` tokens on one GPU of the replica."""
+    return cached_layer_tokens(w.model, tokens) * kv_bytes_per_token_per_gpu(w, hw) / w.model.layers
+
+
 def max_concurrency(w: Workload, hw: Hardware, c: ServingConstants) -> int:
     """Sequences of full context (prompt + output) whose KV cache fits beside the weights."""
     weights = weights_bytes_per_gpu(w)
@@ -460,7 +475,7 @@ def max_concurrency(w: Workload, hw: Hardware, c: ServingConstants) -> int:
     # The KV cache takes its share of what the weights and the runtime leave (TensorRT-LLM's
     # kv_cache_free_gpu_mem_fraction, 0.9 by default).
     free = c.memory_usable_fraction * ((hw.memory_gib - c.reserve_gib) * GIB - weights)
-    per_sequence = (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(w, hw)
+    per_sequence = kv_bytes_per_sequence_per_gpu(w, hw, w.input_len + w.output_len)
     if free <= 0 or per_sequence <= 0 or free < per_sequence:
         return 0
     return min(int(free // per_sequence), c.max_concurrency)
@@ -488,6 +503,17 @@ class StepTimes:
         return max(parts, key=lambda k: parts[k])
 
 
+def matrix_peak(w: Workload, hw: Hardware) -> tuple[float, str] | None:
+    """The tensor peak a step's weight matrices compute at: the weights' format's
+    (:meth:`Hardware.compute_peak`), except FP4 weights whose checkpoint pairs them with 8-bit
+    activations on a GPU with FP4 matrix units (``fp4_activations``: gpt-oss's MXFP4, W4A8), which
+    compute at the FP8 rate."""
+    activations = getattr(w.model, "fp4_activations", "")
+    if w.weight_precision == "fp4" and activations and hw.supports("fp4"):
+        return hw.compute_peak(activations)
+    return hw.compute_peak(w.weight_precision)
+
+
 def attention_tflops(w: Workload, hw: Hardware) -> float:
     """The tensor peak attention computes at: the KV cache's format, 8-bit where the GPU has an
     FP8 path (TensorRT-LLM's and vLLM's FP8 attention kernels) and 16-bit otherwise, whatever the
@@ -505,10 +531,10 @@ def decode_step(
     with no overhead (the roofline)."""
     m = w.model
     context = w.input_len + w.output_len / 2.0
-    read = touched_bytes_per_gpu(w, batch) + batch * context * kv_bytes_per_token_per_gpu(w, hw)
+    read = touched_bytes_per_gpu(w, batch) + batch * kv_bytes_per_sequence_per_gpu(w, hw, context)
     matrix_flops = 2.0 * m.active_params_b * 1e9 * batch / w.tp
-    attention_flops = 4.0 * m.layers * attention_width(m) * context * batch / w.tp
-    peak_compute = hw.compute_peak(w.weight_precision)
+    attention_flops = 4.0 * attention_width(m) * cached_layer_tokens(m, context) * batch / w.tp
+    peak_compute = matrix_peak(w, hw)
     tflops = peak_compute[0] if peak_compute else 0.0
     attention = attention_tflops(w, hw)
     if peak:
@@ -543,12 +569,19 @@ def prefill_peak_seconds(w: Workload, hw: Hardware, tokens: int) -> float:
     at the datasheet peaks: the active weights' matrices at their format's peak and the causal
     attention over the prompt at the cache's (:func:`attention_tflops`)."""
     m = w.model
-    peak = hw.compute_peak(w.weight_precision)
+    peak = matrix_peak(w, hw)
     attention = attention_tflops(w, hw)
     if not peak or not attention:
         return math.inf
     matrices = tokens * 2.0 * m.active_params_b * 1e9 / w.tp
-    scores = tokens * 2.0 * m.layers * attention_width(m, prefill=True) * w.input_len / w.tp
+    # A prompt token attends to the tokens before it: L / 2 on average in a full layer, at most the
+    # window in a sliding one (W - W^2 / 2L on average over a prompt longer than the window).
+    length, window = w.input_len, getattr(m, "sliding_window", 0) or 0
+    sliding = getattr(m, "sliding_layers", 0) if window else 0
+    attended = (m.layers - sliding) * length / 2 + sliding * (
+        length / 2 if length <= window else window - window * window / (2 * length)
+    )
+    scores = tokens * 4.0 * attention_width(m, prefill=True) * attended / w.tp
     return (matrices / peak[0] + scores / attention) / 1e12
 
 
@@ -604,10 +637,10 @@ def serving_curve_compute(
     """The curve of one replica from concurrency 1 to the memory limit (module doc)."""
     link = link or AllReduce()
     limit = max_concurrency(w, hw, c)
-    peak = hw.compute_peak(w.weight_precision)
+    peak = matrix_peak(w, hw)
     common = {
         "weights_gib_per_gpu": weights_bytes_per_gpu(w) / GIB,
-        "kv_gib_per_sequence_per_gpu": (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(w, hw) / GIB,
+        "kv_gib_per_sequence_per_gpu": kv_bytes_per_sequence_per_gpu(w, hw, w.input_len + w.output_len) / GIB,
         "usable_gib_per_gpu": c.usable_bytes(hw.memory_gib) / GIB,
         "compute_precision": peak[1] if peak else "",
         "allreduce_source": link.source if w.tp > 1 or w.ep > 1 else "",
@@ -680,7 +713,7 @@ def one_stream_compute(
     if not hw.bandwidth_gbs:
         return None
     one = replace(w, tp=1, ep=1)
-    need = weights_bytes(one) + (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(one, hw)
+    need = weights_bytes(one) + kv_bytes_per_sequence_per_gpu(one, hw, w.input_len + w.output_len)
     for gpus in range(1, max_gpus + 1):
         if c.usable_bytes(hw.memory_gib) * gpus >= need:
             step = decode_step(w=one, hw=hw, c=c, batch=1, link=AllReduce())

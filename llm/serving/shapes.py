@@ -39,6 +39,15 @@ class ModelShape:
     # (gpt-oss: OpenAI released its experts in MXFP4 alone); empty: any format a GPU runs best.
     # "The best precision each GPU supports" picks among these (llm.question).
     published_formats: tuple[str, ...] = ()
+    # Attention over the last ``sliding_window`` tokens only, on ``sliding_layers`` of the layers
+    # (gpt-oss alternates 128-token windows with full attention): those layers keep at most the
+    # window's keys and values (physics.cached_layer_tokens).
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    # The activations its FP4 checkpoint's matrices take on a GPU with FP4 matrix units, where not
+    # 4-bit: gpt-oss's MXFP4 experts run with MXFP8 activations, at the FP8 rate (TensorRT-LLM's
+    # default there, W4A8_MXFP4_MXFP8: ModelConfig.get_mxfp4_quant_algo; physics.matrix_peak).
+    fp4_activations: str = ""
 
     @property
     def is_moe(self) -> bool:
@@ -48,13 +57,14 @@ class ModelShape:
 def _shape(slug: str, name: str, params: float, layers: int, hidden: int, kv: int, head: int, source: str,
            active: float | None = None, moe: tuple[int, int, int] = (0, 0, 0),
            head_width: tuple[int, int] = (0, 0), block_scaled: tuple[str, ...] = (),
-           published: tuple[str, ...] = ()) -> ModelShape:  # fmt: skip
+           published: tuple[str, ...] = (), window: tuple[int, int] = (0, 0),
+           fp4_activations: str = "") -> ModelShape:  # fmt: skip
     """``moe``: (attention heads, routed experts, experts per token) of a mixture of experts;
     ``head_width``: what a query head attends over in decode and in prefill, where not ``head``;
     ``block_scaled``: the precisions whose checkpoint scales weights per block; ``published``: the
-    only formats its checkpoints come in."""
+    only formats its checkpoints come in; ``window``: (tokens, layers) of sliding-window attention."""
     return ModelShape(slug, name, params, active if active is not None else params, layers, hidden, kv, head, source,
-                      *moe, head_width, block_scaled, published)  # fmt: skip
+                      *moe, head_width, block_scaled, published, *window, fp4_activations)  # fmt: skip
 
 
 _LLAMA1 = "https://arxiv.org/abs/2302.13971 (LLaMA paper, Table 2)"
@@ -89,10 +99,14 @@ MODEL_SHAPES: dict[str, ModelShape] = {
                "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B/blob/main/config.json"),
         _shape("gpt-oss-20b", "gpt-oss-20b", 20.91, 24, 2880, 8, 64,
                "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 20.9B total, 3.6B active, 32 experts, 4 "
-               "per token; the experts released in MXFP4 only)", active=3.61, moe=(64, 32, 4), published=("fp4",)),
+               "per token; the experts released in MXFP4 only; config.json: a 128-token sliding window on every "
+               "other layer, 12 of 24)", active=3.61, moe=(64, 32, 4), published=("fp4",), window=(128, 12),
+               fp4_activations="fp8"),
         _shape("gpt-oss-120b", "gpt-oss-120b", 116.83, 36, 2880, 8, 64,
                "https://arxiv.org/abs/2508.10925 (gpt-oss model card: 116.8B total, 5.1B active, 128 experts, 4 "
-               "per token; the experts released in MXFP4 only)", active=5.13, moe=(64, 128, 4), published=("fp4",)),
+               "per token; the experts released in MXFP4 only; config.json: a 128-token sliding window on every "
+               "other layer, 18 of 36)", active=5.13, moe=(64, 128, 4), published=("fp4",), window=(128, 18),
+               fp4_activations="fp8"),
         _shape("mixtral-8x7b", "Mixtral 8x7B", 46.7, 32, 4096, 8, 128,
                "https://arxiv.org/abs/2401.04088 (Mixtral paper: 47B total, 13B active, 8 experts, 2 per token)",
                active=12.9, moe=(32, 8, 2)),

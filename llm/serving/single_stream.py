@@ -44,7 +44,7 @@ from llm.serving.physics import (
     Hardware,
     ServingConstants,
     Workload,
-    kv_bytes_per_token_per_gpu,
+    kv_bytes_per_sequence_per_gpu,
     prefill_seconds,
     touched_bytes_per_gpu,
     weights_bytes,
@@ -94,7 +94,7 @@ def stream_bytes_per_token(w: Workload, hw: Hardware) -> float:
     its keys and values at the average context (the prompt plus half the output)."""
     one = replace(w, tp=1, ep=1)
     context = w.input_len + w.output_len / 2.0
-    return touched_bytes_per_gpu(one, 1) + context * kv_bytes_per_token_per_gpu(one, hw)
+    return touched_bytes_per_gpu(one, 1) + kv_bytes_per_sequence_per_gpu(one, hw, context)
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,7 @@ def single_stream_compute(
     if not hw.bandwidth_gbs:
         return None
     one = replace(w, tp=1, ep=1)
-    need = weights_bytes(one) + (w.input_len + w.output_len) * kv_bytes_per_token_per_gpu(one, hw)
+    need = weights_bytes(one) + kv_bytes_per_sequence_per_gpu(one, hw, w.input_len + w.output_len)
     usable = stream_usable_bytes(hw.memory_gib, serving)
     counts = [gpus] if gpus is not None else list(range(1, max_gpus + 1))
     for count in counts:
