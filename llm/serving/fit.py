@@ -48,6 +48,7 @@ from llm.serving.physics import (
     decode_step,
     fp4_dequantised,
     is_moe,
+    matrix_flops_per_gpu,
     matrix_peak,
     max_concurrency,
     point_at,
@@ -285,7 +286,7 @@ def _design(points: Sequence[MeasuredPoint], layout: _Layout) -> tuple[_Design, 
             tokens = 0 if p.decode_only else b * w.input_len
             peak = matrix_peak(w, hw)
             tflops = peak[0] if peak else 0.0
-            matrix_s = 2.0 * m.active_params_b * 1e9 * b / w.tp / (tflops * 1e12)
+            matrix_s = matrix_flops_per_gpu(w, b) / (tflops * 1e12)
             pre_s = prefill_peak_seconds(w, hw, tokens) if tokens else 0.0
             rows["point"].append(len(kept) - 1)
             rows["batch"].append(b)

@@ -454,12 +454,22 @@ def kv_bytes_per_token_per_gpu(w: Workload, hw: Hardware) -> float:
     return 2.0 * m.layers * heads_per_gpu * m.head_dim * w.kv_value_bytes(hw)
 
 
+def sliding_window(model: ModelShapeLike) -> tuple[int, int]:
+    """(window in tokens, layers that attend over it only); (0, 0) for full attention throughout."""
+    window = getattr(model, "sliding_window", 0) or 0
+    return (window, getattr(model, "sliding_layers", 0)) if window else (0, 0)
+
+
 def cached_layer_tokens(model: ModelShapeLike, context: float) -> float:
     """The keys and values a sequence of ``context`` tokens keeps, in tokens summed over the
     layers: every token in a full-attention layer, at most the window in a sliding-window one."""
-    window = getattr(model, "sliding_window", 0) or 0
-    sliding = getattr(model, "sliding_layers", 0) if window else 0
+    window, sliding = sliding_window(model)
     return (model.layers - sliding) * context + sliding * min(context, window)
+
+
+def matrix_flops_per_gpu(w: Workload, tokens: float) -> float:
+    """FLOPs one GPU of a replica spends on ``tokens`` tokens through the active weights' matrices."""
+    return 2.0 * w.model.active_params_b * 1e9 * tokens / w.tp
 
 
 def kv_bytes_per_sequence_per_gpu(w: Workload, hw: Hardware, tokens: float) -> float:
@@ -532,7 +542,7 @@ def decode_step(
     m = w.model
     context = w.input_len + w.output_len / 2.0
     read = touched_bytes_per_gpu(w, batch) + batch * kv_bytes_per_sequence_per_gpu(w, hw, context)
-    matrix_flops = 2.0 * m.active_params_b * 1e9 * batch / w.tp
+    matrix_flops = matrix_flops_per_gpu(w, batch)
     attention_flops = 4.0 * attention_width(m) * cached_layer_tokens(m, context) * batch / w.tp
     peak_compute = matrix_peak(w, hw)
     tflops = peak_compute[0] if peak_compute else 0.0
@@ -573,11 +583,10 @@ def prefill_peak_seconds(w: Workload, hw: Hardware, tokens: int) -> float:
     attention = attention_tflops(w, hw)
     if not peak or not attention:
         return math.inf
-    matrices = tokens * 2.0 * m.active_params_b * 1e9 / w.tp
+    matrices = matrix_flops_per_gpu(w, tokens)
     # A prompt token attends to the tokens before it: L / 2 on average in a full layer, at most the
     # window in a sliding one (W - W^2 / 2L on average over a prompt longer than the window).
-    length, window = w.input_len, getattr(m, "sliding_window", 0) or 0
-    sliding = getattr(m, "sliding_layers", 0) if window else 0
+    length, (window, sliding) = w.input_len, sliding_window(m)
     attended = (m.layers - sliding) * length / 2 + sliding * (
         length / 2 if length <= window else window - window * window / (2 * length)
     )
